@@ -1,0 +1,211 @@
+"""One way to write Joulie objects: server-side apply and merge patch with a field manager.
+
+A thin typed layer over the official `kubernetes` client. Ownership of NodeTwin/NodeHardware
+fields is enforced by field managers, so every write names one. Conflicts and transient server
+errors are retried with `Backoff`; anything else raises `KubeWriteError` naming the object, the
+field manager and the server's message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, ValidationError
+
+from joulie_api.backoff import Backoff, retry
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import NodeTwin
+from joulie_api.names import (
+    API_VERSION,
+    GROUP,
+    KIND_NODE_HARDWARE,
+    KIND_NODE_TWIN,
+    PLURAL_NODE_HARDWARE,
+    PLURAL_NODE_TWIN,
+    VERSION,
+)
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+# 409 is a resourceVersion/apply conflict, 429 throttling, 5xx a server or etcd hiccup.
+_TEMPORARY_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+
+Subresource = Literal["", "status"]
+
+
+@dataclass(frozen=True)
+class Resource(Generic[M]):
+    """A cluster-scoped Joulie kind and the generated model its objects parse into."""
+
+    kind: str
+    plural: str
+    model: type[M]
+
+
+NODE_HARDWARE: Resource[NodeHardware] = Resource(KIND_NODE_HARDWARE, PLURAL_NODE_HARDWARE, NodeHardware)
+NODE_TWIN: Resource[NodeTwin] = Resource(KIND_NODE_TWIN, PLURAL_NODE_TWIN, NodeTwin)
+
+
+class KubeWriteError(RuntimeError):
+    """A write the API server refused (or kept failing), with what and why."""
+
+    def __init__(self, action: str, kind: str, name: str, field_manager: str, status: int | None, message: str):
+        self.status = status
+        self.server_message = message
+        super().__init__(
+            f"{action} {kind}/{name} as field manager {field_manager!r} failed"
+            f"{f' (HTTP {status})' if status else ''}: {message}"
+        )
+
+
+class ObjectDecodeError(ValueError):
+    """An object from the API server does not match the Joulie schema."""
+
+    def __init__(self, kind: str, name: str, err: ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})" for e in err.errors()
+        )
+        super().__init__(f"{kind}/{name} does not match the {API_VERSION} schema: {problems}")
+
+
+def is_temporary(exc: BaseException) -> bool:
+    """Whether a failed API call is worth retrying."""
+    if isinstance(exc, ApiException):
+        return exc.status in _TEMPORARY_STATUSES or exc.status == 0
+    return isinstance(exc, (ConnectionError, TimeoutError, OSError))
+
+
+def server_message(exc: BaseException) -> str:
+    """The human part of an API error: the Status message if the server sent one."""
+    if isinstance(exc, ApiException) and exc.body:
+        try:
+            body = json.loads(exc.body)
+        except (TypeError, ValueError):
+            return str(exc.body)
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    return str(exc)
+
+
+def decode(resource: Resource[M], obj: Mapping[str, Any]) -> M:
+    """Parse an API object into its model. Whole numbers the server returns as int are accepted."""
+    try:
+        return resource.model.model_validate(obj)
+    except ValidationError as err:
+        name = str(obj.get("metadata", {}).get("name", "?"))
+        raise ObjectDecodeError(resource.kind, name, err) from None
+
+
+def to_body(resource: Resource[M], obj: M | Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The JSON body of an apply: apiVersion/kind/name set, unset fields left out.
+
+    Leaving unset fields out matters: with server-side apply, a field in the body is a field
+    the manager claims, and claiming a field another component owns causes a conflict.
+    """
+    if isinstance(obj, BaseModel):
+        body = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    else:
+        body = dict(obj)
+    body["apiVersion"] = API_VERSION
+    body["kind"] = resource.kind
+    meta = dict(body.get("metadata") or {})
+    meta["name"] = name
+    body["metadata"] = meta
+    return body
+
+
+class JoulieClient:
+    """Reads and writes Joulie objects as one field manager."""
+
+    def __init__(self, api: k8s.ApiClient, field_manager: str, backoff: Backoff | None = None):
+        self.field_manager = field_manager
+        self.custom = k8s.CustomObjectsApi(api)
+        self.core = k8s.CoreV1Api(api)
+        self.backoff = backoff or Backoff()
+
+    def _call(self, action: str, kind: str, name: str, op: Any) -> Any:
+        def on_retry(attempt: int, delay: float, exc: BaseException) -> None:
+            log.warning("%s %s/%s attempt %d failed (%s); retrying in %.0fs", action, kind, name, attempt,
+                        server_message(exc), delay)
+
+        try:
+            return retry(op, is_temporary=is_temporary, backoff=self.backoff, on_retry=on_retry)
+        except ApiException as exc:
+            raise KubeWriteError(action, kind, name, self.field_manager, exc.status, server_message(exc)) from exc
+
+    def get(self, resource: Resource[M], name: str) -> M | None:
+        """The object, or None when it does not exist."""
+        try:
+            obj = self.custom.get_cluster_custom_object(GROUP, VERSION, resource.plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return decode(resource, obj)
+
+    def list(self, resource: Resource[M]) -> list[M]:
+        items = self.custom.list_cluster_custom_object(GROUP, VERSION, resource.plural)
+        return [decode(resource, item) for item in items.get("items", [])]
+
+    def apply(
+        self,
+        resource: Resource[M],
+        name: str,
+        obj: M | Mapping[str, Any],
+        *,
+        subresource: Subresource = "",
+        force: bool = True,
+    ) -> M:
+        """Server-side apply `obj` (only its set fields) to the object or its status."""
+        body = to_body(resource, obj, name)
+        patch = (
+            self.custom.patch_cluster_custom_object_status
+            if subresource == "status"
+            else self.custom.patch_cluster_custom_object
+        )
+
+        def op() -> Any:
+            return patch(
+                GROUP, VERSION, resource.plural, name, body,
+                field_manager=self.field_manager, force=force, _content_type=APPLY_PATCH,
+            )
+
+        action = "apply status of" if subresource == "status" else "apply"
+        return decode(resource, self._call(action, resource.kind, name, op))
+
+    def merge_patch(
+        self, resource: Resource[M], name: str, patch: Mapping[str, Any], *, subresource: Subresource = ""
+    ) -> M:
+        """JSON merge patch; a key set to None deletes the field."""
+        fn = (
+            self.custom.patch_cluster_custom_object_status
+            if subresource == "status"
+            else self.custom.patch_cluster_custom_object
+        )
+
+        def op() -> Any:
+            return fn(GROUP, VERSION, resource.plural, name, dict(patch),
+                      field_manager=self.field_manager, _content_type=MERGE_PATCH)
+
+        action = "merge-patch status of" if subresource == "status" else "merge-patch"
+        return decode(resource, self._call(action, resource.kind, name, op))
+
+    def patch_node_labels(self, node_name: str, labels: Mapping[str, str | None]) -> None:
+        """Set (or, with None, remove) node labels with a merge patch."""
+        body = {"metadata": {"labels": dict(labels)}}
+
+        def op() -> Any:
+            return self.core.patch_node(node_name, body, field_manager=self.field_manager, _content_type=MERGE_PATCH)
+
+        self._call("label", "Node", node_name, op)

@@ -1,0 +1,71 @@
+"""Names every Joulie component agrees on: API group, kinds, labels, annotations, field managers.
+
+Contract tests check these strings; other components (and the Go original's users) depend on them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+GROUP: Final = "joulie.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+KIND_NODE_HARDWARE: Final = "NodeHardware"
+PLURAL_NODE_HARDWARE: Final = "nodehardwares"
+KIND_NODE_TWIN: Final = "NodeTwin"
+PLURAL_NODE_TWIN: Final = "nodetwins"
+
+# Field managers: ownership of NodeTwin/NodeHardware fields is enforced through server-side apply.
+FIELD_MANAGER_AGENT: Final = "joulie-agent"
+FIELD_MANAGER_CONTROLLER_MANAGER: Final = "joulie-controller-manager"
+
+# Node labels.
+LABEL_POWER_PROFILE: Final = "joulie.io/power-profile"
+LABEL_MANAGED: Final = "joulie.io/managed"
+LABEL_RESERVED: Final = "joulie.io/reserved"
+LABEL_RACK: Final = "joulie.io/rack"
+LABEL_COOLING_ZONE: Final = "joulie.io/cooling-zone"
+LABEL_HW_CPU_MODEL: Final = "joulie.io/hw.cpu-model"
+LABEL_HW_CPU_SOCKETS: Final = "joulie.io/hw.cpu-sockets"
+LABEL_HW_GPU_MODEL: Final = "joulie.io/hw.gpu-model"
+LABEL_HW_GPU_COUNT: Final = "joulie.io/hw.gpu-count"
+LABEL_GPU_PRODUCT: Final = "joulie.io/gpu.product"
+LABEL_NFD_CPU_MODEL: Final = "feature.node.kubernetes.io/cpu-model.name"
+LABEL_NFD_CPU_SOCKETS: Final = "feature.node.kubernetes.io/cpu-sockets"
+LABEL_NVIDIA_GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+LABEL_AMD_GPU_PRODUCT: Final = "amd.com/gpu.product"
+LABEL_AMD_GPU_FAMILY: Final = "amd.com/gpu.family"
+
+# Pod annotation: placement intent of a workload.
+ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
+
+PROFILE_PERFORMANCE: Final = "performance"
+PROFILE_ECO: Final = "eco"
+WORKLOAD_CLASS_PERFORMANCE: Final = "performance"
+WORKLOAD_CLASS_STANDARD: Final = "standard"
+
+# Simulated cluster (sim.joulie.io/*).
+LABEL_SIM_CLUSTER: Final = "sim.joulie.io/cluster"
+LABEL_SIM_POOL: Final = "sim.joulie.io/pool"
+ANNOTATION_SIM_RELOAD: Final = "sim.joulie.io/reload"
+
+# Extended resources a node advertises for GPUs.
+RESOURCE_NVIDIA_GPU: Final = "nvidia.com/gpu"
+RESOURCE_AMD_GPU: Final = "amd.com/gpu"
+
+_NOT_DNS_CHAR = re.compile(r"[^a-z0-9-]")
+
+
+def object_name_for_node(node_name: str) -> str:
+    """Name of the NodeHardware and NodeTwin objects of a node.
+
+    Lower-case and trim, replace every character outside [a-z0-9-] with '-', trim leading and
+    trailing '-'. Repeated dashes are kept and there is no length limit, exactly as the Go
+    original's ObjectNameForNode, so both implementations address the same objects.
+    """
+    name = _NOT_DNS_CHAR.sub("-", node_name.strip().lower()).strip("-")
+    if not name:
+        raise ValueError(f"node name {node_name!r} has no character usable in an object name")
+    return name
