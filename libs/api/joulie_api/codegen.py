@@ -58,13 +58,10 @@ def crd_schema(crd: dict[str, Any], source: str) -> dict[str, Any]:
 
 def render(crd_text: str, source: str) -> str:
     """Python source of the models for one CRD (deterministic for pinned generator versions)."""
-    from datamodel_code_generator import (
-        DataModelType,
-        Formatter,
-        InputFileType,
-        PythonVersion,
-        generate,
-    )
+    from datamodel_code_generator import generate
+    from datamodel_code_generator.enums import DataModelType, InputFileType
+    from datamodel_code_generator.format import Formatter, PythonVersion
+    from datamodel_code_generator.parser import LiteralType
 
     crd = yaml.safe_load(crd_text)
     schema = crd_schema(crd, source)
@@ -89,7 +86,7 @@ def render(crd_text: str, source: str) -> str:
         use_schema_description=True,
         use_field_description=True,
         use_title_as_name=True,
-        enum_field_as_literal="all",
+        enum_field_as_literal=LiteralType.All,
     )
     if not isinstance(out, str):
         raise CodegenError(f"{source}: generator returned {type(out).__name__}, expected one module")

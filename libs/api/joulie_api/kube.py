@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -147,7 +147,7 @@ class JoulieClient:
     def get(self, resource: Resource[M], name: str) -> M | None:
         """The object, or None when it does not exist."""
         try:
-            obj = self.custom.get_cluster_custom_object(GROUP, VERSION, resource.plural, name)
+            obj = cast(Mapping[str, Any], self.custom.get_cluster_custom_object(GROUP, VERSION, resource.plural, name))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -155,7 +155,7 @@ class JoulieClient:
         return decode(resource, obj)
 
     def list(self, resource: Resource[M]) -> list[M]:
-        items = self.custom.list_cluster_custom_object(GROUP, VERSION, resource.plural)
+        items = cast(Mapping[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, resource.plural))
         return [decode(resource, item) for item in items.get("items", [])]
 
     def apply(

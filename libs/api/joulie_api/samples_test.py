@@ -12,7 +12,8 @@ SAMPLES = sorted(Path("libs/api/samples").glob("*.yaml"))
 
 
 def _resource(obj: dict[str, Any]) -> Resource[Any]:
-    return {"NodeHardware": NODE_HARDWARE, "NodeTwin": NODE_TWIN}[obj["kind"]]
+    resources: dict[str, Resource[Any]] = {"NodeHardware": NODE_HARDWARE, "NodeTwin": NODE_TWIN}
+    return resources[obj["kind"]]
 
 
 def test_there_are_samples_of_both_kinds() -> None:

@@ -1,0 +1,16 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from joulie_agent.cli import NAME, main
+
+
+def test_version_prints_service_name_and_its_version_file(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out.strip()
+    expected = Path("services/agent/joulie_agent/VERSION").read_text().strip()
+    assert out == f"{NAME} {expected}"
+    assert re.fullmatch(r"joulie-agent \d+\.\d+\.\d+", out)

@@ -1,0 +1,29 @@
+"""Command line of joulie-extender."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from joulie_api.version import service_version
+
+NAME = "joulie-extender"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=NAME, description=__doc__)
+    parser.add_argument(
+        "--version", action="version", version=f"{NAME} {service_version(__package__ or 'joulie_extender')}"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    parser.parse_args(argv)
+    parser.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
