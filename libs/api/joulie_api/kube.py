@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -98,6 +98,19 @@ def server_message(exc: BaseException) -> str:
     return str(exc)
 
 
+def response_json(resp: Any) -> dict[str, Any]:
+    """The JSON body of a raw (`_preload_content=False`) response.
+
+    Raw responses are used for custom objects because the generated client maps only HTTP 200 to
+    a body: an apply that creates the object answers 201 and would come back as None.
+    """
+    data = resp.data if hasattr(resp, "data") else resp
+    body = json.loads(data)
+    if not isinstance(body, dict):
+        raise ValueError(f"expected a JSON object from the API server, got {type(body).__name__}")
+    return body
+
+
 def decode(resource: Resource[M], obj: Mapping[str, Any]) -> M:
     """Parse an API object into its model. Whole numbers the server returns as int are accepted."""
     try:
@@ -147,7 +160,9 @@ class JoulieClient:
     def get(self, resource: Resource[M], name: str) -> M | None:
         """The object, or None when it does not exist."""
         try:
-            obj = cast(Mapping[str, Any], self.custom.get_cluster_custom_object(GROUP, VERSION, resource.plural, name))
+            obj = response_json(
+                self.custom.get_cluster_custom_object(GROUP, VERSION, resource.plural, name, _preload_content=False)
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -155,34 +170,43 @@ class JoulieClient:
         return decode(resource, obj)
 
     def list(self, resource: Resource[M]) -> list[M]:
-        items = cast(Mapping[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, resource.plural))
+        items = response_json(
+            self.custom.list_cluster_custom_object(GROUP, VERSION, resource.plural, _preload_content=False)
+        )
         return [decode(resource, item) for item in items.get("items", [])]
 
-    def apply(
-        self,
-        resource: Resource[M],
-        name: str,
-        obj: M | Mapping[str, Any],
-        *,
-        subresource: Subresource = "",
-        force: bool = True,
-    ) -> M:
-        """Server-side apply `obj` (only its set fields) to the object or its status."""
+    def apply(self, resource: Resource[M], name: str, obj: M | Mapping[str, Any], *, force: bool = True) -> M:
+        """Server-side apply `obj` (only its set fields) to the object; `status` is ignored here."""
         body = to_body(resource, obj, name)
-        patch = (
-            self.custom.patch_cluster_custom_object_status
-            if subresource == "status"
-            else self.custom.patch_cluster_custom_object
-        )
+        body.pop("status", None)
 
         def op() -> Any:
-            return patch(
+            return self.custom.patch_cluster_custom_object(
                 GROUP, VERSION, resource.plural, name, body,
                 field_manager=self.field_manager, force=force, _content_type=APPLY_PATCH,
+                _preload_content=False,
             )
 
-        action = "apply status of" if subresource == "status" else "apply"
-        return decode(resource, self._call(action, resource.kind, name, op))
+        return decode(resource, response_json(self._call("apply", resource.kind, name, op)))
+
+    def apply_status(
+        self, resource: Resource[M], name: str, status: BaseModel | Mapping[str, Any], *, force: bool = True
+    ) -> M:
+        """Server-side apply to the status subresource: only the set fields of `status` are claimed."""
+        if isinstance(status, BaseModel):
+            status_body = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        else:
+            status_body = dict(status)
+        body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}, "status": status_body}
+
+        def op() -> Any:
+            return self.custom.patch_cluster_custom_object_status(
+                GROUP, VERSION, resource.plural, name, body,
+                field_manager=self.field_manager, force=force, _content_type=APPLY_PATCH,
+                _preload_content=False,
+            )
+
+        return decode(resource, response_json(self._call("apply status of", resource.kind, name, op)))
 
     def merge_patch(
         self, resource: Resource[M], name: str, patch: Mapping[str, Any], *, subresource: Subresource = ""
@@ -196,10 +220,10 @@ class JoulieClient:
 
         def op() -> Any:
             return fn(GROUP, VERSION, resource.plural, name, dict(patch),
-                      field_manager=self.field_manager, _content_type=MERGE_PATCH)
+                      field_manager=self.field_manager, _content_type=MERGE_PATCH, _preload_content=False)
 
         action = "merge-patch status of" if subresource == "status" else "merge-patch"
-        return decode(resource, self._call(action, resource.kind, name, op))
+        return decode(resource, response_json(self._call(action, resource.kind, name, op)))
 
     def patch_node_labels(self, node_name: str, labels: Mapping[str, str | None]) -> None:
         """Set (or, with None, remove) node labels with a merge patch."""

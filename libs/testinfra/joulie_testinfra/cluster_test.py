@@ -1,0 +1,182 @@
+"""The test control plane is the real thing: KWOK nodes, kube-scheduler binding, CRD validation, SSA."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from joulie_api.backoff import Backoff
+from joulie_api.generated.nodetwin import (
+    ControlStatus,
+    CPUControlStatus,
+    NodeTwin,
+    NodeTwinSpec,
+    NodeTwinStatus,
+    PowerMeasurement,
+)
+from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
+from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
+from joulie_testinfra.controlplane import ControlPlane
+from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.procs import ManagedProcess
+
+pytest_plugins = ["joulie_testinfra.fixtures"]
+
+T = TypeVar("T")
+
+
+def eventually(fn: Callable[[], T | None], timeout_s: float = 30, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout_s
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s (last: {last!r})")
+
+
+def fake_node(name: str) -> k8s.V1Node:
+    node = k8s.V1Node.from_dict({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+            "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE},
+        },
+        "spec": {"taints": [{"key": KWOK_TAINT_KEY, "value": "fake", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                   "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+    })
+    assert node is not None
+    return node
+
+
+def node_ready(core: k8s.CoreV1Api, name: str) -> bool:
+    node = core.read_node(name)
+    conds = node.status.conditions if node.status and node.status.conditions else []
+    return any(c.type == "Ready" and c.status == "True" for c in conds)
+
+
+def test_control_plane_is_ready_within_30_s(control_plane: ControlPlane) -> None:
+    assert control_plane.ready_s <= 30
+    status, body = control_plane.get("/apis/joulie.io/v1alpha1")
+    assert status == 200
+    assert {"nodehardwares", "nodetwins"} <= {r for r in body.split('"') if r in ("nodehardwares", "nodetwins")}
+
+
+def test_kwok_node_becomes_ready(kube_api: k8s.ApiClient, kwok: ManagedProcess) -> None:
+    core = k8s.CoreV1Api(kube_api)
+    name = f"kwok-ready-{uuid.uuid4().hex[:6]}"
+    core.create_node(fake_node(name))
+    eventually(lambda: node_ready(core, name), what=f"node {name} Ready")
+
+
+def test_pod_is_bound_by_kube_scheduler_and_runs(
+    kube_api: k8s.ApiClient, kwok: ManagedProcess, scheduler: ManagedProcess
+) -> None:
+    core = k8s.CoreV1Api(kube_api)
+    node = f"kwok-sched-{uuid.uuid4().hex[:6]}"
+    core.create_node(fake_node(node))
+    eventually(lambda: node_ready(core, node), what=f"node {node} Ready")
+    pod = k8s.V1Pod.from_dict({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": "default"},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": KWOK_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "work", "image": "fake", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    })
+    assert pod is not None and pod.metadata is not None and pod.metadata.name is not None
+    name = pod.metadata.name
+    core.create_namespaced_pod("default", pod)
+
+    def bound_node() -> str | None:
+        spec = core.read_namespaced_pod(name, "default").spec
+        return spec.node_name if spec else None
+
+    def running() -> bool:
+        status = core.read_namespaced_pod(name, "default").status
+        return status is not None and status.phase == "Running"
+
+    assert eventually(bound_node, what=f"pod {name} bound") == node
+    eventually(running, what=f"pod {name} Running")
+
+
+def test_nodetwin_violating_the_schema_is_rejected_with_the_field(kube_api: k8s.ApiClient) -> None:
+    api = k8s.CustomObjectsApi(kube_api)
+    bad = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "NodeTwin",
+        "metadata": {"name": "bad-profile"},
+        "spec": {"nodeName": "bad-profile", "profile": "turbo", "cpu": {"packagePowerCapPctOfMax": 150}},
+    }
+    with pytest.raises(ApiException) as err:
+        api.create_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_TWIN, bad)
+    assert err.value.status == 422
+    body = err.value.body or ""
+    assert "spec.profile" in body and "turbo" in body
+    assert "spec.cpu.packagePowerCapPctOfMax" in body
+
+
+def test_setting_both_cpu_cap_forms_is_rejected(kube_api: k8s.ApiClient) -> None:
+    api = k8s.CustomObjectsApi(kube_api)
+    both = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "NodeTwin",
+        "metadata": {"name": "both-caps"},
+        "spec": {"nodeName": "both-caps", "profile": "eco",
+                 "cpu": {"packagePowerCapWatts": 200, "packagePowerCapPctOfMax": 60}},
+    }
+    with pytest.raises(ApiException) as err:
+        api.create_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_TWIN, both)
+    assert err.value.status == 422
+    assert "set at most one of packagePowerCapWatts and packagePowerCapPctOfMax" in (err.value.body or "")
+
+
+def test_server_side_apply_records_each_field_manager(kube_api: k8s.ApiClient) -> None:
+    no_wait = Backoff(delays_s=())
+    controller = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER, no_wait)
+    agent = JoulieClient(kube_api, FIELD_MANAGER_AGENT, no_wait)
+    name = "ssa-node"
+
+    controller.apply(NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name="SSA_Node", profile="eco")))
+    controller.apply_status(
+        NODE_TWIN, name,
+        NodeTwinStatus(schedulable_class="eco",
+                       power_measurement=PowerMeasurement(source="prometheus", measured_node_power_w=2150.0)),
+    )
+    twin = agent.apply_status(
+        NODE_TWIN, name, NodeTwinStatus(control_status=ControlStatus(cpu=CPUControlStatus(backend="rapl", result="applied")))
+    )
+    # The server returns 2150.0 as the integer 2150; the typed read accepts it.
+    assert twin.status is not None and twin.status.power_measurement is not None
+    assert twin.status.power_measurement.measured_node_power_w == 2150.0
+    assert twin.status.schedulable_class == "eco", "the agent's apply must not remove the controller's fields"
+
+    raw = cast(dict[str, Any], k8s.CustomObjectsApi(kube_api).get_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_TWIN, name))
+    owned: dict[tuple[str, str], str] = {
+        (m["manager"], m.get("subresource", "")): str(m["fieldsV1"]) for m in raw["metadata"]["managedFields"]
+    }
+    assert "f:spec" in owned[(FIELD_MANAGER_CONTROLLER_MANAGER, "")]
+    assert "f:schedulableClass" in owned[(FIELD_MANAGER_CONTROLLER_MANAGER, "status")]
+    assert "f:controlStatus" not in owned[(FIELD_MANAGER_CONTROLLER_MANAGER, "status")]
+    assert "f:controlStatus" in owned[(FIELD_MANAGER_AGENT, "status")]
+    assert "f:schedulableClass" not in owned[(FIELD_MANAGER_AGENT, "status")]
+
+    # Without force, claiming a field another manager owns is a conflict naming that manager.
+    with pytest.raises(KubeWriteError) as err:
+        controller.apply_status(
+            NODE_TWIN, name, NodeTwinStatus(control_status=ControlStatus(cpu=CPUControlStatus(backend="dvfs"))), force=False
+        )
+    assert err.value.status == 409
+    assert FIELD_MANAGER_AGENT in str(err.value)
