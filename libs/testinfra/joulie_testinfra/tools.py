@@ -58,11 +58,13 @@ class Tools:
 
 
     def kwok_stages(self) -> list[Path]:
-        """KWOK's own stage definitions (node initialise and heartbeat, pod ready/complete/delete).
+        """KWOK's own stage definitions (a multi-document file or a folder of them) (node initialise and heartbeat, pod ready/complete/delete).
 
         bootstrap-tools.sh takes them from the pinned kwok module, so they match the binary.
         """
         d = self.paths.get("KWOK_STAGES")
+        if d is not None and d.is_file():
+            return [d]
         files = sorted(d.glob("*.yaml")) if d and d.is_dir() else []
         if not files:
             raise ToolMissingError(
