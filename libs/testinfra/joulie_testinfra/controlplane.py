@@ -138,6 +138,9 @@ def start_control_plane(
                     # ServiceAccount plugin would refuse every pod) and nothing lifts the not-ready taint
                     # TaintNodesByCondition puts on new Nodes (no pod would ever schedule).
                     *([] if controller_manager else ["--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"]),
+                    # The default reconciler publishes the advertise address as the kubernetes Service
+                    # endpoint and complains every 10 s that 127.0.0.1 is loopback.
+                    "--endpoint-reconciler-type=none",
                     "--enable-priority-and-fairness=false",
                     "--profiling=false",
                     "--v=1",

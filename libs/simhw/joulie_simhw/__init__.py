@@ -1,0 +1,1 @@
+"""On-disk formats of emulated hardware that more than one service reads."""

@@ -1,0 +1,146 @@
+"""The emulated GPU state of one node, as the simulator writes it and fakesmi reads it.
+
+Layout under a node's state root (``<root>/<node>/state``):
+
+- ``gpus.json``: this module's :class:`GpuState`, rewritten by the simulator (temp file + rename)
+  whenever a value changes. Readers never see a half-written file.
+- ``nvml/gpu<i>/power_limit_mw``: the requested NVIDIA board limit, in milliwatts. It is the only
+  NVIDIA file a tool writes (``nvidia-smi -pl``); the simulator reads it back on its next tick
+  (files mode) or at once (FUSE mode). AMD caps are written where the kernel has them, the
+  amdgpu hwmon ``power1_cap`` (microwatts) under the node's sys root, named in ``hwmon``.
+- ``tools.json``: which GPU tools the node has and their variants (:class:`ToolsManifest`).
+
+Units are in the field names (W, mW, mJ, µW).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+GPU_STATE_FILE = "gpus.json"
+TOOLS_FILE = "tools.json"
+NVIDIA_DRIVER_VERSION = "590.48.01"
+
+Vendor = Literal["nvidia", "amd"]
+
+
+class StateFormatError(ValueError):
+    """A state file is missing a field or has the wrong schema version; the message names both."""
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU board as its tools report it."""
+
+    index: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    min_limit_w: float
+    max_limit_w: float
+    default_limit_w: float
+    limit_w: float
+    enforced_limit_w: float
+    draw_w: float
+    util_pct: int
+    energy_mj: int
+    # AMD only: the hwmon directory (relative to the sys root) holding power1_cap/power1_input.
+    hwmon: str = ""
+    vbios_version: str = ""
+    gfx_version: str = ""
+    secondary_die: bool = False
+    # nvidia-smi query fields this board answers with a token instead of a number, e.g. "[N/A]".
+    field_tokens: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuState:
+    vendor: Vendor
+    driver_version: str
+    persistence_mode: bool
+    gpus: tuple[GpuDevice, ...]
+
+    def to_json(self) -> str:
+        body: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, **asdict(self)}
+        body["gpus"] = [asdict(g) for g in self.gpus]
+        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str, source: str = GPU_STATE_FILE) -> GpuState:
+        raw = _load(text, source)
+        try:
+            gpus = tuple(GpuDevice(**g) for g in raw["gpus"])
+            return GpuState(
+                vendor=raw["vendor"],
+                driver_version=raw["driver_version"],
+                persistence_mode=bool(raw["persistence_mode"]),
+                gpus=gpus,
+            )
+        except (KeyError, TypeError) as e:
+            raise StateFormatError(f"{source}: {e}") from e
+
+
+@dataclass(frozen=True)
+class ToolsManifest:
+    """The GPU tools present on a node: name -> variant, and what each needs to run.
+
+    ``requires`` lists the files the real tool needs (ELF loader, C libraries, NVML, a script's
+    interpreter). A tool whose requirement is missing fails the way the real one would.
+    """
+
+    tools: dict[str, str]
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        body = {
+            "schemaVersion": SCHEMA_VERSION,
+            "tools": {k: {"variant": v, "requires": list(self.requires.get(k, ()))} for k, v in self.tools.items()},
+        }
+        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str, source: str = TOOLS_FILE) -> ToolsManifest:
+        raw = _load(text, source)
+        try:
+            tools = {k: str(v["variant"]) for k, v in raw["tools"].items()}
+            requires = {k: tuple(str(p) for p in v.get("requires", [])) for k, v in raw["tools"].items()}
+        except (KeyError, TypeError, AttributeError) as e:
+            raise StateFormatError(f"{source}: tools: {e}") from e
+        return ToolsManifest(tools=tools, requires=requires)
+
+
+def nvml_limit_file(index: int) -> str:
+    """Path of a GPU's writable limit file, relative to the state root."""
+    return f"nvml/gpu{index}/power_limit_mw"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` so a concurrent reader sees the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(text: str, source: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise StateFormatError(f"{source}: not JSON: {e}") from e
+    if not isinstance(raw, dict):
+        raise StateFormatError(f"{source}: expected a JSON object")
+    if raw.get("schemaVersion") != SCHEMA_VERSION:
+        raise StateFormatError(f"{source}: schemaVersion: got {raw.get('schemaVersion')!r}, expected {SCHEMA_VERSION}")
+    return raw
