@@ -1,0 +1,119 @@
+"""The controller manager's loop: leader check, measure, snapshot, reconcile, write, record."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from joulie_controller.facility import pue
+from joulie_controller.kube import KubeShell
+from joulie_controller.leader import LeaderElector, utc_now
+from joulie_controller.metrics import Metrics
+from joulie_controller.prometheus import FacilityReader, PowerReader
+from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
+from joulie_controller.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TickSummary:
+    leader: bool
+    result: TickResult | None
+    writes: int
+    failures: int
+
+
+class Controller:
+    def __init__(self, settings: Settings, kube: KubeShell, power: PowerReader, metrics: Metrics | None = None,
+                 elector: LeaderElector | None = None, clock: Callable[[], datetime] = utc_now,
+                 facility: FacilityReader | None = None):
+        self.settings = settings
+        self.kube = kube
+        self.power = power
+        self.metrics = metrics or Metrics()
+        self.elector = elector
+        self.clock = clock
+        self.memory = Memory()
+        self.facility = Facility()
+        self.facility_reader = facility
+        self._facility_polled: datetime | None = None
+
+    def poll_facility(self, now: datetime) -> None:
+        """Poll facility metrics when due (first tick, then every FACILITY_POLL_INTERVAL)."""
+        if self.facility_reader is None:
+            return
+        if self._facility_polled is not None and (
+                now - self._facility_polled).total_seconds() < self.settings.facility_poll_interval_s:
+            return
+        self._facility_polled = now
+        f = self.facility = self.facility_reader.read()
+        ratio = pue(f)
+        log.info("[facility] ambient=%s itPower=%.0f cooling=%s pue=%s zones=%d racks=%d inlets=%d",
+                 "unknown" if f.outdoor_ambient_c is None else f"{f.outdoor_ambient_c:.1f}", f.it_power_w,
+                 "unknown" if f.cooling_power_w is None else f"{f.cooling_power_w:.0f}",
+                 "unknown" if ratio is None else f"{ratio:.3f}", len(f.zone_ambient_c), len(f.rack_power_w),
+                 len(f.node_inlet_c))
+        self.metrics.record_facility(f, ratio)
+
+    def _lead(self) -> bool:
+        leader = self.elector is None or self.elector.try_acquire()
+        self.metrics.is_leader.set(1 if leader else 0)
+        return leader
+
+    def tick(self) -> TickSummary:
+        started = time.perf_counter()
+        if not self._lead():
+            return TickSummary(False, None, 0, 0)
+        now = self.clock()
+        self.poll_facility(now)
+        reading = self.power.read()
+        snap = self.kube.snapshot(now, reading.measurements, self.facility)
+        result = reconcile(snap, self.settings, self.memory)
+        for line in result.log:
+            log.info("%s", line)
+        if result.writes and not self._lead():
+            # The lease moved while we computed (a slow tick): the new leader writes, not us.
+            log.warning("lost the lease during the tick; %d node writes dropped", len(result.writes))
+            return TickSummary(False, result, 0, 0)
+        report = self.kube.write(result.writes, self.settings.power_profile_label)
+        self.metrics.record_tick(result)
+        self.metrics.writes.inc(report.writes)
+        self.metrics.write_failures.inc(report.failures)
+        self.metrics.reconcile_duration.observe(time.perf_counter() - started)
+        if result.plan is not None:
+            plan_text = ",".join(f"{o.node}={'draining' if o.draining else o.profile}" for o in result.outcomes[:20])
+            log.info("assigned profiles policy=%s nodes=%d writes=%d plan=%s%s", result.plan.policy_name,
+                     len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
+        return TickSummary(True, result, report.writes, report.failures)
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick every RECONCILE_INTERVAL until `stop` is set; a failed tick is logged, not fatal.
+
+        With leader election the lease is renewed every third of its duration between ticks too,
+        so a reconcile interval longer than the lease does not hand the lease back and forth.
+        """
+        interval = self.settings.reconcile_interval_s
+        renew = max(0.5, self.settings.lease_duration_s / 3) if self.elector is not None else interval
+        next_tick = time.monotonic()
+        try:
+            while not stop.is_set():
+                if time.monotonic() >= next_tick:
+                    try:
+                        self.tick()
+                    except Exception:
+                        log.exception("reconcile tick failed; retrying next interval")
+                    next_tick = time.monotonic() + interval
+                elif self.elector is not None:
+                    try:
+                        self._lead()
+                    except Exception:
+                        log.exception("leader election: renewing the lease failed")
+                stop.wait(max(0.05, min(renew, next_tick - time.monotonic())))
+        finally:
+            if self.elector is not None:
+                self.elector.release()

@@ -1,0 +1,170 @@
+"""Workload classification, node power states and the downgrade guard. Pure: no I/O."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from joulie_api.names import (
+    ANNOTATION_WORKLOAD_CLASS,
+    LABEL_POWER_PROFILE,
+    PROFILE_ECO,
+    PROFILE_PERFORMANCE,
+    WORKLOAD_CLASS_PERFORMANCE,
+)
+
+
+class State(str, enum.Enum):
+    ACTIVE_PERFORMANCE = "ActivePerformance"
+    DRAINING_PERFORMANCE = "DrainingPerformance"
+    ACTIVE_ECO = "ActiveEco"
+    UNKNOWN = "Unknown"
+
+
+class WorkloadClass(str, enum.Enum):
+    PERFORMANCE = "performance"
+    ECO = "eco"
+    GENERAL = "general"
+    UNKNOWN = "unknown"
+    """A constraint on the power-profile label we cannot interpret; treated as performance in guards."""
+
+
+# Pods in these phases hold no node: a Pending pod has not started, a finished one is done.
+NOT_RUNNING_PHASES: Final = frozenset({"Pending", "Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One node-selector requirement: key, operator and values (a required node-affinity expression)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """The fields of a pod the policy reads (the kube shell keeps nothing else)."""
+
+    namespace: str
+    name: str
+    node_name: str = ""
+    phase: str = "Running"
+    deleting: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[tuple[Requirement, ...], ...] = ()
+    """Required node-affinity terms (ORed), each a tuple of expressions (ANDed)."""
+
+
+def assignment_state(profile: str, draining: bool) -> State:
+    if draining:
+        return State.DRAINING_PERFORMANCE
+    if profile == PROFILE_PERFORMANCE:
+        return State.ACTIVE_PERFORMANCE
+    if profile == PROFILE_ECO:
+        return State.ACTIVE_ECO
+    return State.UNKNOWN
+
+
+def _classify_requirement(req: Requirement) -> WorkloadClass | None:
+    if req.key != LABEL_POWER_PROFILE:
+        return None
+    values = {v.strip() for v in req.values}
+    perf, eco = PROFILE_PERFORMANCE in values, PROFILE_ECO in values
+    if req.operator == "In":
+        if perf and not eco:
+            return WorkloadClass.PERFORMANCE
+        if eco and not perf:
+            return WorkloadClass.ECO
+        if perf and eco:
+            return WorkloadClass.GENERAL
+        return WorkloadClass.UNKNOWN  # only profiles no node ever carries
+    if req.operator == "NotIn":
+        if eco and not perf:
+            return WorkloadClass.PERFORMANCE
+        if perf and not eco:
+            return WorkloadClass.ECO
+        if perf and eco:
+            return WorkloadClass.UNKNOWN  # fits no managed node
+        return WorkloadClass.GENERAL
+    if req.operator == "Exists":
+        return WorkloadClass.GENERAL
+    return WorkloadClass.UNKNOWN  # DoesNotExist, Gt, Lt: not a shape Joulie understands
+
+
+def classify_pod(pod: PodInfo) -> WorkloadClass:
+    """performance if anything pins the pod to performance (conservative: one matching term is enough),
+    else unknown if any constraint on the profile label is uninterpretable, else eco, else general."""
+    if pod.annotations.get(ANNOTATION_WORKLOAD_CLASS, "").strip() == WORKLOAD_CLASS_PERFORMANCE:
+        return WorkloadClass.PERFORMANCE
+    found: set[WorkloadClass] = set()
+    selected = pod.node_selector.get(LABEL_POWER_PROFILE)
+    if selected is not None:
+        found.add(_classify_requirement(Requirement(LABEL_POWER_PROFILE, "In", (selected,))) or WorkloadClass.UNKNOWN)
+    for term in pod.required_terms:
+        for req in term:
+            cls = _classify_requirement(req)
+            if cls is not None:
+                found.add(cls)
+    for cls in (WorkloadClass.PERFORMANCE, WorkloadClass.UNKNOWN, WorkloadClass.ECO):
+        if cls in found:
+            return cls
+    return WorkloadClass.GENERAL
+
+
+def is_running(pod: PodInfo) -> bool:
+    return bool(pod.node_name) and not pod.deleting and pod.phase not in NOT_RUNNING_PHASES
+
+
+def excludes_eco(pod: PodInfo) -> bool:
+    """Whether the pod must not run on an eco node (unknown constraints count, for safety)."""
+    return classify_pod(pod) in (WorkloadClass.PERFORMANCE, WorkloadClass.UNKNOWN)
+
+
+def count_performance_pods(pods: Iterable[PodInfo]) -> dict[str, int]:
+    """Running performance-sensitive pods per node name."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        if is_running(pod) and excludes_eco(pod):
+            counts[pod.node_name] = counts.get(pod.node_name, 0) + 1
+    return counts
+
+
+@dataclass(frozen=True)
+class GuardedProfile:
+    profile: str
+    draining: bool
+    state: State
+    performance_pods: int
+
+
+def guard_downgrade(desired_profile: str, current_state: State, performance_pods: int) -> GuardedProfile:
+    """Hold a performance→eco move while performance-sensitive pods still run on the node.
+
+    The node is published as eco (label and spec.profile, so no new performance pod lands there)
+    but marked draining, and keeps performance caps until the pods are gone. A node that already is
+    ActiveEco is not put back into draining by a pod pinned there by nodeName: eco caps were already
+    in effect, and draining would flap the class for no protection gained.
+    """
+    if desired_profile != PROFILE_ECO:
+        profile = desired_profile if desired_profile == PROFILE_PERFORMANCE else "unknown"
+        return GuardedProfile(profile, False, assignment_state(profile, False), performance_pods)
+    draining = performance_pods > 0 and current_state != State.ACTIVE_ECO
+    return GuardedProfile(PROFILE_ECO, draining, assignment_state(PROFILE_ECO, draining), performance_pods)
+
+
+def transition_result(previous: State, new: State) -> str | None:
+    """'applied' for a committed state change, 'deferred' when a downgrade starts being held back.
+
+    Deferred is counted once, when the node enters DrainingPerformance, not on every tick it stays
+    there (the original counted every tick, which made the counter a clock).
+    """
+    if State.UNKNOWN in (previous, new) or previous == new:
+        return None
+    if new == State.DRAINING_PERFORMANCE:
+        return "deferred"
+    return "applied"
+

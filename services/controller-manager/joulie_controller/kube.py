@@ -1,0 +1,158 @@
+"""Shell: read the cluster into a `Snapshot`, carry out a tick's writes.
+
+Reads are plain LISTs each tick (raw JSON, parsed into the few fields the policy needs; pods are
+listed with a phase=Running field selector since nothing else is counted). Writes go through
+`joulie_api.kube.JoulieClient` as field manager joulie-controller-manager: NodeTwin spec and status
+by server-side apply, the profile label by merge patch. A bad object is logged with its name and
+field and skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import NodeTwin
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, decode
+from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, VERSION
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from joulie_controller.fsm import PodInfo, Requirement
+from joulie_controller.hardware import NodeInfo
+from joulie_controller.reconcile import Facility, Measurement, NodeWrite, Snapshot
+
+log = logging.getLogger(__name__)
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    body = json.loads(resp.data)
+    return body if isinstance(body, dict) else {}
+
+
+def _quantity_int(raw: object) -> int:
+    """Whole units of a CPU/GPU quantity ("32", "32000m"); 0 when unreadable."""
+    text = str(raw or "").strip()
+    try:
+        if text.endswith("m"):
+            return int(text[:-1]) // 1000
+        return int(float(text))
+    except ValueError:
+        return 0
+
+
+def node_info(obj: Mapping[str, Any]) -> NodeInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    alloc = status.get("allocatable") or {}
+    gpus = sum(_quantity_int(v) for k, v in alloc.items() if k in GPU_RESOURCES or k.endswith("/gpu"))
+    return NodeInfo(
+        name=str(meta.get("name", "")),
+        labels=dict(meta.get("labels") or {}),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        allocatable_gpus=gpus,
+        capacity_cpu=_quantity_int((status.get("capacity") or {}).get("cpu")),
+    )
+
+
+def pod_info(obj: Mapping[str, Any]) -> PodInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    terms: list[tuple[Requirement, ...]] = []
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    for term in required.get("nodeSelectorTerms") or []:
+        terms.append(tuple(
+            Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+            for e in (term or {}).get("matchExpressions") or []))
+    return PodInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str((obj.get("status") or {}).get("phase") or ""),
+        deleting=meta.get("deletionTimestamp") is not None,
+        annotations=dict(meta.get("annotations") or {}),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_terms=tuple(terms),
+    )
+
+
+@dataclass
+class WriteReport:
+    writes: int = 0
+    failures: int = 0
+
+
+class KubeShell:
+    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None):
+        self.core = k8s.CoreV1Api(api)
+        self.custom = k8s.CustomObjectsApi(api)
+        self.client = client or JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER)
+
+    def _list_custom(self, plural: str) -> list[dict[str, Any]]:
+        try:
+            body = _json(self.custom.list_cluster_custom_object(GROUP, VERSION, plural, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:  # CRD not installed: no objects, not an error
+                return []
+            raise
+        items = body.get("items") or []
+        return [i for i in items if isinstance(i, dict)]
+
+    def hardware(self) -> dict[str, NodeHardware]:
+        out: dict[str, NodeHardware] = {}
+        for item in self._list_custom(NODE_HARDWARE.plural):
+            try:
+                nhw = decode(NODE_HARDWARE, item)
+            except ObjectDecodeError as err:
+                log.warning("ignoring malformed NodeHardware (its node is treated as unknown hardware): %s", err)
+                continue
+            out[nhw.spec.node_name] = nhw
+        return out
+
+    def twins(self) -> dict[str, NodeTwin]:
+        out: dict[str, NodeTwin] = {}
+        for item in self._list_custom(NODE_TWIN.plural):
+            try:
+                twin = decode(NODE_TWIN, item)
+            except ObjectDecodeError as err:
+                log.warning("ignoring malformed NodeTwin (it will be rewritten): %s", err)
+                continue
+            out[str((twin.metadata or {}).get("name", ""))] = twin
+        return out
+
+    def snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
+        nodes = [node_info(n) for n in _json(self.core.list_node(_preload_content=False)).get("items") or []]
+        pods = [pod_info(p) for p in _json(self.core.list_pod_for_all_namespaces(
+            field_selector="status.phase=Running", _preload_content=False)).get("items") or []]
+        return Snapshot(now=now, nodes=nodes, pods=pods, hardware=self.hardware(), twins=self.twins(),
+                        measurements=measurements, facility=facility)
+
+    def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
+        """Spec first (it creates the object), then label, then status. A failure skips the node's
+        remaining writes and is reported; other nodes still get theirs."""
+        report = WriteReport()
+        for w in writes:
+            try:
+                if w.spec is not None:
+                    self.client.apply(NODE_TWIN, w.object_name, {"spec": w.spec.model_dump(
+                        mode="json", by_alias=True, exclude_none=True)})
+                    report.writes += 1
+                if w.label is not None:
+                    self.client.patch_node_labels(w.node, {profile_label: w.label})
+                    report.writes += 1
+                if w.status is not None:
+                    self.client.apply_status(NODE_TWIN, w.object_name, w.status)
+                    report.writes += 1
+            except (KubeWriteError, ObjectDecodeError) as err:
+                report.failures += 1
+                log.error("node %s: write failed, will retry next tick: %s", w.node, err)
+        return report

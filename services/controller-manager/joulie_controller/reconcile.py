@@ -1,0 +1,370 @@
+"""One reconcile tick over an in-memory snapshot: plan, guard, caps, twin, and the writes it needs.
+
+Pure: the kube shell builds the `Snapshot` and carries out the `NodeWrite`s. Writes that would
+not change anything are left out here, so an idle cluster costs no API writes:
+- spec and label: only when they differ from what the cluster holds;
+- status: when any value the controller owns changes (values rounded so noise does not count),
+  or when `lastUpdated` is older than STATUS_REFRESH_INTERVAL (so the extender, which treats a
+  twin older than 5 min as stale, keeps seeing fresh twins on idle nodes).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import (
+    CPUCapSpec,
+    EffectiveCapState,
+    GPUCapSpec,
+    GPUPowerCap,
+    NodeTwin,
+    NodeTwinSpec,
+    NodeTwinStatus,
+    PolicyRef,
+    PowerMeasurement,
+    SchedulingSpec,
+)
+from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
+
+from joulie_controller import fsm, twin
+from joulie_controller.caps import Caps, compute_caps
+from joulie_controller.hardware import HardwareView, NodeInfo, from_labels, from_node_hardware
+from joulie_controller.policies import PolicyNode, PolicyPlan, plan
+from joulie_controller.settings import Settings, selector_matches
+
+SOURCE_PROMETHEUS = "prometheus"
+SOURCE_NO_DATA = "prometheus-no-data"
+SOURCE_STATIC = "static"
+
+PowerSource = Literal[
+    "kepler", "utilization", "static", "http", "http-error", "http-no-endpoint", "prometheus", "prometheus-no-data"
+]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    power_w: float | None
+    """Measured node power, W; None when there is no valid sample."""
+    source: str = SOURCE_PROMETHEUS
+
+
+@dataclass(frozen=True)
+class Facility:
+    """Facility readings (all optional): °C and W."""
+
+    outdoor_ambient_c: float | None = None
+    it_power_w: float = 0.0
+    cooling_power_w: float | None = None
+    zone_ambient_c: Mapping[str, float] = field(default_factory=dict)
+    rack_power_w: Mapping[str, float] = field(default_factory=dict)
+    node_inlet_c: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: datetime
+    nodes: Sequence[NodeInfo]
+    pods: Sequence[fsm.PodInfo]
+    hardware: Mapping[str, NodeHardware]
+    """NodeHardware by spec.nodeName."""
+    twins: Mapping[str, NodeTwin]
+    """NodeTwin by object name."""
+    measurements: Mapping[str, Measurement]
+    """By node name; a node absent here has no data."""
+    facility: Facility = field(default_factory=Facility)
+    no_data_source: str = SOURCE_NO_DATA
+
+
+@dataclass
+class Memory:
+    """What the controller keeps between ticks (in memory only; a restart starts a fresh trend)."""
+
+    trends: dict[str, twin.PowerTrend] = field(default_factory=dict)
+    warned: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class NodeWrite:
+    node: str
+    object_name: str
+    spec: NodeTwinSpec | None
+    """Desired spec when it differs from the cluster's, else None."""
+    label: str | None
+    """Profile label to set when it differs, else None."""
+    status: NodeTwinStatus | None
+    """Status to apply (never controlStatus), else None."""
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    node: str
+    profile: str
+    draining: bool
+    previous_state: fsm.State
+    state: fsm.State
+    transition: str | None
+    performance_pods: int
+    family: str
+    caps: Caps
+
+
+@dataclass(frozen=True)
+class TickResult:
+    writes: list[NodeWrite]
+    outcomes: list[NodeOutcome]
+    plan: PolicyPlan | None
+    log: list[str]
+    """Human-readable problems and decisions, one line each, naming the node and field."""
+
+    @property
+    def write_count(self) -> int:
+        return sum((w.spec is not None) + (w.label is not None) + (w.status is not None) for w in self.writes)
+
+
+def eligible(node: NodeInfo, s: Settings) -> bool:
+    if node.unschedulable:
+        return False
+    if node.labels.get(s.reserved_label_key, "").strip().lower() == "true":
+        return False
+    return selector_matches(s.node_selector, node.labels)
+
+
+def normalise_profile(value: str | None) -> str:
+    return value if value in (PROFILE_PERFORMANCE, PROFILE_ECO) else "unknown"
+
+
+def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str) -> NodeTwinSpec:
+    if caps.cpu.pct_of_max is not None:
+        cpu = CPUCapSpec(package_power_cap_pct_of_max=caps.cpu.pct_of_max)
+    elif caps.cpu.watts is not None and caps.cpu.watts >= 1:
+        cpu = CPUCapSpec(package_power_cap_watts=caps.cpu.watts)
+    else:
+        cpu = CPUCapSpec()  # {}: the agent leaves the CPU cap as it is
+    gpu = None
+    if caps.gpu is not None:
+        gpu = GPUCapSpec(power_cap=GPUPowerCap(
+            scope="perGpu", cap_pct_of_max=caps.gpu.pct_of_max, cap_watts_per_gpu=caps.gpu.watts_per_gpu))
+    return NodeTwinSpec(
+        node_name=node,
+        profile=cast(Literal["performance", "eco"], profile),
+        cpu=cpu,
+        gpu=gpu,
+        policy=PolicyRef(name=policy_name),
+        scheduling=SchedulingSpec(draining=draining),
+    )
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _r(x: float, digits: int = 1) -> float:
+    return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float) -> NodeTwinStatus:
+    """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change."""
+    return NodeTwinStatus(
+        schedulable_class=out.schedulable_class,
+        power_measurement=PowerMeasurement(
+            source=cast(PowerSource, source),
+            measured_node_power_w=_r(measured_w) if measured_w is not None else None,
+            cpu_capped_power_w=_r(out.cpu_capped_w),
+            gpu_capped_power_w=_r(out.gpu_capped_w),
+            node_capped_power_w=_r(out.node_capped_w),
+            cpu_tdp_w=_r(out.cpu_tdp_w),
+            gpu_tdp_w=_r(out.gpu_tdp_w),
+            node_tdp_w=_r(out.node_tdp_w),
+            power_trend_w_per_min=_r(trend),
+        ),
+        predicted_power_headroom_score=_r(out.headroom_score),
+        predicted_cooling_stress_score=_r(out.cooling_stress_score),
+        predicted_psu_stress_score=_r(out.psu_stress_score),
+        effective_cap_state=EffectiveCapState(cpu_pct=_r(out.cpu_pct), gpu_pct=_r(out.gpu_pct)),
+        estimated_pue=_r(out.estimated_pue, 3),
+    )
+
+
+def owned_status(existing: NodeTwinStatus | None) -> dict[str, Any]:
+    if existing is None:
+        return {}
+    body = _dump(existing)
+    body.pop("controlStatus", None)
+    body.pop("lastUpdated", None)
+    return body
+
+
+def refresh_after_s(node: str, refresh_s: float) -> float:
+    """The node's own refresh period: up to 25 % shorter than STATUS_REFRESH_INTERVAL, fixed per node
+    name, so the refreshes of twins written together do not all land on one tick forever."""
+    return refresh_s * (1.0 - 0.25 * (zlib.crc32(node.encode()) % 1000) / 1000.0)
+
+
+def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
+                       refresh_after: float) -> bool:
+    if _dump(desired) != owned_status(existing):
+        return True
+    last = existing.last_updated if existing is not None else None
+    return last is None or (now - last).total_seconds() >= refresh_after
+
+
+def _hardware_view(node: NodeInfo, snap: Snapshot, s: Settings) -> HardwareView:
+    nhw = snap.hardware.get(node.name)
+    if nhw is not None:
+        return from_node_hardware(nhw, node.allocatable_gpus)
+    return from_labels(node, s.gpu_product_label_keys)
+
+
+def _measured(node: str, snap: Snapshot, log: list[str]) -> tuple[float | None, str]:
+    m = snap.measurements.get(node)
+    if m is None:
+        return None, snap.no_data_source
+    if m.power_w is None:
+        return None, m.source if m.source != SOURCE_PROMETHEUS else snap.no_data_source
+    if not math.isfinite(m.power_w) or m.power_w < 0:
+        log.append(f"node {node}: measuredNodePowerW={m.power_w!r} rejected (not a finite non-negative number)")
+        return None, snap.no_data_source
+    return m.power_w, m.source
+
+
+def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
+    log: list[str] = []
+    nodes = sorted((n for n in snap.nodes if eligible(n, s)), key=lambda n: n.name)
+    if not nodes:
+        log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
+        return TickResult([], [], None, log)
+
+    perf_pods = fsm.count_performance_pods(snap.pods)
+    views: dict[str, HardwareView] = {}
+    policy_nodes: list[PolicyNode] = []
+    for n in nodes:
+        hw = _hardware_view(n, snap, s)
+        for problem in hw.problems:
+            key = (n.name, problem)
+            if key not in memory.warned:
+                memory.warned.add(key)
+                log.append(f"node {n.name}: NodeHardware {object_name_for_node(n.name)}: {problem}")
+        views[n.name] = hw
+        policy_nodes.append(PolicyNode(n.name, hw, normalise_profile(n.labels.get(s.power_profile_label))))
+
+    decided = plan(s.policy_type, policy_nodes, sum(perf_pods.values()), snap.now.timestamp(), s)
+    log.extend(decided.notes)
+
+    # Guard and caps first: rack power needs every node's capped budget.
+    staged: list[tuple[NodeInfo, fsm.GuardedProfile, fsm.State, Caps]] = []
+    for n in nodes:
+        existing = snap.twins.get(object_name_for_node(n.name))
+        if existing is not None:
+            previous = fsm.assignment_state(existing.spec.profile,
+                                            bool(existing.spec.scheduling and existing.spec.scheduling.draining))
+        else:
+            previous = fsm.assignment_state(normalise_profile(n.labels.get(s.power_profile_label)), False)
+        desired = PROFILE_PERFORMANCE if n.name in decided.performance else PROFILE_ECO
+        guarded = fsm.guard_downgrade(desired, previous, perf_pods.get(n.name, 0))
+        if guarded.draining:
+            log.append(f"transition guarded node={n.name} desired=eco draining=true "
+                       f"reason=running-performance-sensitive-pods count={guarded.performance_pods}")
+        caps_profile = PROFILE_PERFORMANCE if guarded.draining else guarded.profile
+        caps, warnings = compute_caps(caps_profile, views[n.name], s, decided.eco_cap_pct.get(n.name))
+        for w in warnings:
+            key = (n.name, w)
+            if key not in memory.warned:
+                memory.warned.add(key)
+                log.append(f"node {n.name}: {w}")
+        staged.append((n, guarded, previous, caps))
+
+    measured: dict[str, tuple[float | None, str]] = {n.name: _measured(n.name, snap, log) for n in nodes}
+    rack_power: dict[str, float] = dict(snap.facility.rack_power_w)
+    if not rack_power:
+        # No facility rack meter: sum what the rack's nodes draw (their capped budget when unmeasured).
+        for n, _, _, caps in staged:
+            rack = n.labels.get(LABEL_RACK)
+            if not rack:
+                continue
+            hw = views[n.name]
+            power = measured[n.name][0]
+            if power is None:
+                power = hw.budget().capped_w(caps.cpu_pct_in_effect(hw), caps.gpu_pct_in_effect())
+            rack_power[rack] = rack_power.get(rack, 0.0) + power
+
+    writes: list[NodeWrite] = []
+    outcomes: list[NodeOutcome] = []
+    live = {n.name for n in nodes}
+    for gone in [k for k in memory.trends if k not in live]:
+        del memory.trends[gone]
+    for n, guarded, previous, caps in staged:
+        hw = views[n.name]
+        obj_name = object_name_for_node(n.name)
+        existing = snap.twins.get(obj_name)
+        spec = desired_spec(n.name, guarded.profile, guarded.draining, caps, decided.policy_name)
+        spec_write = None if existing is not None and _dump(existing.spec) == _dump(spec) else spec
+        label_write = None if n.labels.get(s.power_profile_label) == guarded.profile else guarded.profile
+
+        power_w, source = measured[n.name]
+        trend = 0.0
+        if power_w is not None:
+            trend = memory.trends.setdefault(n.name, twin.PowerTrend()).add(snap.now, power_w)
+            if twin.implausible_power(power_w, hw.budget().node_tdp_w) and (n.name, "implausible") not in memory.warned:
+                memory.warned.add((n.name, "implausible"))
+                log.append(f"node {n.name}: measuredNodePowerW={power_w:.0f} is more than twice nodeTdpW="
+                           f"{hw.budget().node_tdp_w:.0f}; is the query a joules counter without rate()?")
+        ambient = snap.facility.node_inlet_c.get(n.name)
+        if ambient is None:
+            ambient = snap.facility.zone_ambient_c.get(n.labels.get(LABEL_COOLING_ZONE, ""))
+        if ambient is None:
+            ambient = snap.facility.outdoor_ambient_c
+        rack = n.labels.get(LABEL_RACK, "")
+        out = twin.compute(twin.TwinInput(
+            hardware=hw.budget(),
+            profile=guarded.profile,
+            draining=guarded.draining,
+            cpu_cap_pct=caps.cpu_pct_in_effect(hw),
+            gpu_cap_pct=caps.gpu_pct_in_effect(),
+            measured_node_power_w=power_w,
+            power_trend_w_per_min=trend,
+            ambient_c=ambient,
+            rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
+            cluster_power_w=snap.facility.it_power_w,
+        ))
+        status = status_content(out, power_w, source, trend)
+        status_write = None
+        if spec_write is not None or status_needs_write(
+                status, existing.status if existing else None, snap.now, refresh_after_s(n.name, s.status_refresh_s)):
+            status_write = status.model_copy(update={"last_updated": snap.now})
+        if spec_write or label_write or status_write:
+            writes.append(NodeWrite(n.name, obj_name, spec_write, label_write, status_write))
+        outcomes.append(NodeOutcome(
+            node=n.name, profile=guarded.profile, draining=guarded.draining, previous_state=previous,
+            state=guarded.state, transition=fsm.transition_result(previous, guarded.state),
+            performance_pods=guarded.performance_pods, family=hw.family(n.name), caps=caps,
+        ))
+    return TickResult(writes, outcomes, decided, log)
+
+
+def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> Snapshot:
+    """The snapshot as the cluster would hold it after `result`'s writes (for tests and the benchmark)."""
+    twins = dict(snap.twins)
+    labels_by_node = {w.node: w.label for w in result.writes if w.label is not None}
+    for w in result.writes:
+        current = twins.get(w.object_name)
+        spec = w.spec if w.spec is not None else (current.spec if current is not None else None)
+        if spec is None:
+            continue
+        status = current.status if current is not None else None
+        if w.status is not None:
+            control = status.control_status if status is not None else None
+            status = w.status.model_copy(update={"control_status": control})
+        twins[w.object_name] = NodeTwin(metadata={"name": w.object_name}, spec=spec, status=status)
+    nodes = [
+        NodeInfo(n.name, {**n.labels, profile_label: labels_by_node[n.name]}, n.unschedulable, n.allocatable_gpus,
+                 n.capacity_cpu) if n.name in labels_by_node else n
+        for n in snap.nodes
+    ]
+    return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
+                    snap.no_data_source)

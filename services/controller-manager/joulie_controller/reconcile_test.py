@@ -1,0 +1,195 @@
+"""One reconcile tick over an in-memory cluster: what gets written, and what does not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from joulie_api.generated.nodehardware import NodeHardware
+
+from joulie_controller.fsm import PodInfo, State
+from joulie_controller.hardware import NodeInfo
+from joulie_controller.reconcile import (
+    Facility,
+    Measurement,
+    Memory,
+    Snapshot,
+    TickResult,
+    apply_in_memory,
+    reconcile,
+)
+from joulie_controller.settings import Settings
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+PROFILE = "joulie.io/power-profile"
+MANAGED = {"joulie.io/managed": "true"}
+
+
+def nhw(node: str, max_w: float = 300, sockets: int = 2) -> NodeHardware:
+    return NodeHardware.model_validate({
+        "spec": {"nodeName": node},
+        "status": {"cpu": {"model": "epyc", "sockets": sockets, "capRange": {"minWattsPerSocket": 100,
+                                                                            "maxWattsPerSocket": max_w}}},
+    })
+
+
+def cluster(n: int = 4, **labels: str) -> Snapshot:
+    nodes = [NodeInfo(f"node-{i}", {**MANAGED, **labels}) for i in range(n)]
+    return Snapshot(now=T0, nodes=nodes, pods=[], hardware={x.name: nhw(x.name) for x in nodes}, twins={},
+                    measurements={})
+
+
+def tick(snap: Snapshot, s: Settings, mem: Memory) -> tuple[TickResult, Snapshot]:
+    result = reconcile(snap, s, mem)
+    return result, apply_in_memory(snap, result, s.power_profile_label)
+
+
+def perf_pod(node: str, name: str = "trainer") -> PodInfo:
+    return PodInfo("default", name, node_name=node, node_selector={PROFILE: "performance"})
+
+
+def test_first_tick_writes_spec_label_and_status_then_nothing() -> None:
+    s, mem = Settings(static_hp_frac=0.5), Memory()
+    first, snap = tick(cluster(), s, mem)
+    assert first.write_count == 12
+    profiles = sorted(w.label or "" for w in first.writes)
+    assert profiles == ["eco", "eco", "performance", "performance"]
+    for i in range(10):
+        again, snap = tick(replace(snap, now=T0 + timedelta(seconds=8 * (i + 1))), s, mem)  # inside 90 s
+        assert again.write_count == 0, again.writes
+
+
+def test_unchanged_status_is_refreshed_before_the_extender_calls_it_stale() -> None:
+    s, mem = Settings(status_refresh_s=120), Memory()
+    _, snap = tick(cluster(2), s, mem)
+    # Each node refreshes after 75-100 % of the interval (spread by name), never later.
+    quiet, snap = tick(replace(snap, now=T0 + timedelta(seconds=89)), s, mem)
+    assert quiet.write_count == 0
+    refresh, snap = tick(replace(snap, now=T0 + timedelta(seconds=121)), s, mem)
+    assert [w.spec is None and w.label is None and w.status is not None for w in refresh.writes] == [True, True]
+    twin = snap.twins["node-0"]
+    assert twin.status is not None and twin.status.last_updated == T0 + timedelta(seconds=121)
+
+
+def test_status_is_written_as_soon_as_a_value_changes() -> None:
+    s, mem = Settings(), Memory()
+    _, snap = tick(cluster(2), s, mem)
+    measured = replace(snap, now=T0 + timedelta(seconds=5), measurements={"node-0": Measurement(300.0)})
+    result, snap = tick(measured, s, mem)
+    assert [w.node for w in result.writes] == ["node-0"]
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.source == "prometheus"
+    assert status.power_measurement.measured_node_power_w == 300
+    assert status.control_status is None
+
+
+def test_no_data_is_reported_and_neutral() -> None:
+    result, snap = tick(cluster(1), Settings(), Memory())
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.source == "prometheus-no-data"
+    assert status.power_measurement.measured_node_power_w is None
+    assert (status.predicted_power_headroom_score, status.predicted_cooling_stress_score) == (50, 50)
+    assert status.power_measurement.node_tdp_w == 600
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -40.0])
+def test_garbage_samples_are_logged_with_node_and_field(bad: float) -> None:
+    snap = replace(cluster(1), measurements={"node-0": Measurement(bad)})
+    result, after = tick(snap, Settings(), Memory())
+    assert any("node-0" in line and "measuredNodePowerW" in line for line in result.log)
+    status = after.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.source == "prometheus-no-data"
+
+
+def test_downgrade_guard_holds_while_a_performance_pod_runs() -> None:
+    s, mem = Settings(static_hp_frac=1.0), Memory()
+    _, snap = tick(cluster(2), s, mem)
+    assert all(t.spec.profile == "performance" for t in snap.twins.values())
+    s_eco = Settings(static_hp_frac=0.0)  # floor: one performance node (node-0 by name)
+    snap = replace(snap, pods=[perf_pod("node-1")])
+    result, snap = tick(snap, s_eco, mem)
+    twin = snap.twins["node-1"]
+    assert twin.spec.profile == "eco" and twin.spec.scheduling is not None and twin.spec.scheduling.draining
+    assert twin.spec.cpu is not None and twin.spec.cpu.package_power_cap_pct_of_max == 100  # still performance caps
+    assert twin.status is not None and twin.status.schedulable_class == "draining"
+    outcome = next(o for o in result.outcomes if o.node == "node-1")
+    assert (outcome.previous_state, outcome.state, outcome.transition) == (
+        State.ACTIVE_PERFORMANCE, State.DRAINING_PERFORMANCE, "deferred")
+    assert any("transition guarded node=node-1" in line for line in result.log)
+    # Still running: nothing changes, nothing counted again.
+    held, snap = tick(replace(snap, now=T0 + timedelta(seconds=30)), s_eco, mem)
+    assert held.write_count == 0
+    assert next(o for o in held.outcomes if o.node == "node-1").transition is None
+    # Pod finished: the node becomes eco with eco caps.
+    done, snap = tick(replace(snap, now=T0 + timedelta(seconds=60), pods=[]), s_eco, mem)
+    twin = snap.twins["node-1"]
+    assert twin.spec.scheduling is not None and not twin.spec.scheduling.draining
+    assert twin.spec.cpu is not None and twin.spec.cpu.package_power_cap_pct_of_max == 60
+    assert next(o for o in done.outcomes if o.node == "node-1").transition == "applied"
+
+
+def test_ineligible_nodes_are_left_alone() -> None:
+    nodes = [NodeInfo("a", MANAGED), NodeInfo("b", {**MANAGED, "joulie.io/reserved": "true"}),
+             NodeInfo("c", {}), NodeInfo("d", MANAGED, unschedulable=True)]
+    result = reconcile(Snapshot(T0, nodes, [], {}, {}, {}), Settings(), Memory())
+    assert [w.node for w in result.writes] == ["a"]
+
+
+def test_no_eligible_node_writes_nothing_and_says_why() -> None:
+    result = reconcile(Snapshot(T0, [NodeInfo("c", {})], [], {}, {}, {}), Settings(), Memory())
+    assert result.write_count == 0 and "NODE_SELECTOR" in result.log[0]
+
+
+def test_object_names_are_sanitised_and_spec_keeps_the_raw_name() -> None:
+    snap = Snapshot(T0, [NodeInfo("n2.atos", MANAGED)], [], {}, {}, {})
+    result, after = tick(snap, Settings(), Memory())
+    assert result.writes[0].object_name == "n2-atos"
+    assert after.twins["n2-atos"].spec.node_name == "n2.atos"
+
+
+def test_psu_stress_per_rack_and_ambient_per_zone() -> None:
+    snap = cluster(2)
+    nodes = [replace(snap.nodes[0], labels={**MANAGED, "joulie.io/rack": "r1", "joulie.io/cooling-zone": "hot"}),
+             replace(snap.nodes[1], labels={**MANAGED, "joulie.io/rack": "r1"})]
+    snap = replace(snap, nodes=nodes, measurements={"node-0": Measurement(300.0), "node-1": Measurement(200.0)},
+                   facility=Facility(outdoor_ambient_c=20.0, zone_ambient_c={"hot": 45.0}))
+    _, after = tick(snap, Settings(static_hp_frac=1.0), Memory())
+    s0, s1 = after.twins["node-0"].status, after.twins["node-1"].status
+    assert s0 is not None and s1 is not None
+    assert s0.predicted_psu_stress_score == s1.predicted_psu_stress_score == 1.0  # 500 W of 50 kW
+    assert s0.predicted_cooling_stress_score == 100.0  # 300/600 at 45 °C (x2)
+    assert s1.predicted_cooling_stress_score == pytest.approx(33.3)  # 200/600 at 20 °C
+
+
+def test_trend_is_reported_in_watts_per_minute() -> None:
+    s, mem = Settings(), Memory()
+    snap = replace(cluster(1), measurements={"node-0": Measurement(100.0)})
+    _, snap = tick(snap, s, mem)
+    _, snap = tick(replace(snap, now=T0 + timedelta(minutes=2), measurements={"node-0": Measurement(300.0)}), s, mem)
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.power_trend_w_per_min == 100
+
+
+def test_queue_aware_follows_performance_demand() -> None:
+    s, mem = Settings(policy_type="queue_aware_v1", queue_hp_base_frac=0.0, queue_perf_per_hp_node=2), Memory()
+    _, snap = tick(cluster(4), s, mem)
+    assert sum(t.spec.profile == "performance" for t in snap.twins.values()) == 1
+    pods = [perf_pod("node-0", f"p{i}") for i in range(5)]
+    _, snap = tick(replace(snap, pods=pods), s, mem)
+    assert sum(t.spec.profile == "performance" for t in snap.twins.values()) == 3
+
+
+def test_malformed_hardware_is_logged_once_with_the_field() -> None:
+    bad = NodeHardware.model_validate({"spec": {"nodeName": "node-0"}, "status": {"cpu": {
+        "model": "epyc", "sockets": 2, "capRange": {"minWattsPerSocket": 400, "maxWattsPerSocket": 300}}}})
+    snap = replace(cluster(1), hardware={"node-0": bad})
+    mem = Memory()
+    first = reconcile(snap, Settings(), mem)
+    lines = [line for line in first.log if "minWattsPerSocket" in line]
+    assert lines and "node-0" in lines[0] and "NodeHardware node-0" in lines[0]
+    assert not [line for line in reconcile(snap, Settings(), mem).log if "minWattsPerSocket" in line]

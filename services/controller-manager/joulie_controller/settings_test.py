@@ -1,0 +1,53 @@
+"""Settings from environment variables: defaults, units, and errors that name the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from joulie_controller.settings import GpuModelCaps, Settings, SettingsError, parse_duration_s, selector_matches
+
+
+def test_defaults_match_the_reference() -> None:
+    s = Settings.from_env({})
+    assert (s.reconcile_interval_s, s.policy_type, s.static_hp_frac, s.queue_hp_base_frac) == (
+        60, "static_partition", 0.5, 0.6)
+    assert (s.cpu_eco_pct, s.gpu_eco_pct, s.eco_cap_w, s.performance_cap_w) == (60, 60, 120, 5000)
+    assert not s.enable_facility_metrics and not s.leader_elect
+    assert s.status_refresh_s < 300  # inside the extender's staleness threshold
+
+
+def test_values_are_parsed_with_units() -> None:
+    s = Settings.from_env({"RECONCILE_INTERVAL": "5s", "STATUS_REFRESH_INTERVAL": "1m30s", "LEADER_ELECT": "true",
+                           "POLICY_TYPE": "queue_aware_v1", "QUEUE_HP_MIN": "2",
+                           "GPU_MODEL_CAPS_JSON": '{"a100": {"minCapWatts": 150, "maxCapWatts": 400}}',
+                           "GPU_PRODUCT_LABEL_KEYS": "a, b"})
+    assert (s.reconcile_interval_s, s.status_refresh_s, s.leader_elect, s.queue_hp_min) == (5, 90, True, 2)
+    assert s.gpu_model_caps == {"a100": GpuModelCaps(150, 400)}
+    assert s.gpu_product_label_keys == ("a", "b")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"RECONCILE_INTERVAL": "soon"}, "RECONCILE_INTERVAL='soon': expected a duration"),
+    ({"STATIC_HP_FRAC": "half"}, "STATIC_HP_FRAC='half': expected a number"),
+    ({"LEADER_ELECT": "maybe"}, "LEADER_ELECT='maybe': expected true or false"),
+    ({"POLICY_TYPE": "turbo"}, "POLICY_TYPE='turbo': expected one of"),
+    ({"GPU_MODEL_CAPS_JSON": "{"}, "GPU_MODEL_CAPS_JSON: not valid JSON"),
+    ({"POLICY_TYPE": "cluster_power_budget"}, "CLUSTER_POWER_BUDGET_W must be > 0"),
+    ({"OTEL_METRIC_NAMING": "dots"}, "OTEL_METRIC_NAMING='dots'"),
+    ({"NODE_POWER_SCOPE": "rack"}, "NODE_POWER_SCOPE='rack'"),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace("{", r"\{")):
+        Settings.from_env(env)
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("1m", 60), ("30s", 30), ("1h30m", 5400), ("1.5", 1.5)])
+def test_durations(raw: str, seconds: float) -> None:
+    assert parse_duration_s("X", raw) == seconds
+
+
+def test_node_selector() -> None:
+    assert selector_matches("joulie.io/managed=true", {"joulie.io/managed": "true"})
+    assert not selector_matches("joulie.io/managed=true", {"joulie.io/managed": "false"})
+    assert selector_matches("node-role.kubernetes.io/worker", {"node-role.kubernetes.io/worker": ""})
+    assert selector_matches("", {})
