@@ -1,0 +1,51 @@
+"""One request's filter and prioritize decisions over the cached node state. Pure: no I/O."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from joulie_extender.filtering import rejection_reason
+from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
+from joulie_extender.scoring import ClusterContext, ScoreBreakdown, TwinView, marginal_watts, score_node
+from joulie_extender.wire import ExtenderArgs
+
+
+class NodeState(Protocol):
+    """What decisions read: the watch cache, or a fixture in tests."""
+
+    def twin(self, node_name: str) -> TwinView | None: ...
+
+    def hardware(self, node_name: str) -> HardwareInfo | None: ...
+
+    def cluster_context(self, now: datetime, staleness: timedelta) -> ClusterContext: ...
+
+
+def failed_nodes(args: ExtenderArgs, state: NodeState, *, now: datetime, staleness: timedelta) -> dict[str, str]:
+    """Candidate node -> reason, for the nodes the pod may not use."""
+    cls = args.workload_class
+    failed: dict[str, str] = {}
+    for name in args.candidate_names:
+        reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness)
+        if reason is not None:
+            failed[name] = reason
+    return failed
+
+
+def node_scores(
+    args: ExtenderArgs, state: NodeState, *, now: datetime, staleness: timedelta, coeffs: Coefficients
+) -> dict[str, ScoreBreakdown]:
+    """Candidate node -> score (0..10) with its breakdown. Raises PodSpecError for a malformed pod."""
+    cls = args.workload_class
+    demand = extract_pod_demand(args.pod, cls)
+    ctx = state.cluster_context(now, staleness)
+    # Nodes of one pool share a HardwareInfo value: estimate the pod's watts once per hardware kind.
+    watts: dict[HardwareInfo | None, float] = {}
+    scores: dict[str, ScoreBreakdown] = {}
+    for name in args.candidate_names:
+        hw = state.hardware(name)
+        marginal_w = watts.get(hw)
+        if marginal_w is None:
+            marginal_w = watts[hw] = marginal_watts(demand, hw, cls, coeffs)
+        scores[name] = score_node(state.twin(name), marginal_w, cls, ctx, now=now, staleness=staleness)
+    return scores

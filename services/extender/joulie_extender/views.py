@@ -1,0 +1,48 @@
+"""NodeTwin / NodeHardware objects -> the small views scoring reads. Pure: no I/O."""
+
+from __future__ import annotations
+
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import NodeTwin
+
+from joulie_extender.powerest import HardwareInfo
+from joulie_extender.scoring import TwinView
+
+
+def twin_view(twin: NodeTwin) -> TwinView:
+    status = twin.status
+    draining = bool(twin.spec.scheduling and twin.spec.scheduling.draining)
+    if status is None:
+        return TwinView(node_name=twin.spec.node_name, schedulable_class="unknown", draining=draining)
+    pm = status.power_measurement
+    return TwinView(
+        node_name=twin.spec.node_name,
+        schedulable_class=status.schedulable_class or "unknown",
+        headroom_score=status.predicted_power_headroom_score,
+        cooling_stress_score=status.predicted_cooling_stress_score,
+        has_power_measurement=pm is not None,
+        measured_power_w=(pm.measured_node_power_w or 0.0) if pm else 0.0,
+        capped_power_w=(pm.node_capped_power_w or 0.0) if pm else 0.0,
+        node_tdp_w=(pm.node_tdp_w or 0.0) if pm else 0.0,
+        power_trend_w_per_min=(pm.power_trend_w_per_min or 0.0) if pm else 0.0,
+        last_updated=status.last_updated,
+        draining=draining or status.schedulable_class == "draining",
+    )
+
+
+def hardware_info(hw: NodeHardware) -> HardwareInfo:
+    status = hw.status
+    if status is None:
+        return HardwareInfo()
+    cpu, gpu = status.cpu, status.gpu
+    sockets = max(cpu.sockets or 0, 1) if cpu else 1
+    per_socket = (cpu.cap_range.max_watts_per_socket or 0.0) if cpu and cpu.cap_range else 0.0
+    return HardwareInfo(
+        cpu_max_watts_total=per_socket * sockets,
+        cpu_total_cores=(cpu.total_cores or 0) if cpu else 0,
+        gpu_present=bool(gpu and (gpu.present or (gpu.count or 0) > 0)),
+        gpu_count=(gpu.count or 0) if gpu else 0,
+        gpu_max_watts_per_gpu=(gpu.cap_range_per_gpu.max_watts or 0.0) if gpu and gpu.cap_range_per_gpu else 0.0,
+        gpu_vendor=(gpu.vendor or "") if gpu else "",
+        memory_bytes=(status.memory.total_bytes or 0) if status.memory else 0,
+    )

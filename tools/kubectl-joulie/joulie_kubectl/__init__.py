@@ -1,0 +1,1 @@
+"""kubectl-joulie: the cluster's energy state from NodeTwin, NodeHardware and Pods."""

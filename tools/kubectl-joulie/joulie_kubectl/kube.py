@@ -1,0 +1,42 @@
+"""Reads NodeTwin, NodeHardware, Nodes (allocatable only) and Pods through the kubeconfig context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from joulie_api.kube import response_json
+from joulie_api.names import GROUP, PLURAL_NODE_HARDWARE, PLURAL_NODE_TWIN, VERSION
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    twins: list[dict[str, Any]]
+    hardware: list[dict[str, Any]]
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+
+
+def api_client(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
+    client: k8s.ApiClient = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+    return client
+
+
+def _items(resp: Any) -> list[dict[str, Any]]:
+    items = response_json(resp).get("items") or []
+    return [i for i in items if isinstance(i, dict)]
+
+
+def read_state(api: k8s.ApiClient) -> ClusterState:
+    custom, core = k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
+    opts: dict[str, Any] = {"_preload_content": False, "_request_timeout": TIMEOUT_S}
+    return ClusterState(
+        twins=_items(custom.list_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_TWIN, **opts)),
+        hardware=_items(custom.list_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_HARDWARE, **opts)),
+        nodes=_items(core.list_node(**opts)),
+        pods=_items(core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed", **opts)),
+    )

@@ -1,0 +1,274 @@
+"""Rows the plugin shows, computed from plain API objects. Pure: no I/O, time comes in."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
+GPU_RESOURCES: Final = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")
+# Same threshold as the extender's default: an older twin is not acted on.
+STALE_AFTER: Final = timedelta(minutes=5)
+
+_QTY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)$")
+_MULT: Final = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+                "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+def quantity(value: object) -> float:
+    """A Kubernetes quantity as a float; 0 for anything unreadable (display only)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return 0.0
+    m = _QTY.match(value.strip())
+    if m is None:
+        return 0.0
+    digits, suffix = m.groups()
+    mult = 10.0 ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _MULT[suffix]
+    return float(digits) * mult
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def workload_class(pod: Mapping[str, Any]) -> str:
+    value = _get(pod, "metadata", "annotations", ANNOTATION_WORKLOAD_CLASS)
+    return value if isinstance(value, str) and value else "standard"
+
+
+@dataclass
+class Requests:
+    cpu_cores: float = 0.0
+    memory_bytes: float = 0.0
+    gpus: float = 0.0
+    pods: int = 0
+    performance_pods: int = 0
+
+
+def pod_requests(pod: Mapping[str, Any]) -> tuple[float, float, float]:
+    """Summed container requests: cores, bytes, GPUs."""
+    cpu = mem = gpu = 0.0
+    for c in _get(pod, "spec", "containers") or []:
+        req = _get(c, "resources", "requests") or {}
+        if not isinstance(req, Mapping):
+            continue
+        cpu += quantity(req.get("cpu"))
+        mem += quantity(req.get("memory"))
+        gpu += sum(quantity(req.get(k)) for k in GPU_RESOURCES)
+    return cpu, mem, gpu
+
+
+def requests_by_node(pods: Iterable[Mapping[str, Any]]) -> dict[str, Requests]:
+    out: dict[str, Requests] = {}
+    for pod in pods:
+        node = _get(pod, "spec", "nodeName")
+        if not node or _get(pod, "status", "phase") in ("Succeeded", "Failed"):
+            continue
+        r = out.setdefault(node, Requests())
+        cpu, mem, gpu = pod_requests(pod)
+        r.cpu_cores += cpu
+        r.memory_bytes += mem
+        r.gpus += gpu
+        r.pods += 1
+        r.performance_pods += workload_class(pod) == "performance"
+    return out
+
+
+@dataclass
+class NodeRow:
+    """One node as `status` shows it. Percentages 0..100, watts, None when unknown."""
+
+    node: str
+    profile: str = "-"
+    schedulable_class: str = "unknown"
+    measured_w: float | None = None
+    capped_w: float | None = None
+    tdp_w: float | None = None
+    headroom_pct: float | None = None
+    cooling_pct: float | None = None
+    psu_pct: float | None = None
+    cpu_cap: str = "-"
+    gpu_cap: str = "-"
+    cpu_control: str = "-"
+    gpu_control: str = "-"
+    cpu_req_pct: float | None = None
+    mem_req_pct: float | None = None
+    gpu_req_pct: float | None = None
+    gpu_count: int = 0
+    pods: int = 0
+    performance_pods: int = 0
+    last_updated: datetime | None = None
+    stale: bool = True
+    hardware: str = "-"
+    raw_twin: Mapping[str, Any] = field(default_factory=dict)
+    raw_hardware: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _cap(spec_part: Any, watts_key: str, pct_key: str, effective_pct: float | None) -> str:
+    watts, pct = _num(_get(spec_part, watts_key)), _num(_get(spec_part, pct_key))
+    if watts is not None:
+        return f"{watts:.0f} W"
+    if pct is not None:
+        return f"{pct:.0f}%"
+    return f"{effective_pct:.0f}%" if effective_pct is not None else "-"
+
+
+def _control(status: Any) -> str:
+    result = _get(status, "result")
+    backend = _get(status, "backend")
+    if not result and not backend:
+        return "-"
+    return f"{result or '?'} ({backend or '?'})"
+
+
+def _pct(used: float, total: float) -> float | None:
+    return used / total * 100.0 if total > 0 else None
+
+
+def node_rows(
+    twins: Iterable[Mapping[str, Any]],
+    hardware: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    now: datetime,
+) -> list[NodeRow]:
+    """One row per NodeTwin, keyed by spec.nodeName, sorted by node name."""
+    hw_by_node = {str(_get(h, "spec", "nodeName")): h for h in hardware}
+    alloc_by_node = {str(_get(n, "metadata", "name")): _get(n, "status", "allocatable") or {} for n in nodes}
+    reqs = requests_by_node(pods)
+    rows = []
+    for twin in twins:
+        node = str(_get(twin, "spec", "nodeName") or _get(twin, "metadata", "name"))
+        st = _get(twin, "status") or {}
+        pm = _get(st, "powerMeasurement") or {}
+        hw = hw_by_node.get(node, {})
+        alloc = alloc_by_node.get(node, {})
+        r = reqs.get(node, Requests())
+        draining = bool(_get(twin, "spec", "scheduling", "draining"))
+        updated = _time(_get(st, "lastUpdated"))
+        gpu_alloc = sum(quantity(alloc.get(k)) for k in GPU_RESOURCES)
+        gpu_count = int(_num(_get(hw, "status", "gpu", "count")) or gpu_alloc)
+        cpu_model = _get(hw, "status", "cpu", "model") or _get(hw, "status", "cpu", "rawModel") or "?"
+        gpu_model = _get(hw, "status", "gpu", "model") or _get(hw, "status", "gpu", "rawModel")
+        rows.append(NodeRow(
+            node=node,
+            profile=str(_get(twin, "spec", "profile") or "-"),
+            schedulable_class="draining" if draining else str(_get(st, "schedulableClass") or "unknown"),
+            measured_w=_num(pm.get("measuredNodePowerW")),
+            capped_w=_num(pm.get("nodeCappedPowerW")),
+            tdp_w=_num(pm.get("nodeTdpW")),
+            headroom_pct=_num(_get(st, "predictedPowerHeadroomScore")),
+            cooling_pct=_num(_get(st, "predictedCoolingStressScore")),
+            psu_pct=_num(_get(st, "predictedPsuStressScore")),
+            cpu_cap=_cap(_get(twin, "spec", "cpu"), "packagePowerCapWatts", "packagePowerCapPctOfMax",
+                         _num(_get(st, "effectiveCapState", "cpuPct"))),
+            gpu_cap=_cap(_get(twin, "spec", "gpu", "powerCap"), "capWattsPerGpu", "capPctOfMax",
+                         _num(_get(st, "effectiveCapState", "gpuPct"))) if gpu_count else "-",
+            cpu_control=_control(_get(st, "controlStatus", "cpu")),
+            gpu_control=_control(_get(st, "controlStatus", "gpu")) if gpu_count else "-",
+            cpu_req_pct=_pct(r.cpu_cores, quantity(alloc.get("cpu"))),
+            mem_req_pct=_pct(r.memory_bytes, quantity(alloc.get("memory"))),
+            gpu_req_pct=_pct(r.gpus, gpu_alloc) if gpu_count else None,
+            gpu_count=gpu_count,
+            pods=r.pods,
+            performance_pods=r.performance_pods,
+            last_updated=updated,
+            stale=updated is None or now - updated > STALE_AFTER,
+            hardware=f"{cpu_model}" + (f" + {gpu_count}x {gpu_model or 'GPU'}" if gpu_count else "") if hw else "-",
+            raw_twin=twin,
+            raw_hardware=hw,
+        ))
+    return sorted(rows, key=lambda row: row.node)
+
+
+@dataclass(frozen=True)
+class Summary:
+    nodes: int
+    by_class: dict[str, int]
+    measured_w: float
+    capped_w: float
+    avg_headroom_pct: float | None
+    avg_cooling_pct: float | None
+    peak_cooling: tuple[str, float] | None
+    avg_psu_pct: float | None
+    stale: int
+    running_pods: int
+
+
+def _avg(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summarize(rows: list[NodeRow], pods: Iterable[Mapping[str, Any]]) -> Summary:
+    by_class = {c: 0 for c in ("eco", "performance", "draining", "unknown")}
+    for row in rows:
+        by_class[row.schedulable_class if row.schedulable_class in by_class else "unknown"] += 1
+    cooling = [(r.node, r.cooling_pct) for r in rows if r.cooling_pct is not None]
+    running = sum(1 for p in pods if _get(p, "spec", "nodeName") and _get(p, "status", "phase") == "Running")
+    return Summary(
+        nodes=len(rows),
+        by_class=by_class,
+        measured_w=sum(r.measured_w or 0.0 for r in rows),
+        capped_w=sum(r.capped_w or 0.0 for r in rows),
+        avg_headroom_pct=_avg([max(r.headroom_pct, 0.0) for r in rows if r.headroom_pct is not None]),
+        avg_cooling_pct=_avg([c for _, c in cooling]),
+        peak_cooling=max(cooling, key=lambda nc: nc[1]) if cooling else None,
+        avg_psu_pct=_avg([r.psu_pct for r in rows if r.psu_pct is not None]),
+        stale=sum(r.stale for r in rows),
+        running_pods=running,
+    )
+
+
+@dataclass(frozen=True)
+class PodRow:
+    namespace: str
+    name: str
+    workload_class: str
+    node: str
+    node_class: str
+    phase: str
+    misplaced: bool
+
+
+def pod_rows(pods: Iterable[Mapping[str, Any]], rows: list[NodeRow]) -> list[PodRow]:
+    """Pods with a workload class or on a Joulie node; `misplaced`: a performance pod on eco/draining."""
+    node_class = {r.node: r.schedulable_class for r in rows}
+    out = []
+    for pod in pods:
+        node = str(_get(pod, "spec", "nodeName") or "")
+        cls = workload_class(pod)
+        ncls = node_class.get(node, "-") if node else "-"
+        if ncls == "-" and _get(pod, "metadata", "annotations", ANNOTATION_WORKLOAD_CLASS) is None:
+            continue
+        out.append(PodRow(
+            namespace=str(_get(pod, "metadata", "namespace") or ""),
+            name=str(_get(pod, "metadata", "name") or ""),
+            workload_class=cls,
+            node=node or "<pending>",
+            node_class=ncls,
+            phase=str(_get(pod, "status", "phase") or "-"),
+            misplaced=cls == "performance" and ncls in ("eco", "draining"),
+        ))
+    return sorted(out, key=lambda p: (p.workload_class, p.node, p.namespace, p.name))

@@ -1,0 +1,46 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from joulie_kubectl.model import node_rows, pod_rows, quantity, requests_by_node, summarize
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("500m", 0.5), ("2", 2.0), ("1Gi", 2.0**30), ("1k", 1000.0), (3, 3.0),
+                                                 ("junk", 0.0), (None, 0.0), (True, 0.0)])
+def test_quantity(value: object, expected: float) -> None:
+    assert quantity(value) == expected
+
+
+def pod(name: str, node: str | None, cls: str | None = None, cpu: str = "1", phase: str = "Running") -> dict[str, object]:
+    meta: dict[str, object] = {"name": name, "namespace": "ns"}
+    if cls:
+        meta["annotations"] = {"joulie.io/workload-class": cls}
+    return {"metadata": meta, "spec": {"nodeName": node, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": phase}}
+
+
+def test_requests_count_only_bound_unfinished_pods() -> None:
+    reqs = requests_by_node([pod("a", "n1", "performance", "2"), pod("b", "n1"), pod("c", None),
+                             pod("d", "n1", phase="Succeeded")])
+    assert (reqs["n1"].cpu_cores, reqs["n1"].pods, reqs["n1"].performance_pods) == (3.0, 2, 1)
+
+
+def test_a_twin_without_status_is_an_unknown_stale_row() -> None:
+    rows = node_rows([{"metadata": {"name": "n1"}, "spec": {"nodeName": "N1", "profile": "eco"}}], [], [], [], NOW)
+    assert len(rows) == 1
+    r = rows[0]
+    assert (r.node, r.profile, r.schedulable_class, r.stale, r.measured_w, r.cpu_req_pct) == (
+        "N1", "eco", "unknown", True, None, None)
+    s = summarize(rows, [])
+    assert s.by_class["unknown"] == 1 and s.avg_cooling_pct is None and s.peak_cooling is None
+
+
+def test_draining_wins_over_the_profile_and_flags_performance_pods() -> None:
+    twin = {"spec": {"nodeName": "n1", "profile": "performance", "scheduling": {"draining": True}},
+            "status": {"schedulableClass": "performance", "lastUpdated": (NOW - timedelta(seconds=5)).isoformat()}}
+    rows = node_rows([twin], [], [], [], NOW)
+    assert rows[0].schedulable_class == "draining" and not rows[0].stale
+    pods = pod_rows([pod("a", "n1", "performance"), pod("b", "elsewhere"), pod("c", None, "standard")], rows)
+    assert [(p.name, p.misplaced) for p in pods] == [("a", True), ("c", False)]

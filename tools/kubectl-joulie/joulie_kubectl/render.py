@@ -1,0 +1,101 @@
+"""rich renderables for each command. No I/O besides what the caller's Console does."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from joulie_kubectl.model import NodeRow, PodRow, Summary
+
+CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}%"
+
+
+def _w(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f} W"
+
+
+def _age(ts: datetime | None, now: datetime) -> str:
+    if ts is None:
+        return "never"
+    s = max(0, int((now - ts).total_seconds()))
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+
+
+def summary_text(s: Summary) -> Text:
+    t = Text()
+    t.append("CLUSTER ENERGY STATE\n", style="bold")
+    classes = ", ".join(f"{n} {c}" for c, n in s.by_class.items())
+    t.append(f"  Nodes: {s.nodes} total ({classes}); {s.stale} with stale twin data\n")
+    t.append(f"  Power: {s.measured_w:.0f} W measured of {s.capped_w:.0f} W capped\n")
+    peak = f"  |  Peak: {s.peak_cooling[1]:.0f}% ({s.peak_cooling[0]})" if s.peak_cooling else ""
+    t.append(f"  Avg cooling stress: {_pct(s.avg_cooling_pct)}{peak}\n")
+    t.append(f"  Avg PSU stress: {_pct(s.avg_psu_pct)}\n")
+    t.append(f"  Avg power headroom: {_pct(s.avg_headroom_pct)}\n")
+    t.append(f"  Running pods: {s.running_pods}")
+    return t
+
+
+def status_table(rows: list[NodeRow], now: datetime) -> Table:
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("NODE", "PROFILE", "CLASS", "POWER / CAP", "HEADROOM", "COOLING", "PSU", "CPU CAP", "GPU CAP",
+                "CPU REQ", "MEM REQ", "GPU REQ", "PODS", "AGENT CPU", "AGENT GPU", "UPDATED"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r.node, r.profile, Text(r.schedulable_class, style=CLASS_STYLE.get(r.schedulable_class, "")),
+            f"{_w(r.measured_w)} / {_w(r.capped_w)}", _pct(r.headroom_pct), _pct(r.cooling_pct), _pct(r.psu_pct),
+            r.cpu_cap, r.gpu_cap, _pct(r.cpu_req_pct), _pct(r.mem_req_pct), _pct(r.gpu_req_pct),
+            f"{r.pods} ({r.performance_pods} perf)", r.cpu_control, r.gpu_control,
+            Text(_age(r.last_updated, now) + (" STALE" if r.stale else ""), style="red" if r.stale else ""),
+        )
+    return table
+
+
+def pods_table(pods: list[PodRow]) -> Table:
+    table = Table(header_style="bold")
+    for col in ("CLASS", "NAMESPACE", "POD", "NODE", "NODE CLASS", "PHASE", ""):
+        table.add_column(col, no_wrap=True)
+    for p in pods:
+        table.add_row(
+            p.workload_class, p.namespace, p.name, p.node,
+            Text(p.node_class, style=CLASS_STYLE.get(p.node_class, "")), p.phase,
+            Text("performance pod on a non-performance node", style="red") if p.misplaced else "",
+        )
+    return table
+
+
+def placement_text(pods: list[PodRow]) -> Text:
+    counts: dict[tuple[str, str], int] = {}
+    for p in pods:
+        counts[(p.workload_class, p.node_class)] = counts.get((p.workload_class, p.node_class), 0) + 1
+    t = Text("PLACEMENT\n", style="bold")
+    for (cls, ncls), n in sorted(counts.items()):
+        t.append(f"  {cls} pods on {ncls} nodes: {n}\n")
+    misplaced = sum(p.misplaced for p in pods)
+    t.append(f"  performance pods on eco/draining nodes: {misplaced}", style="red" if misplaced else "")
+    return t
+
+
+def node_detail(row: NodeRow, pods: list[PodRow], now: datetime) -> RenderableType:
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold")
+    info.add_column()
+    for key, value in (
+        ("Node", row.node), ("Profile (spec)", row.profile), ("Schedulable class", row.schedulable_class),
+        ("Hardware", row.hardware), ("Measured power", _w(row.measured_w)), ("Capped power", _w(row.capped_w)),
+        ("TDP", _w(row.tdp_w)), ("Power headroom", _pct(row.headroom_pct)), ("Cooling stress", _pct(row.cooling_pct)),
+        ("PSU stress", _pct(row.psu_pct)), ("CPU cap", row.cpu_cap), ("GPU cap", row.gpu_cap),
+        ("Agent CPU control", row.cpu_control), ("Agent GPU control", row.gpu_control),
+        ("Requested CPU / memory / GPU", f"{_pct(row.cpu_req_pct)} / {_pct(row.mem_req_pct)} / {_pct(row.gpu_req_pct)}"),
+        ("Twin updated", _age(row.last_updated, now) + (" ago (STALE)" if row.stale else " ago")),
+    ):
+        info.add_row(key, value)
+    on_node = [p for p in pods if p.node == row.node]
+    return Group(info, Text(f"\nPods on {row.node}: {len(on_node)}", style="bold"), pods_table(on_node))
