@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pytest
 from kubernetes import client as k8s
@@ -25,21 +23,11 @@ from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAG
 from joulie_testinfra.controlplane import ControlPlane
 from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
 from joulie_testinfra.procs import ManagedProcess
+from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
-T = TypeVar("T")
 
-
-def eventually(fn: Callable[[], T | None], timeout_s: float = 30, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s (last: {last!r})")
 
 
 def fake_node(name: str) -> k8s.V1Node:

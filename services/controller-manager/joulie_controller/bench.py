@@ -16,7 +16,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from joulie_api.generated.nodehardware import NodeHardware
-
 from joulie_controller.fsm import PodInfo, Requirement
 from joulie_controller.hardware import NodeInfo
 from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from joulie_api.names import PROFILE_PERFORMANCE
-
 from joulie_controller.hardware import HardwareView
 from joulie_controller.settings import Settings
 

@@ -23,7 +23,6 @@ from joulie_api.names import (
     LABEL_NFD_CPU_SOCKETS,
     LABEL_NVIDIA_GPU_PRODUCT,
 )
-
 from joulie_controller.twin import HardwareBudget
 
 DEFAULT_GPU_PRODUCT_LABEL_KEYS: tuple[str, ...] = (

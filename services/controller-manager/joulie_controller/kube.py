@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, decode
 from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, VERSION
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-
+from joulie_api.quantity import QuantityError, parse_quantity
 from joulie_controller.fsm import PodInfo, Requirement
 from joulie_controller.hardware import NodeInfo
 from joulie_controller.reconcile import Facility, Measurement, NodeWrite, Snapshot
@@ -39,12 +40,9 @@ def _json(resp: Any) -> dict[str, Any]:
 
 def _quantity_int(raw: object) -> int:
     """Whole units of a CPU/GPU quantity ("32", "32000m"); 0 when unreadable."""
-    text = str(raw or "").strip()
     try:
-        if text.endswith("m"):
-            return int(text[:-1]) // 1000
-        return int(float(text))
-    except ValueError:
+        return int(parse_quantity(raw))
+    except QuantityError:
         return 0
 
 

@@ -10,42 +10,32 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
 from joulie_api.backoff import Backoff
 from joulie_api.generated.nodetwin import ControlStatus, CPUControlStatus, NodeTwinStatus
 from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
-from joulie_testinfra.procs import ManagedProcess
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-
 from joulie_controller.controller import Controller
 from joulie_controller.kube import KubeShell
 from joulie_controller.leader import LeaderElector
 from joulie_controller.prometheus import PowerReader
 from joulie_controller.settings import Settings
+from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.procs import ManagedProcess
+from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
-T = TypeVar("T")
 PROFILE = "joulie.io/power-profile"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
-
-def eventually(fn: Callable[[], T | None], timeout_s: float = 30, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s (last: {last!r})")
 
 
 class FakeClock:

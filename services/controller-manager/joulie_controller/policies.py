@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from joulie_api.names import PROFILE_PERFORMANCE
-
 from joulie_controller.hardware import HardwareView
 from joulie_controller.settings import Settings
 

@@ -9,12 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from joulie_api.generated.nodehardware import NodeHardware
-from joulie_api.kube import NODE_HARDWARE, JoulieClient
-from joulie_api.names import FIELD_MANAGER_AGENT
-from joulie_testinfra.procs import ProcessGroup
-from joulie_testinfra.prometheus import Prometheus, PrometheusSettings, start_prometheus
-from joulie_testinfra.tools import Tools
 from kubernetes import client as k8s
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -22,9 +16,15 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.kube import NODE_HARDWARE, JoulieClient
+from joulie_api.names import FIELD_MANAGER_AGENT
 from joulie_controller.kube_cluster_test import FakeClock, controller, make_node, suite_nodes, twin_raw
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.settings import Settings
+from joulie_testinfra.procs import ProcessGroup
+from joulie_testinfra.prometheus import Prometheus, PrometheusSettings, start_prometheus
+from joulie_testinfra.tools import Tools
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

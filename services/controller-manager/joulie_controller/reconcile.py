@@ -31,7 +31,6 @@ from joulie_api.generated.nodetwin import (
     SchedulingSpec,
 )
 from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
-
 from joulie_controller import fsm, twin
 from joulie_controller.caps import Caps, compute_caps
 from joulie_controller.hardware import HardwareView, NodeInfo, from_labels, from_node_hardware

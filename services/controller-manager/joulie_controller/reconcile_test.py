@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from joulie_api.generated.nodehardware import NodeHardware
 
+from joulie_api.generated.nodehardware import NodeHardware
 from joulie_controller.fsm import PodInfo, State
 from joulie_controller.hardware import NodeInfo
 from joulie_controller.reconcile import (

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
 from joulie_api.kube import (
@@ -29,10 +33,6 @@ from joulie_api.kube import (
     server_message,
 )
 from joulie_api.names import GROUP, VERSION
-from kubernetes import client as k8s
-from kubernetes import watch as k8s_watch
-from kubernetes.client.exceptions import ApiException
-
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import ClusterContext, TwinView, cluster_context
 from joulie_extender.views import hardware_info, twin_view

@@ -2,7 +2,6 @@ from datetime import UTC, datetime, timedelta
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
-
 from joulie_extender.cache import KIND_HARDWARE, KIND_TWIN, StateCache
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import TwinView
@@ -71,9 +70,9 @@ def test_views_read_whole_numbers_and_missing_sections() -> None:
 
 
 def test_watch_events_update_the_cache_and_a_bad_object_makes_its_node_neutral() -> None:
-    from joulie_api.kube import NODE_HARDWARE, NODE_TWIN
     from kubernetes import client as k8s
 
+    from joulie_api.kube import NODE_HARDWARE, NODE_TWIN
     from joulie_extender.cache import CacheEvents, WatchCache
 
     errors: list[str] = []

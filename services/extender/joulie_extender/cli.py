@@ -9,7 +9,6 @@ import os
 import sys
 
 from joulie_api.version import service_version
-
 from joulie_extender.settings import Settings, SettingsError, parse_duration_s
 
 NAME = "joulie-extender"

@@ -8,7 +8,8 @@ from types import ModuleType
 
 import pytest
 
-from joulie_extender import decisions, filtering, powerest, quantity, scoring, views, wire
+from joulie_api import quantity
+from joulie_extender import decisions, filtering, powerest, scoring, views, wire
 
 PURE = [quantity, powerest, scoring, filtering, wire, views, decisions]
 SHELLS = {"app", "cache", "cli", "server", "metrics", "bench", "settings"}

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from joulie_extender.quantity import parse_quantity
+from joulie_api.quantity import parse_quantity
 
 WORKLOAD_PERFORMANCE: Final = "performance"
 

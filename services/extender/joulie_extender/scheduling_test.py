@@ -6,26 +6,20 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+
 from joulie_api.backoff import Backoff
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
-from joulie_testinfra.procs import ManagedProcess, free_port
-from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
-from joulie_testinfra.tools import Tools
-from kubernetes import client as k8s
-
 from joulie_extender import app as app_module
 from joulie_extender import cli
 from joulie_extender.app import create_app
@@ -33,22 +27,17 @@ from joulie_extender.cache import WatchCache
 from joulie_extender.server import ServerThread
 from joulie_extender.settings import Settings
 from joulie_extender.wire import ExtenderArgs, parse_extender_args
+from joulie_testinfra.controlplane import ControlPlane
+from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.procs import ManagedProcess, free_port
+from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
+from joulie_testinfra.tools import Tools
+from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
-T = TypeVar("T")
 RUN = uuid.uuid4().hex[:5]
 
-
-def eventually(fn: Callable[[], T | None], timeout_s: float = 30, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s (last: {last!r})")
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
-
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import TwinView
 

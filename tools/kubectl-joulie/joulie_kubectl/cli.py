@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from joulie_api.kube import server_message
-from joulie_api.version import service_version
 from rich.console import Console, Group
 
+from joulie_api.kube import server_message
+from joulie_api.version import service_version
 from joulie_kubectl import model, render
 from joulie_kubectl.kube import ClusterState, api_client, read_state
 

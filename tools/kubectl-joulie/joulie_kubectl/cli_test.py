@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from joulie_api.backoff import Backoff
-from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
-from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
-from joulie_testinfra.controlplane import ControlPlane
 from kubernetes import client as k8s
 from rich.console import Console
 
+from joulie_api.backoff import Backoff
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
+from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
 from joulie_kubectl.cli import NO_TWINS, run
+from joulie_testinfra.controlplane import ControlPlane
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from joulie_api.kube import response_json
-from joulie_api.names import GROUP, PLURAL_NODE_HARDWARE, PLURAL_NODE_TWIN, VERSION
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+
+from joulie_api.kube import response_json
+from joulie_api.names import GROUP, PLURAL_NODE_HARDWARE, PLURAL_NODE_TWIN, VERSION
 
 TIMEOUT_S = 10
 

@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
+
+from joulie_api.quantity import QuantityError, parse_quantity
 
 ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
 GPU_RESOURCES: Final = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")
 # Same threshold as the extender's default: an older twin is not acted on.
 STALE_AFTER: Final = timedelta(minutes=5)
 
-_QTY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)$")
-_MULT: Final = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
-                "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-
-
 def quantity(value: object) -> float:
     """A Kubernetes quantity as a float; 0 for anything unreadable (display only)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, str):
+    try:
+        return parse_quantity(value)
+    except QuantityError:
         return 0.0
-    m = _QTY.match(value.strip())
-    if m is None:
-        return 0.0
-    digits, suffix = m.groups()
-    mult = 10.0 ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _MULT[suffix]
-    return float(digits) * mult
 
 
 def _get(obj: Any, *path: str) -> Any:

@@ -1,8 +1,9 @@
 """Kubernetes resource quantities ("500m", "2", "1Gi", "1e3", "128974848") as plain floats.
 
-Pure: no I/O. The Go original understood only a few suffixes (no lower-case `k`, no exponents,
-no decimal `m` on memory); this parser follows the Kubernetes quantity grammar, so any value the
-API server accepted is read as the API server reads it.
+Pure: no I/O. Shared by every component that reads pod requests or node allocatable. The Go
+original's extender understood only a few suffixes (no lower-case `k`, no exponents, no decimal
+`m` on memory); this parser follows the Kubernetes quantity grammar, so any value the API server
+accepted is read as the API server reads it.
 """
 
 from __future__ import annotations
