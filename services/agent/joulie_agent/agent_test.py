@@ -1,0 +1,85 @@
+"""The loop over nodes: pool sharding, one node's failure isolated and counted."""
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+from prometheus_client import generate_latest
+
+from joulie_agent import testtrees
+from joulie_agent.catalog import load_catalog
+from joulie_agent.clock import FakeClock
+from joulie_agent.metrics import AgentMetrics
+from joulie_agent.node import CPUOutcome, GPUOutcome
+from joulie_agent.runner import Agent, KubeShell
+from joulie_agent.settings import Settings, owns_node
+from joulie_api.generated.nodehardware import NodeHardwareStatus
+from joulie_api.generated.nodetwin import NodeTwinSpec
+
+
+class FakeKube:
+    def __init__(self, nodes: list[str]):
+        items = [SimpleNamespace(metadata=SimpleNamespace(name=n, labels={}), status=SimpleNamespace(allocatable={}))
+                 for n in nodes]
+        self.client = SimpleNamespace(core=SimpleNamespace(list_node=lambda label_selector: SimpleNamespace(items=items)))
+        self.published: list[str] = []
+        self.statuses: dict[str, CPUOutcome] = {}
+
+    def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
+        self.published.append(node)
+        return True
+
+    def read_spec(self, node: str) -> tuple[bool, NodeTwinSpec | None]:
+        if node == "broken-0":
+            raise RuntimeError("apiserver said no")
+        return True, None
+
+    def write_control_status(self, node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:
+        self.statuses[node] = cpu
+        return True
+
+
+def test_pool_replica_reconciles_only_its_shard_and_survives_a_failing_node(tmp_path: Path) -> None:
+    nodes = [f"kwok-{i}" for i in range(12)] + ["broken-0"]
+    for n in nodes:
+        testtrees.cpuinfo(tmp_path / n)
+    shard = next(k for k in range(2) if owns_node("broken-0", 2, k))
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_shards=2, pool_shard_id=shard)
+    kube, metrics = FakeKube(nodes), AgentMetrics()
+    agent = Agent(settings, cast(KubeShell, cast(Any, kube)), load_catalog(), FakeClock(), metrics)
+    assert agent.tick() == 1
+    mine = {n for n in nodes if owns_node(n, 2, shard)}
+    assert set(kube.published) == mine
+    assert set(kube.statuses) == mine - {"broken-0"}
+    assert all(s.result == "none" for s in kube.statuses.values())
+    assert 'joulie_reconcile_errors_total{node="broken-0"} 1.0' in generate_latest(metrics.registry).decode()
+
+
+class FlakyKube(FakeKube):
+    def __init__(self, spec: NodeTwinSpec):
+        super().__init__(["n1"])
+        self.spec, self.fail = spec, False
+
+    def read_spec(self, node: str) -> tuple[bool, NodeTwinSpec | None]:
+        if self.fail:
+            raise ConnectionError("apiserver unreachable")
+        return True, self.spec
+
+
+def test_unreadable_twin_keeps_the_cap_for_a_while_then_relaxes_it(tmp_path: Path) -> None:
+    from joulie_api.generated.nodetwin import CPUCapSpec
+
+    testtrees.rapl_node(tmp_path / "n1")
+    kube = FlakyKube(NodeTwinSpec(node_name="n1", profile="eco", cpu=CPUCapSpec(package_power_cap_watts=120)))
+    clock = FakeClock()
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), spec_read_timeout_s=300)
+    agent = Agent(settings, cast(KubeShell, cast(Any, kube)), load_catalog(), clock, AgentMetrics())
+    assert agent.tick() == 0
+    assert testtrees.pl1(tmp_path / "n1", "intel-rapl:0") == "120000000"
+    kube.fail = True
+    clock.advance(200)
+    assert agent.tick() == 1
+    assert testtrees.pl1(tmp_path / "n1", "intel-rapl:0") == "120000000"
+    clock.advance(200)
+    assert agent.tick() == 1
+    assert testtrees.pl1(tmp_path / "n1", "intel-rapl:0") == "165000000"

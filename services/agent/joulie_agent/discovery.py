@@ -1,0 +1,254 @@
+"""Discovery: host facts → NodeHardware.status. Pure: the shell (`hostread`) collects the facts.
+
+Where this differs from the Go original (reference §1.3, defects D8/D9/D11/D16):
+- vendor falls back to /proc/cpuinfo `vendor_id` when NFD is absent (D9);
+- NFD accelerator class `pci-1200_<vendor>` and the AMD labeller's `amd.com/gpu.product-name`
+  count (D8);
+- psys and intel-rapl-mmio are not sockets; the cap range is per socket over its die zones (D11);
+- `[N/A]` GPU limits are unknown, not 0 (D16);
+- `cpu.telemetryAvailable` is true only when a package energy counter is readable;
+- `totalCores` is the logical CPU count of /proc/cpuinfo, the allocatable `cpu` only when
+  cpuinfo has no processor entries (allocatable is reduced by reservations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from joulie_agent import cpufreq, powercap
+from joulie_agent.catalog import Catalog
+from joulie_agent.cpuinfo import CPUInfo, normalize_vendor, parse_cpuinfo
+from joulie_agent.gputools import Inventory
+from joulie_api.generated.nodehardware import (
+    CPUCapRange,
+    CPUFrequencyLandmarks,
+    CPUHardware,
+    DiscoveryQuality,
+    GPUCapRange,
+    GPUHardware,
+    HardwareCapabilities,
+    HardwareCatalogKey,
+    InventoryExactness,
+    InventoryResolution,
+    NodeHardwareStatus,
+)
+from joulie_api.names import (
+    LABEL_AMD_GPU_FAMILY,
+    LABEL_AMD_GPU_PRODUCT,
+    LABEL_GPU_PRODUCT,
+    LABEL_HW_CPU_SOCKETS,
+    LABEL_NFD_CPU_MODEL,
+    LABEL_NFD_CPU_SOCKETS,
+    LABEL_NVIDIA_GPU_PRODUCT,
+)
+from joulie_api.quantity import QuantityError, parse_quantity
+
+LABEL_NFD_CPU_VENDOR = "feature.node.kubernetes.io/cpu-vendor"
+LABEL_NFD_CPU_VENDOR_ID = "feature.node.kubernetes.io/cpu-model.vendor_id"
+LABEL_AMD_GPU_PRODUCT_NAME = "amd.com/gpu.product-name"
+PCI_VENDORS = {"10de": "nvidia", "1002": "amd", "8086": "intel"}
+# Display (0300, 0302) and processing accelerator (1200) classes; the original ignored 1200 (D8).
+PCI_GPU_CLASSES = ("", "0300_", "0302_", "1200_")
+GPU_RESOURCE_NAMES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "amd.com/gpu", "gpu.intel.com/i915")
+
+WARN_CPU_MODEL = "cpu model not recognized"
+WARN_GPU_MODEL = "gpu model not recognized"
+
+
+@dataclass
+class HostFacts:
+    """Everything discovery reads from a node; None/empty means absent."""
+
+    cpuinfo_text: str | None = None
+    zones: list[powercap.Zone] = field(default_factory=list)
+    policies: list[cpufreq.Policy] = field(default_factory=list)
+    nvidiactl: bool = False
+    gpu: Inventory | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def quantity_to_int(value: str) -> int | None:
+    """A whole Kubernetes quantity ("8", "8000m"); None when not a whole count."""
+    try:
+        count = parse_quantity(value)
+    except QuantityError:
+        return None
+    return int(count) if count.is_integer() else None
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name in GPU_RESOURCE_NAMES or name.endswith("/gpu") or name.startswith("nvidia.com/mig-")
+
+
+def allocatable_gpus(allocatable: dict[str, str]) -> int:
+    total = 0
+    for name, qty in allocatable.items():
+        if is_gpu_resource(name):
+            total += quantity_to_int(str(qty)) or 0
+    return total
+
+
+def nfd_gpu_vendors(labels: dict[str, str]) -> list[str]:
+    found: list[str] = []
+    for hex_id, vendor in PCI_VENDORS.items():
+        for cls in PCI_GPU_CLASSES:
+            if labels.get(f"feature.node.kubernetes.io/pci-{cls}{hex_id}.present") == "true" and vendor not in found:
+                found.append(vendor)
+    return found
+
+
+def expected_gpu_vendor(labels: dict[str, str], nvidiactl: bool) -> str:
+    """The GPU vendor the node's labels or device files point to: nvidia, amd or ""."""
+    vendors = [v for v in nfd_gpu_vendors(labels) if v in ("nvidia", "amd")]
+    if vendors:
+        return vendors[0]
+    if nvidiactl:
+        return "nvidia"
+    if any(k.startswith("amd.com/gpu") for k in labels):
+        return "amd"
+    return ""
+
+
+def allocatable_gpu_vendor(allocatable: dict[str, str]) -> str:
+    for name, qty in allocatable.items():
+        if is_gpu_resource(name) and (quantity_to_int(str(qty)) or 0) > 0:
+            return {"nvidia.com": "nvidia", "amd.com": "amd", "gpu.intel.com": "intel"}.get(name.split("/")[0], "")
+    return ""
+
+
+def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware, str, str]:
+    labels = facts.labels
+    warnings = list(info.warnings)
+    raw_model = labels.get(LABEL_NFD_CPU_MODEL, "").strip() or info.model_name
+    vendor_label = labels.get(LABEL_NFD_CPU_VENDOR) or labels.get(LABEL_NFD_CPU_VENDOR_ID) or ""
+    vendor = normalize_vendor(vendor_label or info.vendor_id)
+
+    sockets: int | None = None
+    for key in (LABEL_NFD_CPU_SOCKETS, LABEL_HW_CPU_SOCKETS):
+        if labels.get(key):
+            sockets = quantity_to_int(labels[key])
+            if sockets is None or sockets < 1:
+                warnings.append(f"label {key}={labels[key]!r} is not a positive integer")
+                sockets = None
+            else:
+                break
+    if sockets is None:
+        sockets = info.sockets
+    if sockets is None:
+        pkg_indexes = {z.package_index for z in powercap.package_zones(facts.zones)}
+        sockets = len(pkg_indexes) or 1
+    total = info.logical_cpus or quantity_to_int(facts.allocatable.get("cpu", "")) or 0
+
+    cap_range = powercap.socket_cap_range_w(facts.zones)
+    writable_pl1 = [z for z in powercap.package_zones(facts.zones)
+                    if (c := z.long_term()) is not None and c.limit_is_file]
+    driver = next((p.driver for p in sorted(facts.policies, key=lambda p: p.index) if p.driver), "")
+    dvfs = bool(cpufreq.controllable(facts.policies))
+    marks = cpufreq.landmarks(facts.policies)
+    res = catalog.resolve_cpu(raw_model)
+    if raw_model and res.exactness != "exact":
+        warnings.append(WARN_CPU_MODEL)
+    cpu = CPUHardware(
+        raw_model=raw_model,
+        model=res.key if res.exactness == "exact" else "",
+        vendor=vendor,
+        sockets=sockets,
+        total_cores=total,
+        cores_per_socket=total // sockets if sockets else 0,
+        driver_family=driver,
+        cap_range=CPUCapRange(type="package", min_watts_per_socket=cap_range[0], max_watts_per_socket=cap_range[1])
+        if cap_range else None,
+        landmarks=CPUFrequencyLandmarks(min_freq_m_hz=marks.min_mhz, nominal_freq_m_hz=marks.nominal_mhz,
+                                        max_boost_m_hz=marks.max_boost_mhz) if marks else None,
+        control_available=bool(writable_pl1) or dvfs,
+        telemetry_available=bool(powercap.energy_zones(facts.zones)),
+        warnings=warnings,
+    )
+    return cpu, res.key, res.exactness
+
+
+def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str]:
+    labels = facts.labels
+    inv = facts.gpu
+    warnings: list[str] = list(inv.warnings) if inv else []
+    devices = inv.devices if inv else []
+    count = len(devices) or allocatable_gpus(facts.allocatable)
+    vendor = inv.vendor if inv and devices else (
+        expected_gpu_vendor(labels, facts.nvidiactl) or allocatable_gpu_vendor(facts.allocatable) or "none")
+    label_model = next((labels[k].strip() for k in (LABEL_GPU_PRODUCT, LABEL_NVIDIA_GPU_PRODUCT,
+                                                      LABEL_AMD_GPU_PRODUCT_NAME, LABEL_AMD_GPU_PRODUCT,
+                                                      LABEL_AMD_GPU_FAMILY) if labels.get(k, "").strip()), "")
+    first = devices[0] if devices else None
+    raw_model = (first.name if first and first.name else "") or (label_model if count else "")
+    # A cap range is only published when every device states both bounds and they agree.
+    bounds = {(d.min_w, d.max_w) for d in devices}
+    cap_known = bool(devices) and all(mn is not None and mx is not None and mx > 0 for mn, mx in bounds)
+    if devices and not cap_known:
+        warnings.append("gpu power limits unknown; GPU caps in percent cannot be resolved")
+    elif len(bounds) > 1:
+        warnings.append("gpus report different power limit ranges; the range of gpu "
+                        f"{first.index if first else 0} is published")
+    res = catalog.resolve_gpu(raw_model) if count else catalog.resolve_gpu("")
+    if count and raw_model and res.exactness != "exact":
+        warnings.append(WARN_GPU_MODEL)
+    gpu = GPUHardware(
+        present=True if count else None,
+        raw_model=raw_model,
+        model=res.key if res.exactness == "exact" else "",
+        vendor=vendor if count else "none",
+        count=count,
+        cap_range_per_gpu=GPUCapRange(min_watts=first.min_w, max_watts=first.max_w,
+                                      default_watts=first.default_w if first.default_w is not None else first.max_w)
+        if cap_known and first else None,
+        current_cap_watts=first.current_cap_w if first and first.current_cap_w is not None else 0.0,
+        control_available=cap_known,
+        telemetry_available=bool(devices) or count > 0 and bool(inv),
+        warnings=warnings,
+    )
+    exactness = res.exactness if count else "generic"
+    return gpu, res.key if count else "", exactness
+
+
+def build_status(facts: HostFacts, catalog: Catalog) -> NodeHardwareStatus:
+    """The NodeHardware status for these facts (updatedAt left to the writer)."""
+    info = parse_cpuinfo(facts.cpuinfo_text) if facts.cpuinfo_text is not None else CPUInfo(
+        warnings=["cpuinfo: /proc/cpuinfo unreadable"])
+    cpu, cpu_key, cpu_exact = _cpu(facts, info, catalog)
+    gpu, gpu_key, gpu_exact = _gpu(facts, catalog)
+    cpu_matched = cpu_exact == "exact"
+    gpu_ok = not gpu.count or gpu_exact == "exact"
+    overall: Literal["exact", "heuristic", "unavailable"]
+    if cpu_matched and gpu_ok:
+        overall = "exact"
+    elif cpu.raw_model or gpu.raw_model:
+        overall = "heuristic"
+    else:
+        overall = "unavailable"
+    all_warnings = list(facts.warnings) + list(cpu.warnings or []) + list(gpu.warnings or [])
+    return NodeHardwareStatus(
+        cpu=cpu,
+        gpu=gpu,
+        capabilities=HardwareCapabilities(
+            cpu_control=bool(cpu.control_available), cpu_telemetry=bool(cpu.telemetry_available),
+            gpu_control=bool(gpu.control_available), gpu_telemetry=bool(gpu.telemetry_available)),
+        inventory_resolution=InventoryResolution(
+            hardware_catalog_key=HardwareCatalogKey(cpu=cpu_key, gpu=gpu_key),
+            exactness=InventoryExactness(cpu=cpu_exact if cpu.raw_model else "generic", gpu=gpu_exact)),  # type: ignore[arg-type]
+        quality=DiscoveryQuality(overall=overall, warnings=all_warnings),
+    )
+
+
+def status_document(status: NodeHardwareStatus) -> dict[str, object]:
+    """The status as the CRD spells it, without updatedAt (the golden and `discover` format)."""
+    doc = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    doc.pop("updatedAt", None)
+    return doc
+
+
+def status_json(status: NodeHardwareStatus) -> str:
+    import json
+
+    return json.dumps(status_document(status), indent=2, sort_keys=True) + "\n"

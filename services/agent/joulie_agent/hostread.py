@@ -1,0 +1,221 @@
+"""Reading a node's hardware facts from a filesystem root and its tools. Shell.
+
+The root is `/` on a host, the daemonset's host mount, or an emulated node's tree; paths below
+it are the standard Linux ones (`sys/class/powercap`, `sys/devices/system/cpu/cpufreq`,
+`proc/cpuinfo`, `dev/nvidiactl`). Unreadable or garbage files become warnings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from joulie_agent import cpufreq, discovery, gputools, powercap
+from joulie_agent.nvml import NVML
+from joulie_agent.toolrun import Runner
+
+MAX_FILE_BYTES = 4 << 20
+POLICY_RE = re.compile(r"^policy(\d+)$")
+
+
+@dataclass(frozen=True)
+class HostPaths:
+    """Where a node's files are. `sys_root` is `<root>/sys`, or /host-sys in a daemonset."""
+
+    root: Path
+    sys_root: Path
+
+    @classmethod
+    def under(cls, root: Path, sys_root: Path | None = None) -> HostPaths:
+        return cls(root=root, sys_root=sys_root if sys_root is not None else root / "sys")
+
+    @property
+    def powercap(self) -> Path:
+        return self.sys_root / "class" / "powercap"
+
+    @property
+    def powercap_devices(self) -> Path:
+        return self.sys_root / "devices" / "virtual" / "powercap"
+
+    @property
+    def cpufreq(self) -> Path:
+        return self.sys_root / "devices" / "system" / "cpu" / "cpufreq"
+
+    @property
+    def cpuinfo(self) -> Path:
+        return self.root / "proc" / "cpuinfo"
+
+    @property
+    def nvidiactl(self) -> Path:
+        return self.root / "dev" / "nvidiactl"
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def zone_dirs(paths: HostPaths) -> list[Path]:
+    """Zone directories, each once (class/powercap links and devices paths resolve to one: D5)."""
+    found: dict[str, Path] = {}
+    candidates: list[Path] = []
+    if paths.powercap.is_dir():
+        candidates = sorted(paths.powercap.iterdir())
+    elif paths.powercap_devices.is_dir():
+        for ct in sorted(paths.powercap_devices.iterdir()):
+            if ct.is_dir():
+                candidates += sorted(p for p in ct.iterdir())
+                candidates += sorted(q for p in ct.iterdir() if p.is_dir() for q in p.iterdir())
+    for p in candidates:
+        if not powercap.ZONE_DIR_RE.match(p.name) or not p.is_dir():
+            continue
+        key = os.path.realpath(p)
+        found.setdefault(key, p)
+    return sorted(found.values(), key=lambda p: p.name)
+
+
+def read_zone(zone_dir: Path) -> powercap.ParseResult:
+    files: dict[str, str | None] = {}
+    limit_is_file: dict[int, bool] = {}
+    try:
+        entries = list(zone_dir.iterdir())
+    except OSError as err:
+        return powercap.ParseResult(None, [f"powercap: {zone_dir.name}: unreadable ({err.strerror})"])
+    for entry in entries:
+        n = entry.name
+        cm = powercap.CONSTRAINT_FILE_RE.match(n)
+        if n in powercap.ZONE_FILES or cm:
+            if cm and cm.group("field") == "power_limit_uw":
+                limit_is_file[int(cm.group("idx"))] = entry.is_file()
+            files[n] = read_text(entry) if entry.is_file() else None
+    return powercap.parse_zone(zone_dir.name, files, limit_is_file)
+
+
+def read_zones(paths: HostPaths) -> tuple[list[powercap.Zone], list[str]]:
+    zones: list[powercap.Zone] = []
+    warnings: list[str] = []
+    for d in zone_dirs(paths):
+        res = read_zone(d)
+        warnings += res.warnings
+        if res.zone is not None:
+            zones.append(res.zone)
+    return zones, warnings
+
+
+def read_energy(paths: HostPaths, zone_ids: list[str]) -> dict[str, int]:
+    """energy_uj of the given zones (the hot path of the DVFS loop: one read per zone)."""
+    out: dict[str, int] = {}
+    for zid in zone_ids:
+        v = powercap.parse_int(read_text(paths.powercap / zid / "energy_uj"))
+        if v is not None and v >= 0:
+            out[zid] = v
+    return out
+
+
+def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
+    if not paths.cpufreq.is_dir():
+        return []
+    seen: set[str] = set()
+    out: list[cpufreq.Policy] = []
+    for d in sorted(paths.cpufreq.iterdir()):
+        m = POLICY_RE.match(d.name)
+        if not m or not d.is_dir():
+            continue
+        real = os.path.realpath(d)
+        if real in seen:
+            continue
+        seen.add(real)
+
+        def num(name: str, d: Path = d) -> int | None:
+            v = powercap.parse_int(read_text(d / name))
+            return v if v is not None and v > 0 else None
+
+        out.append(cpufreq.Policy(
+            policy_id=d.name, index=int(m.group(1)), driver=(read_text(d / "scaling_driver") or "").strip(),
+            cpuinfo_min_khz=num("cpuinfo_min_freq"), cpuinfo_max_khz=num("cpuinfo_max_freq"),
+            base_khz=num("base_frequency"), scaling_max_khz=num("scaling_max_freq"),
+            scaling_cur_khz=num("scaling_cur_freq"),
+        ))
+    return sorted(out, key=lambda p: p.index)
+
+
+def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None) -> gputools.Inventory | None:
+    """The node's GPUs through NVML, nvidia-smi, amd-smi, rocm-smi (the first that answers)."""
+    warnings: list[str] = []
+    if expected_vendor in ("nvidia", ""):
+        if nvml is not None:
+            try:
+                inv = nvml.inventory()
+            except Exception as err:
+                warnings.append(f"nvml: inventory failed: {err}")
+            else:
+                if inv.devices:
+                    return inv
+        res = run(gputools.NVIDIA_QUERY)
+        if res.ok:
+            nv = gputools.parse_nvidia_csv(res.output)
+            nv.warnings = warnings + nv.warnings
+            if nv.devices or expected_vendor == "nvidia":
+                return nv
+        elif expected_vendor == "nvidia" or res.returncode != 127:
+            warnings.append(f"gpu inventory: {res.describe()}")
+    if expected_vendor in ("amd", ""):
+        amd = amd_inventory(run, warnings)
+        if amd is not None:
+            return amd
+    if warnings:
+        return gputools.Inventory(expected_vendor or "none", "none", [], warnings)
+    return None
+
+
+def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None:
+    names: dict[int, str] = {}
+    prod = run(gputools.ROCMSMI_PRODUCT_QUERY)
+    if prod.ok:
+        names = {d.index: d.name for d in gputools.parse_rocmsmi(prod.output).devices if d.name}
+    res = run(gputools.AMDSMI_LIMITS)
+    if res.ok:
+        inv = gputools.parse_amdsmi_limits(res.output)
+        if inv.devices:
+            gputools.merge_names(inv, names)
+            inv.warnings = warnings + inv.warnings
+            return inv
+        warnings += inv.warnings
+    elif res.returncode != 127:
+        warnings.append(f"gpu inventory: {res.describe()}")
+    legacy = run(gputools.ROCMSMI_LEGACY_QUERY)
+    if legacy.returncode == 127:
+        return None
+    if not gputools.rocmsmi_rejected_flag(legacy.output):
+        inv = gputools.parse_rocmsmi(legacy.output)
+        if inv.devices:
+            inv.warnings = warnings + inv.warnings
+            return inv
+    # Current rocm-smi has no cap query: devices and names only, limits unknown.
+    if prod.ok:
+        inv = gputools.parse_rocmsmi(prod.output)
+        if inv.devices:
+            inv.warnings = warnings + inv.warnings + ["rocm-smi: this version reports no power cap range"]
+            return inv
+    warnings.append(f"gpu inventory: {legacy.describe()}")
+    return None
+
+
+def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, str], run: Runner,
+               nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists) -> discovery.HostFacts:
+    facts = discovery.HostFacts(labels=labels, allocatable=allocatable)
+    facts.cpuinfo_text = read_text(paths.cpuinfo)
+    facts.zones, zone_warnings = read_zones(paths)
+    facts.warnings += zone_warnings
+    facts.policies = read_policies(paths)
+    facts.nvidiactl = exists(paths.nvidiactl)
+    vendor = discovery.expected_gpu_vendor(labels, facts.nvidiactl)
+    facts.gpu = gpu_inventory(vendor, run, nvml)
+    return facts

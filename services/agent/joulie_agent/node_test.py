@@ -1,0 +1,340 @@
+"""Enforcement scenarios (reference §2.4 A03-A16) on temp node trees with stand-in GPU tools.
+
+Each test reads what a user would check on the node: the limit files, the tools' recorded
+calls, and the controlStatus the agent reports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from joulie_agent import testtrees
+from joulie_agent.catalog import load_catalog
+from joulie_agent.clock import FakeClock
+from joulie_agent.cpucontrol import DvfsConfig
+from joulie_agent.hostread import HostPaths
+from joulie_agent.metrics import AgentMetrics
+from joulie_agent.node import MSG_NO_CPU_BACKEND, NodeController, NodeOptions
+from joulie_agent.sysfswrite import write_attr
+from joulie_agent.toolrun import make_runner
+from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+
+
+def spec(cpu_w: float | None = None, cpu_pct: float | None = None, gpu_w: float | None = None,
+         gpu_pct: float | None = None) -> NodeTwinSpec:
+    return NodeTwinSpec(
+        node_name="n1", profile="eco",
+        cpu=CPUCapSpec(package_power_cap_watts=cpu_w, package_power_cap_pct_of_max=cpu_pct)
+        if cpu_w or cpu_pct else None,
+        gpu=GPUCapSpec(power_cap=GPUPowerCap(cap_watts_per_gpu=gpu_w, cap_pct_of_max=gpu_pct))
+        if gpu_w or gpu_pct else None,
+    )
+
+
+def controller(root: Path, bin_dir: Path | None = None, labels: dict[str, str] | None = None,
+               allocatable: dict[str, str] | None = None, clock: FakeClock | None = None,
+               timeout_s: float = 3.0, **opts: object) -> NodeController:
+    writer = opts.pop("writer", write_attr)
+    bin_dir = bin_dir or root / "nobin"
+    c = NodeController("n1", HostPaths.under(root), load_catalog(), make_runner(str(bin_dir), timeout_s), None,
+                       clock or FakeClock(), AgentMetrics(), NodeOptions(**opts), writer=writer)  # type: ignore[arg-type]
+    c.discover(labels or {}, allocatable or {})
+    return c
+
+
+# ----- CPU: RAPL -----
+
+def test_a03_cap_is_written_to_both_package_pl1_files_and_nothing_else(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path, sockets=2)
+    out = controller(tmp_path).reconcile_cpu(spec(cpu_w=120))
+    assert (out.backend, out.result) == ("rapl", "applied")
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == testtrees.pl1(tmp_path, "intel-rapl:1") == "120000000"
+    # DRAM limits are rejecting directories: untouched, and not reported as failures.
+    assert (tmp_path / "sys/class/powercap/intel-rapl:0:0/constraint_0_power_limit_uw").is_dir()
+    assert "120.0W per socket" in out.message and "intel-rapl:1" in out.message
+
+
+def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    c = controller(tmp_path, labels={})
+    assert c.hardware is not None and c.hardware.cpu is not None
+    assert c.hardware.cpu.vendor == "GenuineIntel"
+    assert c.hardware.cpu.cap_range is not None and c.hardware.cpu.cap_range.max_watts_per_socket == 165
+    assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
+
+
+def test_percent_of_max_becomes_watts_per_socket(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    out = controller(tmp_path).reconcile_cpu(spec(cpu_pct=50))
+    assert out.result == "applied"
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "82500000"
+
+
+def test_a14_a13_mmio_and_psys_zones_are_not_sockets(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path, psys=True, mmio=True)
+    c = controller(tmp_path)
+    assert c.hardware is not None and c.hardware.cpu is not None and c.hardware.cpu.sockets == 2
+    assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
+    assert testtrees.pl1(tmp_path, "intel-rapl-mmio:0") == "165000000"
+    assert testtrees.pl1(tmp_path, "intel-rapl:2") == "0"  # psys
+
+
+def test_a15_socket_cap_is_split_between_its_dies(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path, sockets=2, dies=2, max_uw=330_000_000)
+    out = controller(tmp_path).reconcile_cpu(spec(cpu_w=120))
+    assert out.result == "applied"
+    assert [testtrees.pl1(tmp_path, f"intel-rapl:{i}") for i in range(4)] == ["60000000"] * 4
+
+
+def test_intent_removed_restores_the_limits_found_before(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    c = controller(tmp_path)
+    c.reconcile_cpu(spec(cpu_w=120))
+    out = c.reconcile_cpu(None)
+    assert (out.backend, out.result) == ("none", "none")
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "165000000"
+
+
+def locked(*zone_ids: str):  # type: ignore[no-untyped-def]
+    def writer(path: Path, value: str) -> str | None:
+        if path.parent.name in zone_ids and path.name.startswith("constraint_"):
+            return "locked or permission denied (EACCES)"
+        return write_attr(path, value)
+    return writer
+
+
+def test_a10_locked_pl1_falls_back_to_dvfs_and_says_why(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    testtrees.cpufreq_node(tmp_path, policies=8)
+    out = controller(tmp_path, writer=locked("intel-rapl:0", "intel-rapl:1")).reconcile_cpu(spec(cpu_w=120))
+    assert out.backend == "dvfs"
+    assert "intel-rapl:0: locked" in out.message
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "165000000"
+
+
+def test_partial_rapl_write_is_an_error_not_applied(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    out = controller(tmp_path, writer=locked("intel-rapl:1")).reconcile_cpu(spec(cpu_w=120))
+    assert (out.backend, out.result) == ("rapl", "error")
+    assert "1 of 2" in out.message and "intel-rapl:1" in out.message
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "120000000"
+
+
+def test_a09_vm_without_powercap_or_cpufreq_is_blocked(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path, sockets=8, cpus_per_socket=1)
+    out = controller(tmp_path).reconcile_cpu(spec(cpu_w=120))
+    assert (out.backend, out.result, out.message) == ("none", "blocked", MSG_NO_CPU_BACKEND)
+
+
+def test_simulate_only_writes_nothing(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    out = controller(tmp_path, simulate_only=True).reconcile_cpu(spec(cpu_w=120))
+    assert out.result == "none" and "simulate-only" in out.message
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "165000000"
+
+
+# ----- CPU: energy and the DVFS fallback -----
+
+def test_a08_power_across_an_energy_wrap_counts_each_package_once(tmp_path: Path) -> None:
+    rng = 262_143_328_850
+    testtrees.rapl_node(tmp_path, psys=True)
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 50_000_000))
+    clock = FakeClock()
+    c = controller(tmp_path, clock=clock)
+    assert c._package_power_w() is None  # first sample only
+    clock.advance(1.0)
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(50_000_000))  # wrapped: +100 J
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(80_000_000))  # +80 J
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:2/energy_uj", str(10**9))  # psys: ignored
+    total = c._package_power_w()
+    assert total == pytest.approx(180.0, rel=0.01)
+
+
+class Plant:
+    """A 2-socket node whose package power follows its policies' scaling_max_freq."""
+
+    def __init__(self, root: Path, policies: int = 8, idle_w: float = 80.0, per_policy_w: float = 40.0):
+        self.root, self.n, self.idle_w, self.per_policy_w = root, policies, idle_w, per_policy_w
+        self.energy_uj = [0, 0]
+
+    def power_w(self) -> float:
+        freqs = testtrees.scaling_max(self.root)
+        return self.idle_w + sum(self.per_policy_w * (khz / 3_000_000) ** 2 for khz in freqs.values())
+
+    def advance(self, dt: float) -> float:
+        p = self.power_w()
+        for s in (0, 1):
+            self.energy_uj[s] += int(p / 2 * dt * 1e6)
+            testtrees.write(self.root / f"sys/class/powercap/intel-rapl:{s}/energy_uj", str(self.energy_uj[s]))
+        return p
+
+
+def test_a04_dvfs_holds_an_energy_only_node_near_its_cap(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path, sockets=2, model="AMD EPYC 9654 96-Core Processor", vendor="AuthenticAMD")
+    for s in (0, 1):
+        testtrees.zone(tmp_path, f"intel-rapl:{s}", f"package-{s}", enabled=0, pl1_uw=None, max_range_uj=65532610987)
+    testtrees.cpufreq_node(tmp_path, policies=8)
+    plant = Plant(tmp_path)
+    clock = FakeClock()
+    cfg = DvfsConfig(cooldown_s=2.0)
+    c = controller(tmp_path, clock=clock, dvfs=cfg)
+    cap_socket_w = 150.0  # node cap 300 W; uncapped the node draws 400 W
+    powers, actions = [], []
+    for _ in range(60):
+        clock.advance(1.0)
+        powers.append(plant.advance(1.0))
+        out = c.reconcile_cpu(spec(cpu_w=cap_socket_w))
+        assert (out.backend, out.result) == ("dvfs", "applied")
+        actions.append(c.dvfs.throttle_pct)
+    assert powers[0] == pytest.approx(400.0)
+    assert actions[-1] in (30.0, 40.0)
+    assert 2 * cap_socket_w - 15 <= sum(powers[-10:]) / 10 <= 2 * cap_socket_w + 10
+    floor = [k for k in testtrees.scaling_max(tmp_path).values() if k == 1_500_000]
+    assert len(floor) == math.ceil(8 * actions[-1] / 100)
+    # Cooldown: the throttle never changed twice within 2 s.
+    changes = [i for i in range(1, len(actions)) if actions[i] != actions[i - 1]]
+    assert all(b - a >= 2 for a, b in itertools.pairwise(changes))
+
+
+def test_rapl_taking_over_restores_dvfs_frequencies(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path)
+    testtrees.cpufreq_node(tmp_path, policies=4)
+    c = controller(tmp_path, writer=locked("intel-rapl:0", "intel-rapl:1"))
+    assert c.reconcile_cpu(spec(cpu_w=120)).backend == "dvfs"  # locked: DVFS throttles
+    c.dvfs.throttle_pct = 50
+    c._apply_throttle(50)
+    assert 1_500_000 in testtrees.scaling_max(tmp_path).values()
+    c.write = write_attr
+    assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
+    assert set(testtrees.scaling_max(tmp_path).values()) == {3_000_000}
+
+
+def test_percent_without_cap_range_throttles_directly(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    testtrees.cpufreq_node(tmp_path, policies=10)
+    out = controller(tmp_path).reconcile_cpu(spec(cpu_pct=70))
+    assert (out.backend, out.result) == ("dvfs", "applied")
+    assert list(testtrees.scaling_max(tmp_path).values()).count(1_500_000) == 3
+
+
+# ----- GPU -----
+
+def nvidia_node(tmp_path: Path, min_w: str = "200.00", max_w: str = "700.00") -> tuple[NodeController, testtrees.FakeGPUs]:
+    testtrees.cpuinfo(tmp_path)
+    testtrees.write(tmp_path / "dev" / "nvidiactl", "")
+    gpus = testtrees.fake_nvidia_smi(tmp_path, min_w=min_w, max_w=max_w)
+    return controller(tmp_path, gpus.bin_dir, allocatable={"nvidia.com/gpu": "8"}), gpus
+
+
+def test_a05_gpu_cap_is_set_on_every_gpu_and_not_rewritten_when_unchanged(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    out = c.reconcile_gpu(spec(gpu_w=250))
+    assert (out.backend, out.result) == ("host-nvidia", "applied")
+    assert out.message == "applied gpu cap 250.0W on 8 devices"
+    assert [gpus.limit_w(i) for i in range(8)] == [250.0] * 8
+    assert [f"-i {i} -pl 250" for i in range(8)] == [x for x in gpus.calls() if "-pl" in x]
+    c.reconcile_gpu(spec(gpu_w=250))
+    assert len([x for x in gpus.calls() if "-pl" in x]) == 8
+
+
+def test_gpu_percent_is_of_each_gpus_max(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    assert c.reconcile_gpu(spec(gpu_pct=50)).result == "applied"
+    assert gpus.limit_w(7) == 350.0
+
+
+def test_gpu_cap_outside_the_range_is_blocked_and_nothing_is_set(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    out = c.reconcile_gpu(spec(gpu_w=150))
+    assert (out.result, out.message) == ("blocked", "requested cap 150.0W below min 200.0W on gpu 0")
+    assert not [x for x in gpus.calls() if "-pl" in x]
+
+
+def test_a16_unknown_limits_block_percent_caps(tmp_path: Path) -> None:
+    c, _ = nvidia_node(tmp_path, min_w="[N/A]", max_w="[N/A]")
+    assert c.hardware is not None and c.hardware.gpu is not None
+    assert c.hardware.gpu.cap_range_per_gpu is None and c.hardware.gpu.control_available is False
+    out = c.reconcile_gpu(spec(gpu_pct=80))
+    assert (out.result, out.message) == ("blocked", "cannot resolve capPctOfMax without device max power limits")
+
+
+def test_one_gpu_refusing_makes_the_result_an_error_naming_it(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    testtrees.write(gpus.state / "gpu3" / "locked", "")
+    out = c.reconcile_gpu(spec(gpu_w=300))
+    assert (out.backend, out.result) == ("host-nvidia", "error")
+    assert "7 of 8" in out.message and "gpu 3" in out.message and "not supported" in out.message
+
+
+def test_hanging_nvidia_smi_times_out_into_an_error_not_a_hang(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    testtrees.write(tmp_path / "dev" / "nvidiactl", "")
+    gpus = testtrees.fake_nvidia_smi(tmp_path)
+    testtrees.write(gpus.state / "hang", "")
+    t0 = time.monotonic()
+    c = controller(tmp_path, gpus.bin_dir, allocatable={"nvidia.com/gpu": "8"}, timeout_s=0.5)
+    assert c.hardware is not None and c.hardware.gpu is not None
+    assert c.hardware.gpu.count == 8 and c.hardware.gpu.control_available is False
+    assert any("timed out" in w for w in c.hardware.quality.warnings or [])  # type: ignore[union-attr]
+    out = c.reconcile_gpu(spec(gpu_w=250))
+    assert (out.result, "timed out" in out.message) == ("error", True)
+    assert time.monotonic() - t0 < 5
+
+
+def test_a05b_legacy_rocm_smi_sets_caps_with_autorespond(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    gpus = testtrees.fake_amd(tmp_path, legacy=True)
+    c = controller(tmp_path, gpus.bin_dir, labels={"feature.node.kubernetes.io/pci-1200_1002.present": "true"},
+                   allocatable={"amd.com/gpu": "8"})
+    assert c.hardware is not None and c.hardware.gpu is not None
+    assert (c.hardware.gpu.raw_model, c.hardware.gpu.model) == ("AMD Instinct MI300X", "AMD_INSTINCT_MI300X")
+    out = c.reconcile_gpu(spec(gpu_w=500))
+    assert (out.backend, out.result) == ("host-amd", "applied")
+    assert [gpus.limit_w(i) for i in range(8)] == [500.0] * 8
+    assert "-d 0 --setpoweroverdrive 500 --autorespond y" in gpus.calls()
+
+
+def test_a05c_secondary_die_that_ignores_the_set_is_an_error(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    gpus = testtrees.fake_amd(tmp_path, legacy=True)
+    testtrees.write(gpus.state / "gpu1" / "secondary", "")
+    c = controller(tmp_path, gpus.bin_dir, allocatable={"amd.com/gpu": "8"},
+                   labels={"amd.com/gpu.family": "AI"})
+    out = c.reconcile_gpu(spec(gpu_w=500))
+    assert (out.backend, out.result) == ("host-amd", "error")
+    assert "gpu 1" in out.message and "7 of 8" in out.message
+    assert gpus.limit_w(1) == 750.0
+
+
+def test_a06_current_rocm_smi_lists_gpus_without_limits(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    gpus = testtrees.fake_amd(tmp_path, legacy=False)
+    c = controller(tmp_path, gpus.bin_dir, allocatable={"amd.com/gpu": "8"}, labels={"amd.com/gpu.family": "AI"})
+    assert c.hardware is not None and c.hardware.gpu is not None
+    assert (c.hardware.gpu.count, c.hardware.gpu.control_available) == (8, False)
+    assert c.hardware.gpu.raw_model == "AMD Instinct MI300X"
+    assert c.reconcile_gpu(spec(gpu_pct=80)).result == "blocked"
+
+
+def test_amd_smi_caps_are_verified_by_reading_them_back(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    gpus = testtrees.fake_amd(tmp_path, tools=("amd-smi", "rocm-smi"))
+    testtrees.write(gpus.state / "gpu2" / "unsupported", "")
+    c = controller(tmp_path, gpus.bin_dir, allocatable={"amd.com/gpu": "8"}, labels={"amd.com/gpu.family": "AI"})
+    out = c.reconcile_gpu(spec(gpu_w=600))
+    assert (out.backend, out.result) == ("host-amd", "error")
+    assert "gpu 2" in out.message and "7 of 8" in out.message
+    assert gpus.limit_w(0) == 600.0 and gpus.limit_w(2) == 750.0
+    assert "set -g 0 -o ppt0 600" in gpus.calls()
+
+
+def test_a12_gpu_intent_on_a_node_without_gpus_is_blocked(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    out = controller(tmp_path).reconcile_gpu(spec(gpu_w=250))
+    assert (out.backend, out.result) == ("none", "blocked")
+    assert controller(tmp_path).reconcile_gpu(None).result == "none"

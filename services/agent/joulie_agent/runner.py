@@ -1,0 +1,271 @@
+"""The agent loop over Kubernetes: publish NodeHardware, read NodeTwin.spec, write controlStatus.
+
+Writes go through `joulie_api.kube.JoulieClient` as field manager joulie-agent: NodeHardware by
+server-side apply (spec, then status), NodeTwin by server-side apply of status.controlStatus only,
+so managedFields show the agent owning nothing else of a NodeTwin.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from joulie_agent.catalog import Catalog, load_catalog
+from joulie_agent.clock import Clock, SystemClock
+from joulie_agent.discovery import status_document
+from joulie_agent.hostread import HostPaths
+from joulie_agent.metrics import AgentMetrics
+from joulie_agent.node import CPUOutcome, GPUOutcome, NodeController, NodeOptions
+from joulie_agent.nvml import NVML, open_nvml
+from joulie_agent.settings import Settings, owns_node
+from joulie_agent.toolrun import make_runner
+from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
+from joulie_api.generated.nodetwin import ControlStatus, NodeTwinSpec, NodeTwinStatus
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
+from joulie_api.names import FIELD_MANAGER_AGENT, object_name_for_node
+
+log = logging.getLogger(__name__)
+
+# Hardware is rediscovered this often (GPU tools are slow; sysfs layouts do not change at runtime).
+REDISCOVER_S = 300.0
+
+
+@dataclass
+class SkipUnchanged:
+    """Skip a write whose payload equals the last one, unless `max_age_s` passed since it."""
+
+    max_age_s: float
+    last: dict[str, tuple[Any, float]] = field(default_factory=dict)
+
+    def due(self, key: str, payload: Any, now_s: float) -> bool:
+        prev = self.last.get(key)
+        return prev is None or prev[0] != payload or now_s - prev[1] >= self.max_age_s
+
+    def done(self, key: str, payload: Any, now_s: float) -> None:
+        self.last[key] = (payload, now_s)
+
+
+class KubeShell:
+    """The agent's only Kubernetes reads and writes."""
+
+    def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0):
+        self.client = client
+        self.clock = clock
+        self.hw_writes = SkipUnchanged(rewrite_s)
+        self.status_writes = SkipUnchanged(rewrite_s)
+
+    def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
+        """Apply NodeHardware for `node`; False when skipped as unchanged."""
+        name = object_name_for_node(node)
+        payload = status_document(status)
+        now = self.clock.monotonic()
+        if not self.hw_writes.due(name, payload, now):
+            return False
+        if name not in self.hw_writes.last:
+            self.client.apply(NODE_HARDWARE, name, NodeHardware(spec=NodeHardwareSpec(node_name=node)))
+        stamped = status.model_copy(update={"updated_at": self.clock.now()})
+        self.client.apply_status(NODE_HARDWARE, name, stamped)
+        self.hw_writes.done(name, payload, now)
+        return True
+
+    def read_spec(self, node: str) -> tuple[bool, NodeTwinSpec | None]:
+        """(twin exists, its spec)."""
+        twin = self.client.get(NODE_TWIN, object_name_for_node(node))
+        return (twin is not None, twin.spec if twin else None)
+
+    def write_control_status(self, node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:
+        name = object_name_for_node(node)
+        payload = (cpu, gpu)
+        now = self.clock.monotonic()
+        if not self.status_writes.due(name, payload, now):
+            return False
+        status = NodeTwinStatus(control_status=ControlStatus(cpu=cpu.status(self.clock), gpu=gpu.status(self.clock)))
+        try:
+            self.client.apply_status(NODE_TWIN, name, status)
+        except KubeWriteError as err:
+            if err.status == 404:  # the controller manager has not created the twin yet
+                return False
+            raise
+        self.status_writes.done(name, payload, now)
+        return True
+
+
+class Agent:
+    """One process: one node (daemonset, emulated) or a shard of a pool."""
+
+    def __init__(self, settings: Settings, kube: KubeShell, catalog: Catalog, clock: Clock,
+                 metrics: AgentMetrics, nvml: NVML | None = None):
+        self.s = settings
+        self.kube = kube
+        self.catalog = catalog
+        self.clock = clock
+        self.metrics = metrics
+        self.nvml = nvml
+        self.controllers: dict[str, NodeController] = {}
+        self.discovered_at: dict[str, float] = {}
+        # Last good NodeTwin read per node: (time, exists, spec).
+        self.last_spec: dict[str, tuple[float, bool, NodeTwinSpec | None]] = {}
+
+    def controller(self, node: str) -> NodeController:
+        c = self.controllers.get(node)
+        if c is None:
+            paths = HostPaths.under(self.s.node_root(node), self.s.node_sys_root(node))
+            run = make_runner(self.s.node_tool_path(node), self.s.tool_timeout_s)
+            c = NodeController(node, paths, self.catalog, run, self.nvml if self.s.mode == "daemonset" else None,
+                               self.clock, self.metrics, NodeOptions(simulate_only=self.s.simulate_only, dvfs=self.s.dvfs))
+            self.controllers[node] = c
+        return c
+
+    def nodes(self) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+        core = self.kube.client.core
+        if self.s.mode == "pool":
+            items = core.list_node(label_selector=self.s.pool_selector).items
+        else:
+            items = [core.read_node(self.s.node_name)]
+        out: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        for n in items:
+            if n.metadata is None or not n.metadata.name:
+                continue
+            name = str(n.metadata.name)
+            if self.s.mode == "pool" and not owns_node(name, self.s.pool_shards, self.s.pool_shard_id):
+                continue
+            labels = {str(k): str(v) for k, v in (n.metadata.labels or {}).items()}
+            alloc = {str(k): str(v) for k, v in ((n.status.allocatable if n.status else None) or {}).items()}
+            out.append((name, labels, alloc))
+        return out
+
+    def tick(self) -> int:
+        """One reconcile of every owned node; returns the number of nodes that failed."""
+        failed = 0
+        nodes = self.nodes()
+        for gone in set(self.controllers) - {n for n, _, _ in nodes}:
+            del self.controllers[gone]
+        for name, labels, allocatable in nodes:
+            try:
+                self.reconcile_node(name, labels, allocatable)
+            except Exception as err:  # one node's failure must not stop the others
+                failed += 1
+                self.metrics.reconcile_errors.labels(name).inc()
+                log.error("node %s: reconcile failed: %s", name, err)
+        return failed
+
+    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str]) -> None:
+        c = self.controller(name)
+        now = self.clock.monotonic()
+        if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
+            c.discover(labels, allocatable)
+            self.discovered_at[name] = now
+        assert c.hardware is not None
+        self.kube.publish_hardware(name, c.hardware)
+        try:
+            exists, spec = self.kube.read_spec(name)
+        except Exception:
+            # Keep enforcing the last known intent for a while; past spec_read_timeout_s, relax
+            # every cap (no intent), as a node cut off from its controller must not stay capped.
+            t, exists, spec = self.last_spec.get(name, (now, False, None))
+            if now - t >= self.s.spec_read_timeout_s:
+                log.warning("node %s: NodeTwin unreadable for %.0f s; relaxing all caps", name, now - t)
+                c.reconcile(None)
+            else:
+                c.reconcile(spec)
+            raise
+        self.last_spec[name] = (now, exists, spec)
+        cpu, gpu = c.reconcile(spec)
+        if exists:
+            self.kube.write_control_status(name, cpu, gpu)
+
+
+class TwinWatcher:
+    """Wakes the loop when a NodeTwin changes, so a new cap is enforced at once, not a tick later.
+
+    The reconcile still GETs the twin: the watch only shortens the wait, and a broken watch
+    (restarted with backoff) costs latency, never correctness.
+    """
+
+    def __init__(self, kube_api: Any, wake: threading.Event, stop: threading.Event):
+        self.kube_api, self.wake, self.stop = kube_api, wake, stop
+        self.thread = threading.Thread(target=self._run, name="nodetwin-watch", daemon=True)
+
+    def start(self) -> TwinWatcher:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        from kubernetes import client as k8s
+        from kubernetes import watch
+
+        from joulie_api.names import GROUP, PLURAL_NODE_TWIN, VERSION
+
+        custom = k8s.CustomObjectsApi(self.kube_api)
+        watch_api: Any = watch  # the watch helper is untyped
+        delay = 1.0
+        while not self.stop.is_set():
+            w = watch_api.Watch()
+            try:
+                for _event in w.stream(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL_NODE_TWIN,
+                                       timeout_seconds=60):
+                    self.wake.set()
+                    delay = 1.0
+                    if self.stop.is_set():
+                        break
+            except Exception as err:
+                log.warning("NodeTwin watch failed (%s); retrying in %.0f s", err, delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+            finally:
+                w.stop()
+
+
+def api_client() -> Any:
+    from kubernetes import client as k8s
+    from kubernetes import config
+
+    cfg: Any = config  # the loaders are untyped
+    try:
+        cfg.load_incluster_config()
+    except config.ConfigException:
+        # Read KUBECONFIG now: the client library reads it once, at import.
+        cfg.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
+    return k8s.ApiClient()
+
+
+def main_loop(settings: Settings, once: bool = False) -> int:
+    from prometheus_client import start_http_server
+
+    clock = SystemClock()
+    metrics = AgentMetrics()
+    if settings.metrics_addr and not once:
+        host, _, port = settings.metrics_addr.rpartition(":")
+        start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
+    api = api_client()
+    kube = KubeShell(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
+    agent = Agent(settings, kube, load_catalog(), clock, metrics,
+                  open_nvml() if settings.mode == "daemonset" else None)
+    stop, wake = threading.Event(), threading.Event()
+
+    def on_signal(*_: object) -> None:
+        stop.set()
+        wake.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    if not once:
+        TwinWatcher(api, wake, stop).start()
+    log.info("joulie-agent mode=%s node=%s root=%s simulate_only=%s", settings.mode, settings.node_name or "-",
+             settings.root, settings.simulate_only)
+    while True:
+        try:
+            failed = agent.tick()
+        except Exception as err:
+            log.error("reconcile loop failed: %s", err)
+            failed = 1
+        if once:
+            return 1 if failed else 0
+        wake.wait(settings.reconcile_interval_s)
+        wake.clear()
+        if stop.is_set():
+            return 0

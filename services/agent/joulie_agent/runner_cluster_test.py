@@ -1,0 +1,141 @@
+"""Contract with the real kube-apiserver (CRDs installed): what the agent writes and owns."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from joulie_agent import testtrees
+from joulie_agent.catalog import load_catalog
+from joulie_agent.clock import FakeClock
+from joulie_agent.metrics import AgentMetrics
+from joulie_agent.runner import Agent, KubeShell
+from joulie_agent.settings import Settings
+from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
+from joulie_api.names import (
+    FIELD_MANAGER_AGENT,
+    FIELD_MANAGER_CONTROLLER_MANAGER,
+    GROUP,
+    PLURAL_NODE_TWIN,
+    VERSION,
+    object_name_for_node,
+)
+
+pytest_plugins = ["joulie_testinfra.fixtures"]
+
+
+def make_node(core: k8s.CoreV1Api, name: str) -> None:
+    node = k8s.V1Node.from_dict({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}, "capacity": {"cpu": "8", "memory": "32Gi"}},
+    })
+    assert node is not None
+    core.create_node(node)
+
+
+def raw(kube_api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:
+    obj = k8s.CustomObjectsApi(kube_api).get_cluster_custom_object(GROUP, VERSION, plural, name)
+    assert isinstance(obj, dict)
+    return obj
+
+
+def agent_for(kube_api: k8s.ApiClient, node: str, root: Path, clock: FakeClock) -> Agent:
+    settings = Settings(mode="daemonset", node_name=node, root=str(root))
+    kube = KubeShell(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
+    return Agent(settings, kube, load_catalog(), clock, AgentMetrics())
+
+
+def test_agent_publishes_hardware_enforces_the_twin_and_owns_only_control_status(
+        kube_api: k8s.ApiClient, tmp_path: Path) -> None:
+    node = f"agent-node.{uuid.uuid4().hex[:6]}"  # the dot makes the object name differ
+    name = object_name_for_node(node)
+    core = k8s.CoreV1Api(kube_api)
+    make_node(core, node)
+    testtrees.rapl_node(tmp_path)
+    cm = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER)
+    cm.apply(NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco",
+                                                         cpu=CPUCapSpec(package_power_cap_watts=120))))
+    clock = FakeClock()
+    agent = agent_for(kube_api, node, tmp_path, clock)
+
+    assert agent.tick() == 0
+    assert testtrees.pl1(tmp_path, "intel-rapl:0") == "120000000"
+    hw = cm.get(NODE_HARDWARE, name)
+    assert hw is not None and hw.spec.node_name == node
+    assert hw.status is not None and hw.status.cpu is not None and hw.status.cpu.model == "INTEL_XEON_PLATINUM_8260"
+    assert hw.status.updated_at is not None
+    twin = raw(kube_api, PLURAL_NODE_TWIN, name)
+    cpu = twin["status"]["controlStatus"]["cpu"]
+    assert (cpu["backend"], cpu["result"]) == ("rapl", "applied") and cpu["updatedAt"]
+    assert twin["status"]["controlStatus"]["gpu"]["result"] == "none"
+
+    agent_fields = [m["fieldsV1"] for m in twin["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER_AGENT]
+    assert agent_fields, "the agent's write is not attributed to joulie-agent"
+    for fields in agent_fields:
+        assert set(fields) == {"f:status"}
+        assert set(fields["f:status"]) == {"f:controlStatus"}
+    cm_fields = [m for m in twin["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER_CONTROLLER_MANAGER]
+    assert all("f:controlStatus" not in str(m["fieldsV1"]) for m in cm_fields)
+
+    # Nothing changed: no write, no resourceVersion bump (idle nodes generate no traffic).
+    rv_hw, rv_twin = raw(kube_api, "nodehardwares", name)["metadata"]["resourceVersion"], twin["metadata"]["resourceVersion"]
+    clock.advance(20)
+    assert agent.tick() == 0
+    assert raw(kube_api, "nodehardwares", name)["metadata"]["resourceVersion"] == rv_hw
+    assert raw(kube_api, PLURAL_NODE_TWIN, name)["metadata"]["resourceVersion"] == rv_twin
+    # ...but unchanged state is rewritten after five minutes.
+    clock.advance(300)
+    assert agent.tick() == 0
+    assert raw(kube_api, "nodehardwares", name)["metadata"]["resourceVersion"] != rv_hw
+
+
+def test_node_without_a_twin_gets_hardware_and_no_error(kube_api: k8s.ApiClient, tmp_path: Path) -> None:
+    node = f"lonely-{uuid.uuid4().hex[:6]}"
+    make_node(k8s.CoreV1Api(kube_api), node)
+    testtrees.cpuinfo(tmp_path)
+    agent = agent_for(kube_api, node, tmp_path, FakeClock())
+    assert agent.tick() == 0
+    assert JoulieClient(kube_api, "reader").get(NODE_HARDWARE, object_name_for_node(node)) is not None
+    assert JoulieClient(kube_api, "reader").get(NODE_TWIN, object_name_for_node(node)) is None
+
+
+def test_run_once_subcommand_in_emulated_mode(control_plane: Any, kube_api: k8s.ApiClient, tmp_path: Path,
+                                              monkeypatch: Any) -> None:
+    from joulie_agent.cli import main
+
+    node = f"emu-{uuid.uuid4().hex[:6]}"
+    make_node(k8s.CoreV1Api(kube_api), node)
+    testtrees.rapl_node(tmp_path / node)
+    JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER).apply(
+        NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco",
+                                                    cpu=CPUCapSpec(package_power_cap_pct_of_max=50))))
+    for k, v in {"KUBECONFIG": str(control_plane.kubeconfig), "AGENT_MODE": "emulated", "NODE_NAME": node,
+                 "ROOT": str(tmp_path / "{node}"), "METRICS_ADDR": ""}.items():
+        monkeypatch.setenv(k, v)
+    assert main(["run", "--once"]) == 0
+    assert testtrees.pl1(tmp_path / node, "intel-rapl:1") == "82500000"
+    twin = raw(kube_api, PLURAL_NODE_TWIN, node)
+    assert twin["status"]["controlStatus"]["cpu"]["result"] == "applied"
+
+
+def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> None:
+    import threading
+
+    from joulie_agent.runner import TwinWatcher
+
+    wake, stop = threading.Event(), threading.Event()
+    TwinWatcher(kube_api, wake, stop).start()
+    try:
+        wake.wait(5)  # the initial listing (existing twins) may wake it once
+        wake.clear()
+        node = f"watched-{uuid.uuid4().hex[:6]}"
+        JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER).apply(
+            NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="performance")))
+        assert wake.wait(10), "a NodeTwin change did not wake the agent loop"
+    finally:
+        stop.set()

@@ -1,0 +1,41 @@
+"""Runtime settings from the environment: defaults, units, errors naming the variable."""
+
+import pytest
+
+from joulie_agent.settings import Settings, SettingsError, fnv1a32, owns_node
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    s = Settings.from_env({"NODE_NAME": "n1"})
+    assert (s.mode, s.root, s.reconcile_interval_s, s.simulate_only) == ("daemonset", "/", 20.0, False)
+    assert s.dvfs.cooldown_s == 20.0 and s.dvfs.min_freq_khz == 1_500_000
+
+
+def test_emulated_mode_takes_its_tree_and_tools_from_the_node_root() -> None:
+    s = Settings.from_env({"AGENT_MODE": "emulated", "NODE_NAME": "gpu-7", "ROOT": "/var/lib/joulie-hwemu/{node}",
+                           "RECONCILE_INTERVAL": "500ms", "SIMULATE_ONLY": "true", "GPU_TOOL_PATH": "/usr/bin"})
+    assert str(s.node_sys_root("gpu-7")) == "/var/lib/joulie-hwemu/gpu-7/sys"
+    assert s.node_tool_path("gpu-7").startswith("/var/lib/joulie-hwemu/gpu-7/bin:")
+    assert s.reconcile_interval_s == 0.5 and s.simulate_only
+
+
+@pytest.mark.parametrize(("env", "name"), [
+    ({"AGENT_MODE": "turbo"}, "AGENT_MODE"),
+    ({}, "NODE_NAME"),
+    ({"NODE_NAME": "n", "RECONCILE_INTERVAL": "soon"}, "RECONCILE_INTERVAL"),
+    ({"NODE_NAME": "n", "SIMULATE_ONLY": "maybe"}, "SIMULATE_ONLY"),
+    ({"NODE_NAME": "n", "DVFS_STEP_PCT": "x"}, "DVFS_STEP_PCT"),
+    ({"AGENT_MODE": "pool", "POOL_SHARD_ID": "-1"}, "POOL_SHARD_ID"),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env(env)
+
+
+def test_pool_shard_from_pod_name_and_fnv_sharding_covers_every_node_once() -> None:
+    s = Settings.from_env({"AGENT_MODE": "pool", "POOL_SHARDS": "3", "POD_NAME": "joulie-agent-2"})
+    assert (s.pool_shards, s.pool_shard_id) == (3, 2)
+    assert fnv1a32("") == 0x811C9DC5 and fnv1a32("a") == 0xE40C292C
+    nodes = [f"node-{i}" for i in range(100)]
+    owners = [[k for k in range(3) if owns_node(n, 3, k)] for n in nodes]
+    assert all(len(o) == 1 for o in owners)

@@ -1,0 +1,41 @@
+"""Writing sysfs attributes. Shell: one place that turns errno into the reason a user reads."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+REASONS = {
+    errno.EACCES: "locked or permission denied (EACCES)",
+    errno.EPERM: "not permitted (EPERM)",
+    errno.ENODATA: "zone disabled or limit locked (ENODATA)",
+    errno.EISDIR: "not a writable attribute (EISDIR)",
+    errno.EINVAL: "value rejected (EINVAL)",
+    errno.EBUSY: "device busy (EBUSY)",
+    errno.EROFS: "read-only filesystem (EROFS)",
+    errno.ENOENT: "missing (ENOENT)",
+}
+
+
+def write_attr(path: Path, value: str) -> str | None:
+    """Write `value` (no newline, as sysfs expects). None on success, else the reason."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    except OSError as err:
+        return REASONS.get(err.errno or 0, f"{err.strerror} (errno {err.errno})")
+    try:
+        os.write(fd, value.encode())
+    except OSError as err:
+        return REASONS.get(err.errno or 0, f"{err.strerror} (errno {err.errno})")
+    finally:
+        os.close(fd)
+    return None
+
+
+def read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.lstrip("+-").isdigit() else None
