@@ -9,6 +9,8 @@ Layout under a node's state root (``<root>/<node>/state``):
   (files mode) or at once (FUSE mode). AMD caps are written where the kernel has them, the
   amdgpu hwmon ``power1_cap`` (microwatts) under the node's sys root, named in ``hwmon``.
 - ``tools.json``: which GPU tools the node has and their variants (:class:`ToolsManifest`).
+- ``faults.json``: faults the harness injected into the node's view, ``{"schemaVersion": 1,
+  "faults": ["gpu_tool_failure", ...]}``; with ``gpu_tool_failure`` the GPU tools fail.
 
 Units are in the field names (W, mW, mJ, µW).
 """
@@ -25,6 +27,8 @@ from typing import Any, Literal
 SCHEMA_VERSION = 1
 GPU_STATE_FILE = "gpus.json"
 TOOLS_FILE = "tools.json"
+FAULTS_FILE = "faults.json"
+FAULT_GPU_TOOL_FAILURE = "gpu_tool_failure"
 NVIDIA_DRIVER_VERSION = "590.48.01"
 
 Vendor = Literal["nvidia", "amd"]
@@ -144,3 +148,15 @@ def _load(text: str, source: str) -> dict[str, Any]:
     if raw.get("schemaVersion") != SCHEMA_VERSION:
         raise StateFormatError(f"{source}: schemaVersion: got {raw.get('schemaVersion')!r}, expected {SCHEMA_VERSION}")
     return raw
+
+
+def faults_json(faults: tuple[str, ...]) -> str:
+    return json.dumps({"schemaVersion": SCHEMA_VERSION, "faults": sorted(set(faults))}) + "\n"
+
+
+def read_faults(text: str, source: str = FAULTS_FILE) -> tuple[str, ...]:
+    raw = _load(text, source)
+    faults = raw.get("faults", [])
+    if not isinstance(faults, list):
+        raise StateFormatError(f"{source}: faults: expected a list")
+    return tuple(str(f) for f in faults)

@@ -1,28 +1,84 @@
-"""Command line of joulie-fakesmi."""
+"""Command line of joulie-fakesmi: one program behind nvidia-smi, rocm-smi and amd-smi.
+
+The tool is ``basename(argv[0])`` (a link named ``nvidia-smi``), or ``argv[1]`` when called as
+``fakesmi``/``joulie-fakesmi``. Before running, fakesmi checks what the real tool needs: it must be
+listed in the node's ``state/tools.json`` (else exit 127, as an absent binary), and each file it
+``requires`` (ELF loader, C libraries, NVML, a script's interpreter) must exist under
+``HWEMU_HOST_ROOT``, else it fails as the real tool would on such a node.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from joulie_api.version import service_version
+from joulie_fakesmi import amd_smi, nvidia_smi, rocm_smi
+from joulie_fakesmi.node import NodeView
+from joulie_fakesmi.result import Result
+from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE
 
 NAME = "joulie-fakesmi"
+TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+USAGE = "usage: fakesmi nvidia-smi|rocm-smi|amd-smi [ARG ...]\n"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=NAME, description=__doc__)
-    parser.add_argument(
-        "--version", action="version", version=f"{NAME} {service_version(__package__ or 'joulie_fakesmi')}"
-    )
-    return parser
+def run_tool(tool: str, args: list[str], node: NodeView) -> Result:
+    manifest = node.tools()
+    if manifest is None or tool not in manifest.tools:
+        return Result(127, stderr=f"fakesmi: {tool} is not installed on this emulated node\n")
+    missing = node.missing_requirement(manifest.requires.get(tool, ()))
+    if missing is not None:
+        if "libnvidia-ml" in missing:
+            return Result(12, stdout=nvidia_smi.NO_NVML)
+        if "python" in os.path.basename(missing):
+            return Result(127, stderr=f"/usr/bin/env: '{os.path.basename(missing)}': No such file or directory\n")
+        return Result(127, stderr=f"{tool}: cannot execute: required file not found\n")
+    if FAULT_GPU_TOOL_FAILURE in node.faults():
+        return _tool_failure(tool, node)
+    variant = manifest.tools[tool]
+    if tool == "nvidia-smi":
+        if variant != "default":
+            return Result(2, stderr=f"fakesmi: nvidia-smi variant {variant!r} is unknown\n")
+        return nvidia_smi.run(args, node)
+    if tool == "rocm-smi":
+        if variant not in ("current", "legacy-agent-contract"):
+            return Result(2, stderr=f"fakesmi: rocm-smi variant {variant!r} is unknown\n")
+        return rocm_smi.run(args, node, variant)
+    if variant not in ("7.1", "7.2"):
+        return Result(2, stderr=f"fakesmi: amd-smi variant {variant!r} is unknown\n")
+    return amd_smi.run(args, node, variant)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+def _tool_failure(tool: str, node: NodeView) -> Result:
+    """The harness injected a GPU tool failure: answer as the tool does when the driver errors."""
+    state = node.gpus()
+    bus = state.gpus[0].pci_bus_id if state and state.gpus else "00000000:10:00.0"
+    if tool == "nvidia-smi":
+        return Result(255, stdout=f"Unable to determine the device handle for GPU {bus}: Unknown Error\n")
+    if tool == "rocm-smi":
+        return Result(1, stderr="ERROR:root:rsmi_status_t RSMI_STATUS_UNKNOWN_ERROR: an unknown error occurred\n")
+    return Result(1, stdout="amdsmi_cli_exceptions.AmdSmiLibraryException: An unknown error occurred. Error code: -1\n")
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``argv`` excludes the program name; ``prog`` is how fakesmi was called (default ``sys.argv[0]``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    tool = os.path.basename(prog if prog is not None else (sys.argv[0] if argv is None else "fakesmi"))
+    if tool not in TOOLS:
+        if args and args[0] == "--version":
+            parser = argparse.ArgumentParser(prog=NAME)
+            parser.add_argument("--version", action="version", version=f"{NAME} {service_version(__package__ or 'joulie_fakesmi')}")
+            parser.parse_args(args[:1])
+        if not args or args[0] not in TOOLS:
+            sys.stderr.write(USAGE)
+            return 2
+        tool, args = args[0], args[1:]
+    result = run_tool(tool, args, NodeView.from_env())
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.code
 
 
 if __name__ == "__main__":

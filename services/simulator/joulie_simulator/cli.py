@@ -1,26 +1,162 @@
-"""Command line of joulie-simulator."""
+"""Command line of joulie-simulator.
+
+``emulate``: emulate the hardware of the nodes of a spec (trees under ``--root``, served by FUSE
+under ``<root>/fuse`` in fuse mode), step them on one tick, publish the truth (``/debug/emulate``,
+gRPC, OTLP). ``profiles``: list or check hardware profiles. ``nodes``: print the Node objects a
+spec implies.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 from joulie_api.version import service_version
+from joulie_simulator.profiles.schema import Profile, ProfileError, builtin_profile_names, load_profile
+from joulie_simulator.spec import NodeEntry, SpecError, load_spec, parse_inline, resolve_profiles
 
 NAME = "joulie-simulator"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=NAME, description=__doc__)
+    parser = argparse.ArgumentParser(prog=NAME, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--version", action="version", version=f"{NAME} {service_version(__package__ or 'joulie_simulator')}"
     )
+    sub = parser.add_subparsers(dest="command")
+    em = sub.add_parser("emulate", help="emulate node hardware")
+    src = em.add_mutually_exclusive_group(required=True)
+    src.add_argument("--spec", type=Path, help="node spec YAML (nodes: [{name, profile}], pools: [{name, profile, count}])")
+    src.add_argument("--nodes", help="inline spec: name=profile,pool*count=profile")
+    em.add_argument("--profiles-dir", type=Path, help="extra profiles (YAML) besides the builtin ones")
+    em.add_argument("--root", type=Path, default=Path("/var/lib/joulie-hwemu"), help="where the node trees live")
+    em.add_argument("--mode", choices=["fuse", "files"], default="fuse", help="how agents reach the trees (default fuse)")
+    em.add_argument("--tick", type=float, default=1.0, help="seconds per tick (default 1)")
+    em.add_argument("--http", default="127.0.0.1:18080", help="address of /debug/emulate ('' = off)")
+    em.add_argument("--grpc", default="127.0.0.1:18081", help="address of the gRPC API ('' = off)")
+    em.add_argument("--otlp-endpoint", default="", help="OTLP/HTTP metrics URL, e.g. http://127.0.0.1:9090/api/v1/otlp/v1/metrics")
+    em.add_argument("--otlp-interval", type=float, default=5.0, help="seconds between OTLP pushes (default 5)")
+    em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
+    pr = sub.add_parser("profiles", help="list builtin profiles or check profile files")
+    pr.add_argument("files", nargs="*", type=Path, help="profile files to check (none: list the builtin ones)")
+    nd = sub.add_parser("nodes", help="print the Node objects of a spec as JSON lines")
+    nsrc = nd.add_mutually_exclusive_group(required=True)
+    nsrc.add_argument("--spec", type=Path)
+    nsrc.add_argument("--nodes")
+    nd.add_argument("--profiles-dir", type=Path)
     return parser
+
+
+def _entries(args: argparse.Namespace) -> list[tuple[NodeEntry, Profile]]:
+    if args.spec:
+        return resolve_profiles(load_spec(args.spec), args.profiles_dir, str(args.spec))
+    return resolve_profiles(parse_inline(args.nodes), args.profiles_dir, "--nodes")
+
+
+def _addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def emulate(args: argparse.Namespace) -> int:
+    from joulie_simulator.emulator import Emulator
+    from joulie_simulator.files_mode import FileTrees, load_states
+
+    pairs = [(e.name, p) for e, p in _entries(args)]
+    if args.mode == "fuse" and not os.path.exists("/dev/fuse"):
+        print(f"{NAME}: --mode fuse: /dev/fuse is missing; give the container /dev/fuse or use --mode files", file=sys.stderr)
+        return 2
+    root: Path = args.root
+    root.mkdir(parents=True, exist_ok=True)
+    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs))
+    trees = FileTrees(root, emu, persist_only=args.mode == "fuse")
+    trees.ensure()
+    stoppers: list[Callable[[], object]] = []
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    fuse = None
+    try:
+        if args.mode == "fuse":
+            from joulie_simulator.fuse_view import FuseServer
+
+            fuse = FuseServer(emu, root / "fuse")
+            fuse.start()
+        if args.http:
+            from joulie_simulator.http_debug import DebugServer
+
+            host, port = _addr(args.http)
+            http = DebugServer(emu, host, port)
+            http.start()
+            stoppers.append(http.stop)
+            print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)
+        if args.grpc:
+            from joulie_simulator.grpc_api import serve
+
+            server, gport = serve(emu, args.grpc)
+            stoppers.append(lambda: server.stop(0))
+            print(f"gRPC at {args.grpc.rpartition(':')[0]}:{gport}", flush=True)
+        if args.otlp_endpoint:
+            from joulie_simulator.otlp import OtlpPusher
+
+            pusher = OtlpPusher(emu, args.otlp_endpoint, args.otlp_interval)
+            pusher.start()
+            stoppers.append(pusher.stop)
+        print(f"emulating {len(pairs)} nodes in {args.mode} mode under {root}", flush=True)
+        done = 0
+        next_t = time.monotonic()
+        while not stop.is_set():
+            next_t += args.tick
+            if not emu.frozen:
+                if args.mode == "files":
+                    trees.tick()
+                else:
+                    emu.tick()
+                    trees.flush_ledgers()
+                    trees.persist_writes()
+                done += 1
+                if args.ticks and done >= args.ticks:
+                    break
+            stop.wait(max(0.0, next_t - time.monotonic()))
+    finally:
+        for stop_fn in stoppers:
+            stop_fn()
+        if args.mode == "fuse":
+            trees.flush_node_ledgers()
+        if fuse is not None:
+            fuse.stop()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "emulate":
+            return emulate(args)
+        if args.command == "profiles":
+            if not args.files:
+                print("\n".join(builtin_profile_names()))
+                return 0
+            for f in args.files:
+                load_profile(f)
+                print(f"{f}: ok")
+            return 0
+        if args.command == "nodes":
+            from joulie_simulator.nodeobject import node_object
+            for e, p in _entries(args):
+                print(json.dumps(node_object(p, e.name, e.labels), sort_keys=True))
+            return 0
+    except (ProfileError, SpecError) as e:
+        print(f"{NAME}: {e}", file=sys.stderr)
+        return 2
     parser.print_help()
     return 0
 

@@ -1,0 +1,101 @@
+"""amd-smi (variants ``7.1`` and ``7.2``): ``static --limit --json``, ``metric --power --json``,
+``set --power-cap``. JSON is ``{"gpu_data": [...]}`` indented by 4; values ``{"value", "unit"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from joulie_fakesmi.node import NodeView
+from joulie_fakesmi.result import Result, not_emulated
+from joulie_simhw.gpustate import GpuDevice
+
+TOOL = "amd-smi"
+
+
+def _w(v: float) -> dict[str, Any]:
+    return {"value": int(v), "unit": "W"}
+
+
+def _cap_w(g: GpuDevice, node: NodeView) -> float:
+    try:
+        return int(node.read_sys(f"{g.hwmon}/power1_cap")) / 1e6
+    except (OSError, ValueError):
+        return g.limit_w
+
+
+def _gpus(args: list[str], gpus: tuple[GpuDevice, ...]) -> list[GpuDevice] | None:
+    if "-g" not in args and "--gpu" not in args:
+        return list(gpus)
+    i = args.index("-g") if "-g" in args else args.index("--gpu")
+    picked = []
+    for a in args[i + 1 :]:
+        if a.startswith("-"):
+            break
+        if a == "all":
+            return list(gpus)
+        if not a.isdigit() or int(a) >= len(gpus):
+            return None
+        picked.append(gpus[int(a)])
+    return picked
+
+
+def run(args: list[str], node: NodeView, variant: str) -> Result:
+    if not args:
+        return not_emulated(TOOL, "without a subcommand")
+    sub, rest = args[0].lower(), args[1:]
+    state = node.gpus()
+    if state is None or state.vendor != "amd":
+        return Result(1, stdout="amdsmi_cli_exceptions.AmdSmiLibraryException: Unable to initialize amdsmi library. Error code: -1\n")
+    cards = _gpus(rest, state.gpus)
+    if cards is None:
+        return Result(1, stdout="amdsmi_cli_exceptions.AmdSmiDeviceNotFoundException: Device not found. Error code: -3\n")
+    if sub == "static" and "--limit" in rest and "--json" in rest:
+        data = []
+        for g in cards:
+            cap = _cap_w(g, node)
+            if variant == "7.1":
+                limit: dict[str, Any] = {"max_power": _w(g.max_limit_w), "min_power": _w(g.min_limit_w), "socket_power": _w(cap)}
+            else:
+                limit = {
+                    "ppt0": {"max_power_limit": _w(g.max_limit_w), "min_power_limit": _w(g.min_limit_w), "socket_power_limit": _w(cap)},
+                    "ppt1": "N/A",
+                    "ptl_state": "N/A",
+                    "ptl_format": "N/A",
+                }
+            limit.update({"slowdown_edge_temperature": "N/A", "shutdown_edge_temperature": "N/A"})
+            data.append({"gpu": g.index, "limit": limit})
+        return Result(0, stdout=json.dumps({"gpu_data": data}, indent=4) + "\n")
+    if sub == "metric" and "--power" in rest and "--json" in rest:
+        data = []
+        for g in cards:
+            try:
+                watts = int(node.read_sys(f"{g.hwmon}/power1_input")) / 1e6
+            except (OSError, ValueError):
+                watts = g.draw_w
+            power = {"socket_power": _w(watts), "gfx_voltage": "N/A", "soc_voltage": "N/A", "mem_voltage": "N/A", "throttle_status": "N/A", "power_management": "ENABLED"}
+            data.append({"gpu": g.index, "power": power})
+        return Result(0, stdout=json.dumps({"gpu_data": data}, indent=4) + "\n")
+    if sub == "set" and ("-o" in rest or "--power-cap" in rest):
+        i = rest.index("-o") if "-o" in rest else rest.index("--power-cap")
+        vals = rest[i + 1 : i + 3] if variant != "7.1" else rest[i + 1 : i + 2]
+        try:
+            watts = int(vals[-1])
+        except (ValueError, IndexError):
+            return Result(1, stdout="amdsmi_cli_exceptions.AmdSmiInvalidParameterValueException: Invalid value for power cap. Error code: -5\n")
+        out = []
+        for g in cards:
+            current = _cap_w(g, node)
+            if not g.min_limit_w <= watts <= g.max_limit_w:
+                out.append(f"GPU: {g.index}\n    POWERCAP: [AMDSMI_STATUS_INVAL] Unable to set power cap to {watts} W\n")
+            elif round(current) == watts:
+                out.append(f"GPU: {g.index}\n    POWERCAP: Power cap is already set to {watts} W\n")
+            else:
+                node.write_sys(f"{g.hwmon}/power1_cap", f"{watts * 1_000_000}\n")
+                out.append(f"GPU: {g.index}\n    POWERCAP: Successfully set power cap to {watts} W\n")
+        return Result(0, stdout="".join(out))
+    known = {"version", "list", "static", "firmware", "bad-pages", "metric", "process", "event", "topology", "set", "reset", "monitor", "xgmi", "partition", "ras", "node"}
+    if sub not in known:
+        return Result(1, stdout=f"amdsmi_cli_exceptions.AmdSmiInvalidCommandException: Command '{sub}' is invalid. Run 'amd-smi -h' for more info. Error code: -10\n")
+    return not_emulated(TOOL, " ".join(args))

@@ -1,0 +1,96 @@
+"""Tick cost: milliseconds per tick for files and FUSE mode at a few cluster sizes.
+
+``./pants run services/simulator:bench-tick -- --nodes 200,1000 [--ticks 5] [--modes files,fuse]``
+
+Nodes cycle through the nine smoke-spec profiles; every node runs under load, and one limit per
+node is written between ticks (the worst case: files mode pays its read-back, FUSE mode persists
+the limit); ``--no-writes`` measures ticks without writes. Trees go to a temp directory
+(``--root`` to choose). Prints one line per (mode, nodes). Not a test: nothing is gated on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from joulie_simulator.emulator import Emulator
+from joulie_simulator.files_mode import FileTrees
+from joulie_simulator.model import Load
+from joulie_simulator.profiles.schema import builtin_profile, builtin_profile_names
+
+
+def _emulator(n: int) -> Emulator:
+    names = builtin_profile_names()
+    profiles = {p: builtin_profile(p) for p in names}
+    emu = Emulator([(f"node-{i}", profiles[names[i % len(names)]]) for i in range(n)], tick_s=1.0)
+    for name, node in emu.nodes.items():
+        gpus = node.profile.gpus.count if node.profile.gpus else 0
+        emu.set_load(name, Load(cpu_util=0.6, gpu_util=(0.8,) * gpus))
+    return emu
+
+
+def _a_limit(emu: Emulator, name: str) -> str | None:
+    for e in emu.nodes[name].entries:
+        if e.owner == "A" and e.bind is not None and e.bind[0] in ("zone_limit", "pol_max", "nvml_limit", "amdgpu_cap"):
+            return e.path
+    return None
+
+
+def bench(mode: str, n: int, ticks: int, root: Path, writes: bool = True) -> tuple[float, float, float]:
+    emu = _emulator(n)
+    trees = FileTrees(root, emu, persist_only=mode == "fuse")
+    t0 = time.perf_counter()
+    trees.ensure()
+    render_s = time.perf_counter() - t0
+    limits = {name: _a_limit(emu, name) for name in emu.nodes} if writes else {}
+    costs = []
+    for k in range(ticks):
+        for name, path in limits.items():
+            if path is None:
+                continue
+            value = emu.read(name, path).decode().strip()
+            if mode == "files":
+                (root / name / path).write_text(value + "\n")
+            else:
+                emu.write(name, path, value.encode())
+        t = time.perf_counter()
+        if mode == "files":
+            trees.tick()
+        else:
+            # FUSE mode: the physics and the ledgers; file content is computed when read.
+            emu.tick()
+            trees.flush_ledgers()
+            trees.persist_writes()
+        costs.append((time.perf_counter() - t) * 1000)
+        del k
+    return render_s, statistics.median(costs), max(costs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench-tick", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", default="200,1000")
+    ap.add_argument("--ticks", type=int, default=5)
+    ap.add_argument("--modes", default="files,fuse")
+    ap.add_argument("--root", type=Path)
+    ap.add_argument("--no-writes", action="store_true", help="no limit writes between ticks (default: one per node per tick)")
+    args = ap.parse_args(argv)
+    print(f"cpus={os.cpu_count()} python={sys.version.split()[0]}")
+    for mode in args.modes.split(","):
+        for n in (int(x) for x in args.nodes.split(",")):
+            root = Path(tempfile.mkdtemp(prefix="joulie-bench-", dir=args.root))
+            try:
+                render_s, median_ms, max_ms = bench(mode, n, args.ticks, root, writes=not args.no_writes)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            print(f"mode={mode:5} nodes={n:5} writes={'no' if args.no_writes else 'yes'} render={render_s:6.1f}s tick median={median_ms:8.1f} ms max={max_ms:8.1f} ms", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

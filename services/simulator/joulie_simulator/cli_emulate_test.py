@@ -1,0 +1,58 @@
+"""The command line as an operator uses it: bad specs are refused naming the file and field;
+Node objects are printed; emulate runs a few ticks in files mode and leaves the trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from joulie_simulator.cli import main
+
+
+def test_an_unknown_profile_in_a_spec_is_refused_with_file_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("pools:\n  - {name: gpu, profile: cray-1, count: 2}\n")
+    assert main(["nodes", "--spec", str(spec)]) == 2
+    assert capsys.readouterr().err == f"joulie-simulator: {spec}: nodes[0].profile: no profile 'cray-1' (builtin or in --profiles-dir)\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nodes:\n  - {name: Bad_Name, profile: vm-no-powercap}\n", "nodes.0.name: String should match pattern"),
+        ("pools:\n  - {name: p, profile: vm-no-powercap, count: 0}\n", "pools.0.count: Input should be greater than 0"),
+        ("nodes:\n  - {name: a, profile: vm-no-powercap, gpus: 2}\n", "nodes.0.gpus: Extra inputs are not permitted"),
+        ("nodes:\n  - {name: a, profile: vm-no-powercap}\n  - {name: a, profile: vm-no-powercap}\n", "nodes: 'a' is named twice"),
+    ],
+)
+def test_a_bad_node_spec_is_refused_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    assert main(["nodes", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulie-simulator: {spec}: ") and message in err
+
+
+def test_nodes_prints_one_node_object_per_pool_member(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nodes", "--nodes", "mi*2=amd-instinct-mi300x-8gpu,vm-0=vm-no-powercap"]) == 0
+    nodes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [n["metadata"]["name"] for n in nodes] == ["vm-0", "mi-0", "mi-1"]
+    assert nodes[1]["status"]["capacity"]["amd.com/gpu"] == "8"
+
+
+def test_emulate_in_files_mode_renders_trees_and_steps_them(tmp_path: Path) -> None:
+    rc = main(
+        ["emulate", "--nodes", "x-0=intel-xeon-2s-rapl", "--root", str(tmp_path), "--mode", "files", "--tick", "0.01",
+         "--ticks", "3", "--http", "", "--grpc", ""]
+    )
+    assert rc == 0
+    ledger = json.loads((tmp_path / "x-0/state/emulator.json").read_text())
+    assert ledger["tick"] == 3
+    assert (tmp_path / "x-0/sys/class/powercap/intel-rapl:0/name").read_text() == "package-0\n"
+
+
+def test_profiles_lists_the_builtin_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profiles"]) == 0
+    assert "intel-xeon-2s-rapl" in capsys.readouterr().out.split()

@@ -1,0 +1,308 @@
+"""The emulator: every emulated node, stepped on one tick, read and written by path.
+
+No I/O here: ``files_mode`` mirrors the nodes to disk, ``fuse_view`` serves them, ``http_debug``,
+``grpc_api`` and ``otlp`` publish the truth. Time comes from an injected clock (seconds, float);
+while the clock is frozen, time moves only through :meth:`Emulator.step`.
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from joulie_simulator import physics
+from joulie_simulator.model import Load, NodeState, initial_state
+from joulie_simulator.profiles.schema import Profile
+from joulie_simulator.render import Entry, content, layout
+from joulie_simulator.writes import WriteOutcome, apply_write
+
+Clock = Callable[[], float]
+
+EVENT_WRITE_REJECTED = "joulie.sim.write.rejected"
+EVENT_CPU_CAP = "joulie.sim.cpu.cap.written"
+EVENT_GPU_CAP = "joulie.sim.gpu.cap.set"
+EVENT_LOAD = "joulie.sim.load.changed"
+EVENT_TICK = "joulie.sim.tick"
+EVENT_VIEW_RESTARTED = "joulie.sim.view.restarted"
+EVENT_FAULT_INJECTED = "joulie.sim.fault.injected"
+EVENT_FAULT_CLEARED = "joulie.sim.fault.cleared"
+EVENT_GPU_LIMIT_RESET = "joulie.sim.gpu.limit.reset"
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    node: str
+    tick: int
+    at_s: float
+    file: str = ""
+    message: str = ""
+    error_type: str = ""
+    value_w: float = 0.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str  # view_unavailable | stale_counters | write_denied | gpu_tool_failure | telemetry_gap
+    ticks_left: int = 0  # 0 = until cleared
+    target: str = ""
+
+
+@dataclass
+class EmulatedNode:
+    name: str
+    profile: Profile
+    state: NodeState
+    entries: tuple[Entry, ...]
+    by_path: dict[str, Entry]
+    last_tick_s: float
+    faults: list[Fault] = field(default_factory=list)
+
+
+class NotEmulated(KeyError):
+    def __str__(self) -> str:
+        return f"node {self.args[0]!r} is not emulated"
+
+
+class Emulator:
+    def __init__(
+        self,
+        nodes: Iterable[tuple[str, Profile]],
+        tick_s: float = 1.0,
+        clock: Clock = time.monotonic,
+        states: dict[str, NodeState] | None = None,
+    ) -> None:
+        self.tick_s = tick_s
+        self.clock = clock
+        self.frozen = False
+        self.tick_count = 0
+        self.lock = threading.RLock()
+        self.listeners: list[Callable[[Event], None]] = []
+        self.events: list[Event] = []
+        # Paths accepted since the shells last persisted them (node -> paths).
+        self.dirty: dict[str, set[str]] = {}
+        # Nodes whose view was re-rendered (RestartNodeView): the shells rewrite their writable files.
+        self.restarted: set[str] = set()
+        now = clock()
+        self.nodes: dict[str, EmulatedNode] = {}
+        for name, profile in nodes:
+            st = (states or {}).get(name) or initial_state(profile, name)
+            entries = layout(profile, name)
+            self.nodes[name] = EmulatedNode(name, profile, st, entries, {e.path: e for e in entries}, now)
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def tick(self, dt_s: float | None = None) -> None:
+        """Step every node by one tick (``dt_s`` defaults to the tick length)."""
+        dt = self.tick_s if dt_s is None else dt_s
+        with self.lock:
+            now = self.clock()
+            self.tick_count += 1
+            for n in self.nodes.values():
+                stale = any(f.kind == "stale_counters" for f in n.faults)
+                new = physics.step_node(n.profile, n.state, dt)
+                if stale:
+                    new = replace(new, sockets=n.state.sockets, gpus=n.state.gpus)
+                resets = [g.index for g, o in zip(new.gpus, n.state.gpus, strict=True) if g.limit_w != o.limit_w]
+                n.state = new
+                n.last_tick_s = now
+                for i in resets:
+                    msg = f"gpu {i} limit back to its default: persistence mode off and no client"
+                    self._emit(Event(EVENT_GPU_LIMIT_RESET, n.name, self.tick_count, now, message=msg, value_w=new.gpus[i].limit_w))
+                n.faults = [replace(f, ticks_left=f.ticks_left - 1) if f.ticks_left else f for f in n.faults if f.ticks_left != 1]
+                _sync_faults(n)
+        self._emit(Event(EVENT_TICK, "", self.tick_count, now))
+
+    def step(self, ticks: int) -> None:
+        if not self.frozen:
+            raise RuntimeError("the clock runs free; freeze it before stepping")
+        for _ in range(ticks):
+            self.tick()
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def node(self, name: str) -> EmulatedNode:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise NotEmulated(name) from None
+
+    def read(self, node: str, path: str, at_read_time: bool = True) -> bytes:
+        """A file's bytes; with ``at_read_time`` counters include the time since the last tick."""
+        n = self.node(node)
+        e = n.by_path.get(path)
+        if e is None or e.kind == "dir":
+            raise OSError(errno.ENOENT if e is None else errno.EISDIR, path)
+        if any(f.kind == "view_unavailable" for f in n.faults):
+            raise OSError(errno.EIO, path)
+        if e.bind is None:
+            return e.content.encode()
+        with self.lock:
+            extra = 0.0
+            if at_read_time and not self.frozen and not any(f.kind == "stale_counters" for f in n.faults):
+                extra = max(0.0, min(self.clock() - n.last_tick_s, self.tick_s))
+            return content(n.profile, n.state, e.bind, extra).encode()
+
+    def write(self, node: str, path: str, data: bytes) -> WriteOutcome:
+        """Apply a write as the kernel would; a refusal leaves the state alone and emits an event."""
+        n = self.node(node)
+        e = n.by_path.get(path)
+        if e is None:
+            return WriteOutcome(errno.ENOENT, "rejected", f"{path} does not exist")
+        with self.lock:
+            if e.owner != "A" or e.bind is None:
+                out = WriteOutcome(errno.EACCES, "rejected", f"{path} is read-only")
+            elif any(f.kind == "write_denied" for f in n.faults):
+                out = WriteOutcome(errno.EACCES, "rejected", f"{path}: writes denied (fault)")
+            else:
+                new, out = apply_write(n.profile, n.state, e.bind, data)
+                n.state = new
+                if out.ok:
+                    self.dirty.setdefault(node, set()).add(path)
+        now = self.clock()
+        if not out.ok:
+            self._emit(Event(EVENT_WRITE_REJECTED, node, self.tick_count, now, path, out.detail, out.error_type))
+        elif e.bind is not None and e.bind[0] in ("zone_limit", "hsmp_cap"):
+            self._emit(Event(EVENT_CPU_CAP, node, self.tick_count, now, path, data.decode(errors="replace").strip()))
+        elif e.bind is not None and e.bind[0] in ("nvml_limit", "amdgpu_cap"):
+            w = n.state.gpus[e.bind[1]].limit_w
+            self._emit(Event(EVENT_GPU_CAP, node, self.tick_count, now, path, f"gpu {e.bind[1]} limit {w:g} W", value_w=w))
+        return out
+
+    def set_load(self, node: str, load: Load) -> None:
+        with self.lock:
+            n = self.node(node)
+            n.state = replace(n.state, load=load)
+        self._emit(Event(EVENT_LOAD, node, self.tick_count, self.clock(), message=f"cpu {load.cpu_util:g}"))
+
+    def restart_view(self, node: str) -> None:
+        """As after a reboot: limits back to their defaults; energy ledgers keep counting upward."""
+        with self.lock:
+            n = self.node(node)
+            fresh = initial_state(n.profile, node)
+            socks = tuple(
+                replace(f, energy_j=o.energy_j, dram_energy_j=o.dram_energy_j) for f, o in zip(fresh.sockets, n.state.sockets, strict=True)
+            )
+            gpus = tuple(replace(f, energy_j=o.energy_j) for f, o in zip(fresh.gpus, n.state.gpus, strict=True))
+            n.state = replace(
+                fresh,
+                sockets=socks,
+                gpus=gpus,
+                zones=tuple(replace(z, start_uj=o.start_uj) for z, o in zip(fresh.zones, n.state.zones, strict=True)),
+                tick=n.state.tick,
+                time_s=n.state.time_s,
+                load=n.state.load,
+                host_energy_j=n.state.host_energy_j,
+                platform_energy_j=n.state.platform_energy_j,
+                faults=n.state.faults,
+            )
+            self.restarted.add(node)
+        self._emit(Event(EVENT_VIEW_RESTARTED, node, self.tick_count, self.clock()))
+
+    def inject_fault(self, node: str, fault: Fault) -> list[Fault]:
+        with self.lock:
+            n = self.node(node)
+            n.faults.append(fault)
+            _sync_faults(n)
+            out = list(n.faults)
+        self._emit(Event(EVENT_FAULT_INJECTED, node, self.tick_count, self.clock(), fault.target, fault.kind))
+        return out
+
+    def clear_faults(self, node: str) -> None:
+        with self.lock:
+            n = self.node(node)
+            n.faults.clear()
+            _sync_faults(n)
+        self._emit(Event(EVENT_FAULT_CLEARED, node, self.tick_count, self.clock()))
+
+    def _emit(self, ev: Event) -> None:
+        if ev.name != EVENT_TICK:
+            self.events.append(ev)
+            del self.events[:-1000]
+        for listener in list(self.listeners):
+            listener(ev)
+
+    # -- truth ----------------------------------------------------------------------------------
+
+    def truth(self, node: str) -> dict[str, Any]:
+        """What the emulator computed for a node (``/debug/emulate``'s ``nodes[]`` entry)."""
+        with self.lock:
+            n = self.node(node)
+            return node_truth(n.profile, n.state, [f.kind for f in n.faults])
+
+
+def _sync_faults(n: EmulatedNode) -> None:
+    kinds = tuple(sorted({f.kind for f in n.faults}))
+    if kinds != n.state.faults:
+        n.state = replace(n.state, faults=kinds)
+
+
+def node_truth(profile: Profile, st: NodeState, faults: list[str] | None = None) -> dict[str, Any]:
+    zones = []
+    pc = profile.powercap
+    for z in st.zones:
+        assert pc is not None
+        spec = pc.package if z.kind == "package" else pc.dram
+        assert spec is not None
+        sock = st.sockets[z.socket]
+        power = sock.power_w if z.kind == "package" else profile.physics.dram_w_per_socket
+        joules = sock.energy_j if z.kind == "package" else sock.dram_energy_j
+        rng = physics.max_energy_range_uj(spec.energy_unit_nj)
+        cap = sock.rapl_settled_w if z.kind == "package" and sock.rapl_requested_w is not None else 0.0
+        zones.append(
+            {
+                "path": f"class/powercap/{z.rel}",
+                "name": z.name,
+                "powerW": round(power, 6),
+                "energyJ": joules,
+                "energyUJ": physics.energy_counter_uj(z.start_uj, joules, rng),
+                "maxEnergyRangeUJ": rng,
+                "capW": round(cap, 6),
+                "capLocked": any(c.reject_writes for c in spec.constraints),
+            }
+        )
+    gpus = []
+    g = profile.gpus
+    for t in st.gpus:
+        assert g is not None
+        gpus.append(
+            {
+                "index": t.index,
+                "uuid": t.uuid,
+                "model": g.product,
+                "powerW": round(t.power_w, 6),
+                "capW": round(t.enforced_w, 6),
+                "requestedCapW": t.limit_w,
+                "minCapW": g.min_w,
+                "maxCapW": g.max_w,
+                "defaultCapW": g.default_w,
+                "util": t.util,
+                "energyMJ": int(t.energy_j * 1000),
+                "energyJ": t.energy_j,
+                "persistenceMode": g.persistence_mode,
+            }
+        )
+    return {
+        "name": st.name,
+        "profile": st.profile,
+        "tick": st.tick,
+        "timeS": st.time_s,
+        "host": {"powerW": round(st.host_power_w, 6), "energyJ": st.host_energy_j},
+        "load": {"cpuUtil": st.load.cpu_util, "gpuUtil": list(st.load.gpu_util)},
+        "packages": [
+            {"socket": s.socket, "powerW": round(s.power_w, 6), "energyJ": s.energy_j, "freqMHz": round(s.eff_khz / 1000, 3)}
+            for s in st.sockets
+        ],
+        "zones": zones,
+        "gpus": gpus,
+        "caps": {
+            "cpuPackageW": [s.rapl_settled_w if s.rapl_requested_w is not None else None for s in st.sockets],
+            "hsmpW": [s.hsmp_settled_w for s in st.sockets] if st.hsmp_cap_uw else [],
+            "gpuW": [t.enforced_w for t in st.gpus],
+        },
+        "faults": faults or [],
+    }

@@ -1,0 +1,347 @@
+"""The hardware profile schema and its loader.
+
+A profile is YAML data describing one kind of node: its Kubernetes Node (labels, taints,
+capacity), its CPUs, powercap zones, cpufreq, HSMP, GPUs and the physics constants that turn load
+into power. Every section carries ``source:``, the provenance of its numbers:
+
+``published:<id>`` | ``corpus:<id>`` | ``derived:<formula>`` | ``assumed:<reason>``
+
+where ``<id>`` names an entry of the profile's ``sources`` map (a datasheet, kernel document or
+hardware capture). ``extends: <profile>`` deep-merges another profile (maps merge, lists and
+values replace). Unknown keys are refused. A bad profile raises :class:`ProfileError`, naming the
+file, the field and why.
+
+Units are in field names: ``_w`` watts, ``_uw`` microwatts, ``_us`` microseconds, ``_khz``,
+``_nj`` nanojoules, ``_ki`` kibibytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+_SOURCE = re.compile(r"^(published|corpus|derived|assumed):(\S.*)$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class ProfileError(ValueError):
+    """An invalid profile; the message is ``<file>: <field>: <why>``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class _Sourced(_Strict):
+    source: str
+
+    @field_validator("source")
+    @classmethod
+    def _source_grammar(cls, v: str) -> str:
+        if not _SOURCE.match(v):
+            raise ValueError(f"{v!r} is not published:<id>, corpus:<id>, derived:<formula> or assumed:<reason>")
+        return v
+
+
+class Taint(_Strict):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodeSpec(_Sourced):
+    architecture: Literal["amd64", "arm64"] = "amd64"
+    # Whether Node Feature Discovery runs on this kind of node (its feature.node.kubernetes.io/* labels).
+    nfd: bool = True
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    cpu: int = Field(gt=0, description="logical CPUs in capacity")
+    memory_ki: int = Field(gt=0)
+    pods: int = 110
+    reserved_cpu_m: int = Field(default=0, ge=0)
+    reserved_memory_ki: int = Field(default=0, ge=0)
+
+
+class PciDevice(_Strict):
+    pci_class: str = Field(pattern=r"^0x[0-9a-f]{6}$")
+    vendor: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    device: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+
+
+class CpuSpec(_Sourced):
+    vendor_id: str
+    model_name: str = ""
+    family: int = 0
+    model: int = 0
+    stepping: int = 0
+    sockets: int = Field(gt=0)
+    cores_per_socket: int = Field(gt=0)
+    threads_per_core: int = Field(default=1, gt=0)
+    mhz: float = Field(gt=0)
+    # A hypervisor that gives every vCPU its own physical id (sockets = vCPUs).
+    one_socket_per_vcpu: bool = False
+    hypervisor: bool = False
+    # arm64 /proc/cpuinfo has no "model name"; it names the core by implementer and part.
+    arm_implementer: str = ""
+    arm_part: str = ""
+
+    @property
+    def logical_cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+
+class Constraint(_Strict):
+    name: Literal["long_term", "short_term", "peak_power"]
+    power_limit_uw: int = Field(ge=0)
+    max_power_uw: int = Field(ge=0)
+    time_window_us: int = Field(ge=0)
+    # How the kernel refuses a write to this limit: enodata (the zone's limit is not supported, as
+    # a captured DRAM zone answers), eacces (locked by the BIOS; intel_rapl_common returns -EACCES).
+    reject_writes: Literal["", "enodata", "eacces"] = ""
+
+
+class ZoneSpec(_Strict):
+    enabled: bool = True
+    energy_unit_nj: int = Field(gt=0)
+    constraints: list[Constraint] = Field(default_factory=list)
+
+
+class PowercapSpec(_Sourced):
+    control_type: Literal["intel-rapl"] = "intel-rapl"
+    power_unit_uw: int = Field(default=125000, gt=0)
+    package: ZoneSpec
+    # A per-socket DRAM sub-zone (intel-rapl:N:0) when present.
+    dram: ZoneSpec | None = None
+
+
+class CpufreqSpec(_Sourced):
+    driver: str
+    governor: str
+    available_governors: list[str]
+    min_khz: int = Field(gt=0)
+    max_khz: int = Field(gt=0)
+    # Table drivers (acpi-cpufreq) list their P-states; setpolicy drivers have none.
+    available_khz: list[int] = Field(default_factory=list)
+    boost: bool | None = None
+    grouping: Literal["per-cpu", "per-core"] = "per-cpu"
+
+    @model_validator(mode="after")
+    def _range(self) -> CpufreqSpec:
+        if self.min_khz > self.max_khz:
+            raise ValueError(f"min_khz {self.min_khz} is above max_khz {self.max_khz}")
+        if self.governor not in self.available_governors:
+            raise ValueError(f"governor {self.governor!r} is not one of available_governors {self.available_governors}")
+        return self
+
+    @property
+    def setpolicy(self) -> bool:
+        """intel_pstate and amd-pstate-epp pick frequencies themselves (no P-state table)."""
+        return self.driver in ("intel_pstate", "amd-pstate-epp")
+
+
+class HsmpSpec(_Sourced):
+    cap_max_uw: int = Field(gt=0)
+    cap_default_uw: int = Field(gt=0)
+
+
+class AmdEnergySpec(_Sourced):
+    """The amd_energy hwmon driver: per-socket energy counters (energyN_input, µJ), no limits."""
+
+    enabled: bool = True
+
+
+class GpuTool(_Strict):
+    name: Literal["nvidia-smi", "rocm-smi", "amd-smi"]
+    variant: str
+    # Files the real tool needs to run (ELF loader, C libraries, NVML, a script's interpreter).
+    requires: list[str] = Field(default_factory=list)
+
+
+class GpuSpec(_Sourced):
+    vendor: Literal["nvidia", "amd"]
+    count: int = Field(gt=0)
+    product: str
+    pci: PciDevice
+    min_w: float = Field(ge=0)
+    max_w: float = Field(gt=0)
+    default_w: float = Field(gt=0)
+    persistence_mode: bool = True
+    vbios_version: str = ""
+    gfx_version: str = ""
+    architecture: str = ""
+    compute_capability: str = ""
+    memory_mib: int = 0
+    tools: list[GpuTool] = Field(default_factory=list)
+    # Labels of the vendor's labeller (NVIDIA GFD is generated; AMD's are listed in node.labels).
+    labeller: Literal["gfd", "listed"] = "gfd"
+    field_tokens: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _limits(self) -> GpuSpec:
+        if not self.min_w <= self.default_w <= self.max_w:
+            raise ValueError(f"limits must satisfy min_w <= default_w <= max_w, got {self.min_w}, {self.default_w}, {self.max_w}")
+        return self
+
+
+class CpuPhysics(_Strict):
+    idle_pkg_w: float = Field(ge=0)
+    max_pkg_w: float = Field(ge=0)
+    alpha_util: float = Field(gt=0)
+    beta_freq: float = Field(gt=0)
+    freq_ramp_s: float = Field(default=0.5, ge=0)
+
+
+class GpuPhysics(_Strict):
+    idle_w: float = Field(ge=0)
+    natural_max_w: float = Field(gt=0)
+    util_gamma: float = Field(default=1.02, gt=0)
+    cap_settle_tau_s: float = Field(default=0.15, ge=0)
+
+
+class PhysicsSpec(_Sourced):
+    cpu: CpuPhysics
+    dram_w_per_socket: float = Field(default=0, ge=0)
+    platform_other_w: float = Field(default=0, ge=0)
+    # RAPL limits settle toward a new value with the constraint's time window as time constant.
+    hsmp_settle_tau_s: float = Field(default=1.0, ge=0)
+    gpu: GpuPhysics | None = None
+
+    @model_validator(mode="after")
+    def _power(self) -> PhysicsSpec:
+        if self.cpu.idle_pkg_w > self.cpu.max_pkg_w:
+            raise ValueError(f"cpu.idle_pkg_w {self.cpu.idle_pkg_w} is above cpu.max_pkg_w {self.cpu.max_pkg_w}")
+        return self
+
+
+class Profile(_Strict):
+    schema_version: Literal[1] = Field(alias="schemaVersion")
+    name: str
+    description: str
+    sources: dict[str, str]
+    node: NodeSpec
+    pci: list[PciDevice] = Field(default_factory=list)
+    cpu: CpuSpec
+    powercap: PowercapSpec | None = None
+    cpufreq: CpufreqSpec | None = None
+    hsmp: HsmpSpec | None = None
+    amd_energy: AmdEnergySpec | None = None
+    gpus: GpuSpec | None = None
+    physics: PhysicsSpec
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"{v!r} must be lower-case words joined by '-'")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Profile:
+        for where, sect in self._sourced():
+            m = _SOURCE.match(sect.source)
+            assert m is not None
+            kind, ref = m.groups()
+            if kind in ("published", "corpus"):
+                ident = ref.split("#", 1)[0]
+                if ident not in self.sources:
+                    raise ValueError(f"{where}.source: {kind}:{ident} cites no entry of sources ({sorted(self.sources)})")
+        if self.node.cpu != self.cpu.logical_cpus:
+            raise ValueError(
+                f"node.cpu {self.node.cpu} differs from cpu sockets x cores_per_socket x threads_per_core = {self.cpu.logical_cpus}"
+            )
+        if self.gpus is not None and self.physics.gpu is None:
+            raise ValueError("physics.gpu is required when gpus is set")
+        return self
+
+    def _sourced(self) -> list[tuple[str, _Sourced]]:
+        out: list[tuple[str, _Sourced]] = []
+        for name in ("node", "cpu", "powercap", "cpufreq", "hsmp", "amd_energy", "gpus", "physics"):
+            v = getattr(self, name)
+            if isinstance(v, _Sourced):
+                out.append((name, v))
+        return out
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_raw(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # - a SafeLoader subclass
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise ProfileError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{path}: (top level): expected a mapping")
+    return raw
+
+
+def load_profile(path: Path, search: Path | None = None) -> Profile:
+    """Load and validate one profile file; ``extends`` names a file in ``search`` (default: its folder)."""
+    raw = _read_raw(path)
+    expected = path.stem
+    if raw.get("name") != expected:
+        raise ProfileError(f"{path}: name: {raw.get('name')!r} must equal the file name {expected!r}")
+    chain = [raw]
+    seen = {expected}
+    while "extends" in chain[-1]:
+        parent = chain[-1]["extends"]
+        if not isinstance(parent, str) or parent in seen:
+            raise ProfileError(f"{path}: extends: {parent!r} is not a profile name or extends itself")
+        seen.add(parent)
+        chain.append(_read_raw((search or path.parent) / f"{parent}.yaml"))
+    merged: dict[str, Any] = {}
+    for layer in reversed(chain):
+        merged = _merge(merged, {k: v for k, v in layer.items() if k not in ("extends", "name", "description")})
+    merged.update(name=raw["name"], description=raw.get("description", ""))
+    try:
+        return Profile.model_validate(merged)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ProfileError(f"{path}: {loc}: {first['msg']}") from e
+
+
+BUILTIN_DIR = Path(__file__).parent / "data"
+
+
+def builtin_profile_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+
+
+def builtin_profile(name: str) -> Profile:
+    path = BUILTIN_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ProfileError(f"{path}: name: no builtin profile {name!r}; known: {', '.join(builtin_profile_names())}")
+    return load_profile(path)
