@@ -179,15 +179,7 @@ class JoulieClient:
         """Server-side apply `obj` (only its set fields) to the object; `status` is ignored here."""
         body = to_body(resource, obj, name)
         body.pop("status", None)
-
-        def op() -> Any:
-            return self.custom.patch_cluster_custom_object(
-                GROUP, VERSION, resource.plural, name, body,
-                field_manager=self.field_manager, force=force, _content_type=APPLY_PATCH,
-                _preload_content=False,
-            )
-
-        return decode(resource, response_json(self._call("apply", resource.kind, name, op)))
+        return self._patch(resource, name, body, "", APPLY_PATCH, force)
 
     def apply_status(
         self, resource: Resource[M], name: str, status: BaseModel | Mapping[str, Any], *, force: bool = True
@@ -198,20 +190,23 @@ class JoulieClient:
         else:
             status_body = dict(status)
         body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}, "status": status_body}
-
-        def op() -> Any:
-            return self.custom.patch_cluster_custom_object_status(
-                GROUP, VERSION, resource.plural, name, body,
-                field_manager=self.field_manager, force=force, _content_type=APPLY_PATCH,
-                _preload_content=False,
-            )
-
-        return decode(resource, response_json(self._call("apply status of", resource.kind, name, op)))
+        return self._patch(resource, name, body, "status", APPLY_PATCH, force)
 
     def merge_patch(
         self, resource: Resource[M], name: str, patch: Mapping[str, Any], *, subresource: Subresource = ""
     ) -> M:
         """JSON merge patch; a key set to None deletes the field."""
+        return self._patch(resource, name, dict(patch), subresource, MERGE_PATCH, force=None)
+
+    def _patch(
+        self,
+        resource: Resource[M],
+        name: str,
+        body: dict[str, Any],
+        subresource: Subresource,
+        content_type: str,
+        force: bool | None,
+    ) -> M:
         fn = (
             self.custom.patch_cluster_custom_object_status
             if subresource == "status"
@@ -219,10 +214,13 @@ class JoulieClient:
         )
 
         def op() -> Any:
-            return fn(GROUP, VERSION, resource.plural, name, dict(patch),
-                      field_manager=self.field_manager, _content_type=MERGE_PATCH, _preload_content=False)
+            return fn(
+                GROUP, VERSION, resource.plural, name, body,
+                field_manager=self.field_manager, force=force, _content_type=content_type, _preload_content=False,
+            )
 
-        action = "merge-patch status of" if subresource == "status" else "merge-patch"
+        verb = "apply" if content_type == APPLY_PATCH else "merge-patch"
+        action = f"{verb} status of" if subresource == "status" else verb
         return decode(resource, response_json(self._call(action, resource.kind, name, op)))
 
     def patch_node_labels(self, node_name: str, labels: Mapping[str, str | None]) -> None:

@@ -168,3 +168,15 @@ def test_server_side_apply_records_each_field_manager(kube_api: k8s.ApiClient) -
         )
     assert err.value.status == 409
     assert FIELD_MANAGER_AGENT in str(err.value)
+
+
+def test_merge_patch_with_null_deletes_a_status_field(kube_api: k8s.ApiClient) -> None:
+    controller = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=()))
+    name = "merge-node"
+    controller.apply(NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name=name, profile="performance")))
+    twin = controller.apply_status(NODE_TWIN, name, NodeTwinStatus(estimated_pue=1.2, schedulable_class="performance"))
+    assert twin.status is not None and twin.status.estimated_pue == 1.2
+    twin = controller.merge_patch(NODE_TWIN, name, {"status": {"estimatedPUE": None}}, subresource="status")
+    assert twin.status is not None
+    assert twin.status.estimated_pue is None
+    assert twin.status.schedulable_class == "performance"
