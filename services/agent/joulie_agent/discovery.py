@@ -203,7 +203,8 @@ def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str]:
         cap_range_per_gpu=GPUCapRange(min_watts=first.min_w, max_watts=first.max_w,
                                       default_watts=first.default_w if first.default_w is not None else first.max_w)
         if cap_known and first else None,
-        current_cap_watts=first.current_cap_w if first and first.current_cap_w is not None else 0.0,
+        # Unknown stays unset: 0 W would read as "capped to nothing" (as for [N/A] limits, D16).
+        current_cap_watts=first.current_cap_w if first else None,
         control_available=cap_known,
         telemetry_available=bool(devices) or count > 0 and bool(inv),
         warnings=warnings,

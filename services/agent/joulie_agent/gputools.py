@@ -190,6 +190,12 @@ def rocmsmi_set_succeeded(output: str) -> bool:
     return "Successfully set" in output
 
 
+def rocmsmi_failure_reason(output: str) -> str:
+    """The line of a refused rocm-smi set that says why, skipping its `=== ... ===` banners."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not ln.strip().startswith("=")]
+    return lines[-1] if lines else "(rocm-smi printed no reason)"
+
+
 def amdsmi_set_failed(output: str) -> bool:
     low = output.lower()
     return any(s in low for s in ("unable to set", "not_supported", "error", "exception", "invalid"))

@@ -323,7 +323,7 @@ class NodeController:
                 res = self.run(gputools.rocmsmi_set_argv(idx, w))
                 err = None if res.ok and gputools.rocmsmi_set_succeeded(res.output) else (
                     f"{res.describe()}" if not res.ok else f"{' '.join(res.argv)}: cap not set: "
-                    f"{' '.join(res.output.strip().splitlines()[-1:])[:160]}")
+                    f"{gputools.rocmsmi_failure_reason(res.output)[:160]}")
             if err:
                 failures.append(f"gpu {idx}: {err}")
             else:

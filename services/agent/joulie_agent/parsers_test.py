@@ -81,3 +81,15 @@ def test_throttle_plan_holds_the_first_policies_at_the_floor_each_policy_once() 
     high_min = [cpufreq.Policy("policy0", 0, cpuinfo_min_khz=2_000_000, cpuinfo_max_khz=3_000_000)]
     assert cpufreq.throttle_plan(high_min, 100, 1_500_000) == {"policy0": 2_000_000}
     assert set(cpufreq.throttle_plan(pols, 0, 1_500_000).values()) == {3_000_000}
+
+
+def test_a_refused_rocm_smi_set_is_explained_by_its_reason_not_its_banner() -> None:
+    from joulie_agent.gputools import rocmsmi_failure_reason
+
+    out = (
+        "\n============================ ROCm System Management Interface ============================\n"
+        "GPU[0]\t\t: Unable to set power to 800W: must be within 0W and 750W\n"
+        "================================== End of ROCm SMI Log ===================================\n"
+    )
+    assert rocmsmi_failure_reason(out) == "GPU[0]\t\t: Unable to set power to 800W: must be within 0W and 750W".strip()
+    assert rocmsmi_failure_reason("==== only banners ====\n") == "(rocm-smi printed no reason)"
