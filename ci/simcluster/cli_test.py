@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simcluster.cli import main
+
+SMOKE = "tests/simcluster/specs/smoke.yaml"
+SMOKE_DS = "tests/simcluster/specs/smoke-agent-daemonset.yaml"
+
+
+def test_render_nodes_prints_one_node_json_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render-nodes", "--spec", SMOKE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9
+    assert [json.loads(line)["kind"] for line in lines] == ["Node"] * 9
+
+
+def test_agents_prints_eligible_nodes_and_excluded_ones_with_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agents", "--spec", SMOKE, "--daemonset", SMOKE_DS]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("eligible: 8 of 9 nodes\n  intel-0\n")
+    assert "excluded: 1\n  arm64-managed-0  arch arm64 not in [amd64] (the agent image's platforms)\n" in out
+
+
+def test_spec_from_the_environment(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SIMCLUSTER_SPEC", SMOKE)
+    assert main(["agents"]) == 0
+    assert "intel-managed-0  taint dedicated=managed:NoSchedule not tolerated" in capsys.readouterr().out
+
+
+def test_a_bad_spec_exits_2_with_the_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agents", "--spec", "no/such.yaml"]) == 2
+    assert "simcluster: no/such.yaml: cannot read" in capsys.readouterr().err
+
+
+def test_only_the_two_subcommands_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["up", "--spec", SMOKE])
+    assert "invalid choice: 'up'" in capsys.readouterr().err
