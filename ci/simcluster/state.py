@@ -1,0 +1,110 @@
+"""The simcluster state directory and its ``cluster.env``.
+
+``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME`` (name default ``joulie-sim``):
+
+``kubeconfig``   admin kubeconfig of the API server on 127.0.0.1
+``cluster.env``  KEY=value: how the running cluster was started (API URL, ports, PIDs, spec, time)
+``spec.yaml``    a copy of the last spec ``up`` applied
+``logs/``        one log per process (etcd.log, kube-apiserver.log, kube-scheduler.log, kwok.log)
+``pki/``, ``etcd-data/``  the control plane's certificates and data
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_NAME = "joulie-sim"
+# The processes of the process runtime, in start order (``down`` stops them in reverse).
+PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
+
+
+def pid_key(process: str) -> str:
+    """``kube-apiserver`` -> ``KUBE_APISERVER_PID``."""
+    return process.upper().replace("-", "_") + "_PID"
+
+
+def cluster_name(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get("SIMCLUSTER_NAME") or DEFAULT_NAME
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get("SIMCLUSTER_DIR")
+    if explicit:
+        return Path(explicit)
+    home = Path(env.get("HOME") or Path.home())
+    return home / ".cache" / "joulie" / "simcluster" / cluster_name(env)
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def cluster_env(self) -> Path:
+        return self.root / "cluster.env"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "spec.yaml"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def log(self, process: str) -> Path:
+        return self.logs / f"{process}.log"
+
+    def read_cluster_env(self) -> dict[str, str] | None:
+        """The recorded cluster, or None when there is none."""
+        try:
+            return parse_env(self.cluster_env.read_text())
+        except FileNotFoundError:
+            return None
+
+    def write_cluster_env(self, values: Mapping[str, str]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.cluster_env.with_suffix(".env.tmp")
+        tmp.write_text(format_env(values))
+        tmp.replace(self.cluster_env)
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """KEY=value lines; blank lines and ``#`` comments ignored; no quoting, no expansion."""
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"cluster.env line {n}: expected KEY=value, got {raw!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def format_env(values: Mapping[str, str]) -> str:
+    lines = []
+    for key, value in values.items():
+        if not key or "=" in key or "\n" in key or "\n" in value:
+            raise ValueError(f"cluster.env: cannot write {key!r}={value!r}")
+        lines.append(f"{key}={value}")
+    return "".join(line + "\n" for line in lines)
+
+
+def recorded_pids(env: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(process, pid) in start order, for the processes cluster.env records."""
+    out = []
+    for proc in PROCESSES:
+        raw = env.get(pid_key(proc), "")
+        if raw.isdigit():
+            out.append((proc, int(raw)))
+    return out
