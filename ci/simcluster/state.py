@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from joulie_testinfra.tools import parse_env_file
+
 DEFAULT_NAME = "joulie-sim"
 # The processes of the process runtime, in start order (``down`` stops them in reverse).
 PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
@@ -78,17 +80,8 @@ class StateDir:
 
 
 def parse_env(text: str) -> dict[str, str]:
-    """KEY=value lines; blank lines and ``#`` comments ignored; no quoting, no expansion."""
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"cluster.env line {n}: expected KEY=value, got {raw!r}")
-        out[key.strip()] = value.strip()
-    return out
+    """cluster.env as a dict (the tools manifest's KEY=value format)."""
+    return parse_env_file(text, source="cluster.env")
 
 
 def format_env(values: Mapping[str, str]) -> str:

@@ -29,8 +29,12 @@ def manifest_path() -> Path:
     return cache_dir() / "bin" / "tools.env"
 
 
-def parse_env_file(text: str) -> dict[str, str]:
-    """KEY=value lines; comments and blank lines ignored; no shell expansion."""
+def parse_env_file(text: str, source: str = "tools.env") -> dict[str, str]:
+    """KEY=value lines; comments and blank lines ignored; no shell expansion.
+
+    Shared by every KEY=value file the tests and the harness read (tools.env, cluster.env);
+    `source` names the file in errors.
+    """
     out: dict[str, str] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -38,7 +42,7 @@ def parse_env_file(text: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"line {n}: expected KEY=value, got {raw!r}")
+            raise ValueError(f"{source} line {n}: expected KEY=value, got {raw!r}")
         out[key.strip()] = value.strip().strip('"').strip("'")
     return out
 
