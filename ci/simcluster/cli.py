@@ -1,10 +1,20 @@
-"""simcluster: the simulated cluster harness. Subcommands so far:
+"""simcluster: the simulated cluster harness (process runtime: every component a local process).
 
+``smoke``  up + deploy + the checks + run results + down (SIMCLUSTER_KEEP=1 keeps the cluster)
+``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
+``deploy``  simulator, extender, controller manager, one agent per eligible Node; waits until all report
+``status``  the recorded processes, API readiness, Nodes and deployed components
+``reload COMPONENT [--force]``  follows the binary: unchanged → nothing; new (or --force) → restart
+``logs COMPONENT [--node N]``  a component's log (agents: --node)
+``tree NODE``  a Node's emulated tree as the agent sees it
 ``render-nodes --spec FILE``  the fake Node objects of the spec, one JSON object per line
 ``agents --spec FILE [--daemonset FILE]``  which Nodes the agent DaemonSet reaches, and why not the others
-``up [--spec FILE] [--crds DIR]``  start (or reuse) the process runtime and apply the spec's Nodes
-``status``  the recorded processes, API readiness and Nodes
-``down``  stop the recorded processes; remove the state dir unless ``SIMCLUSTER_KEEP=1``
+``down``  stop everything; remove the state dir (but runs/) unless ``SIMCLUSTER_KEEP=1``
+
+Settings (environment): SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLUSTER_VALUES
+(comma-separated values files), SIMCLUSTER_HWEMU (fuse|files, default fuse), SIMCLUSTER_TIMING
+(ci|production, default ci), SIMCLUSTER_KEEP, SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate
+windows, at least 20 minutes), SIMCLUSTER_DIST (where ./pants package put the PEXes, default dist).
 
 The state directory is ``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``
 (name default ``joulie-sim``); see :mod:`simcluster.state`.
@@ -24,11 +34,18 @@ from typing import Any
 
 import yaml
 
-from simcluster import runtime
+from joulie_testinfra.tools import ToolMissingError
+from simcluster import deploy, runtime, smoke
 from simcluster.agents import agent_daemonset, select_agents
+from simcluster.components import HwemuMode
 from simcluster.nodes import render_nodes
 from simcluster.spec import SpecError, load_spec
 from simcluster.state import StateDir, state_dir
+from simcluster.timing import TimingError, timing
+
+DEFAULT_SMOKE_SPEC = Path("tests/simcluster/specs/smoke.yaml")
+DEFAULT_SMOKE_VALUES = Path("tests/simcluster/smoke-values.yaml")
+CHART_DIR = Path("charts/joulie")
 
 
 def _load_daemonset(path: Path) -> dict[str, Any]:
@@ -57,28 +74,119 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--spec", type=Path, default=Path(env_spec) if env_spec else None, required=env_spec is None,
                         help="cluster spec YAML (default $SIMCLUSTER_SPEC)")
         if name == "agents":
-            sp.add_argument("--daemonset", type=Path, help="rendered agent DaemonSet manifest (default: the chart default)")
+            sp.add_argument("--daemonset", type=Path, help="rendered agent DaemonSet manifest (default: the chart's, "
+                            "rendered with --values)")
+            sp.add_argument("--values", type=Path, action="append", help="values file (repeatable; default $SIMCLUSTER_VALUES)")
     up = sub.add_parser("up", help="start (or reuse) the cluster and apply the spec's Nodes")
     up.add_argument("--spec", type=Path, default=Path(env_spec) if env_spec else None, required=env_spec is None,
                     help="cluster spec YAML (default $SIMCLUSTER_SPEC)")
     up.add_argument("--crds", type=Path, default=runtime.DEFAULT_CRD_DIR, help="CRD directory (default %(default)s)")
     sub.add_parser("status", help="processes, API readiness and Nodes of the recorded cluster")
     sub.add_parser("down", help="stop the cluster; SIMCLUSTER_KEEP=1 keeps the state dir")
+    dep = sub.add_parser("deploy", help="start the simulator, extender, controller manager and the agents")
+    dep.add_argument("--values", type=Path, action="append", help="values file (repeatable; default $SIMCLUSTER_VALUES)")
+    sm = sub.add_parser("smoke", help="up, deploy, checks, run results, down")
+    sm.add_argument("--spec", type=Path, default=Path(env_spec) if env_spec else DEFAULT_SMOKE_SPEC,
+                    help="cluster spec (default $SIMCLUSTER_SPEC or %(default)s)")
+    sm.add_argument("--values", type=Path, action="append", help=f"values file (repeatable; default $SIMCLUSTER_VALUES or {DEFAULT_SMOKE_VALUES})")
+    sm.add_argument("--crds", type=Path, default=runtime.DEFAULT_CRD_DIR)
+    rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
+    rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
+    rl.add_argument("--force", action="store_true", default=os.environ.get("SIMCLUSTER_FORCE_RELOAD", "") not in ("", "0"))
+    lg = sub.add_parser("logs", help="print a component's log")
+    lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent")
+    lg.add_argument("--node", help="the agent's Node")
+    lg.add_argument("--lines", type=int, default=200)
+    tr = sub.add_parser("tree", help="a Node's emulated tree as its agent sees it")
+    tr.add_argument("node")
     return p
+
+
+def _values_files(arg: list[Path] | None, default: list[Path]) -> list[Path]:
+    """The chart's own values.yaml first (what helm starts from), then the given files in order."""
+    env = os.environ.get("SIMCLUSTER_VALUES", "")
+    files = arg or ([Path(p) for p in env.split(",") if p] if env else default)
+    base = CHART_DIR / "values.yaml"
+    return [base, *files] if base.is_file() else files
+
+
+def daemonset_for(values_files: list[Path]) -> dict[str, Any]:
+    """The agent DaemonSet the install would create: rendered by helm from the chart when both are
+    here, else the chart's defaults with the values' nodeSelector and tolerations applied."""
+    from simcluster import chart
+
+    if (CHART_DIR / "Chart.yaml").is_file():
+        try:
+            return chart.agent_daemonset_from_chart(values_files)
+        except (chart.ChartError, ToolMissingError) as e:
+            raise SpecError(f"rendering the agent DaemonSet from {CHART_DIR}: {e}") from e
+    values = deploy.load_values(values_files)
+    agent = values.get("agent") or {}
+    selector = (agent.get("daemonset") or {}).get("nodeSelector")
+    return agent_daemonset(node_selector=selector, tolerations=agent.get("tolerations") or [],
+                           host_network=agent.get("hostNetwork", True))
+
+
+def _hwemu_mode() -> HwemuMode:
+    mode = os.environ.get("SIMCLUSTER_HWEMU", "fuse")
+    if mode == "fuse":
+        return "fuse"
+    if mode == "files":
+        return "files"
+    raise SpecError(f"SIMCLUSTER_HWEMU={mode!r}: must be fuse or files")
+
+
+def _dist() -> Path:
+    return Path(os.environ.get("SIMCLUSTER_DIST", "dist"))
+
+
+def _keep() -> bool:
+    return os.environ.get("SIMCLUSTER_KEEP", "") not in ("", "0")
 
 
 def _runtime_command(args: argparse.Namespace) -> int:
     state = StateDir(state_dir())
+    progress = runtime.Progress()
     try:
         if args.command == "status":
-            return runtime.status(state)
+            rc = runtime.status(state)
+            env = state.read_deploy_env()
+            if env is None:
+                print("deployed: nothing (run simcluster deploy)")
+                return rc
+            managed = [n["metadata"]["name"] for n in render_nodes(load_spec(state.spec))
+                       if n["metadata"]["labels"].get("joulie.io/managed") == "true"]
+            reports = deploy.component_reports(state, env, managed)
+            print(f"deployed ({env.get('HWEMU_MODE')} mode, timing {env.get('SIMCLUSTER_TIMING')}): "
+                  f"{sum(r.ok for r in reports)}/{len(reports)} components report")
+            deploy.print_reports(reports)
+            return rc if all(r.ok for r in reports) else 1
         if args.command == "down":
-            runtime.down(state, keep=os.environ.get("SIMCLUSTER_KEEP", "") not in ("", "0"))
+            deploy.stop_deployed(state, progress)
+            runtime.down(state, keep=_keep(), progress=progress)
             return 0
+        if args.command == "deploy":
+            values = _values_files(args.values, [])
+            result = deploy.deploy(state, load_spec(state.spec), dist=_dist(), values_files=values,
+                                   daemonset=daemonset_for(values), mode=_hwemu_mode(),
+                                   timing=timing(os.environ.get("SIMCLUSTER_TIMING", "ci")), progress=progress)
+            deploy.print_reports(result.reports)
+            return 0
+        if args.command == "reload":
+            deploy.reload(state, args.component, _dist(), force=args.force, progress=progress)
+            return 0
+        if args.command == "smoke":
+            t = timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
+            values = _values_files(args.values, [DEFAULT_SMOKE_VALUES])
+            timeout = float(os.environ.get("SIMCLUSTER_TEST_TIMEOUT") or max(1200.0, 10 * t.rate_window_s))
+            return smoke.run_smoke(
+                state, load_spec(args.spec), args.spec.read_text(), values_files=values, daemonset=daemonset_for(values),
+                mode=_hwemu_mode(), timing=t, dist=_dist(), keep=_keep(), timeout_s=timeout, crd_dir=args.crds,
+            )
         spec = load_spec(args.spec)
-        runtime.up(state, spec, args.spec.read_text(), crd_dir=args.crds)
+        runtime.up(state, spec, args.spec.read_text(), crd_dir=args.crds, progress=progress)
         return 0
-    except SpecError as e:
+    except (SpecError, TimingError) as e:
         print(f"simcluster: {e}", file=sys.stderr)
         return 2
     except runtime.RuntimeFailure as e:
@@ -88,8 +196,12 @@ def _runtime_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("up", "status", "down"):
+    if args.command in ("up", "status", "down", "deploy", "reload", "smoke"):
         return _runtime_command(args)
+    if args.command == "logs":
+        return _logs(args)
+    if args.command == "tree":
+        return _tree(args)
     try:
         spec = load_spec(args.spec)
         nodes = render_nodes(spec)
@@ -97,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             for node in nodes:
                 print(json.dumps(node, separators=(",", ":")))
             return 0
-        ds = _load_daemonset(args.daemonset) if args.daemonset else agent_daemonset()
+        ds = _load_daemonset(args.daemonset) if args.daemonset else daemonset_for(_values_files(args.values, []))
     except SpecError as e:
         print(f"simcluster: {e}", file=sys.stderr)
         return 2
@@ -111,6 +223,44 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<{width}}  {reason}")
     return 0
 
+
+def _logs(args: argparse.Namespace) -> int:
+    state = StateDir(state_dir())
+    name = args.component
+    if name == "agent":
+        if not args.node:
+            print("simcluster logs agent: --node NODE is required", file=sys.stderr)
+            return 2
+        name = f"agent-{args.node}"
+    path = state.log(name)
+    if not path.is_file():
+        known = sorted(p.stem for p in state.logs.glob("*.log")) if state.logs.is_dir() else []
+        print(f"simcluster logs: no log {path}; logs here: {', '.join(known) or 'none'}", file=sys.stderr)
+        return 1
+    lines = path.read_text(errors="replace").splitlines()
+    print("\n".join(lines[-args.lines:]))
+    return 0
+
+
+def _tree(args: argparse.Namespace) -> int:
+    state = StateDir(state_dir())
+    env = state.read_deploy_env() or {}
+    base = state.root / "hwemu" / ("fuse" if env.get("HWEMU_MODE", "fuse") == "fuse" else "") / args.node
+    if not base.is_dir():
+        print(f"simcluster tree: no tree for {args.node!r} at {base} (deployed nodes: {env.get('NODES', 'none')})", file=sys.stderr)
+        return 1
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base)
+        if path.is_symlink():
+            print(f"{rel} -> {os.readlink(path)}")
+        elif path.is_file():
+            try:
+                text = path.read_text().strip()
+            except (OSError, UnicodeDecodeError) as e:
+                text = f"<{type(e).__name__}>"
+            first = text.splitlines()[0] if text else ""
+            print(f"{rel} = {first[:80]}{' …' if len(text.splitlines()) > 1 else ''}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ from kubernetes import config as k8s_config
 from joulie_api import names
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
-from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, tail
-from joulie_testinfra.scheduler import start_scheduler
+from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, free_port, tail
+from joulie_testinfra.prometheus import start_prometheus
+from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
 from joulie_testinfra.tools import ToolMissingError, load_tools
 from simcluster.nodes import render_nodes
 from simcluster.spec import ClusterSpec
@@ -71,9 +72,19 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def stop_pid(pid: int, process: str, grace_s: float = 10.0) -> bool:
+def start_ticks(pid: int) -> str:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the PID it
+    names one process for good, through an exec (a PEX re-executes from its unzipped copy)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def stop_pid(pid: int, process: str | None, grace_s: float = 10.0) -> bool:
     """SIGTERM the process group `pid` leads (each process has its own session), SIGKILL after
-    `grace_s`. Returns False when it was not running. Only a PID still running `process` is signalled."""
+    `grace_s`. Returns False when it was not running. Only a PID still running `process` is signalled
+    (None: the caller has checked who it is)."""
     if not pid_alive(pid, process):
         return False
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
@@ -211,14 +222,22 @@ def _start_processes(state: StateDir, crd_dir: Path, progress: Callable[[str], N
         shutil.rmtree(state.root / stale, ignore_errors=True)
     state.logs.mkdir(parents=True, exist_ok=True)
     cp: ControlPlane | None = None
+    # The extender's port is fixed now, so kube-scheduler's configuration names it before the
+    # extender exists (ignorable: pods schedule without it, as a real install's scheduler does).
+    extender_port = free_port()
     try:
         progress(f"starting etcd and kube-apiserver (CRDs from {crd_dir})")
         cp = start_control_plane(tools, state.root, crd_dir=crd_dir, timeout_s=60)
         progress(f"kube-apiserver ready at {cp.url} ({cp.ready_s:.1f}s, CRDs Established)")
-        start_scheduler(tools, cp, timeout_s=60)
-        progress("kube-scheduler healthy")
+        start_scheduler(
+            tools, cp, timeout_s=60,
+            extender=ExtenderConfig(url_prefix=f"http://127.0.0.1:{extender_port}", weight=5, node_cache_capable=True),
+        )
+        progress(f"kube-scheduler healthy (extender at 127.0.0.1:{extender_port})")
         start_kwok(tools, cp, timeout_s=60)
         progress("kwok healthy")
+        prom = start_prometheus(tools, state.root, cp.group, timeout_s=60)
+        progress(f"prometheus ready at {prom.url} (OTLP receiver on)")
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         if cp is not None:
             cp.stop()
@@ -231,6 +250,8 @@ def _start_processes(state: StateDir, crd_dir: Path, progress: Callable[[str], N
         "ETCD_PORT": _port_of(list(procs["etcd"].argv), "--listen-client-urls"),
         "KUBE_SCHEDULER_PORT": _port_of(list(procs["kube-scheduler"].argv), "--secure-port"),
         "KWOK_PORT": _port_of(list(procs["kwok"].argv), "--server-address"),
+        "PROMETHEUS_URL": prom.url,
+        "EXTENDER_PORT": str(extender_port),
         "KUBECONFIG": str(state.kubeconfig),
         "STARTED_AT": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -365,7 +386,7 @@ def status(state: StateDir, out: TextIO | None = None) -> int:
 
 
 def down(state: StateDir, *, keep: bool, progress: Progress | None = None) -> int:
-    """Stops the recorded processes and removes cluster.env; the state dir too unless `keep`.
+    """Stops the recorded processes and removes cluster.env; the state dir too (but runs/) unless `keep`.
     Idempotent: returns how many processes were running."""
     progress = progress or Progress()
     env = state.read_cluster_env()
@@ -374,6 +395,15 @@ def down(state: StateDir, *, keep: bool, progress: Progress | None = None) -> in
     if keep:
         progress(f"stopped {stopped} processes; kept {state.root} (SIMCLUSTER_KEEP=1)")
     else:
-        shutil.rmtree(state.root, ignore_errors=True)
-        progress(f"stopped {stopped} processes; removed {state.root}")
+        # The run results outlive the cluster (seed: "down keeps them").
+        for entry in state.root.iterdir() if state.root.is_dir() else []:
+            if entry.name == "runs":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            state.root.rmdir()  # only when nothing (no runs/) is left
+        progress(f"stopped {stopped} processes; removed {state.root} (runs/ kept)")
     return stopped

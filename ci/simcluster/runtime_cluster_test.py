@@ -106,7 +106,7 @@ def test_up_reuse_shrink_status_down(state: Path, tmp_path: Path) -> None:
 
     r = simcluster(state, "down", keep=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "stopped 4 processes" in r.stdout
+    assert "stopped 5 processes" in r.stdout
     assert not any(pid_alive(pid) for pid in pids.values())
     assert not sd.cluster_env.exists() and sd.log("kube-apiserver").is_file()
 

@@ -5,7 +5,12 @@
 ``kubeconfig``   admin kubeconfig of the API server on 127.0.0.1
 ``cluster.env``  KEY=value: how the running cluster was started (API URL, ports, PIDs, spec, time)
 ``spec.yaml``    a copy of the last spec ``up`` applied
-``logs/``        one log per process (etcd.log, kube-apiserver.log, kube-scheduler.log, kwok.log)
+``logs/``        one log per process (etcd, kube-apiserver, kube-scheduler, kwok, prometheus, and the deployed components)
+``prometheus.yml``, ``tsdb/``  the Prometheus of the cluster (OTLP receiver on)
+``deploy.env``   what ``deploy`` started (binaries, ports, PIDs); ``bin/`` the binaries it runs
+``values/``      the effective install values; ``hwemu/`` the emulated trees and FUSE views
+``agents/<node>/``  per agent: its GPU tool wrappers and tool-delivery stubs
+``runs/``        smoke run results (``runs/latest`` the newest)
 ``pki/``, ``etcd-data/``  the control plane's certificates and data
 """
 
@@ -20,7 +25,7 @@ from joulie_testinfra.tools import parse_env_file
 
 DEFAULT_NAME = "joulie-sim"
 # The processes of the process runtime, in start order (``down`` stops them in reverse).
-PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
+PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "prometheus")
 
 
 def pid_key(process: str) -> str:
@@ -64,6 +69,34 @@ class StateDir:
 
     def log(self, process: str) -> Path:
         return self.logs / f"{process}.log"
+
+    @property
+    def deploy_env(self) -> Path:
+        return self.root / "deploy.env"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def values(self) -> Path:
+        return self.root / "values"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    def read_deploy_env(self) -> dict[str, str] | None:
+        try:
+            return parse_env_file(self.deploy_env.read_text(), source="deploy.env")
+        except FileNotFoundError:
+            return None
+
+    def write_deploy_env(self, values: Mapping[str, str]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.deploy_env.with_suffix(".env.tmp")
+        tmp.write_text(format_env(values))
+        tmp.replace(self.deploy_env)
 
     def read_cluster_env(self) -> dict[str, str] | None:
         """The recorded cluster, or None when there is none."""

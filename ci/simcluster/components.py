@@ -1,0 +1,217 @@
+"""What ``deploy`` starts on the process runtime, as data: one command line and environment per
+component, built from the state directory, the binaries, the timing and the install values.
+
+Pure: no process is started here (``deploy.py`` does that), so the command lines are testable.
+
+- ``simulator``: ``emulate`` over every Node of the spec, FUSE views (or plain trees) under
+  ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus.
+- ``agent-<node>``: the released agent binary in ``emulated`` mode, literal ``NODE_NAME``, its tree
+  as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
+- ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
+- ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from simcluster.timing import Timing, duration
+
+HwemuMode = Literal["fuse", "files"]
+COMPONENTS = ("simulator", "extender", "controller-manager", "agent")
+GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process of the deploy. ``name`` is unique (``agent-<node>`` per agent)."""
+
+    name: str
+    component: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    metrics_url: str = ""
+    node: str = ""
+
+
+@dataclass(frozen=True)
+class AgentNode:
+    name: str
+    tool_delivery: Literal["mounted", "none"]
+    tool_requirements: tuple[str, ...] = ()
+    """Files the node's real GPU tools need (ELF loader, libraries, NVML): what ``mounted`` provides."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    simulator_http: int
+    simulator_grpc: int
+    extender: int
+    controller_metrics: int
+    agent_metrics: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    state: Path
+    binaries: Mapping[str, Path]
+    """component → PEX (``agent``, ``controller-manager``, ``extender``, ``simulator``, ``fakesmi``)."""
+    kubeconfig: Path
+    prometheus_url: str
+    spec_file: Path
+    mode: HwemuMode
+    timing: Timing
+    ports: Ports
+    agents: list[AgentNode]
+    values: Mapping[str, Any] = field(default_factory=dict)
+    python_path_env: Mapping[str, str] = field(default_factory=dict)
+    """Passed to every process (PATH, HOME, PEX_ROOT); nothing else of the caller's environment leaks in."""
+    python: str = "python3.11"
+    """The interpreter the GPU tool wrappers run fakesmi with (resolved once: a pyenv shim costs a
+    process per call)."""
+    gpu_tool_timeout_s: float = 15.0
+    """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
+    here every agent, the control plane and the simulator share the machine's cores, so a tool
+    call can wait its turn for seconds. A timeout is reported, never retried forever."""
+
+    @property
+    def hwemu_root(self) -> Path:
+        return self.state / "hwemu"
+
+    def node_root(self, node: str) -> Path:
+        """Where the agent of `node` finds its tree: the FUSE view, or the plain tree in files mode."""
+        return self.hwemu_root / "fuse" / node if self.mode == "fuse" else self.hwemu_root / node
+
+    def agent_dir(self, node: str) -> Path:
+        return self.state / "agents" / node
+
+    def log(self, name: str) -> Path:
+        return self.state / "logs" / f"{name}.log"
+
+
+def _env_values(values: Mapping[str, Any], *path: str) -> dict[str, str]:
+    node: Any = values
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    if not isinstance(node, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in node.items() if v is not None}
+
+
+def simulator_command(plan: Plan) -> Command:
+    return Command(
+        name="simulator",
+        component="simulator",
+        argv=[
+            str(plan.binaries["simulator"]), "emulate",
+            "--spec", str(plan.spec_file),
+            "--root", str(plan.hwemu_root),
+            "--mode", plan.mode,
+            "--tick", f"{plan.timing.sim_tick_s:g}",
+            "--http", f"127.0.0.1:{plan.ports.simulator_http}",
+            "--grpc", f"127.0.0.1:{plan.ports.simulator_grpc}",
+            "--otlp-endpoint", f"{plan.prometheus_url}/api/v1/otlp/v1/metrics",
+            "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
+        ],
+        env=dict(plan.python_path_env),
+        log=plan.log("simulator"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.simulator_http}/debug/emulate",
+    )
+
+
+def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
+    """The GPU tool commands of one agent: shell wrappers running fakesmi for the node's tree.
+    With ``toolDelivery: none`` the host root is empty, so a tool with requirements fails as on a
+    node without the driver's files; ``mounted`` puts one stub at each required path."""
+    root = plan.node_root(node.name)
+    tools_dir = plan.agent_dir(node.name) / "tools"
+    env = {
+        "HWEMU_STATE_ROOT": str(root / "state"),
+        "HWEMU_SYS_ROOT": str(root / "sys"),
+        "HWEMU_HOST_ROOT": str(plan.agent_dir(node.name) / "host"),
+    }
+    exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
+    return {
+        tools_dir / tool: f"#!/bin/sh\n{exports}exec '{plan.python}' '{plan.binaries['fakesmi']}' {tool} \"$@\"\n"
+        for tool in GPU_TOOLS
+    }
+
+
+def host_stubs(plan: Plan, node: AgentNode) -> list[Path]:
+    """Stub files standing in for what the chart's hooks deliver (``mounted`` only)."""
+    if node.tool_delivery != "mounted":
+        return []
+    host = plan.agent_dir(node.name) / "host"
+    return [host / req.lstrip("/") for req in node.tool_requirements]
+
+
+def agent_command(plan: Plan, node: AgentNode) -> Command:
+    port = plan.ports.agent_metrics[node.name]
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "agent", "env"))
+    env.update({
+        "AGENT_MODE": "emulated",
+        "NODE_NAME": node.name,
+        "ROOT": str(plan.node_root(node.name)),
+        "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
+        "KUBECONFIG": str(plan.kubeconfig),
+        "METRICS_ADDR": f"127.0.0.1:{port}",
+        "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
+        "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
+    })
+    return Command(
+        name=f"agent-{node.name}",
+        component="agent",
+        argv=[str(plan.binaries["agent"]), "run"],
+        env=env,
+        log=plan.log(f"agent-{node.name}"),
+        metrics_url=f"http://127.0.0.1:{port}/metrics",
+        node=node.name,
+    )
+
+
+def controller_command(plan: Plan) -> Command:
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "controllerManager", "env"))
+    env.update({
+        "NODE_POWER_SOURCE": "prometheus",
+        "NODE_POWER_PROMETHEUS_ADDRESS": plan.prometheus_url,
+        "NODE_POWER_RATE_WINDOW": duration(plan.timing.rate_window_s),
+        "RECONCILE_INTERVAL": duration(plan.timing.controller_interval_s),
+        "STATUS_REFRESH_INTERVAL": duration(plan.timing.status_refresh_s),
+        "METRICS_ADDR": f"127.0.0.1:{plan.ports.controller_metrics}",
+    })
+    return Command(
+        name="controller-manager",
+        component="controller-manager",
+        argv=[str(plan.binaries["controller-manager"]), "run", "--kubeconfig", str(plan.kubeconfig)],
+        env=env,
+        log=plan.log("controller-manager"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.controller_metrics}/metrics",
+    )
+
+
+def extender_command(plan: Plan) -> Command:
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "schedulerExtender", "env"))
+    env["TWIN_STALENESS_THRESHOLD"] = duration(plan.timing.staleness_s)
+    return Command(
+        name="extender",
+        component="extender",
+        argv=[str(plan.binaries["extender"]), "--addr", f"127.0.0.1:{plan.ports.extender}",
+              "--kubeconfig", str(plan.kubeconfig)],
+        env=env,
+        log=plan.log("extender"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.extender}/metrics",
+    )
+
+
+def commands(plan: Plan) -> list[Command]:
+    """Every process of the deploy, in start order: the simulator first (the agents read its
+    views), then the extender and controller manager, then one agent per eligible node."""
+    return [simulator_command(plan), extender_command(plan), controller_command(plan),
+            *(agent_command(plan, n) for n in plan.agents)]

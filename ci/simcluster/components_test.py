@@ -1,0 +1,58 @@
+from pathlib import Path
+
+from simcluster import components as comp
+from simcluster.timing import timing
+
+
+def plan(tmp: Path, mode: comp.HwemuMode = "fuse") -> comp.Plan:
+    bins = {c: tmp / "bin" / f"joulie-{c}-0123456789ab.pex" for c in ("agent", "controller-manager", "extender", "simulator", "fakesmi")}
+    agents = [comp.AgentNode("h100-0", "mounted", ("/lib64/ld-linux-x86-64.so.2", "/usr/lib/libnvidia-ml.so.1")),
+              comp.AgentNode("intel-0", "none")]
+    return comp.Plan(
+        state=tmp, binaries=bins, kubeconfig=tmp / "kubeconfig", prometheus_url="http://127.0.0.1:9090",
+        spec_file=tmp / "spec.yaml", mode=mode, timing=timing("ci"),
+        ports=comp.Ports(18080, 18081, 9876, 8081, {"h100-0": 20001, "intel-0": 20002}), agents=agents,
+        values={"agent": {"env": {"RECONCILE_INTERVAL": "20s", "SIMULATE_ONLY": "false"}},
+                "controllerManager": {"env": {"STATIC_HP_FRAC": "1", "NODE_POWER_PROMETHEUS_ADDRESS": "http://in-cluster:9090"}}},
+        python_path_env={"PATH": "/usr/bin"},
+    )
+
+
+def test_agents_run_emulated_on_their_own_view_with_fakesmi_first(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    cmd = comp.agent_command(p, p.agents[0])
+    assert cmd.argv == [str(p.binaries["agent"]), "run"]
+    assert cmd.env["AGENT_MODE"] == "emulated" and cmd.env["NODE_NAME"] == "h100-0"
+    assert cmd.env["ROOT"] == str(tmp_path / "hwemu" / "fuse" / "h100-0")
+    assert cmd.env["GPU_TOOL_PATH"] == str(tmp_path / "agents" / "h100-0" / "tools")
+    # The timing wins over the values' production interval; other values pass through.
+    assert cmd.env["RECONCILE_INTERVAL"] == "3s" and cmd.env["SIMULATE_ONLY"] == "false"
+    assert cmd.metrics_url == "http://127.0.0.1:20001/metrics"
+    assert comp.agent_command(plan(tmp_path, "files"), p.agents[0]).env["ROOT"] == str(tmp_path / "hwemu" / "h100-0")
+
+
+def test_tool_delivery_decides_what_the_gpu_tools_find(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    wrappers = comp.fakesmi_wrappers(p, p.agents[0])
+    nvsmi = wrappers[tmp_path / "agents" / "h100-0" / "tools" / "nvidia-smi"]
+    assert f"export HWEMU_STATE_ROOT='{tmp_path}/hwemu/fuse/h100-0/state'" in nvsmi
+    assert nvsmi.endswith(f"exec 'python3.11' '{p.binaries['fakesmi']}' nvidia-smi \"$@\"\n")
+    assert comp.host_stubs(p, p.agents[0]) == [tmp_path / "agents/h100-0/host/lib64/ld-linux-x86-64.so.2",
+                                                tmp_path / "agents/h100-0/host/usr/lib/libnvidia-ml.so.1"]
+    assert comp.host_stubs(p, p.agents[1]) == []
+
+
+def test_the_controller_manager_reads_this_clusters_prometheus(tmp_path: Path) -> None:
+    cmd = comp.controller_command(plan(tmp_path))
+    assert cmd.env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
+    assert cmd.env["NODE_POWER_RATE_WINDOW"] == "12s" and cmd.env["STATIC_HP_FRAC"] == "1"
+    assert cmd.argv[-2:] == ["--kubeconfig", str(tmp_path / "kubeconfig")]
+
+
+def test_the_simulator_starts_first_and_pushes_otlp_at_the_timings_interval(tmp_path: Path) -> None:
+    cmds = comp.commands(plan(tmp_path))
+    assert [c.name for c in cmds] == ["simulator", "extender", "controller-manager", "agent-h100-0", "agent-intel-0"]
+    sim = cmds[0].argv
+    assert sim[sim.index("--otlp-endpoint") + 1] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
+    assert sim[sim.index("--otlp-interval") + 1] == "2" and sim[sim.index("--mode") + 1] == "fuse"
+    assert cmds[1].argv[1:3] == ["--addr", "127.0.0.1:9876"]

@@ -1,0 +1,520 @@
+"""``simcluster deploy`` on the process runtime: the simulator, the extender, the controller manager
+and one emulated agent per eligible Node, as local processes that outlive the CLI.
+
+The binaries are the released PEXes (``./pants package``), copied into ``<state>/bin`` under a name
+carrying the first 12 hex of their sha256 — the process runtime's image tag — so a reload can tell
+an unchanged binary from a new one. ``deploy.env`` records binaries, ports and PIDs; a new deploy
+first stops what the last one started. Deploy waits until every component reports:
+the simulator serves every Node on /debug/emulate, the extender answers /healthz, the controller
+manager serves /metrics and has written a NodeTwin for every managed Node, and every agent serves
+/metrics and has published its NodeHardware.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from joulie_api import names
+from joulie_api.backoff import Backoff
+from joulie_simulator.profiles.schema import builtin_profile
+from joulie_testinfra.procs import ManagedProcess, free_port, tail
+from simcluster import components as comp
+from simcluster.agents import select_agents
+from simcluster.nodes import render_nodes
+from simcluster.runtime import RuntimeFailure, api_get, cluster_live, pid_alive, start_ticks, stop_pid
+from simcluster.spec import ClusterSpec
+from simcluster.state import StateDir
+from simcluster.timing import Timing
+
+# component → where `./pants package` puts its PEX under dist/.
+DIST_PEXES: dict[str, str] = {
+    "agent": "services.agent/bin.pex",
+    "controller-manager": "services.controller-manager/bin.pex",
+    "extender": "services.extender/bin.pex",
+    "simulator": "services.simulator/bin.pex",
+    "fakesmi": "services.fakesmi/bin.pex",
+}
+PACKAGE_TARGETS = [f"services/{c}:bin" for c in DIST_PEXES]
+
+
+# --- binaries ---------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Binary:
+    component: str
+    path: Path
+    sha256: str
+
+    @property
+    def tag(self) -> str:
+        return f"dev-{self.sha256[:12]}"
+
+
+def install_binaries(state: StateDir, dist: Path) -> dict[str, Binary]:
+    """Copies each component's PEX from `dist` into ``<state>/bin/joulie-<c>-<sha12>.pex``."""
+    missing = [f"{dist / rel}" for rel in DIST_PEXES.values() if not (dist / rel).is_file()]
+    if missing:
+        raise RuntimeFailure(
+            f"binaries not built: {', '.join(missing)}; run ./pants package {' '.join(PACKAGE_TARGETS)} "
+            "(./simcluster does it for you)"
+        )
+    state.bin.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Binary] = {}
+    for component, rel in DIST_PEXES.items():
+        src = dist / rel
+        digest = sha256_file(src)
+        dest = state.bin / f"joulie-{component}-{digest[:12]}.pex"
+        if not dest.exists():
+            tmp = dest.with_suffix(".tmp")
+            shutil.copy2(src, tmp)
+            tmp.chmod(0o755)
+            tmp.replace(dest)
+        out[component] = Binary(component, dest, digest)
+    return out
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's rule for several values files: maps merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_values(files: list[Path]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for path in files:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except OSError as e:
+            raise RuntimeFailure(f"values file {path}: cannot read: {e.strerror}") from e
+        except yaml.YAMLError as e:
+            raise RuntimeFailure(f"values file {path}: not valid YAML: {e}") from e
+        if not isinstance(raw, dict):
+            raise RuntimeFailure(f"values file {path}: (top level): expected a mapping, got {type(raw).__name__}")
+        merged = deep_merge(merged, raw)
+    return merged
+
+
+# --- processes --------------------------------------------------------------------------------
+
+
+def _python_env() -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+           "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"}
+    for key in ("PEX_ROOT", "JOULIE_CACHE", "SSL_CERT_FILE"):
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    return env
+
+
+def _interpreter() -> str:
+    """The real python3.11 behind any shim (the PEXes' shebang names python3.11)."""
+    try:
+        out = subprocess.run(["python3.11", "-c", "import sys; print(sys.executable)"], capture_output=True,
+                             text=True, timeout=60, check=True)
+        return out.stdout.strip() or "python3.11"
+    except (OSError, subprocess.SubprocessError):
+        return "python3.11"
+
+
+def pid_key(name: str) -> str:
+    return f"PID_{name}"
+
+
+def recorded_deploy_pids(env: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(process name, pid) in start order."""
+    return [(k.removeprefix("PID_"), int(v)) for k, v in env.items() if k.startswith("PID_") and v.isdigit()]
+
+
+def deployed_alive(name: str, pid: int, env: Mapping[str, str]) -> bool:
+    """Whether the process deploy.env records as `name` still runs: same PID, same start time."""
+    return pid_alive(pid) and start_ticks(pid) == env.get(f"START_{name}")
+
+
+def stop_deployed(state: StateDir, progress: Callable[[str], None]) -> int:
+    env = state.read_deploy_env() or {}
+    stopped = 0
+    # Agents first, the simulator last: an agent never sees its views vanish under it at teardown.
+    for name, pid in reversed(recorded_deploy_pids(env)):
+        if deployed_alive(name, pid, env) and stop_pid(pid, None, grace_s=8):
+            stopped += 1
+    stopped += stop_strays(state)
+    unmount_views(state)
+    state.deploy_env.unlink(missing_ok=True)
+    if stopped:
+        progress(f"stopped {stopped} deployed processes")
+    return stopped
+
+
+def stop_strays(state: StateDir) -> int:
+    """Processes working on this state dir that neither deploy.env nor cluster.env records (a deploy
+    that crashed before recording them): a second simulator on the same trees would corrupt them."""
+    marker = str(state.root).encode() + b"/"
+    root = str(state.root / "hwemu").encode()
+    cluster = {int(v) for k, v in (state.read_cluster_env() or {}).items() if k.endswith("_PID") and v.isdigit()}
+    stopped = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in cluster or int(proc.name) in (os.getpid(), os.getppid()):
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        args = cmdline.split(b"\0")
+        # A PEX re-executes from its unzipped copy: the state dir shows in its arguments or environment.
+        if any(a.startswith(marker) or a == root for a in args) or (b"ROOT=" + root) in environ:
+            with contextlib.suppress(RuntimeFailure):
+                if stop_pid(int(proc.name), None, grace_s=5):
+                    stopped += 1
+    return stopped
+
+
+def unmount_views(state: StateDir) -> None:
+    """A simulator killed without its shutdown leaves the FUSE mount behind: detach it."""
+    mountpoint = state.root / "hwemu" / "fuse"
+    with contextlib.suppress(OSError):
+        mounts = Path("/proc/self/mounts").read_text()
+        if f" {mountpoint} " in mounts:
+            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False, capture_output=True)
+
+
+def http_ok(url: str, timeout_s: float = 2.0) -> tuple[bool, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status == 200, resp.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return False, str(e)
+
+
+def kube_list(kubeconfig: Path, path: str, attempts: int = 6) -> list[dict[str, Any]]:
+    """The items of a list. 429 ("storage is (re)initializing" right after a CRD appears) and 5xx
+    are retried on the Backoff sequence for a few seconds; anything else is an error naming the path."""
+    code, body = 0, ""
+    for delay in [*list(Backoff().delays())[: attempts - 1], 0.0]:
+        code, body = api_get(kubeconfig, path, timeout_s=10)
+        if code == 200:
+            items: list[dict[str, Any]] = json.loads(body).get("items") or []
+            return items
+        if code != 429 and code < 500:
+            break
+        time.sleep(delay)
+    raise RuntimeFailure(f"GET {path}: HTTP {code}: {body[:300]}")
+
+
+NODEHARDWARES = f"/apis/{names.GROUP}/{names.VERSION}/nodehardwares"
+NODETWINS = f"/apis/{names.GROUP}/{names.VERSION}/nodetwins"
+
+
+@dataclass
+class Report:
+    """Whether one component reports, and what was seen."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: list[str]) -> list[Report]:
+    """One Report per deployed process: alive, its endpoint answering, its objects written."""
+    kubeconfig = state.kubeconfig
+    out: list[Report] = []
+    hardware = {h["spec"]["nodeName"] for h in kube_list(kubeconfig, NODEHARDWARES) if h.get("status")}
+    twins = {t["spec"]["nodeName"] for t in kube_list(kubeconfig, NODETWINS) if (t.get("status") or {}).get("lastUpdated")}
+    for name, pid in recorded_deploy_pids(env):
+        if not deployed_alive(name, pid, env):
+            out.append(Report(name, False, f"pid {pid} not running; log {state.log(name)}"))
+            continue
+        url = env.get(f"URL_{name}", "")
+        ok, body = http_ok(url) if url else (True, "")
+        if not ok:
+            out.append(Report(name, False, f"{url}: {body}"))
+            continue
+        component = env.get(f"COMPONENT_{name}", name)
+        node = name.removeprefix("agent-")
+        if component == "simulator":
+            served = {n["name"] for n in json.loads(body).get("nodes", [])}
+            want = set(env.get("NODES", "").split(",")) - {""}
+            missing = sorted(want - served)
+            out.append(Report(name, not missing, f"{len(served)} nodes on /debug/emulate" + (f", missing {missing}" if missing else "")))
+        elif component == "agent":
+            out.append(Report(name, node in hardware, "NodeHardware published" if node in hardware else "no NodeHardware yet"))
+        elif component == "controller-manager":
+            missing = sorted(set(managed_nodes) - twins)
+            out.append(Report(name, not missing, f"{len(twins)} NodeTwins with status" + (f", none yet for {missing}" if missing else "")))
+        else:
+            out.append(Report(name, True, "healthy"))
+    return out
+
+
+def wait_reports(
+    state: StateDir, env: Mapping[str, str], managed_nodes: list[str], timeout_s: float, progress: Callable[[str], None]
+) -> list[Report]:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        reports = component_reports(state, env, managed_nodes)
+        ok = sum(r.ok for r in reports)
+        line = f"{ok}/{len(reports)} components report"
+        if line != last:
+            pending = [r.name for r in reports if not r.ok]
+            progress(line + (f" (waiting for {', '.join(pending[:6])}{' …' if len(pending) > 6 else ''})" if pending else ""))
+            last = line
+        if ok == len(reports):
+            return reports
+        dead = [r for r in reports if "not running" in r.detail]
+        if dead or time.monotonic() > deadline:
+            bad = dead or [r for r in reports if not r.ok]
+            lines = [f"  {r.name}: {r.detail}\n{_indent(tail(state.log(r.name), 15))}" for r in bad[:5]]
+            why = "exited" if dead else f"did not report within {timeout_s:.0f}s"
+            raise RuntimeFailure(f"{len(bad)} components {why}:\n" + "\n".join(lines))
+        time.sleep(1.0)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("      " + line for line in text.splitlines())
+
+
+# --- deploy -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeployResult:
+    agents: list[str]
+    excluded: list[tuple[str, str]]
+    seconds: float
+    reports: list[Report]
+
+
+def agent_nodes(spec: ClusterSpec, nodes: list[dict[str, Any]], eligible: list[str], values: Mapping[str, Any]) -> list[comp.AgentNode]:
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    out = []
+    for name in eligible:
+        pool_name = by_name[name]["metadata"]["labels"][names.LABEL_SIM_POOL]
+        profile = builtin_profile(spec.pool(pool_name).profile)
+        reqs = tuple(r for t in (profile.gpus.tools if profile.gpus else []) for r in t.requires)
+        out.append(comp.AgentNode(name, spec.tool_delivery(pool_name, values), reqs))
+    return out
+
+
+def deploy(
+    state: StateDir,
+    spec: ClusterSpec,
+    *,
+    dist: Path,
+    values_files: list[Path],
+    daemonset: dict[str, Any],
+    mode: comp.HwemuMode,
+    timing: Timing,
+    progress: Callable[[str], None],
+    wait_timeout_s: float = 240,
+) -> DeployResult:
+    t0 = time.monotonic()
+    live, why = cluster_live(state)
+    cluster = state.read_cluster_env()
+    if not live or cluster is None:
+        raise RuntimeFailure(f"no live cluster in {state.root} ({why}); run simcluster up first")
+    if "PROMETHEUS_URL" not in cluster or "EXTENDER_PORT" not in cluster:
+        raise RuntimeFailure(f"{state.cluster_env} is from an older simcluster (no Prometheus); run simcluster down, then up")
+    if mode == "fuse" and not Path("/dev/fuse").exists():
+        raise RuntimeFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse; use SIMCLUSTER_HWEMU=files on this machine")
+    stop_deployed(state, progress)
+    binaries = install_binaries(state, dist)
+    progress("binaries: " + ", ".join(f"{b.component} {b.tag}" for b in binaries.values()))
+    values = load_values(values_files)
+    state.values.mkdir(parents=True, exist_ok=True)
+    (state.values / "values.effective.yaml").write_text(yaml.safe_dump(values, sort_keys=True))
+    nodes = render_nodes(spec)
+    eligible, excluded = select_agents(nodes, daemonset)
+    progress(f"agents: {len(eligible)} of {len(nodes)} Nodes eligible" +
+             "".join(f"; {n}: {why}" for n, why in excluded))
+    agents = agent_nodes(spec, nodes, eligible, values)
+    spec_file = state.root / "spec.yaml"
+    if not spec_file.is_file():
+        raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
+    ports = comp.Ports(free_port(), free_port(), int(cluster["EXTENDER_PORT"]), free_port(),
+                       {a.name: free_port() for a in agents})
+    plan = comp.Plan(
+        state=state.root, binaries={c: b.path for c, b in binaries.items()}, kubeconfig=state.kubeconfig,
+        prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
+        agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
+    )
+    for agent in agents:
+        for path, text in comp.fakesmi_wrappers(plan, agent).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            path.chmod(0o755)
+        host = plan.agent_dir(agent.name) / "host"
+        shutil.rmtree(host, ignore_errors=True)
+        host.mkdir(parents=True)
+        for stub in comp.host_stubs(plan, agent):
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.touch()
+    env: dict[str, str] = {
+        "HWEMU_MODE": mode,
+        "NODES": ",".join(n["metadata"]["name"] for n in nodes),
+        "AGENT_NODES": ",".join(a.name for a in agents),
+        "VALUES_FILES": ",".join(str(p) for p in values_files),
+        "SIMULATOR_HTTP": f"127.0.0.1:{ports.simulator_http}",
+        "SIMULATOR_GRPC": f"127.0.0.1:{ports.simulator_grpc}",
+        "CONTROLLER_METRICS": f"127.0.0.1:{ports.controller_metrics}",
+        "EXTENDER_ADDR": f"127.0.0.1:{ports.extender}",
+        **timing.as_env(),
+    }
+    for b in binaries.values():
+        env[f"BINARY_{b.component}"] = str(b.path)
+        env[f"TAG_{b.component}"] = b.tag
+    cmds = comp.commands(plan)
+    render = state.root / "render"
+    render.mkdir(parents=True, exist_ok=True)
+    (render / "commands.json").write_text(json.dumps(
+        {c.name: {"component": c.component, "argv": c.argv, "env": c.env, "log": str(c.log), "url": c.metrics_url}
+         for c in cmds}, indent=1))
+    started: list[ManagedProcess] = []
+    try:
+        for cmd in cmds:
+            proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
+            started.append(proc)
+            env[pid_key(cmd.name)] = str(proc.pid)
+            env[f"START_{cmd.name}"] = start_ticks(proc.pid)
+            env[f"COMPONENT_{cmd.name}"] = cmd.component
+            env[f"URL_{cmd.name}"] = cmd.metrics_url
+            state.write_deploy_env(env)
+            if cmd.component == "simulator":
+                _wait_simulator(state, proc, cmd.metrics_url, mode, progress)
+        progress(f"started {len(started)} processes (simulator, extender, controller manager, {len(agents)} agents)")
+        managed = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
+        reports = wait_reports(state, env, managed, wait_timeout_s, progress)
+    except BaseException:
+        if os.environ.get("SIMCLUSTER_KEEP_FAILED", "") in ("", "0"):
+            stop_deployed(state, progress)
+        raise
+    env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    state.write_deploy_env(env)
+    seconds = time.monotonic() - t0
+    progress(f"deploy: every component reports ({seconds:.1f}s)")
+    return DeployResult([a.name for a in agents], excluded, seconds, reports)
+
+
+def _wait_simulator(state: StateDir, proc: ManagedProcess, url: str, mode: str, progress: Callable[[str], None]) -> None:
+    """The agents read the simulator's views: start them only once it serves."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise RuntimeFailure(f"simulator exited at start; last lines of {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
+        ok, _ = http_ok(url)
+        if ok:
+            progress(f"simulator serves /debug/emulate ({mode} mode, trees under {state.root / 'hwemu'})")
+            return
+        time.sleep(0.3)
+    raise RuntimeFailure(f"simulator did not serve {url} within 120s; log {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
+
+
+def print_reports(reports: list[Report], out: Any = None) -> None:
+    out = out or sys.stdout
+    width = max((len(r.name) for r in reports), default=8)
+    for r in reports:
+        print(f"  {r.name:<{width}}  {'ok ' if r.ok else 'NOT'}  {r.detail}", file=out)
+
+
+# --- reload / restart -------------------------------------------------------------------------
+
+
+def _commands(state: StateDir) -> dict[str, dict[str, Any]]:
+    path = state.root / "render" / "commands.json"
+    try:
+        data: dict[str, dict[str, Any]] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RuntimeFailure(f"nothing deployed in {state.root} (no {path}); run simcluster deploy") from None
+    return data
+
+
+def restart_process(state: StateDir, name: str, *, kill: bool = False, env_update: Mapping[str, str] | None = None,
+                    binary: Path | None = None) -> int:
+    """Stops the deployed process `name` (SIGKILL with `kill`, as a crash) and starts it again with
+    the recorded command, `env_update` applied and, given, another binary. Returns the new PID."""
+    cmds = _commands(state)
+    env = state.read_deploy_env() or {}
+    if name not in cmds:
+        raise RuntimeFailure(f"no deployed process {name!r}; deployed: {', '.join(cmds)}")
+    cmd = cmds[name]
+    old = env.get(pid_key(name), "")
+    if old.isdigit() and deployed_alive(name, int(old), env):
+        if kill:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(old), 9)
+            deadline = time.monotonic() + 10
+            while pid_alive(int(old)) and time.monotonic() < deadline:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(int(old), os.WNOHANG)
+                time.sleep(0.05)
+        elif deployed_alive(name, int(old), env):
+            stop_pid(int(old), None, grace_s=8)
+    if env_update:
+        cmd["env"].update(env_update)
+    if binary is not None:
+        cmd["argv"][0] = str(binary)
+    proc = ManagedProcess(name, cmd["argv"], Path(cmd["log"]), env=cmd["env"]).start()
+    env[pid_key(name)] = str(proc.pid)
+    env[f"START_{name}"] = start_ticks(proc.pid)
+    state.write_deploy_env(env)
+    (state.root / "render" / "commands.json").write_text(json.dumps(cmds, indent=1))
+    return proc.pid
+
+
+def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress: Callable[[str], None]) -> bool:
+    """Follows the binary, as the seed's reload: an unchanged PEX changes nothing; a new one (or
+    `force`) restarts every process of `component`. Returns whether anything restarted."""
+    t0 = time.monotonic()
+    env = state.read_deploy_env()
+    if env is None:
+        raise RuntimeFailure(f"nothing deployed in {state.root}; run simcluster deploy")
+    if component not in DIST_PEXES or component == "fakesmi":
+        raise RuntimeFailure(f"unknown component {component!r}; one of: agent, controller-manager, extender, simulator")
+    binaries = install_binaries(state, dist)
+    new = binaries[component]
+    changed = new.tag != env.get(f"TAG_{component}")
+    if not changed and not force:
+        progress(f"{component}: binary unchanged ({new.tag}): nothing to do ({time.monotonic() - t0:.1f}s)")
+        return False
+    names_ = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component]
+    for name in names_:
+        restart_process(state, name, binary=new.path)
+    env = state.read_deploy_env() or {}
+    env[f"TAG_{component}"] = new.tag
+    env[f"BINARY_{component}"] = str(new.path)
+    state.write_deploy_env(env)
+    why = f"new binary {new.tag}" if changed else "forced"
+    progress(f"{component}: restarted {len(names_)} processes ({why}) in {time.monotonic() - t0:.1f}s")
+    return True
