@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="cluster spec (default $SIMCLUSTER_SPEC or %(default)s)")
     sm.add_argument("--values", type=Path, action="append", help=f"values file (repeatable; default $SIMCLUSTER_VALUES or {DEFAULT_SMOKE_VALUES})")
     sm.add_argument("--crds", type=Path, default=runtime.DEFAULT_CRD_DIR)
+    sm.add_argument("--break", dest="break_component", choices=["simulator", "extender", "controller-manager", "agent"],
+                    help="kill this component on purpose after deploy, to see the checks fail and say why")
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=os.environ.get("SIMCLUSTER_FORCE_RELOAD", "") not in ("", "0"))
@@ -182,6 +184,7 @@ def _runtime_command(args: argparse.Namespace) -> int:
             return smoke.run_smoke(
                 state, load_spec(args.spec), args.spec.read_text(), values_files=values, daemonset=daemonset_for(values),
                 mode=_hwemu_mode(), timing=t, dist=_dist(), keep=_keep(), timeout_s=timeout, crd_dir=args.crds,
+                break_component=args.break_component,
             )
         spec = load_spec(args.spec)
         runtime.up(state, spec, args.spec.read_text(), crd_dir=args.crds, progress=progress)

@@ -194,7 +194,9 @@ class Smoke:
 
     # --- the steps ----------------------------------------------------------------------------
 
-    def step_phase1(self, reports: list[deploy.Report], excluded: list[tuple[str, str]]) -> None:
+    def step_phase1(self, excluded: list[tuple[str, str]]) -> None:
+        managed = [n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
+        reports = deploy.component_reports(self.state, self.env, managed)
         self.record(checks.components_report((r.name, r.ok, r.detail) for r in reports))
         arch = {n["metadata"]["name"]: n["metadata"]["labels"].get("kubernetes.io/arch", "") for n in self.nodes}
         self.record(checks.agent_placement(self.agent_nodes(), self.agent_nodes(), excluded, arch))
@@ -340,6 +342,7 @@ def collect(state: StateDir, run: Path, smoke: Smoke | None) -> None:
 def run_smoke(
     state: StateDir, spec: ClusterSpec, spec_text: str, *, values_files: list[Path], daemonset: dict[str, Any],
     mode: HwemuMode, timing: Timing, dist: Path, keep: bool, timeout_s: float, crd_dir: Path,
+    break_component: str | None = None,
 ) -> int:
     started = dt.datetime.now(dt.UTC)
     sha, dirty = git_state()
@@ -366,8 +369,15 @@ def run_smoke(
         env = state.read_deploy_env() or {}
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
         smoke = Smoke(state, spec, timing, mode, progress)
+        if break_component:
+            broken = [n for n, _ in deploy.recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == break_component]
+            if not broken:
+                raise runtime.RuntimeFailure(f"--break {break_component}: no such deployed component")
+            for name in broken:
+                os.killpg(int(env[deploy.pid_key(name)]), 9)
+            progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")
         steps: list[tuple[list[str], Callable[[], None]]] = [
-            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: smoke.step_phase1(result.reports, result.excluded)),
+            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: smoke.step_phase1(result.excluded)),
             (["S08", "S09"], smoke.step_restart_and_lower),
             (["S10", "S11", "S12"], smoke.step_pods),
         ]

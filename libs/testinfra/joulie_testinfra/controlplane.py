@@ -134,6 +134,9 @@ def start_control_plane(
                     "--service-account-issuer=https://kubernetes.default.svc",
                     f"--service-cluster-ip-range={SERVICE_CIDR}",
                     "--authorization-mode=Node,RBAC",
+                    # As every real cluster runs it (kubelets pass the same flag): the agent DaemonSet
+                    # and the FUSE-mode simulator are privileged, and a dry run must accept them.
+                    "--allow-privileged=true",
                     # Without kube-controller-manager no namespace gets its `default` ServiceAccount (the
                     # ServiceAccount plugin would refuse every pod) and nothing lifts the not-ready taint
                     # TaintNodesByCondition puts on new Nodes (no pod would ever schedule).
