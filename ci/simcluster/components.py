@@ -73,6 +73,12 @@ class Plan:
     python: str = "python3.11"
     """The interpreter the GPU tool wrappers run fakesmi with (resolved once: a pyenv shim costs a
     process per call)."""
+    agent_shards: int = 0
+    """0: one agent process per eligible Node (the emulated agents of the seed). N > 0: N agent
+    processes in the chart's ``pool`` mode, each owning the Nodes FNV-1a-32(name) mod N assigns it
+    (SIMCLUSTER_AGENT_SHARDS; for scale runs, where one Python process per Node costs ~90 MB each)."""
+    pool_selector: str = ""
+    """POOL_NODE_SELECTOR of the pool agents: the Nodes of this cluster that are managed."""
     gpu_tool_timeout_s: float = 15.0
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
@@ -174,6 +180,34 @@ def agent_command(plan: Plan, node: AgentNode) -> Command:
     )
 
 
+def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
+    """One pool-mode agent: the same binary, every Node of its shard, each Node's tree and tools by `{node}`."""
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "agent", "env"))
+    root = plan.hwemu_root / "fuse" if plan.mode == "fuse" else plan.hwemu_root
+    env.update({
+        "AGENT_MODE": "pool",
+        "POOL_NODE_SELECTOR": plan.pool_selector,
+        "POOL_SHARDS": str(plan.agent_shards),
+        "POOL_SHARD_ID": str(shard),
+        "ROOT": str(root / "{node}"),
+        "GPU_TOOL_PATH": str(plan.state / "agents" / "{node}" / "tools"),
+        "KUBECONFIG": str(plan.kubeconfig),
+        "METRICS_ADDR": f"127.0.0.1:{port}",
+        "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
+        "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
+    })
+    return Command(
+        name=f"agent-pool-{shard}",
+        component="agent",
+        argv=[str(plan.binaries["agent"]), "run"],
+        env=env,
+        log=plan.log(f"agent-pool-{shard}"),
+        metrics_url=f"http://127.0.0.1:{port}/metrics",
+        node=f"shard {shard}/{plan.agent_shards}",
+    )
+
+
 def controller_command(plan: Plan) -> Command:
     env = dict(plan.python_path_env)
     env.update(_env_values(plan.values, "controllerManager", "env"))
@@ -213,5 +247,8 @@ def extender_command(plan: Plan) -> Command:
 def commands(plan: Plan) -> list[Command]:
     """Every process of the deploy, in start order: the simulator first (the agents read its
     views), then the extender and controller manager, then one agent per eligible node."""
-    return [simulator_command(plan), extender_command(plan), controller_command(plan),
-            *(agent_command(plan, n) for n in plan.agents)]
+    if plan.agent_shards > 0:
+        agents = [agent_pool_command(plan, i, plan.ports.agent_metrics[f"shard-{i}"]) for i in range(plan.agent_shards)]
+    else:
+        agents = [agent_command(plan, n) for n in plan.agents]
+    return [simulator_command(plan), extender_command(plan), controller_command(plan), *agents]

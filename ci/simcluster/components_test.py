@@ -56,3 +56,15 @@ def test_the_simulator_starts_first_and_pushes_otlp_at_the_timings_interval(tmp_
     assert sim[sim.index("--otlp-endpoint") + 1] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
     assert sim[sim.index("--otlp-interval") + 1] == "2" and sim[sim.index("--mode") + 1] == "fuse"
     assert cmds[1].argv[1:3] == ["--addr", "127.0.0.1:9876"]
+
+
+def test_pool_agents_share_the_nodes_by_shard_with_per_node_roots_and_tools(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    p = comp.Plan(**{**base.__dict__, "agent_shards": 2, "pool_selector": "sim.joulie.io/cluster=s,joulie.io/managed=true",
+                     "ports": comp.Ports(1, 2, 3, 4, {"shard-0": 5, "shard-1": 6})})
+    agents = [c for c in comp.commands(p) if c.component == "agent"]
+    assert [c.name for c in agents] == ["agent-pool-0", "agent-pool-1"]
+    env = agents[1].env
+    assert (env["AGENT_MODE"], env["POOL_SHARDS"], env["POOL_SHARD_ID"]) == ("pool", "2", "1")
+    assert env["ROOT"] == f"{tmp_path}/hwemu/fuse/{{node}}" and env["GPU_TOOL_PATH"] == f"{tmp_path}/agents/{{node}}/tools"
+    assert env["POOL_NODE_SELECTOR"] == "sim.joulie.io/cluster=s,joulie.io/managed=true"

@@ -148,6 +148,14 @@ def _interpreter() -> str:
         return "python3.11"
 
 
+def fnv1a32(text: str) -> int:
+    """The agent's pool sharding hash (a Node belongs to shard FNV-1a-32(name) mod shards)."""
+    h = 0x811C9DC5
+    for b in text.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 def pid_key(name: str) -> str:
     return f"PID_{name}"
 
@@ -268,6 +276,11 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
             want = set(env.get("NODES", "").split(",")) - {""}
             missing = sorted(want - served)
             out.append(Report(name, not missing, f"{len(served)} nodes on /debug/emulate" + (f", missing {missing}" if missing else "")))
+        elif component == "agent" and name.startswith("agent-pool-"):
+            shard, shards = int(name.rsplit("-", 1)[1]), int(env.get("AGENT_SHARDS", "1"))
+            mine = [n for n in env.get("AGENT_NODES", "").split(",") if n and fnv1a32(n) % shards == shard]
+            done = [n for n in mine if n in hardware]
+            out.append(Report(name, len(done) == len(mine), f"NodeHardware for {len(done)}/{len(mine)} Nodes of its shard"))
         elif component == "agent":
             out.append(Report(name, node in hardware, "NodeHardware published" if node in hardware else "no NodeHardware yet"))
         elif component == "controller-manager":
@@ -363,13 +376,20 @@ def deploy(
     spec_file = state.root / "spec.yaml"
     if not spec_file.is_file():
         raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
-    ports = comp.Ports(free_port(), free_port(), int(cluster["EXTENDER_PORT"]), free_port(),
-                       {a.name: free_port() for a in agents})
+    shards = int(os.environ.get("SIMCLUSTER_AGENT_SHARDS", "0") or 0)
+    agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
+    ports = comp.Ports(free_port(), free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
     plan = comp.Plan(
         state=state.root, binaries={c: b.path for c, b in binaries.items()}, kubeconfig=state.kubeconfig,
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
         agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
+        agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
     )
+    if shards > 0 and len(agents) != sum(1 for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"):
+        raise RuntimeFailure(
+            f"SIMCLUSTER_AGENT_SHARDS={shards}: pool agents own every managed Node of the spec, but the agent "
+            f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
+        )
     for agent in agents:
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -385,6 +405,7 @@ def deploy(
         "HWEMU_MODE": mode,
         "NODES": ",".join(n["metadata"]["name"] for n in nodes),
         "AGENT_NODES": ",".join(a.name for a in agents),
+        "AGENT_SHARDS": str(shards),
         "VALUES_FILES": ",".join(str(p) for p in values_files),
         "SIMULATOR_HTTP": f"127.0.0.1:{ports.simulator_http}",
         "SIMULATOR_GRPC": f"127.0.0.1:{ports.simulator_grpc}",
@@ -413,7 +434,8 @@ def deploy(
             state.write_deploy_env(env)
             if cmd.component == "simulator":
                 _wait_simulator(state, proc, cmd.metrics_url, mode, progress)
-        progress(f"started {len(started)} processes (simulator, extender, controller manager, {len(agents)} agents)")
+        how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
+        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how})")
         managed = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
         reports = wait_reports(state, env, managed, wait_timeout_s, progress)
     except BaseException:

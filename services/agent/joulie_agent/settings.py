@@ -87,7 +87,8 @@ class Settings:
         return self.node_root(node) / "sys"
 
     def node_tool_path(self, node: str) -> str:
-        base = self.tool_path or os.environ.get("PATH", "")
+        # `{node}` as in ROOT: a pool agent over emulated nodes finds each node's GPU tools apart.
+        base = (self.tool_path or os.environ.get("PATH", "")).replace("{node}", node)
         if self.mode == "emulated":
             return f"{self.node_root(node) / 'bin'}{os.pathsep}{base}"
         return base

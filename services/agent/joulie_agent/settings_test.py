@@ -19,6 +19,13 @@ def test_emulated_mode_takes_its_tree_and_tools_from_the_node_root() -> None:
     assert s.reconcile_interval_s == 0.5 and s.simulate_only
 
 
+def test_a_pool_agent_finds_each_nodes_tools_through_node_in_the_tool_path() -> None:
+    s = Settings.from_env({"AGENT_MODE": "pool", "ROOT": "/hwemu/{node}", "GPU_TOOL_PATH": "/agents/{node}/tools",
+                           "POOL_SHARDS": "4", "POOL_SHARD_ID": "1"})
+    assert s.node_tool_path("gpu-7") == "/agents/gpu-7/tools"
+    assert str(s.node_sys_root("gpu-7")) == "/hwemu/gpu-7/sys"
+
+
 @pytest.mark.parametrize(("env", "name"), [
     ({"AGENT_MODE": "turbo"}, "AGENT_MODE"),
     ({}, "NODE_NAME"),
