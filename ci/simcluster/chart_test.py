@@ -37,6 +37,7 @@ SMOKE_VALUES = Path("tests/simcluster/smoke-values.yaml")
 EMULATED_VALUES = JOULIE / "ci/emulated-smoke-values.yaml"
 POOL_VALUES = JOULIE / "ci/pool-values.yaml"
 EXTENDER_VALUES = JOULIE / "ci/extender-values.yaml"
+PRODUCTION_VALUES = JOULIE / "ci/production-values.yaml"  # the README's install example
 SIM_VALUES = SIMULATOR / "ci/smoke-values.yaml"
 PROMETHEUS_VALUES = Path("values/prometheus-grafana.yaml")
 DASHBOARD = JOULIE / "dashboards/joulie.json"
@@ -157,7 +158,8 @@ def test_dashboard_panels_query_metrics_the_services_export() -> None:
 
 
 @pytest.mark.parametrize("values", [[], [SMOKE_VALUES], [SMOKE_VALUES, EMULATED_VALUES], [POOL_VALUES],
-                                    [EXTENDER_VALUES]], ids=["defaults", "smoke", "emulated", "pool", "extender"])
+                                    [EXTENDER_VALUES], [PRODUCTION_VALUES]],
+                         ids=["defaults", "smoke", "emulated", "pool", "extender", "production"])
 def test_lint_joulie(values: list[Path]) -> None:
     report = chart.lint_chart(JOULIE, values)
     assert "1 chart(s) linted, 0 chart(s) failed" in report
@@ -176,6 +178,7 @@ CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
     "pool": (JOULIE, [POOL_VALUES], {}),
     "emulated": (JOULIE, [SMOKE_VALUES, EMULATED_VALUES], {}),
     "extender": (JOULIE, [EXTENDER_VALUES], {}),
+    "production": (JOULIE, [PRODUCTION_VALUES], {}),
     "extender-hostnet": (JOULIE, [EXTENDER_VALUES], {"schedulerExtender.hostNetwork": "true"}),
     "none": (JOULIE, [], {"agent.mode": "none"}),
     "simulator-fuse": (SIMULATOR, [SIM_VALUES], {}),
