@@ -14,7 +14,9 @@
 Settings (environment): SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLUSTER_VALUES
 (comma-separated values files), SIMCLUSTER_HWEMU (fuse|files, default fuse), SIMCLUSTER_TIMING
 (ci|production, default ci), SIMCLUSTER_KEEP, SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate
-windows, at least 20 minutes), SIMCLUSTER_DIST (where ./pants package put the PEXes, default dist).
+windows, at least 20 minutes), SIMCLUSTER_DIST (where ./pants package put the PEXes, default dist),
+SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
+SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs).
 
 The state directory is ``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``
 (name default ``joulie-sim``); see :mod:`simcluster.state`.

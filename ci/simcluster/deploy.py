@@ -212,10 +212,15 @@ def stop_strays(state: StateDir) -> int:
 def unmount_views(state: StateDir) -> None:
     """A simulator killed without its shutdown leaves the FUSE mount behind: detach it."""
     mountpoint = state.root / "hwemu" / "fuse"
-    with contextlib.suppress(OSError):
-        mounts = Path("/proc/self/mounts").read_text()
-        if f" {mountpoint} " in mounts:
-            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False, capture_output=True)
+    # A simulator restart mounts over the dead view: one lazy unmount per layer.
+    for _ in range(10):
+        try:
+            mounts = Path("/proc/self/mounts").read_text()
+        except OSError:
+            return
+        if f" {mountpoint} " not in mounts:
+            return
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False, capture_output=True)
 
 
 def http_ok(url: str, timeout_s: float = 2.0) -> tuple[bool, str]:
@@ -351,9 +356,11 @@ def deploy(
     mode: comp.HwemuMode,
     timing: Timing,
     progress: Callable[[str], None],
-    wait_timeout_s: float = 240,
+    wait_timeout_s: float | None = None,
 ) -> DeployResult:
     t0 = time.monotonic()
+    if wait_timeout_s is None:
+        wait_timeout_s = float(os.environ.get("SIMCLUSTER_DEPLOY_TIMEOUT") or 240)
     live, why = cluster_live(state)
     cluster = state.read_cluster_env()
     if not live or cluster is None:
@@ -433,7 +440,7 @@ def deploy(
             env[f"URL_{cmd.name}"] = cmd.metrics_url
             state.write_deploy_env(env)
             if cmd.component == "simulator":
-                _wait_simulator(state, proc, cmd.metrics_url, mode, progress)
+                _wait_simulator(state, proc, cmd.metrics_url, mode, progress, max(120.0, wait_timeout_s))
         how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
         progress(f"started {len(started)} processes (simulator, extender, controller manager, {how})")
         managed = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
@@ -449,9 +456,12 @@ def deploy(
     return DeployResult([a.name for a in agents], excluded, seconds, reports)
 
 
-def _wait_simulator(state: StateDir, proc: ManagedProcess, url: str, mode: str, progress: Callable[[str], None]) -> None:
-    """The agents read the simulator's views: start them only once it serves."""
-    deadline = time.monotonic() + 120
+def _wait_simulator(
+    state: StateDir, proc: ManagedProcess, url: str, mode: str, progress: Callable[[str], None], timeout_s: float
+) -> None:
+    """The agents read the simulator's views: start them only once it serves (a first start renders
+    every tree, minutes for hundreds of Nodes in files mode)."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not proc.alive():
             raise RuntimeFailure(f"simulator exited at start; last lines of {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
@@ -460,7 +470,7 @@ def _wait_simulator(state: StateDir, proc: ManagedProcess, url: str, mode: str, 
             progress(f"simulator serves /debug/emulate ({mode} mode, trees under {state.root / 'hwemu'})")
             return
         time.sleep(0.3)
-    raise RuntimeFailure(f"simulator did not serve {url} within 120s; log {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
+    raise RuntimeFailure(f"simulator did not serve {url} within {timeout_s:.0f}s; log {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
 
 
 def print_reports(reports: list[Report], out: Any = None) -> None:

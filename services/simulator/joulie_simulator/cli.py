@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--grpc", default="127.0.0.1:18081", help="address of the gRPC API ('' = off)")
     em.add_argument("--otlp-endpoint", default="", help="OTLP/HTTP metrics URL, e.g. http://127.0.0.1:9090/api/v1/otlp/v1/metrics")
     em.add_argument("--otlp-interval", type=float, default=5.0, help="seconds between OTLP pushes (default 5)")
+    em.add_argument(
+        "--otlp-logs-endpoint", default="", help="OTLP/HTTP logs URL for the joulie.sim.* events, e.g. http://127.0.0.1:4318/v1/logs"
+    )
     em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
     pr = sub.add_parser("profiles", help="list builtin profiles or check profile files")
     pr.add_argument("files", nargs="*", type=Path, help="profile files to check (none: list the builtin ones)")
@@ -51,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     nsrc.add_argument("--spec", type=Path)
     nsrc.add_argument("--nodes")
     nd.add_argument("--profiles-dir", type=Path)
+    from joulie_simulator.workload import commands as workload_commands
+
+    workload_commands.add_parsers(sub)
     return parser
 
 
@@ -109,6 +115,12 @@ def emulate(args: argparse.Namespace) -> int:
             pusher = OtlpPusher(emu, args.otlp_endpoint, args.otlp_interval)
             pusher.start()
             stoppers.append(pusher.stop)
+        if args.otlp_logs_endpoint:
+            from joulie_simulator.otlp import OtlpEventExporter
+
+            events = OtlpEventExporter(emu, args.otlp_logs_endpoint, interval_s=1.0)
+            events.start()
+            stoppers.append(events.stop)
         print(f"emulating {len(pairs)} nodes in {args.mode} mode under {root}", flush=True)
         done = 0
         next_t = time.monotonic()
@@ -128,8 +140,8 @@ def emulate(args: argparse.Namespace) -> int:
     finally:
         for stop_fn in stoppers:
             stop_fn()
-        if args.mode == "fuse":
-            trees.flush_node_ledgers()
+        # Both modes spread the node ledgers over ticks (the root's combined ledger is per tick).
+        trees.flush_node_ledgers()
         if fuse is not None:
             fuse.stop()
     return 0
@@ -139,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in ("workload", "workloadgen", "traceextract"):
+            from joulie_simulator.workload import commands as workload_commands
+
+            return workload_commands.run(args)
         if args.command == "emulate":
             return emulate(args)
         if args.command == "profiles":

@@ -35,6 +35,20 @@ def test_a_bad_node_spec_is_refused_naming_the_field(tmp_path: Path, capsys: pyt
     assert err.startswith(f"joulie-simulator: {spec}: ") and message in err
 
 
+def test_the_simcluster_cluster_spec_is_accepted_with_its_name_and_harness_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: smoke\n"
+        "pools:\n  - {name: h100-nvl, profile: nvidia-h100-nvl-8gpu, count: 1, labels: {joulie.io/managed: 'true'}}\n"
+        "harness:\n  pools:\n    h100-nvl: {toolDelivery: mounted}\n"
+    )
+    assert main(["nodes", "--spec", str(spec)]) == 0
+    assert [json.loads(line)["metadata"]["name"] for line in capsys.readouterr().out.splitlines()] == ["h100-nvl-0"]
+    spec.write_text("name: smoke\nfacility: {}\npools: []\n")
+    assert main(["nodes", "--spec", str(spec)]) == 2
+    assert "facility: Extra inputs are not permitted" in capsys.readouterr().err
+
+
 def test_nodes_prints_one_node_object_per_pool_member(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["nodes", "--nodes", "mi*2=amd-instinct-mi300x-8gpu,vm-0=vm-no-powercap"]) == 0
     nodes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -89,10 +89,16 @@ class Emulator:
         self.restarted: set[str] = set()
         now = clock()
         self.nodes: dict[str, EmulatedNode] = {}
+        # A tree's layout depends on the profile only (node names appear in contents, not paths):
+        # nodes of one profile share their entries (immutable) and the index by path.
+        shared: dict[int, tuple[Profile, tuple[Entry, ...], dict[str, Entry]]] = {}
         for name, profile in nodes:
             st = (states or {}).get(name) or initial_state(profile, name)
-            entries = layout(profile, name)
-            self.nodes[name] = EmulatedNode(name, profile, st, entries, {e.path: e for e in entries}, now)
+            hit = shared.get(id(profile))
+            if hit is None or hit[0] is not profile:
+                entries = layout(profile, name)
+                hit = shared[id(profile)] = (profile, entries, {e.path: e for e in entries})
+            self.nodes[name] = EmulatedNode(name, profile, st, hit[1], hit[2], now)
 
     # -- time -----------------------------------------------------------------------------------
 
@@ -102,19 +108,24 @@ class Emulator:
         with self.lock:
             now = self.clock()
             self.tick_count += 1
+            step = physics.step_node
             for n in self.nodes.values():
-                stale = any(f.kind == "stale_counters" for f in n.faults)
-                new = physics.step_node(n.profile, n.state, dt)
-                if stale:
-                    new = replace(new, sockets=n.state.sockets, gpus=n.state.gpus)
-                resets = [g.index for g, o in zip(new.gpus, n.state.gpus, strict=True) if g.limit_w != o.limit_w]
+                old = n.state
+                new = step(n.profile, old, dt)
+                if n.faults and any(f.kind == "stale_counters" for f in n.faults):
+                    new = replace(new, sockets=old.sockets, gpus=old.gpus)
                 n.state = new
                 n.last_tick_s = now
-                for i in resets:
-                    msg = f"gpu {i} limit back to its default: persistence mode off and no client"
-                    self._emit(Event(EVENT_GPU_LIMIT_RESET, n.name, self.tick_count, now, message=msg, value_w=new.gpus[i].limit_w))
-                n.faults = [replace(f, ticks_left=f.ticks_left - 1) if f.ticks_left else f for f in n.faults if f.ticks_left != 1]
-                _sync_faults(n)
+                if new.gpus:
+                    for g, o in zip(new.gpus, old.gpus, strict=True):
+                        if g.limit_w != o.limit_w:
+                            msg = f"gpu {g.index} limit back to its default: persistence mode off and no client"
+                            self._emit(Event(EVENT_GPU_LIMIT_RESET, n.name, self.tick_count, now, message=msg, value_w=g.limit_w))
+                if n.faults:
+                    n.faults = [replace(f, ticks_left=f.ticks_left - 1) if f.ticks_left else f for f in n.faults if f.ticks_left != 1]
+                    _sync_faults(n)
+                elif new.faults:
+                    _sync_faults(n)
         self._emit(Event(EVENT_TICK, "", self.tick_count, now))
 
     def step(self, ticks: int) -> None:

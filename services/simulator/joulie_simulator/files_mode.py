@@ -4,19 +4,29 @@
   the writes made since the last one are applied in modification-time order with the kernel's
   semantics; a refused write is reverted in the file and reported as a
   ``joulie.sim.write.rejected`` event with the errno a kernel would have returned at once.
-- Emulator-owned files (counters, current frequency, GPU state) are replaced atomically (temp file
-  in ``state/.tmp`` + rename) only when their content changes, once per tick.
-- The energy ledgers (``state/emulator.json``) are written before the counters, so after a crash
-  or restart counters resume from the ledger and never go back.
+  Which writable files changed is learnt from inotify on their directories (one watch per
+  directory, within a tenth-spared share of ``fs.inotify.max_user_watches``), then confirmed by
+  each reported file's (mtime, size, inode); nodes without watches (no inotify, budget spent, a
+  watched directory moved or removed) and all nodes after a queue overflow are scanned with one
+  ``stat`` per writable file, as before.
+- Emulator-owned files (counters, current frequency, GPU state) change only when their content
+  does, once per tick: a number that keeps its length is overwritten in place (one write; a
+  rename over a file on ext4 forces its data out, about 1 ms a file); a number whose length
+  changes and every JSON file are replaced atomically (temp file in ``state/.tmp`` + rename).
+- The energy ledgers are written before the counters: every node's in one file under the root
+  (``ledgers.json``) each tick, each node's own ``state/emulator.json`` every tenth tick (and
+  when the simulator stops). After a crash or restart counters resume from whichever is later,
+  and never go back.
 
 The FUSE mode (``fuse_view``) has none of the per-tick lag.
 """
-
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +34,7 @@ from typing import Any
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.model import NodeState, initial_state, policies
 from joulie_simulator.profiles.schema import Profile
-from joulie_simulator.render import LEDGER_FILE, Entry, content, layout
+from joulie_simulator.render import LEDGER_FILE, Bind, Entry, content, layout, ledger_json
 from joulie_simulator.writes import WriteOutcome, apply_write
 
 
@@ -32,15 +42,104 @@ class TreeConflict(RuntimeError):
     """An existing tree belongs to another profile or node; the message names the file."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Watched:
     path: str
     entry: Entry
+    index: int = 0
     sig: tuple[int, int, int] = (0, 0, 0)
 
 
 def _sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+# inotify(7): what a write, a truncate, a touch, a rename over or a removal of a watched directory's
+# file raises; the watch itself going away; the kernel's queue overflowing.
+_IN_MODIFY, _IN_ATTRIB = 0x2, 0x4
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
+_IN_DELETE_SELF, _IN_MOVE_SELF, _IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x400, 0x800, 0x4000, 0x8000, 0x1000000
+_WATCH_MASK = (
+    _IN_MODIFY | _IN_ATTRIB | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+    | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+)
+_LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED
+_EVENT = struct.Struct("iIII")
+
+
+class DirWatch:
+    """inotify on directories (Linux, through libc): which files of the watched directories changed.
+
+    Only an accelerator: the files-mode tick still compares each reported file's (mtime, size,
+    inode) with what it last saw, and scans every writable file of a node whose watch was lost,
+    or of every node when the kernel's event queue overflowed."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), "inotify_init1")
+        self.fd: int = fd
+        self._add = libc.inotify_add_watch
+        self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self._add.restype = ctypes.c_int
+
+    def add(self, path: str) -> int:
+        wd = int(self._add(self.fd, os.fsencode(path), _WATCH_MASK))
+        if wd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+        return wd
+
+    def drain(self) -> tuple[list[tuple[int, bytes]], set[int], bool]:
+        """Events since the last drain: (watch, file name) pairs, the watches lost, whether the queue overflowed."""
+        changed: list[tuple[int, bytes]] = []
+        lost: set[int] = set()
+        overflow = False
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 18)
+            except BlockingIOError:
+                break
+            off = 0
+            while off < len(buf):
+                wd, mask, _cookie, length = _EVENT.unpack_from(buf, off)
+                if mask & _IN_Q_OVERFLOW:
+                    overflow = True
+                elif mask & _LOST:
+                    lost.add(wd)
+                elif length:
+                    changed.append((wd, buf[off + 16 : off + 16 + length].rstrip(b"\0")))
+                off += 16 + length
+        return changed, lost, overflow
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _write_in_place(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        out = b""
+        while chunk := os.read(fd, 1 << 16):
+            out += chunk
+        return out
+    finally:
+        os.close(fd)
 
 
 COMBINED_LEDGERS = "ledgers.json"
@@ -115,75 +214,152 @@ def load_states(root: Path, nodes: list[tuple[str, Profile]]) -> dict[str, NodeS
     return out
 
 
+@dataclass(eq=False)
+class _Shown:
+    """An emulator-owned file: where it is, its temp file (same filesystem), what it shows."""
+
+    path: str
+    tmp: str
+    bind: Bind
+    mode: int
+    text: str
+    # JSON (or a file this process may not open for writing): always temp file + rename.
+    atomic: bool = False
+
+
+_JSON_BINDS = ("gpus_json", "faults", "ledger")
+
+
+def _max_watches() -> int:
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches") as f:
+            limit = int(f.read())
+    except (OSError, ValueError):
+        return 8192
+    # Leave a tenth of the user's watches to the other programs of the machine.
+    return max(0, limit - max(1024, limit // 10))
+
+
 class FileTrees:
     """Mirrors every node of an emulator under ``root/<node>/``."""
 
-    def __init__(self, root: Path, emulator: Emulator, persist_only: bool = False) -> None:
+    def __init__(self, root: Path, emulator: Emulator, persist_only: bool = False, watch: bool = True) -> None:
         """``persist_only``: FUSE mode, where agents read the views; keep on disk only what a restart
-        resumes from (the ledger and the agent-writable limits)."""
+        resumes from (the ledger and the agent-writable limits). ``watch``: learn which writable
+        files changed from inotify rather than by a stat of each one every tick."""
         self.root = root
         self.persist_only = persist_only
         self.emu = emulator
+        self.watch = watch and not persist_only
         self._watched: dict[str, list[_Watched]] = {}
-        self._shown: dict[str, dict[str, str]] = {}
-        self._s_entries: dict[str, list[Entry]] = {}
-        self._cur_freq: dict[str, dict[int, list[Entry]]] = {}
+        self._shown: dict[str, list[_Shown]] = {}
+        # Current-frequency files move per socket: grouped so a tick compares one value per socket.
+        self._cur_freq: dict[str, dict[int, list[_Shown]]] = {}
+        self._ledger: dict[str, _Shown] = {}
+        # FUSE mode: what each persisted limit file holds (written by this process), to skip rewrites.
+        self._persisted: dict[tuple[str, str], str] = {}
+        self._dirwatch: DirWatch | None = None
+        self._by_wd: dict[int, tuple[str, dict[bytes, _Watched]]] = {}
+        self._unwatched: set[str] = set()
+        self._pending: dict[str, set[_Watched]] = {}
         self.outcomes: list[tuple[str, str, WriteOutcome]] = []
 
     def ensure(self) -> None:
         """Create missing entries (a fresh tree, or one a newer profile grew); keep what exists."""
+        made: set[str] = set()
         for name, n in self.emu.nodes.items():
-            base = self.root / name
-            fresh = not (base / LEDGER_FILE).exists()
-            (base / "state" / ".tmp").mkdir(parents=True, exist_ok=True)
+            base = os.path.join(self.root, name)
+            fresh = not os.path.exists(os.path.join(base, LEDGER_FILE))
+            tmpdir = os.path.join(base, "state", ".tmp")
+            os.makedirs(tmpdir, exist_ok=True)
             watched: list[_Watched] = []
-            shown: dict[str, str] = {}
+            shown: list[_Shown] = []
+            cur: dict[int, list[_Shown]] = {}
+            pols = policies(n.profile)
             for e in n.entries:
-                p = base / e.path
                 if self.persist_only and e.owner != "A" and e.path != LEDGER_FILE:
                     continue
+                p = os.path.join(base, e.path)
                 if self.persist_only:
-                    p.parent.mkdir(parents=True, exist_ok=True)
+                    parent = os.path.dirname(p)
+                    if parent not in made:
+                        os.makedirs(parent, exist_ok=True)
+                        made.add(parent)
                 text = e.content if e.owner == "R" else (content(n.profile, n.state, e.bind) if e.bind else "")
                 if fresh:
                     self._create(p, e, text)
                 else:
-                    self._check(base, p, e, text)
+                    self._check(base, Path(p), e, text)
                 if e.kind != "file":
                     continue
                 if e.owner == "A":
-                    watched.append(_Watched(str(p), e, _sig(p.stat())))
-                elif e.owner == "S":
-                    shown[e.path] = text
+                    if self.persist_only and fresh:
+                        self._persisted[(name, e.path)] = text
+                    watched.append(_Watched(p, e, len(watched), _sig(os.stat(p))))
+                elif e.owner == "S" and e.bind is not None:
+                    f = _Shown(p, os.path.join(tmpdir, os.path.basename(p)), e.bind, e.mode, text, e.bind[0] in _JSON_BINDS)
+                    if e.path == LEDGER_FILE:
+                        self._ledger[name] = f
+                    elif self.persist_only:
+                        continue
+                    elif e.bind[0] == "pol_cur":
+                        cur.setdefault(pols[e.bind[1]].socket, []).append(f)
+                    else:
+                        shown.append(f)
             self._watched[name] = watched
             self._shown[name] = shown
-            # Current-frequency files move per socket: group them so a tick compares one value per socket.
-            self._s_entries[name] = [
-                e
-                for e in n.entries
-                if e.owner == "S" and e.path != LEDGER_FILE and e.bind is not None and e.bind[0] != "pol_cur" and not self.persist_only
-            ]
-            by_socket: dict[int, list[Entry]] = {}
-            pols = policies(n.profile)
-            for e in n.entries:
-                if e.bind is not None and e.bind[0] == "pol_cur" and not self.persist_only:
-                    by_socket.setdefault(pols[e.bind[1]].socket, []).append(e)
-            self._cur_freq[name] = by_socket
+            self._cur_freq[name] = cur
+        if self.watch:
+            self._start_watch()
+
+    def _start_watch(self) -> None:
+        """inotify on every directory holding writable files, node by node while the budget lasts;
+        the nodes left over (or all, without inotify) are scanned every tick."""
+        self.close()
+        self._unwatched = set(self._watched)
+        try:
+            dw = DirWatch()
+        except (OSError, AttributeError):
+            return
+        self._dirwatch = dw
+        budget = _max_watches()
+        for name, watched in self._watched.items():
+            dirs: dict[str, dict[bytes, _Watched]] = {}
+            for w in watched:
+                d, _, base = w.path.rpartition("/")
+                dirs.setdefault(d, {})[os.fsencode(base)] = w
+            if len(dirs) > budget:
+                continue
+            try:
+                for d, files in dirs.items():
+                    self._by_wd[dw.add(d)] = (name, files)
+            except OSError:
+                continue
+            budget -= len(dirs)
+            self._unwatched.discard(name)
+
+    def close(self) -> None:
+        """Stop watching (inotify); the trees stay."""
+        if self._dirwatch is not None:
+            self._dirwatch.close()
+            self._dirwatch = None
+        self._by_wd.clear()
+        self._pending.clear()
 
     @staticmethod
-    def _create(p: Path, e: Entry, text: str) -> None:
+    def _create(p: str, e: Entry, text: str) -> None:
         if e.kind == "dir":
             os.makedirs(p, exist_ok=True)
         elif e.kind == "link":
             os.symlink(e.content, p)
         else:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, e.mode)
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, e.mode)
             try:
                 os.write(fd, text.encode())
             finally:
                 os.close(fd)
 
-    def _check(self, base: Path, p: Path, e: Entry, text: str) -> None:
+    def _check(self, base: str, p: Path, e: Entry, text: str) -> None:
         if e.kind == "dir":
             if p.exists() and not p.is_dir():
                 raise TreeConflict(f"{p}: expected a directory, found a file")
@@ -198,19 +374,19 @@ class FileTrees:
             raise TreeConflict(f"{p}: expected a file, found a directory (a tree from an older simulator?); remove the node's directory")
         elif e.owner == "A":
             if not p.exists():
-                self._create(p, e, text)
+                self._create(str(p), e, text)
         elif e.owner == "R":
             if not p.exists() or p.read_text() != e.content:
-                self._replace(base, p, e.content, e.mode)
+                self._put(os.path.join(base, "state", ".tmp", p.name), str(p), e.content.encode(), e.mode)
         else:
-            self._replace(base, p, text, e.mode)
+            self._put(os.path.join(base, "state", ".tmp", p.name), str(p), text.encode(), e.mode)
 
-    def _replace(self, base: Path, path: Path, text: str, mode: int) -> None:
+    @staticmethod
+    def _put(tmp: str, path: str, data: bytes, mode: int) -> None:
         # Temp file + rename: a reader sees the old or the new content, never a torn one.
-        tmp = os.path.join(base, "state", ".tmp", os.path.basename(path))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
         try:
-            os.write(fd, text.encode())
+            os.write(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -223,24 +399,59 @@ class FileTrees:
             n = self.emu.nodes[name]
             for w in self._watched.get(name, []):
                 assert w.entry.bind is not None
-                with open(w.path, "w") as f:
-                    f.write(content(n.profile, n.state, w.entry.bind))
+                text = content(n.profile, n.state, w.entry.bind)
+                _write_in_place(w.path, text.encode())
                 w.sig = _sig(os.stat(w.path))
+                if self.persist_only:
+                    self._persisted[(name, w.entry.path)] = text
+
+    def _changed_candidates(self) -> dict[str, list[_Watched]] | None:
+        """Per node, the writable files inotify saw change since the last tick (``None``: scan them all)."""
+        dw = self._dirwatch
+        if dw is None:
+            return None
+        events, lost, overflow = dw.drain()
+        by_wd = self._by_wd
+        pending = self._pending
+        for wd, fname in events:
+            hit = by_wd.get(wd)
+            if hit is not None:
+                w = hit[1].get(fname)
+                if w is not None:
+                    pending.setdefault(hit[0], set()).add(w)
+        for wd in lost:
+            hit = by_wd.pop(wd, None)
+            if hit is not None:
+                self._unwatched.add(hit[0])
+        if overflow:
+            pending.clear()
+            return None
+        self._pending = {}
+        return {name: sorted(ws, key=lambda w: w.index) for name, ws in pending.items()}
 
     def read_back(self) -> None:
         """Apply the writes made since the last tick, in modification-time order; revert refusals."""
         self.rewrite_restarted()
+        candidates = self._changed_candidates()
         for name, watched in self._watched.items():
+            if candidates is not None and name not in self._unwatched:
+                todo = candidates.get(name)
+                if not todo:
+                    continue
+            else:
+                todo = watched
             changed: list[tuple[int, _Watched, bytes]] = []
-            for w in watched:
+            for w in todo:
                 try:
                     st = os.stat(w.path)
                 except FileNotFoundError:
                     st = None
                 if st is not None and _sig(st) == w.sig:
                     continue
-                data = Path(w.path).read_bytes() if st is not None else b""
+                data = _read(w.path) if st is not None else b""
                 changed.append((st.st_mtime_ns if st else 0, w, data))
+            if not changed:
+                continue
             changed.sort(key=lambda c: c[0])
             for _, w, data in changed:
                 out = self.emu.write(name, w.entry.path, data)
@@ -249,11 +460,10 @@ class FileTrees:
             n = self.emu.nodes[name]
             for _, w, data in changed:
                 assert w.entry.bind is not None
-                shown = content(n.profile, n.state, w.entry.bind)
-                if data != shown.encode():
+                shown = content(n.profile, n.state, w.entry.bind).encode()
+                if data != shown:
                     # Normalise in place (an agent holding the file sees the kernel's value).
-                    with open(w.path, "w") as f:
-                        f.write(shown)
+                    _write_in_place(w.path, shown)
                 w.sig = _sig(os.stat(w.path))
 
     def persist_writes(self) -> None:
@@ -261,23 +471,24 @@ class FileTrees:
         self.rewrite_restarted()
         with self.emu.lock:
             dirty, self.emu.dirty = self.emu.dirty, {}
+        persisted = self._persisted
         for name, paths in dirty.items():
             n = self.emu.nodes[name]
             for path in paths:
                 e = n.by_path[path]
                 assert e.bind is not None
-                (self.root / name / path).write_text(content(n.profile, n.state, e.bind))
+                text = content(n.profile, n.state, e.bind)
+                if persisted.get((name, path)) != text:
+                    _write_in_place(os.path.join(self.root, name, path), text.encode())
+                    persisted[(name, path)] = text
 
     def flush_ledgers(self, per_node_every: int = 10) -> None:
-        """FUSE mode: every node's ledger in one file under the root (one write per tick however
-        many nodes), and each node's own ledger every ``per_node_every`` ticks (spread: a tenth of
-        the nodes each tick by default). A restart takes whichever is later, so counters never go back."""
-        parts = []
-        for name, n in self.emu.nodes.items():
-            parts.append(f"{json.dumps(name)}: {content(n.profile, n.state, ('ledger', 0, 0)).strip()}")
-        tmp = self.root / f".{COMBINED_LEDGERS}.tmp"
-        tmp.write_text("{" + ",\n".join(parts) + "}\n")
-        os.replace(tmp, self.root / COMBINED_LEDGERS)
+        """Every node's ledger in one file under the root (one write per tick however many nodes),
+        and each node's own ledger every ``per_node_every`` ticks (spread: a tenth of the nodes
+        each tick by default). A restart takes whichever is later, so counters never go back."""
+        parts = [f"{json.dumps(name)}: {ledger_json(n.state).strip()}" for name, n in self.emu.nodes.items()]
+        tmp = os.path.join(self.root, f".{COMBINED_LEDGERS}.tmp")
+        self._put(tmp, os.path.join(self.root, COMBINED_LEDGERS), ("{" + ",\n".join(parts) + "}\n").encode(), 0o644)
         self.flush_node_ledgers(self.emu.tick_count % per_node_every, per_node_every)
 
     def flush_node_ledgers(self, slot: int = 0, slots: int = 1) -> None:
@@ -285,27 +496,46 @@ class FileTrees:
         for i, (name, n) in enumerate(self.emu.nodes.items()):
             if i % slots != slot:
                 continue
-            base = self.root / name
-            self._replace(base, base / LEDGER_FILE, content(n.profile, n.state, ("ledger", 0, 0)), 0o444)
+            f = self._ledger[name]
+            self._put(f.tmp, f.path, ledger_json(n.state).encode(), 0o444)
 
-    def flush(self) -> None:
-        """Ledger first, then every emulator-owned file whose content changed."""
+    def flush(self, per_node_every: int = 10) -> None:
+        """Ledgers first (``flush_ledgers``), then every emulator-owned file whose content changed.
+
+        A number that keeps its length is overwritten in place (one write, no rename: on ext4 a
+        rename over a file forces its data out, about 1 ms a file); one whose length changes, and
+        every JSON file, is replaced by temp file + rename, so a reader never sees two lengths or
+        half a JSON document."""
+        self.flush_ledgers(per_node_every)
         for name, n in self.emu.nodes.items():
-            base = self.root / name
-            shown = self._shown[name]
-            self._replace(base, base / LEDGER_FILE, content(n.profile, n.state, ("ledger", 0, 0)), 0o444)
-            for e in self._s_entries[name]:
-                assert e.bind is not None
-                text = content(n.profile, n.state, e.bind)
-                if shown.get(e.path) != text:
-                    self._replace(base, base / e.path, text, e.mode)
-                    shown[e.path] = text
-            for sock, entries in self._cur_freq[name].items():
-                text = f"{round(n.state.sockets[sock].eff_khz)}\n"
-                if shown.get(entries[0].path) != text:
-                    for e in entries:
-                        self._replace(base, base / e.path, text, e.mode)
-                        shown[e.path] = text
+            profile, state = n.profile, n.state
+            for f in self._shown[name]:
+                text = content(profile, state, f.bind)
+                if f.text != text:
+                    self._publish(f, text)
+            for sock, files in self._cur_freq[name].items():
+                text = f"{round(state.sockets[sock].eff_khz)}\n"
+                if files[0].text != text:
+                    for f in files:
+                        self._publish(f, text)
+
+    def _publish(self, f: _Shown, text: str) -> None:
+        data = text.encode()
+        if not f.atomic and len(data) == len(f.text):
+            try:
+                fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
+            except PermissionError:
+                # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
+                f.atomic = True
+            else:
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+                f.text = text
+                return
+        self._put(f.tmp, f.path, data, f.mode)
+        f.text = text
 
     def tick(self) -> None:
         """One files-mode tick: read back writes, step the physics, publish."""

@@ -178,3 +178,45 @@ def test_a_restarted_view_shows_default_limits_and_counters_keep_counting(tmp_pa
     assert _read(tmp_path, f"{PKG0}/constraint_0_power_limit_uw") == "165000000"
     assert emu.nodes["node-a"].state.zones[0].limits_uw[0] == 165_000_000
     assert int(_read(tmp_path, f"{PKG0}/energy_uj")) > before
+
+
+@pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat-scan"])
+def test_writes_in_place_and_by_rename_are_seen_with_or_without_inotify(tmp_path: Path, watch: bool) -> None:
+    nodes = [("node-a", builtin_profile("intel-xeon-2s-rapl"))]
+    emu = Emulator(nodes, tick_s=1.0, clock=lambda: 0.0)
+    trees = FileTrees(tmp_path, emu, watch=watch)
+    trees.ensure()
+    assert (trees._dirwatch is not None) == watch
+    trees.tick()
+    _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "110000000")
+    pol = tmp_path / "node-a/sys/devices/system/cpu/cpufreq/policy3"
+    (pol / "new").write_text("2000000\n")
+    os.replace(pol / "new", pol / "scaling_max_freq")  # as an agent writing atomically would
+    trees.tick()
+    st = emu.nodes["node-a"].state
+    assert st.zones[0].limits_uw[0] == 110_000_000 and st.pol_max_khz[3] == 2_000_000
+    trees.tick()  # nothing new: nothing applied again
+    assert [o for _, _, o in trees.outcomes] and len(trees.outcomes) == 2
+    trees.close()
+
+
+def test_a_node_whose_directory_watch_is_lost_is_scanned(tmp_path: Path) -> None:
+    emu, trees = _start(tmp_path)
+    zone = tmp_path / "node-a/sys/devices/virtual/powercap/intel-rapl/intel-rapl:1"
+    moved = tmp_path / "elsewhere"
+    os.rename(zone, moved)  # the watched directory goes away (its watch with it) ...
+    os.rename(moved, zone)  # ... and comes back: inotify no longer reports it
+    trees.tick()
+    assert "node-a" in trees._unwatched
+    _write(tmp_path, "sys/class/powercap/intel-rapl:1/constraint_0_power_limit_uw", "100000000")
+    trees.tick()
+    assert emu.nodes["node-a"].state.zones[2].limits_uw[0] == 100_000_000
+
+
+def test_the_combined_ledger_is_at_the_current_tick_and_node_ledgers_catch_up(tmp_path: Path) -> None:
+    emu, trees = _start(tmp_path)
+    for _ in range(3):
+        trees.tick()
+    assert json.loads((tmp_path / "ledgers.json").read_text())["node-a"]["tick"] == 3
+    trees.flush_node_ledgers()  # what emulate does when it stops
+    assert json.loads((tmp_path / "node-a/state/emulator.json").read_text())["tick"] == 3

@@ -67,6 +67,7 @@ class GpuTruth:
 
 @dataclass(frozen=True)
 class NodeState:
+    # physics.step_node builds this positionally (once per node per tick): keep the field order.
     name: str
     profile: str
     tick: int = 0
@@ -109,6 +110,36 @@ def policies(profile: Profile) -> tuple[Policy, ...]:
         return ()
     c = profile.cpu
     return _policies(c.sockets, c.cores_per_socket, c.threads_per_core, profile.cpufreq.grouping == "per-core")
+
+
+@cache
+def _policy_sockets(sockets: int, cores: int, threads: int, per_core: bool) -> tuple[int, ...]:
+    return tuple(p.socket for p in _policies(sockets, cores, threads, per_core))
+
+
+def policy_sockets(profile: Profile) -> tuple[int, ...]:
+    """The socket of each cpufreq policy, indexed like :func:`policies`."""
+    if profile.cpufreq is None:
+        return ()
+    c = profile.cpu
+    return _policy_sockets(c.sockets, c.cores_per_socket, c.threads_per_core, profile.cpufreq.grouping == "per-core")
+
+
+def _socket_runs(profile: Profile) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Per socket, the [start, stop) runs of policy indices it holds."""
+    socks = policy_sockets(profile)
+    return _runs(socks, profile.cpu.sockets)
+
+
+@cache
+def _runs(socks: tuple[int, ...], n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    out: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    start = 0
+    for i in range(1, len(socks) + 1):
+        if i == len(socks) or socks[i] != socks[start]:
+            out[socks[start]].append((start, i))
+            start = i
+    return tuple(tuple(r) for r in out)
 
 
 def cpu_socket(profile: Profile, cpu: int) -> int:
@@ -197,18 +228,36 @@ def derive(profile: Profile, state: NodeState) -> NodeState:
     count = [0] * n
     cf = profile.cpufreq
     if cf is not None:
-        for i, pol in enumerate(policies(profile)):
-            lo, hi = state.pol_min_khz[i], state.pol_max_khz[i]
-            gov = state.pol_governor[i]
+        # Runs after every accepted write: one pass over the policies, constants hoisted.
+        setpolicy = cf.setpolicy
+        govs = state.pol_governor
+        if govs and govs.count(govs[0]) == len(govs):
+            # One governor on every policy (the usual case): sums over each socket's runs of
+            # policies. Integer sums, so the same values as the loop below.
+            gov = govs[0]
+            lows, highs = state.pol_min_khz, state.pol_max_khz
+            for sock, runs in enumerate(_socket_runs(profile)):
+                lo_sum = sum(sum(lows[a:b]) for a, b in runs)
+                hi_sum = sum(sum(highs[a:b]) for a, b in runs)
+                if gov == "performance" or gov == "userspace":
+                    base[sock], per_util[sock] = hi_sum, 0
+                elif gov == "powersave" and not setpolicy:
+                    base[sock], per_util[sock] = lo_sum, 0
+                else:
+                    base[sock], per_util[sock] = lo_sum, hi_sum - lo_sum
+                count[sock] = sum(b - a for a, b in runs)
+            govs = ()
+        pol_socks = policy_sockets(profile) if govs else ()
+        for sock, lo, hi, gov in zip(pol_socks, state.pol_min_khz, state.pol_max_khz, govs, strict=False):
             if gov == "performance" or gov == "userspace":
                 b, k = hi, 0
-            elif gov == "powersave" and not cf.setpolicy:
+            elif gov == "powersave" and not setpolicy:
                 b, k = lo, 0
             else:
                 b, k = lo, hi - lo
-            base[pol.socket] += b
-            per_util[pol.socket] += k
-            count[pol.socket] += 1
+            base[sock] += b
+            per_util[sock] += k
+            count[sock] += 1
     rapl: dict[int, tuple[float | None, float, float | None]] = {}
     pc = profile.powercap
     if pc is not None:

@@ -10,15 +10,27 @@ Per node (one OTLP resource, attributes ``k8s.node.name`` and ``host.name`` = th
 All nodes go in one export request (``MetricsData`` built directly, sent with the SDK's OTLP/HTTP
 exporter): one request per interval however many nodes, rather than a meter provider per node.
 A node under a ``telemetry_gap`` fault is left out.
+
+Events (``joulie.sim.*``, see ``emulator.py``; not the per-tick one) go out as OTLP log records
+(:class:`OtlpEventExporter`, the SDK's OTLP/HTTP log exporter): ``event_name`` = the event,
+the node's resource as above (``k8s.node.name``, ``host.name``), attributes ``k8s.node.name``,
+``error.type`` (rejected writes: the lower-case errno name), ``file.path`` (the file, relative
+to the node's tree), ``joulie.sim.tick`` and ``joulie.sim.value_w`` where they apply; body = the
+message. Batched every interval, at most ``max_queue`` waiting (the oldest are dropped and counted).
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from typing import Any
 
+from opentelemetry._logs import LogRecord, SeverityNumber  # pants: no-infer-dep (opentelemetry-api, via the SDK)
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     Gauge,
@@ -33,7 +45,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-from joulie_simulator.emulator import Emulator
+from joulie_simulator.emulator import EVENT_TICK, EVENT_WRITE_REJECTED, Emulator, Event
 
 SCOPE = InstrumentationScope("joulie-simulator")
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -110,3 +122,89 @@ class OtlpPusher:
         if self._thread.is_alive():
             self._thread.join(10)
         self.exporter.shutdown()
+
+
+def _node_resource(node: str) -> Resource:
+    if not node:
+        return Resource.create({"service.name": "joulie-simulator"})
+    return Resource.create({"service.name": "joulie-simulator", "k8s.node.name": node, "host.name": node})
+
+
+def log_record(ev: Event, resource: Resource, now_ns: int) -> ReadableLogRecord:
+    """One event as an OTLP log record (what :class:`OtlpEventExporter` sends)."""
+    attrs: dict[str, Any] = {"joulie.sim.tick": ev.tick}
+    if ev.node:
+        attrs["k8s.node.name"] = ev.node
+    if ev.error_type:
+        attrs["error.type"] = ev.error_type
+    if ev.file:
+        attrs["file.path"] = ev.file
+    if ev.value_w:
+        attrs["joulie.sim.value_w"] = ev.value_w
+    warn = ev.name == EVENT_WRITE_REJECTED
+    record = LogRecord(
+        timestamp=now_ns,
+        observed_timestamp=now_ns,
+        severity_number=SeverityNumber.WARN if warn else SeverityNumber.INFO,
+        severity_text="WARN" if warn else "INFO",
+        body=ev.message or ev.name,
+        attributes=attrs,
+        event_name=ev.name,
+    )
+    return ReadableLogRecord(record, resource, SCOPE)
+
+
+class OtlpEventExporter:
+    """Sends the emulator's events as OTLP log records to an OTLP/HTTP logs endpoint
+    (e.g. ``http://collector:4318/v1/logs``), one request per ``interval_s`` while any are waiting."""
+
+    def __init__(self, emu: Emulator, endpoint: str, interval_s: float = 1.0, max_queue: int = 10000) -> None:
+        self.emu = emu
+        self.exporter = OTLPLogExporter(endpoint=endpoint, timeout=5)
+        self.interval_s = interval_s
+        self.dropped = 0
+        self._queue: collections.deque[ReadableLogRecord] = collections.deque()
+        self._max_queue = max_queue
+        self._resources: dict[str, Resource] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="otlp-logs", daemon=True)
+
+    def on_event(self, ev: Event) -> None:
+        if ev.name == EVENT_TICK:
+            return
+        res = self._resources.get(ev.node)
+        if res is None:
+            res = self._resources[ev.node] = _node_resource(ev.node)
+        rec = log_record(ev, res, time.time_ns())
+        with self._lock:
+            if len(self._queue) >= self._max_queue:
+                self._queue.popleft()
+                self.dropped += 1
+            self._queue.append(rec)
+
+    def push(self) -> bool:
+        """Send what is waiting (nothing to send counts as success)."""
+        with self._lock:
+            batch = list(self._queue)
+            self._queue.clear()
+        if not batch:
+            return True
+        return self.exporter.export(batch) == LogRecordExportResult.SUCCESS
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.push()
+
+    def start(self) -> None:
+        self.emu.listeners.append(self.on_event)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self.on_event in self.emu.listeners:
+            self.emu.listeners.remove(self.on_event)
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self.push()
+        self.exporter.shutdown()  # type: ignore[no-untyped-call]

@@ -23,7 +23,6 @@ Formulas (one place; other modules and docs link here):
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from joulie_simulator.model import GpuTruth, NodeState, SocketState
 from joulie_simulator.profiles.schema import CpuPhysics, GpuPhysics, Profile
@@ -85,80 +84,102 @@ def counter_delta_uj(previous_uj: int, current_uj: int, range_uj: int) -> int:
 
 
 def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
-    """Advance one node by ``dt_s`` seconds: frequencies, settled caps, powers and energy ledgers."""
+    """Advance one node by ``dt_s`` seconds: frequencies, settled caps, powers and energy ledgers.
+
+    Runs for every node on every tick: objects are built positionally rather than with
+    ``dataclasses.replace``, and a node's constants are looked up once."""
     phys = profile.physics
+    cpu = phys.cpu
     util = state.load.cpu_util
     cf = profile.cpufreq
     max_khz = cf.max_khz if cf else 0
+    min_khz = cf.min_khz if cf else 0
     min_scale = (cf.min_khz / cf.max_khz) if cf else MIN_FREQ_SCALE_DEFAULT
+    ramp_s = cpu.freq_ramp_s
+    hsmp_tau_s = phys.hsmp_settle_tau_s
+    dram_w = phys.dram_w_per_socket
     sockets: list[SocketState] = []
     for s in state.sockets:
         if cf is None:
             cur_khz, natural_scale = 0.0, 1.0
         else:
             target = s.freq_base_khz + s.freq_per_util_khz * util
-            cur_khz = settle(s.cur_khz, target, dt_s, phys.cpu.freq_ramp_s)
+            cur_khz = settle(s.cur_khz, target, dt_s, ramp_s)
             natural_scale = cur_khz / max_khz
         cap_w = math.inf
         rapl_settled = s.rapl_settled_w
         if s.rapl_requested_w is not None:
-            rapl_settled = settle(s.rapl_settled_w, s.rapl_requested_w, dt_s, s.rapl_tau_s)
+            rapl_settled = settle(rapl_settled, s.rapl_requested_w, dt_s, s.rapl_tau_s)
             cap_w = min(cap_w, rapl_settled)
         if s.rapl_short_w is not None:
             cap_w = min(cap_w, s.rapl_short_w)
         hsmp_settled = s.hsmp_settled_w
         if s.hsmp_requested_w is not None:
-            hsmp_settled = settle(s.hsmp_settled_w, s.hsmp_requested_w, dt_s, phys.hsmp_settle_tau_s)
+            hsmp_settled = settle(hsmp_settled, s.hsmp_requested_w, dt_s, hsmp_tau_s)
             cap_w = min(cap_w, hsmp_settled)
-        power, scale = capped_package(phys.cpu, util, natural_scale, cap_w, min_scale)
-        eff_khz = max(scale * max_khz, cf.min_khz) if cf else 0.0
-        # Built field by field rather than with dataclasses.replace: this runs per socket per tick.
+        power, scale = capped_package(cpu, util, natural_scale, cap_w, min_scale)
+        if cf:
+            eff_khz = max(scale * max_khz, min_khz)
+            eff_khz = min(eff_khz, cur_khz)
+        else:
+            eff_khz = 0.0
         sockets.append(
             SocketState(
-                socket=s.socket,
-                freq_base_khz=s.freq_base_khz,
-                freq_per_util_khz=s.freq_per_util_khz,
-                cur_khz=cur_khz,
-                eff_khz=min(eff_khz, cur_khz) if cf else 0.0,
-                rapl_requested_w=s.rapl_requested_w,
-                rapl_tau_s=s.rapl_tau_s,
-                rapl_short_w=s.rapl_short_w,
-                rapl_settled_w=rapl_settled,
-                hsmp_requested_w=s.hsmp_requested_w,
-                hsmp_settled_w=hsmp_settled,
-                power_w=power,
-                energy_j=s.energy_j + power * dt_s,
-                dram_energy_j=s.dram_energy_j + phys.dram_w_per_socket * dt_s,
+                s.socket,
+                s.freq_base_khz,
+                s.freq_per_util_khz,
+                cur_khz,
+                eff_khz,
+                s.rapl_requested_w,
+                s.rapl_tau_s,
+                s.rapl_short_w,
+                rapl_settled,
+                s.hsmp_requested_w,
+                hsmp_settled,
+                power,
+                s.energy_j + power * dt_s,
+                s.dram_energy_j + dram_w * dt_s,
             )
         )
     gpus: list[GpuTruth] = []
     if profile.gpus is not None and phys.gpu is not None:
         spec = profile.gpus
+        gphys = phys.gpu
+        loads = state.load.gpu_util
+        n_loads = len(loads)
+        tau_s = gphys.cap_settle_tau_s
+        lo_w, hi_w, default_w, persistent = spec.min_w, spec.max_w, spec.default_w, spec.persistence_mode
         for g in state.gpus:
-            u = state.load.gpu_util[g.index] if g.index < len(state.load.gpu_util) else 0.0
-            if not spec.persistence_mode and u <= 0 and g.limit_w != spec.default_w:
+            u = loads[g.index] if g.index < n_loads else 0.0
+            limit_w = g.limit_w
+            if not persistent and u <= 0 and limit_w != default_w:
                 # Persistence mode off and no client holds the board: the driver tears its state
                 # down and the limit is back at the default when the next client opens it.
-                g = replace(g, limit_w=spec.default_w)
-            target = min(max(g.limit_w, spec.min_w), spec.max_w)
-            enforced = settle(g.enforced_w, target, dt_s, phys.gpu.cap_settle_tau_s)
-            power = gpu_board_power_w(phys.gpu, u, enforced)
-            gpus.append(GpuTruth(g.index, g.uuid, g.limit_w, enforced, power, u, g.energy_j + power * dt_s))
-    host_w = (
-        sum(s.power_w for s in sockets)
-        + phys.dram_w_per_socket * len(sockets)
-        + sum(g.power_w for g in gpus)
-        + phys.platform_other_w
-    )
-    return replace(
-        state,
-        tick=state.tick + 1,
-        time_s=state.time_s + dt_s,
-        sockets=tuple(sockets),
-        gpus=tuple(gpus),
-        host_power_w=host_w,
-        host_energy_j=state.host_energy_j + host_w * dt_s,
-        platform_energy_j=state.platform_energy_j + phys.platform_other_w * dt_s,
+                limit_w = default_w
+            target = min(max(limit_w, lo_w), hi_w)
+            enforced = settle(g.enforced_w, target, dt_s, tau_s)
+            power = gpu_board_power_w(gphys, u, enforced)
+            gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s))
+    host_w = sum(s.power_w for s in sockets) + dram_w * len(sockets) + sum(g.power_w for g in gpus) + phys.platform_other_w
+    return NodeState(
+        state.name,
+        state.profile,
+        state.tick + 1,
+        state.time_s + dt_s,
+        state.load,
+        state.zones,
+        tuple(sockets),
+        state.pol_min_khz,
+        state.pol_max_khz,
+        state.pol_governor,
+        state.pol_epp,
+        state.boost,
+        state.hsmp_cap_uw,
+        tuple(gpus),
+        host_w,
+        state.host_energy_j + host_w * dt_s,
+        state.platform_energy_j + phys.platform_other_w * dt_s,
+        state.faults,
     )
 
 

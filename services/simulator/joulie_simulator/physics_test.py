@@ -140,3 +140,14 @@ def test_with_persistence_mode_off_an_idle_board_forgets_its_limit_but_a_busy_on
         s, _ = apply_write(p, s, ("nvml_limit", i, 0), b"300000")
     s = physics.step_node(p, s, 1.0)
     assert [g.limit_w for g in s.gpus[:2]] == [700, 300]
+
+
+def test_node_state_fields_are_in_the_order_step_node_builds_them() -> None:
+    from dataclasses import fields
+
+    from joulie_simulator.model import NodeState
+
+    assert [f.name for f in fields(NodeState)] == [
+        "name", "profile", "tick", "time_s", "load", "zones", "sockets", "pol_min_khz", "pol_max_khz", "pol_governor",
+        "pol_epp", "boost", "hsmp_cap_uw", "gpus", "host_power_w", "host_energy_j", "platform_energy_j", "faults",
+    ]

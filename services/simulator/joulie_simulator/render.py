@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from joulie_simhw.gpustate import (
     FAULTS_FILE,
@@ -30,7 +32,7 @@ from joulie_simhw.gpustate import (
     nvml_limit_file,
 )
 from joulie_simulator import physics
-from joulie_simulator.model import NodeState, cpu_socket, gpu_uuid, policies
+from joulie_simulator.model import GpuTruth, NodeState, cpu_socket, gpu_uuid, policies
 from joulie_simulator.profiles.schema import Profile
 
 # A bound file: (what, index, sub-index). The index names the zone, policy, socket or GPU.
@@ -317,7 +319,7 @@ def content(profile: Profile, state: NodeState, bind: Bind, extra_s: float = 0.0
     if what == "nvml_limit":
         return f"{round(state.gpus[i].limit_w * 1000)}\n"
     if what == "gpus_json":
-        return gpu_state(profile, state).to_json()
+        return gpus_json(profile, state)
     if what == "ledger":
         return ledger_json(state)
     if what == "faults":
@@ -326,40 +328,110 @@ def content(profile: Profile, state: NodeState, bind: Bind, extra_s: float = 0.0
 
 
 def gpu_state(profile: Profile, state: NodeState) -> GpuState:
+    return _gpu_state(profile, state, marked=False)
+
+
+def _moving(t: GpuTruth) -> tuple[float, float, float, int, int]:
+    """The values of gpus.json that move with the physics, as written."""
+    return (
+        round(t.limit_w, 3),
+        round(t.enforced_w, 3),
+        math.floor(t.power_w * 1000) / 1000,
+        round(100 * t.util),
+        math.floor(t.energy_j * 1000),
+    )
+
+
+def _gpu_state(profile: Profile, state: NodeState, marked: bool) -> GpuState:
+    """``marked``: a ``@@<position>_<k>@@`` string in place of each moving value (``_moving``)."""
     g = profile.gpus
     assert g is not None
     hwmons = amd_hwmon_dirs(profile) if g.vendor == "amd" else []
-    devices = tuple(
-        GpuDevice(
-            index=t.index,
-            name=g.product,
-            uuid=t.uuid,
-            pci_bus_id=f"00000000:{GPU_BUS0 + t.index:02X}:00.0",
-            min_limit_w=g.min_w,
-            max_limit_w=g.max_w,
-            default_limit_w=g.default_w,
-            limit_w=round(t.limit_w, 3),
-            enforced_limit_w=round(t.enforced_w, 3),
-            draw_w=math.floor(t.power_w * 1000) / 1000,
-            util_pct=round(100 * t.util),
-            energy_mj=math.floor(t.energy_j * 1000),
-            hwmon=hwmons[t.index] if hwmons else "",
-            vbios_version=g.vbios_version,
-            gfx_version=g.gfx_version,
-            field_tokens=dict(g.field_tokens),
+    devices = []
+    for p, t in enumerate(state.gpus):
+        m: tuple[Any, ...] = tuple(f"@@{p}_{k}@@" for k in range(5)) if marked else _moving(t)
+        devices.append(
+            GpuDevice(
+                index=t.index,
+                name=g.product,
+                uuid=t.uuid,
+                pci_bus_id=f"00000000:{GPU_BUS0 + t.index:02X}:00.0",
+                min_limit_w=g.min_w,
+                max_limit_w=g.max_w,
+                default_limit_w=g.default_w,
+                limit_w=m[0],
+                enforced_limit_w=m[1],
+                draw_w=m[2],
+                util_pct=m[3],
+                energy_mj=m[4],
+                hwmon=hwmons[t.index] if hwmons else "",
+                vbios_version=g.vbios_version,
+                gfx_version=g.gfx_version,
+                field_tokens=dict(g.field_tokens),
+            )
         )
-        for t in state.gpus
-    )
     return GpuState(
         vendor=g.vendor,
         driver_version=NVIDIA_DRIVER_VERSION if g.vendor == "nvidia" else "",
         persistence_mode=g.persistence_mode,
-        gpus=devices,
+        gpus=tuple(devices),
     )
 
 
+# Per node, gpus.json as static text around the values that move (see gpus_json).
+_GPU_TEMPLATES: dict[tuple[str, tuple[str, ...]], tuple[Profile, tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+_MARK = re.compile(r'"@@(\d+)_(\d+)@@"')
+
+
+def _gpu_template(profile: Profile, state: NodeState) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
+    key = (profile.name, tuple(t.uuid for t in state.gpus))
+    hit = _GPU_TEMPLATES.get(key)
+    if hit is not None and hit[0] is profile:
+        return hit[1], hit[2]
+    # The real serialisation with a marker in place of each moving value, split at the markers.
+    parts = _MARK.split(_gpu_state(profile, state, marked=True).to_json())
+    static = tuple(parts[0::3])
+    order = tuple((int(a), int(b)) for a, b in zip(parts[1::3], parts[2::3], strict=True))
+    _GPU_TEMPLATES[key] = (profile, static, order)
+    return static, order
+
+
+def _num(v: float) -> str:
+    """A number as json.dumps writes it."""
+    cls = v.__class__
+    if (cls is float and math.isfinite(v)) or cls is int:
+        return repr(v)
+    return json.dumps(v)
+
+
+def gpus_json(profile: Profile, state: NodeState) -> str:
+    """``gpu_state(profile, state).to_json()``, byte for byte, without building it each tick."""
+    static, order = _gpu_template(profile, state)
+    values = [_moving(t) for t in state.gpus]
+    out = [static[0]]
+    for (i, k), tail in zip(order, static[1:], strict=True):
+        out.append(_num(values[i][k]))
+        out.append(tail)
+    return "".join(out)
+
+
 def ledger_json(state: NodeState) -> str:
-    """The energy ledgers and the tick: enough to resume counters without going back."""
+    """The energy ledgers and the tick: enough to resume counters without going back.
+
+    ``json.dumps(body, sort_keys=True)`` byte for byte (``ledger_json_reference``), written out
+    by hand: it is formatted for every node on every tick."""
+    socks = ", ".join(f'{{"dramEnergyJ": {_num(s.dram_energy_j)}, "energyJ": {_num(s.energy_j)}}}' for s in state.sockets)
+    gpus = ", ".join(f'{{"energyJ": {_num(g.energy_j)}}}' for g in state.gpus)
+    zones = ", ".join(f"{json.dumps(rel)}: {_num(start)}" for rel, start in sorted({z.rel: z.start_uj for z in state.zones}.items()))
+    return (
+        f'{{"gpus": [{gpus}], "hostEnergyJ": {_num(state.host_energy_j)}, "node": {json.dumps(state.name)}, '
+        f'"platformEnergyJ": {_num(state.platform_energy_j)}, "profile": {json.dumps(state.profile)}, "schemaVersion": 1, '
+        f'"sockets": [{socks}], "tick": {_num(state.tick)}, "timeS": {_num(round(state.time_s, 6))}, "zoneStartUJ": {{{zones}}}}}\n'
+    )
+
+
+def ledger_json_reference(state: NodeState) -> str:
+    """What :func:`ledger_json` writes, the slow obvious way (tests compare the two)."""
     body = {
         "schemaVersion": 1,
         "node": state.name,

@@ -1,7 +1,8 @@
 """The node spec of emulate mode: which nodes to emulate, with which profile.
 
 YAML: ``nodes: [{name, profile, labels?}]`` and/or ``pools: [{name, profile, count, labels?}]``
-(a pool's nodes are ``<pool>-<i>``). Profiles are builtin names or files in ``--profiles-dir``.
+(a pool's nodes are ``<pool>-<i>``); a top-level ``name`` and ``harness`` (the simcluster cluster
+spec's) are accepted and ignored, any other key is refused. Profiles are builtin names or files in ``--profiles-dir``.
 A bad spec raises :class:`SpecError` naming the file, the field and why.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,6 +42,10 @@ class PoolEntry(_Strict):
 
 
 class NodeSpecFile(_Strict):
+    # The simcluster harness passes its cluster spec as is: its ``name`` and ``harness`` section
+    # (how the harness delivers tools, not hardware) are accepted and not used here.
+    name: str | None = None
+    harness: dict[str, Any] | None = None
     nodes: list[NodeEntry] = Field(default_factory=list)
     pools: list[PoolEntry] = Field(default_factory=list)
 

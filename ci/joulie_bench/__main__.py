@@ -1,0 +1,3 @@
+from joulie_bench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The ``workload``, ``workloadgen`` and ``traceextract`` subcommands of joulie-simulator."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from joulie_simulator.workload.extract import ExtractOptions, extract_swf, parse_queue_classes
+from joulie_simulator.workload.gen import GenOptions, generate
+from joulie_simulator.workload.trace import TraceError, dump_lines, load_trace
+
+COMMANDS = ("workload", "workloadgen", "traceextract")
+
+
+def add_parsers(sub: Any) -> None:
+    wl = sub.add_parser("workload", help="run a trace as real Pods on a simulated cluster")
+    wl.add_argument("--trace", type=Path, required=True, help="trace JSONL file, or a directory of *.jsonl parts")
+    wl.add_argument("--cluster", required=True, help="cluster spec name: Pods select sim.joulie.io/cluster=<name>")
+    wl.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG", ""), help="default $KUBECONFIG, else in-cluster")
+    wl.add_argument("--emulator", default="127.0.0.1:18081", help="the emulator's gRPC address (default 127.0.0.1:18081)")
+    wl.add_argument("--tick", type=float, default=1.0, help="wall seconds per tick (default 1)")
+    wl.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per wall second (default 1)")
+    wl.add_argument("--metrics", default="127.0.0.1:18082", help="address of /metrics ('' = off)")
+    wl.add_argument("--timeout", type=float, default=0.0, help="give up after this many wall seconds (0 = never)")
+    gen = sub.add_parser("workloadgen", help="write a synthetic trace (deterministic per seed)")
+    d = GenOptions()
+    gen.add_argument("--jobs", type=int, default=d.jobs)
+    gen.add_argument("--seed", type=int, default=d.seed)
+    gen.add_argument("--mean-interarrival-s", type=float, default=d.mean_interarrival_s)
+    gen.add_argument("--perf-ratio", type=float, default=d.perf_ratio)
+    gen.add_argument("--eco-ratio", type=float, default=d.eco_ratio)
+    gen.add_argument("--gpu-ratio", type=float, default=d.gpu_ratio)
+    gen.add_argument("--cpu-median-s", type=float, default=d.cpu_median_s)
+    gen.add_argument("--gpu-median-s", type=float, default=d.gpu_median_s)
+    gen.add_argument("--namespace", default=d.namespace)
+    gen.add_argument("--out", default="-", help="output file ('-' = stdout)")
+    ex = sub.add_parser("traceextract", help="normalise an SWF trace (Parallel Workloads Archive) into ours")
+    ex.add_argument("--in", dest="input", type=Path, required=True, help="SWF file")
+    ex.add_argument("--out", default="-", help="output file ('-' = stdout)")
+    ex.add_argument("--time-scale", type=float, default=1.0, help="divide submit times and runtimes by this")
+    ex.add_argument("--max-cpus", type=int, default=64, help="cores per job at most (default 64)")
+    ex.add_argument("--queue-classes", default="", help="QUEUE=CLASS,... (class performance, eco or general)")
+    ex.add_argument("--namespace", default="default")
+    ex.add_argument("--limit", type=int, default=0, help="keep the first N usable jobs (0 = all)")
+
+
+def _emit(lines: list[str], out: str) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "workloadgen":
+            jobs = generate(GenOptions(
+                jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s, perf_ratio=args.perf_ratio,
+                eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio, cpu_median_s=args.cpu_median_s,
+                gpu_median_s=args.gpu_median_s, namespace=args.namespace))
+            _emit(list(dump_lines(jobs)), args.out)
+            print(f"workloadgen: {len(jobs)} jobs, seed {args.seed}", file=sys.stderr)
+            return 0
+        if args.command == "traceextract":
+            try:
+                text = args.input.read_text(encoding="utf-8", errors="replace")
+            except OSError as e:
+                raise TraceError(f"{args.input}: cannot read: {e.strerror or e}") from None
+            got = extract_swf(text.splitlines(), str(args.input), ExtractOptions(
+                time_scale=args.time_scale, max_cpus=args.max_cpus, queue_classes=parse_queue_classes(args.queue_classes),
+                namespace=args.namespace, limit=args.limit))
+            _emit(list(dump_lines(got.jobs)), args.out)
+            skipped = ", ".join(f"{n} {why}" for why, n in sorted(got.skipped.items())) or "none"
+            print(f"traceextract: {len(got.jobs)} jobs kept; skipped: {skipped}", file=sys.stderr)
+            return 0
+        return _workload(args)
+    except (TraceError, ValueError) as e:
+        print(f"joulie-simulator: {e}", file=sys.stderr)
+        return 2
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from kubernetes import client as k8s
+    from kubernetes import config as kconfig
+    from prometheus_client import start_http_server
+
+    from joulie_simulator.workload.shell import JobMetrics, WorkloadRunner
+
+    if not args.tick > 0 or not args.time_scale > 0:
+        raise ValueError("--tick and --time-scale: must be > 0")
+    jobs = load_trace(args.trace)
+    if args.kubeconfig:
+        api: k8s.ApiClient = kconfig.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
+    else:
+        kconfig.load_incluster_config()  # type: ignore[no-untyped-call]
+        api = k8s.ApiClient()
+    metrics = JobMetrics()
+    if args.metrics:
+        host, _, port = args.metrics.rpartition(":")
+        start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    runner = WorkloadRunner(api, args.emulator, jobs, args.cluster, tick_s=args.tick, time_scale=args.time_scale, metrics=metrics)
+    print(f"workload: {len(jobs)} jobs from {args.trace} on cluster {args.cluster} (emulator {args.emulator})", flush=True)
+    try:
+        done = runner.run(stop, args.timeout)
+    finally:
+        runner.close()
+    rec = runner.record
+    print(f"workload: {len(rec.created)} pods created, {len(rec.bound)} bound, {len(rec.deleted)} completed and deleted, "
+          f"{len(rec.errors)} errors", flush=True)
+    return 0 if done and not rec.errors else 1

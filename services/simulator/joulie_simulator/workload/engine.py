@@ -1,0 +1,232 @@
+"""The job engine: who runs where, how fast, when it is done. Pure: no I/O, time is an argument.
+
+Progress (one formula for the Kubernetes shell and the benchmark)::
+
+    cpu_rate = cores * (1 - s_cpu * (1 - f_cpu))        core-seconds of work per second
+    gpu_rate = gpus  * (1 - s_gpu * (1 - f_gpu))        GPU-seconds of work per second
+    f_cpu    = f_eff / f_uncapped                        the node's effective CPU frequency over the
+                                                         frequency its governor would run uncapped
+                                                         (1 when the node has no cpufreq)
+    f_gpu    = u_eff / u                                 mean over the job's boards; u_eff solves the
+                                                         board model idle + (max - idle) * u_eff**gamma
+                                                         = min(natural(u), max(cap, idle))
+    done     when cpuUnits and gpuUnits are both used up (the completion time is interpolated
+             inside the tick, so results do not depend on the tick length to first order)
+
+``s_cpu``, ``s_gpu`` are the job's sensitivities (0..1). So an uncapped node runs a job at full
+speed, a RAPL cap that pulls the frequency down to 60 % of the governor's choice runs a fully
+sensitive CPU job at 60 % speed, and a GPU power cap slows a job in proportion to the utilisation
+the capped board can still sustain. Slowdown of a job = (finish - submit) / ideal runtime.
+
+A node's load follows its jobs: ``cpu_util = min(1, sum(cores * u_cpu) / node cores)`` and each
+board carries the GPU utilisation of the job holding it (lowest free board indices first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from joulie_simulator.model import Load, NodeState
+from joulie_simulator.profiles.schema import GpuPhysics, Profile
+from joulie_simulator.workload.trace import Job
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class NodeSpeed:
+    """Per-node speed factors in (0, 1]: CPU and, per board index, GPU."""
+
+    cpu: float = 1.0
+    gpus: tuple[float, ...] = ()
+
+    def gpu(self, indices: Iterable[int]) -> float:
+        vals = [self.gpus[i] if i < len(self.gpus) else 1.0 for i in indices]
+        return sum(vals) / len(vals) if vals else 1.0
+
+
+FULL_SPEED = NodeSpeed()
+
+
+def cpu_factor(eff_khz: float, uncapped_khz: float) -> float:
+    if uncapped_khz <= 0 or eff_khz <= 0:
+        return 1.0
+    return max(0.0, min(1.0, eff_khz / uncapped_khz))
+
+
+def gpu_factor(g: GpuPhysics, util: float, enforced_cap_w: float) -> float:
+    """u_eff / u for a board asked to run at ``util`` under ``enforced_cap_w`` (the physics inverted)."""
+    u = min(max(util, 0.0), 1.0)
+    if u <= 0:
+        return 1.0
+    span = g.natural_max_w - g.idle_w
+    if span <= 0:
+        return 1.0
+    natural = g.idle_w + span * u**g.util_gamma
+    drawn = min(natural, max(enforced_cap_w, g.idle_w))
+    u_eff = max(0.0, (drawn - g.idle_w) / span) ** (1.0 / g.util_gamma)
+    return float(max(0.0, min(1.0, u_eff / u)))
+
+
+def speed_from_state(profile: Profile, state: NodeState) -> NodeSpeed:
+    """Speed factors from an emulated node's state (the benchmark has the state itself)."""
+    cpu = 1.0
+    if profile.cpufreq is not None and state.sockets:
+        eff = sum(s.eff_khz for s in state.sockets) / len(state.sockets)
+        cur = sum(s.cur_khz for s in state.sockets) / len(state.sockets)
+        cpu = cpu_factor(eff, cur)
+    gpus: tuple[float, ...] = ()
+    g = profile.physics.gpu
+    if g is not None:
+        gpus = tuple(gpu_factor(g, t.util, t.enforced_w) for t in state.gpus)
+    return NodeSpeed(cpu, gpus)
+
+
+def speed_from_truth(
+    profile: Profile, eff_mhz: float, uncapped_mhz: float, gpu_caps_w: Iterable[float], gpu_utils: Iterable[float]
+) -> NodeSpeed:
+    """Speed factors from the emulator's truth as the gRPC API lists it (the Kubernetes shell)."""
+    cpu = cpu_factor(eff_mhz, uncapped_mhz) if profile.cpufreq is not None else 1.0
+    g = profile.physics.gpu
+    gpus = tuple(gpu_factor(g, u, c) for c, u in zip(gpu_caps_w, gpu_utils, strict=False)) if g is not None else ()
+    return NodeSpeed(cpu, gpus)
+
+
+@dataclass
+class JobRun:
+    job: Job
+    submitted: bool = False
+    node: str = ""
+    gpu_indices: tuple[int, ...] = ()
+    start_s: float | None = None
+    done_s: float | None = None
+    cpu_left: float = 0.0
+    gpu_left: float = 0.0
+    slow_s: float = 0.0
+    """Seconds of running time lost to caps so far (for reporting)."""
+
+    @property
+    def running(self) -> bool:
+        return self.start_s is not None and self.done_s is None
+
+    @property
+    def slowdown(self) -> float | None:
+        if self.done_s is None:
+            return None
+        return (self.done_s - self.job.submit_s) / max(self.job.ideal_runtime_s, EPS)
+
+
+@dataclass(frozen=True)
+class Completion:
+    job_id: str
+    workload_class: str
+    node: str
+    at_s: float
+    duration_s: float
+    """Bind to completion."""
+
+
+@dataclass
+class Engine:
+    jobs: list[Job]
+    runs: dict[str, JobRun] = field(default_factory=dict)
+    submitted_total: dict[str, int] = field(default_factory=dict)
+    """joulie_sim_job_submitted_total{class}"""
+    completed_total: dict[tuple[str, str], int] = field(default_factory=dict)
+    """joulie_sim_job_completed_total{class,node}"""
+    completion_seconds: list[float] = field(default_factory=list)
+    """Observations of joulie_sim_job_completion_seconds (bind to completion)."""
+
+    def __post_init__(self) -> None:
+        self.jobs = sorted(self.jobs, key=lambda j: (j.submit_s, j.job_id))
+        self.runs = {j.job_id: JobRun(j, cpu_left=j.work.cpu_units, gpu_left=j.work.gpu_units) for j in self.jobs}
+        self._next = 0
+
+    def due(self, now_s: float, limit: int = 0) -> list[Job]:
+        """Jobs whose submit time has come (at most ``limit``, 0 = all), marked submitted."""
+        out: list[Job] = []
+        while self._next < len(self.jobs) and self.jobs[self._next].submit_s <= now_s + EPS:
+            if limit and len(out) >= limit:
+                break
+            j = self.jobs[self._next]
+            self.runs[j.job_id].submitted = True
+            self.submitted_total[j.workload_class] = self.submitted_total.get(j.workload_class, 0) + 1
+            out.append(j)
+            self._next += 1
+        return out
+
+    @property
+    def next_submit_s(self) -> float | None:
+        return self.jobs[self._next].submit_s if self._next < len(self.jobs) else None
+
+    def busy_gpus(self, node: str) -> set[int]:
+        return {i for r in self.runs.values() if r.running and r.node == node for i in r.gpu_indices}
+
+    def bind(self, job_id: str, node: str, now_s: float, node_gpus: int) -> JobRun:
+        """The job's pod was bound to ``node``: it starts running there (on the lowest free boards)."""
+        r = self.runs[job_id]
+        if r.start_s is not None:
+            return r
+        busy = self.busy_gpus(node)
+        free = [i for i in range(node_gpus) if i not in busy]
+        want = r.job.requests.gpu
+        r.gpu_indices = tuple(free[:want]) if len(free) >= want else tuple(range(want))
+        r.node, r.start_s = node, now_s
+        return r
+
+    def running(self) -> list[JobRun]:
+        return [r for r in self.runs.values() if r.running]
+
+    def step(self, now_s: float, dt_s: float, speeds: Mapping[str, NodeSpeed]) -> list[Completion]:
+        """Advance every running job from ``now_s`` by ``dt_s`` at its node's speed."""
+        done: list[Completion] = []
+        for r in self.runs.values():
+            if not r.running or r.start_s is None:
+                continue
+            start = max(now_s, r.start_s)
+            span = now_s + dt_s - start
+            if span <= 0:
+                continue
+            sp = speeds.get(r.node, FULL_SPEED)
+            j = r.job
+            f_cpu = 1.0 - j.sensitivity.cpu * (1.0 - sp.cpu)
+            f_gpu = 1.0 - j.sensitivity.gpu * (1.0 - sp.gpu(r.gpu_indices))
+            cpu_rate = j.requests.cpu * max(f_cpu, EPS)
+            gpu_rate = j.requests.gpu * max(f_gpu, EPS) if j.requests.gpu else 0.0
+            need = max(r.cpu_left / cpu_rate if r.cpu_left > 0 else 0.0,
+                       r.gpu_left / gpu_rate if r.gpu_left > 0 and gpu_rate > 0 else 0.0)
+            used = min(span, need)
+            r.cpu_left = max(0.0, r.cpu_left - cpu_rate * used)
+            r.gpu_left = max(0.0, r.gpu_left - gpu_rate * used)
+            slowest = min(f_cpu if j.work.cpu_units > 0 else 1.0, f_gpu if j.work.gpu_units > 0 else 1.0)
+            r.slow_s += used * (1.0 - slowest)
+            if need <= span + EPS:
+                r.cpu_left = r.gpu_left = 0.0
+                r.done_s = start + need
+                dur = r.done_s - r.start_s
+                key = (j.workload_class, r.node)
+                self.completed_total[key] = self.completed_total.get(key, 0) + 1
+                self.completion_seconds.append(dur)
+                done.append(Completion(j.job_id, j.workload_class, r.node, r.done_s, dur))
+        return done
+
+    def loads(self, node_cpus: Mapping[str, float], node_gpus: Mapping[str, int]) -> dict[str, Load]:
+        """The load every node in ``node_cpus`` carries from its running jobs (idle nodes included)."""
+        cpu: dict[str, float] = dict.fromkeys(node_cpus, 0.0)
+        gpu: dict[str, list[float]] = {n: [0.0] * node_gpus.get(n, 0) for n in node_cpus}
+        for r in self.runs.values():
+            if not r.running or r.node not in cpu:
+                continue
+            cpu[r.node] += r.job.requests.cpu * r.job.utilization.cpu
+            for i in r.gpu_indices:
+                if i < len(gpu[r.node]):
+                    gpu[r.node][i] = r.job.utilization.gpu
+        return {
+            n: Load(cpu_util=min(1.0, cpu[n] / node_cpus[n]) if node_cpus[n] > 0 else 0.0, gpu_util=tuple(gpu[n]))
+            for n in node_cpus
+        }
+
+    @property
+    def finished(self) -> bool:
+        return all(r.done_s is not None for r in self.runs.values())

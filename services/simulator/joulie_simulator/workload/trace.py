@@ -1,0 +1,182 @@
+"""The workload trace: JSON lines, one record per line; ``type: job`` records are jobs.
+
+A job record (``schemaVersion`` ``v1``; names follow the original simulator's trace where it has one)::
+
+    {"type": "job", "schemaVersion": "v1", "jobId": "j-00001", "submitTimeOffsetSec": 12.5,
+     "class": "performance", "requests": {"cpu": 8, "gpu": 1, "memoryMi": 4096},
+     "work": {"cpuUnits": 4800, "gpuUnits": 600},
+     "utilization": {"cpu": 0.95, "gpu": 0.9}, "sensitivity": {"cpu": 1.0, "gpu": 1.0}}
+
+- ``class`` is the workload class, expressed to Kubernetes only through scheduling constraints on
+  ``joulie.io/power-profile`` (seed "Demand model"): ``performance`` = required node affinity
+  ``NotIn [eco]``, ``eco`` = ``In [eco]``, ``general`` = no constraint. Pods also carry the label
+  ``joulie.io/workload-class``.
+- ``work.cpuUnits`` are core-seconds at full speed, ``work.gpuUnits`` GPU-seconds at full speed
+  (see ``engine`` for how caps slow them). A job is done when both are done.
+- ``sensitivity`` (0..1, default 1) is how much of a slowdown of the hardware the job feels.
+- Other record types (e.g. ``workload``) are skipped; a blank line or one starting with ``#`` too.
+
+A bad line stops the load with ``trace.jsonl:LINE: field: why``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SCHEMA_VERSION = "v1"
+CLASSES = ("performance", "eco", "general")
+WorkloadClass = Literal["performance", "eco", "general"]
+
+
+class TraceError(ValueError):
+    """A trace that cannot be used; the message names file, line and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Requests(_Strict):
+    cpu: float = Field(default=1.0, gt=0, le=1024, description="CPU cores")
+    gpu: int = Field(default=0, ge=0, le=64)
+    memory_mi: int = Field(default=64, gt=0, alias="memoryMi")
+
+
+class Work(_Strict):
+    cpu_units: float = Field(default=0.0, ge=0, alias="cpuUnits")
+    gpu_units: float = Field(default=0.0, ge=0, alias="gpuUnits")
+
+
+class Utilization(_Strict):
+    cpu: float = Field(default=0.9, ge=0, le=1)
+    gpu: float = Field(default=0.9, ge=0, le=1)
+
+
+class Sensitivity(_Strict):
+    cpu: float = Field(default=1.0, ge=0, le=1)
+    gpu: float = Field(default=1.0, ge=0, le=1)
+
+
+class Job(_Strict):
+    type: Literal["job"] = "job"
+    schema_version: Literal["v1"] = Field(default="v1", alias="schemaVersion")
+    job_id: str = Field(alias="jobId", min_length=1, max_length=200)
+    submit_s: float = Field(alias="submitTimeOffsetSec", ge=0, allow_inf_nan=False)
+    workload_class: WorkloadClass = Field(default="general", alias="class")
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    requests: Requests = Field(default_factory=Requests)
+    work: Work = Field(default_factory=Work)
+    utilization: Utilization = Field(default_factory=Utilization)
+    sensitivity: Sensitivity = Field(default_factory=Sensitivity)
+
+    @model_validator(mode="after")
+    def _work_matches_requests(self) -> Job:
+        if self.work.cpu_units <= 0 and self.work.gpu_units <= 0:
+            raise ValueError("work: a job needs cpuUnits or gpuUnits > 0")
+        if self.work.gpu_units > 0 and self.requests.gpu == 0:
+            raise ValueError("work.gpuUnits: > 0 but requests.gpu is 0")
+        return self
+
+    @property
+    def ideal_runtime_s(self) -> float:
+        """Runtime at full speed on hardware nobody caps."""
+        cpu = self.work.cpu_units / self.requests.cpu
+        gpu = self.work.gpu_units / self.requests.gpu if self.requests.gpu else 0.0
+        return max(cpu, gpu)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record (aliases, defaults included, so a trace file is self-describing)."""
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _where(err: Mapping[str, Any]) -> str:
+    return ".".join(str(p) for p in err["loc"]) or "(record)"
+
+
+def parse_line(text: str, source: str, lineno: int) -> Job | None:
+    """One trace line: a Job, None for a skipped line, or TraceError naming ``source:lineno: field``."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    try:
+        raw = json.loads(stripped)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{source}:{lineno}: not JSON: {e.msg} at column {e.colno}") from None
+    if not isinstance(raw, dict):
+        raise TraceError(f"{source}:{lineno}: (record): a record is a JSON object, got {type(raw).__name__}")
+    kind = raw.get("type")
+    if kind is None:
+        raise TraceError(f"{source}:{lineno}: type: missing (want \"job\", or another record type to skip)")
+    if kind != "job":
+        return None
+    try:
+        return Job.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        field = _where(first)
+        if field == "(record)" and ": " in msg:
+            field, _, msg = msg.partition(": ")
+        return _raise(f"{source}:{lineno}: {field}: {msg}")
+
+
+def _raise(msg: str) -> Job:
+    raise TraceError(msg)
+
+
+def parse_lines(lines: Iterable[str], source: str) -> list[Job]:
+    jobs: list[Job] = []
+    seen: dict[str, int] = {}
+    for i, line in enumerate(lines, start=1):
+        job = parse_line(line, source, i)
+        if job is None:
+            continue
+        if job.job_id in seen:
+            raise TraceError(f"{source}:{i}: jobId: {job.job_id!r} already used on line {seen[job.job_id]}")
+        seen[job.job_id] = i
+        jobs.append(job)
+    return sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
+
+
+def load_trace(path: Path) -> list[Job]:
+    """Jobs of a trace file, or of every ``*.jsonl`` part of a directory (sorted), by submit time."""
+    if path.is_dir():
+        parts = sorted(path.glob("*.jsonl"))
+        if not parts:
+            raise TraceError(f"{path}: no *.jsonl parts in this directory")
+        jobs: list[Job] = []
+        for part in parts:
+            jobs.extend(_load_file(part))
+        ids: set[str] = set()
+        for j in jobs:
+            if j.job_id in ids:
+                raise TraceError(f"{path}: jobId: {j.job_id!r} appears in more than one part")
+            ids.add(j.job_id)
+        return sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
+    return _load_file(path)
+
+
+def _load_file(path: Path) -> list[Job]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: not UTF-8 text: {e.reason}") from None
+    return parse_lines(text.splitlines(), str(path))
+
+
+def dump_lines(jobs: Iterable[Job]) -> Iterator[str]:
+    for j in jobs:
+        yield json.dumps(j.record(), sort_keys=True, separators=(",", ":"))
+
+
+def write_trace(path: Path, jobs: Iterable[Job]) -> int:
+    lines = list(dump_lines(jobs))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(lines)
