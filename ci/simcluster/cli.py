@@ -7,6 +7,7 @@
 ``reload COMPONENT [--force]``  follows the binary: unchanged → nothing; new (or --force) → restart
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
 ``tree NODE``  a Node's emulated tree as the agent sees it
+``telemetry --part P --mode M``  what a telemetry mode generates (prom-config, joulie-values, ...)
 ``render-nodes --spec FILE``  the fake Node objects of the spec, one JSON object per line
 ``agents --spec FILE [--daemonset FILE]``  which Nodes the agent DaemonSet reaches, and why not the others
 ``down``  stop everything; remove the state dir (but runs/) unless ``SIMCLUSTER_KEEP=1``
@@ -16,7 +17,9 @@ Settings (environment): SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLU
 (ci|production, default ci), SIMCLUSTER_KEEP, SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate
 windows, at least 20 minutes), SIMCLUSTER_DIST (where ./pants package put the PEXes, default dist),
 SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
-SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs).
+SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs),
+SIMCLUSTER_TELEMETRY (otlp|otel-unpromoted|otel-utf8; see ``telemetry``), SIMCLUSTER_POWER_SCOPE,
+SIMCLUSTER_RUNTIME (process, the default, or k3s: the seed's k3s container; ci/simcluster/K3S.md).
 
 The state directory is ``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``
 (name default ``joulie-sim``); see :mod:`simcluster.state`.
@@ -37,12 +40,12 @@ from typing import Any
 import yaml
 
 from joulie_testinfra.tools import ToolMissingError
-from simcluster import deploy, runtime, smoke
+from simcluster import deploy, k3s, runtime, smoke, telemetry
 from simcluster.agents import agent_daemonset, select_agents
 from simcluster.components import HwemuMode
 from simcluster.nodes import render_nodes
 from simcluster.spec import SpecError, load_spec
-from simcluster.state import StateDir, state_dir
+from simcluster.state import StateDir, cluster_name, state_dir
 from simcluster.timing import TimingError, timing
 
 DEFAULT_SMOKE_SPEC = Path("tests/simcluster/specs/smoke.yaml")
@@ -101,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent")
     lg.add_argument("--node", help="the agent's Node")
     lg.add_argument("--lines", type=int, default=200)
+    te = sub.add_parser("telemetry", help="print what a telemetry mode generates")
+    te.add_argument("--part", required=True, choices=list(telemetry.PARTS))
+    te.add_argument("--mode", default=os.environ.get("SIMCLUSTER_TELEMETRY", "otlp"), choices=list(telemetry.MODES))
     tr = sub.add_parser("tree", help="a Node's emulated tree as its agent sees it")
     tr.add_argument("node")
     return p
@@ -140,6 +146,10 @@ def _hwemu_mode() -> HwemuMode:
     raise SpecError(f"SIMCLUSTER_HWEMU={mode!r}: must be fuse or files")
 
 
+def _telemetry() -> str:
+    return os.environ.get("SIMCLUSTER_TELEMETRY", "otlp")
+
+
 def _dist() -> Path:
     return Path(os.environ.get("SIMCLUSTER_DIST", "dist"))
 
@@ -166,6 +176,10 @@ def _runtime_command(args: argparse.Namespace) -> int:
             deploy.print_reports(reports)
             return rc if all(r.ok for r in reports) else 1
         if args.command == "down":
+            if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "k3s":
+                k3s.down_k3s(state, name=cluster_name(), keep_volumes=_keep())
+                progress(f"removed the k3s container {cluster_name()}")
+                return 0
             deploy.stop_deployed(state, progress)
             runtime.down(state, keep=_keep(), progress=progress)
             return 0
@@ -186,10 +200,16 @@ def _runtime_command(args: argparse.Namespace) -> int:
             return smoke.run_smoke(
                 state, load_spec(args.spec), args.spec.read_text(), values_files=values, daemonset=daemonset_for(values),
                 mode=_hwemu_mode(), timing=t, dist=_dist(), keep=_keep(), timeout_s=timeout, crd_dir=args.crds,
-                break_component=args.break_component,
+                break_component=args.break_component, telemetry_mode=_telemetry(),
             )
         spec = load_spec(args.spec)
-        runtime.up(state, spec, args.spec.read_text(), crd_dir=args.crds, progress=progress)
+        if os.environ.get("SIMCLUSTER_RUNTIME", "process") == "k3s":
+            # The seed's runtime: one privileged k3s container (ci/simcluster/K3S.md for where it stops here).
+            eligible, _ = select_agents(render_nodes(spec), daemonset_for(_values_files(None, [])))
+            k3s.up_k3s(state, spec, args.spec.read_text(), name=cluster_name(), agents=len(eligible),
+                       hwemu=_hwemu_mode(), progress=progress)
+            return 0
+        runtime.up(state, spec, args.spec.read_text(), crd_dir=args.crds, progress=progress, telemetry_mode=_telemetry())
         return 0
     except (SpecError, TimingError) as e:
         print(f"simcluster: {e}", file=sys.stderr)
@@ -205,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         return _runtime_command(args)
     if args.command == "logs":
         return _logs(args)
+    if args.command == "telemetry":
+        try:
+            t = timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
+            print(telemetry.part(args.mode, args.part, t, os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")), end="")
+            return 0
+        except (telemetry.TelemetryError, TimingError) as e:
+            print(f"simcluster telemetry: {e}", file=sys.stderr)
+            return 2
     if args.command == "tree":
         return _tree(args)
     try:

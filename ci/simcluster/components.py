@@ -79,6 +79,8 @@ class Plan:
     (SIMCLUSTER_AGENT_SHARDS; for scale runs, where one Python process per Node costs ~90 MB each)."""
     pool_selector: str = ""
     """POOL_NODE_SELECTOR of the pool agents: the Nodes of this cluster that are managed."""
+    controller_env: Mapping[str, str] = field(default_factory=dict)
+    """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
     gpu_tool_timeout_s: float = 15.0
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
@@ -218,6 +220,7 @@ def controller_command(plan: Plan) -> Command:
         "RECONCILE_INTERVAL": duration(plan.timing.controller_interval_s),
         "STATUS_REFRESH_INTERVAL": duration(plan.timing.status_refresh_s),
         "METRICS_ADDR": f"127.0.0.1:{plan.ports.controller_metrics}",
+        **plan.controller_env,
     })
     return Command(
         name="controller-manager",

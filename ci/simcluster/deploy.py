@@ -34,6 +34,7 @@ from joulie_api.backoff import Backoff
 from joulie_simulator.profiles.schema import builtin_profile
 from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from simcluster import components as comp
+from simcluster import telemetry
 from simcluster.agents import select_agents
 from simcluster.nodes import render_nodes
 from simcluster.runtime import RuntimeFailure, api_get, cluster_live, pid_alive, start_ticks, stop_pid
@@ -391,6 +392,7 @@ def deploy(
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
         agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
+        controller_env=telemetry.mode(cluster.get("TELEMETRY", "otlp")).joulie_env(os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")),
     )
     if shards > 0 and len(agents) != sum(1 for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"):
         raise RuntimeFailure(
@@ -410,6 +412,7 @@ def deploy(
             stub.touch()
     env: dict[str, str] = {
         "HWEMU_MODE": mode,
+        "TELEMETRY": cluster.get("TELEMETRY", "otlp"),
         "NODES": ",".join(n["metadata"]["name"] for n in nodes),
         "AGENT_NODES": ",".join(a.name for a in agents),
         "AGENT_SHARDS": str(shards),

@@ -31,10 +31,11 @@ from kubernetes import config as k8s_config
 from joulie_api import names
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
-from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, free_port, tail
+from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port, tail
 from joulie_testinfra.prometheus import start_prometheus
 from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
 from joulie_testinfra.tools import ToolMissingError, load_tools
+from simcluster import telemetry
 from simcluster.nodes import render_nodes
 from simcluster.spec import ClusterSpec
 from simcluster.state import PROCESSES, StateDir, pid_key, recorded_pids
@@ -210,7 +211,9 @@ def _port_of(argv: list[str], flag: str) -> str:
     return ""
 
 
-def _start_processes(state: StateDir, crd_dir: Path, progress: Callable[[str], None]) -> dict[str, str]:
+def _start_processes(
+    state: StateDir, crd_dir: Path, progress: Callable[[str], None], telemetry_mode: str = "otlp"
+) -> dict[str, str]:
     try:
         tools = load_tools()
     except ToolMissingError as e:
@@ -236,8 +239,9 @@ def _start_processes(state: StateDir, crd_dir: Path, progress: Callable[[str], N
         progress(f"kube-scheduler healthy (extender at 127.0.0.1:{extender_port})")
         start_kwok(tools, cp, timeout_s=60)
         progress("kwok healthy")
-        prom = start_prometheus(tools, state.root, cp.group, timeout_s=60)
-        progress(f"prometheus ready at {prom.url} (OTLP receiver on)")
+        prom = start_prometheus(tools, state.root, cp.group, telemetry.runnable(telemetry_mode).prometheus_settings(),
+                                timeout_s=60)
+        progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode})")
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         if cp is not None:
             cp.stop()
@@ -251,6 +255,7 @@ def _start_processes(state: StateDir, crd_dir: Path, progress: Callable[[str], N
         "KUBE_SCHEDULER_PORT": _port_of(list(procs["kube-scheduler"].argv), "--secure-port"),
         "KWOK_PORT": _port_of(list(procs["kwok"].argv), "--server-address"),
         "PROMETHEUS_URL": prom.url,
+        "TELEMETRY": telemetry_mode,
         "EXTENDER_PORT": str(extender_port),
         "KUBECONFIG": str(state.kubeconfig),
         "STARTED_AT": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -316,24 +321,45 @@ def apply_nodes(
     return len(nodes), deleted, time.monotonic() - t0
 
 
+def _restart_prometheus(state: StateDir, env: dict[str, str], telemetry_mode: str, progress: Callable[[str], None]) -> None:
+    """Another telemetry mode on a live cluster: Prometheus again with that mode's settings."""
+    old = env.get(pid_key("prometheus"), "")
+    if old.isdigit():
+        stop_pid(int(old), "prometheus")
+    shutil.rmtree(state.root / "tsdb", ignore_errors=True)
+    try:
+        prom = start_prometheus(load_tools(), state.root, ProcessGroup(),
+                                telemetry.runnable(telemetry_mode).prometheus_settings(), timeout_s=60)
+    except (ProcessFailedError, ToolMissingError, OSError) as e:
+        raise RuntimeFailure(f"restarting prometheus for telemetry mode {telemetry_mode} failed: {e}") from e
+    env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
+    progress(f"prometheus restarted at {prom.url} for telemetry mode {telemetry_mode}")
+
+
 def up(
     state: StateDir, spec: ClusterSpec, spec_text: str, *, crd_dir: Path = DEFAULT_CRD_DIR,
-    progress: Progress | None = None,
+    progress: Progress | None = None, telemetry_mode: str = "otlp",
 ) -> str:
     """Brings the cluster up (or reuses it) with `spec`; returns the summary line."""
     progress = progress or Progress()
+    try:
+        telemetry.runnable(telemetry_mode)
+    except telemetry.TelemetryError as e:
+        raise RuntimeFailure(str(e)) from e
     state.root.mkdir(parents=True, exist_ok=True)
     live, why = cluster_live(state)
     env = state.read_cluster_env()
     if live and env is not None:
         progress(f"reusing the running cluster at {env.get('API_URL')} ({state.root})")
         reused = True
+        if env.get("TELEMETRY", "otlp") != telemetry_mode:
+            _restart_prometheus(state, env, telemetry_mode, progress)
     else:
         progress(f"no live cluster in {state.root} ({why}); starting one")
         if env is not None:
             stop_recorded(state, env, progress)
             state.cluster_env.unlink(missing_ok=True)
-        env = _start_processes(state, crd_dir, progress)
+        env = _start_processes(state, crd_dir, progress, telemetry_mode)
         reused = False
     env["SPEC_NAME"] = spec.name
     state.write_cluster_env(env)

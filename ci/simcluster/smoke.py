@@ -342,17 +342,18 @@ def collect(state: StateDir, run: Path, smoke: Smoke | None) -> None:
 def run_smoke(
     state: StateDir, spec: ClusterSpec, spec_text: str, *, values_files: list[Path], daemonset: dict[str, Any],
     mode: HwemuMode, timing: Timing, dist: Path, keep: bool, timeout_s: float, crd_dir: Path,
-    break_component: str | None = None,
+    break_component: str | None = None, telemetry_mode: str = "otlp",
 ) -> int:
     started = dt.datetime.now(dt.UTC)
     sha, dirty = git_state()
     state.runs.mkdir(parents=True, exist_ok=True)
-    run = state.runs / run_dir_name(started, spec.name, mode, sha, dirty)
+    run = state.runs / run_dir_name(started, spec.name, mode if telemetry_mode == "otlp" else f"{mode}-{telemetry_mode}", sha, dirty)
     run.mkdir(parents=True)
     log = (run / "smoke.log").open("w")
     out = Tee(sys.stdout, log)
     progress = runtime.Progress(out=cast(TextIO, out))
-    progress(f"simcluster smoke: spec {spec.name}, hwemu {mode}, timing {timing.name}, results in {run}")
+    progress(f"simcluster smoke: spec {spec.name}, hwemu {mode}, telemetry {telemetry_mode}, timing {timing.name}, "
+             f"results in {run}")
     sampler = MemorySampler(state)
     sampler.start()
     smoke: Smoke | None = None
@@ -363,7 +364,7 @@ def run_smoke(
     deadline_timer.daemon = True
     deadline_timer.start()
     try:
-        runtime.up(state, spec, spec_text, crd_dir=crd_dir, progress=progress)
+        runtime.up(state, spec, spec_text, crd_dir=crd_dir, progress=progress, telemetry_mode=telemetry_mode)
         result = deploy.deploy(state, spec, dist=dist, values_files=values_files, daemonset=daemonset,
                                mode=mode, timing=timing, progress=progress)
         env = state.read_deploy_env() or {}
@@ -407,7 +408,7 @@ def run_smoke(
                  "nodes": len(render_nodes(spec))}
     summary = build_summary(
         assertions=assertions, status=status, spec=spec.name, mode=mode, scope=os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto"),
-        timing=timing.as_env(), commit=sha, dirty=dirty, images=images, started=started, finished=finished,
+        timing={**timing.as_env(), "SIMCLUSTER_TELEMETRY": telemetry_mode}, commit=sha, dirty=dirty, images=images, started=started, finished=finished,
         resources=resources, aborted=aborted,
     )
     (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,0 +1,117 @@
+"""Telemetry modes (seed "Telemetry modes"): how the emulated Nodes' power reaches Prometheus and
+which controller-manager settings read it. ``SIMCLUSTER_TELEMETRY`` picks one at ``up``; every
+mode is checked against the emulator's truth by the smoke's S06 (within 3 %, never closer than 1 W).
+
+``otlp`` (default)        the simulator pushes OTLP into Prometheus' receiver; k8s.node.name promoted,
+                          UnderscoreEscapingWithSuffixes (hw_host_energy_joules_total)
+``otel-unpromoted``       no resource attribute promoted: the controller manager joins target_info
+                          on job/instance (OTEL_NODE_ATTRIBUTE_PROMOTED=false)
+``otel-utf8``             NoUTF8EscapingWithSuffixes: names keep their dots ({"hw.host.energy_joules_total"})
+                          (OTEL_METRIC_NAMING=utf8-suffixes)
+``otel-collector``, ``otel-bridge``  through an OpenTelemetry Collector: refused here, no Collector is
+                          built (versions.env pins none); see the notes of issue 9.
+
+With SIMCLUSTER_POWER_SCOPE=host a mode also sets NODE_POWER_SCOPE=host (whole-host power only).
+Pure: ``simcluster telemetry --part ... --mode ...`` prints what a mode generates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from joulie_testinfra.prometheus import PROMOTED_RESOURCE_ATTRIBUTES, PrometheusSettings, prometheus_config
+from simcluster.timing import Timing, duration
+
+PARTS = ("prom-config", "otelcol-config", "sim-values", "joulie-values", "checks", "wait")
+
+
+class TelemetryError(ValueError):
+    """A mode that does not exist or cannot run here; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str
+    promote: list[str] = field(default_factory=lambda: list(PROMOTED_RESOURCE_ATTRIBUTES))
+    translation: str = "UnderscoreEscapingWithSuffixes"
+    controller_env: dict[str, str] = field(default_factory=dict)
+    needs_collector: bool = False
+
+    def prometheus_settings(self) -> PrometheusSettings:
+        return PrometheusSettings(promote_resource_attributes=list(self.promote), translation_strategy=self.translation)
+
+    def joulie_env(self, scope: str = "auto") -> dict[str, str]:
+        env = dict(self.controller_env)
+        if scope == "host":
+            env["NODE_POWER_SCOPE"] = "host"
+        return env
+
+
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode("otlp", "OTLP straight into Prometheus, k8s.node.name promoted, underscore names with suffixes"),
+        Mode("otel-unpromoted", "OTLP into Prometheus without promotion; node joined from target_info",
+             promote=[], controller_env={"OTEL_NODE_ATTRIBUTE_PROMOTED": "false"}),
+        Mode("otel-utf8", "OTLP into Prometheus with UTF-8 names (NoUTF8EscapingWithSuffixes)",
+             translation="NoUTF8EscapingWithSuffixes", controller_env={"OTEL_METRIC_NAMING": "utf8-suffixes"}),
+        Mode("otel-collector", "OTLP through an OpenTelemetry Collector into Prometheus", needs_collector=True),
+        Mode("otel-bridge", "the Collector's Prometheus bridge (no whole-host power)", needs_collector=True),
+    )
+}
+
+
+def mode(name: str) -> Mode:
+    m = MODES.get(name)
+    if m is None:
+        raise TelemetryError(f"SIMCLUSTER_TELEMETRY={name!r}: unknown mode; known: {', '.join(MODES)}")
+    return m
+
+
+def runnable(name: str) -> Mode:
+    m = mode(name)
+    if m.needs_collector:
+        raise TelemetryError(
+            f"telemetry mode {name}: needs an OpenTelemetry Collector, and none is built here "
+            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted and otel-utf8)"
+        )
+    return m
+
+
+def part(name: str, part_name: str, timing: Timing, scope: str = "auto") -> str:
+    """What `simcluster telemetry --part P --mode M` prints."""
+    m = mode(name)
+    out: Any
+    if part_name == "prom-config":
+        out = prometheus_config(m.prometheus_settings())
+    elif part_name == "otelcol-config":
+        if not m.needs_collector:
+            return f"# mode {name} uses no Collector\n"
+        raise TelemetryError(runnable_message(name))
+    elif part_name == "sim-values":
+        out = {"emulate": {"otlpEndpoint": "<prometheus>/api/v1/otlp/v1/metrics",
+                           "otlpInterval": duration(timing.otlp_interval_s), "tick": duration(timing.sim_tick_s)}}
+    elif part_name == "joulie-values":
+        out = {"controllerManager": {"env": {"NODE_POWER_SOURCE": "prometheus",
+                                             "NODE_POWER_RATE_WINDOW": duration(timing.rate_window_s),
+                                             **m.joulie_env(scope)}}}
+    elif part_name == "checks":
+        out = {"S06": "NodeTwin.status.powerMeasurement.measuredNodePowerW within max(3 %, 1 W) of "
+                      f"/debug/emulate host.powerW ({'whole-host' if scope == 'host' else 'host, else components'})"}
+    elif part_name == "wait":
+        out = {"settleSeconds": timing.settle_s, "rateWindow": duration(timing.rate_window_s)}
+    else:
+        raise TelemetryError(f"--part {part_name!r}: one of {', '.join(PARTS)}")
+    return str(yaml.safe_dump(out, sort_keys=False))
+
+
+def runnable_message(name: str) -> str:
+    try:
+        runnable(name)
+    except TelemetryError as e:
+        return str(e)
+    return ""
