@@ -157,19 +157,27 @@ def host_stubs(plan: Plan, node: AgentNode) -> list[Path]:
     return [host / req.lstrip("/") for req in node.tool_requirements]
 
 
-def agent_command(plan: Plan, node: AgentNode) -> Command:
-    port = plan.ports.agent_metrics[node.name]
+def _agent_env(plan: Plan, port: int, own: Mapping[str, str]) -> dict[str, str]:
+    """An agent's environment: the values' agent.env, then what the harness owns (`own` and the rest)."""
     env = dict(plan.python_path_env)
     env.update(_env_values(plan.values, "agent", "env"))
+    env.update(own)
     env.update({
-        "AGENT_MODE": "emulated",
-        "NODE_NAME": node.name,
-        "ROOT": str(plan.node_root(node.name)),
-        "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
         "KUBECONFIG": str(plan.kubeconfig),
         "METRICS_ADDR": f"127.0.0.1:{port}",
         "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
         "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
+    })
+    return env
+
+
+def agent_command(plan: Plan, node: AgentNode) -> Command:
+    port = plan.ports.agent_metrics[node.name]
+    env = _agent_env(plan, port, {
+        "AGENT_MODE": "emulated",
+        "NODE_NAME": node.name,
+        "ROOT": str(plan.node_root(node.name)),
+        "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
     })
     return Command(
         name=f"agent-{node.name}",
@@ -184,20 +192,14 @@ def agent_command(plan: Plan, node: AgentNode) -> Command:
 
 def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
     """One pool-mode agent: the same binary, every Node of its shard, each Node's tree and tools by `{node}`."""
-    env = dict(plan.python_path_env)
-    env.update(_env_values(plan.values, "agent", "env"))
     root = plan.hwemu_root / "fuse" if plan.mode == "fuse" else plan.hwemu_root
-    env.update({
+    env = _agent_env(plan, port, {
         "AGENT_MODE": "pool",
         "POOL_NODE_SELECTOR": plan.pool_selector,
         "POOL_SHARDS": str(plan.agent_shards),
         "POOL_SHARD_ID": str(shard),
         "ROOT": str(root / "{node}"),
         "GPU_TOOL_PATH": str(plan.state / "agents" / "{node}" / "tools"),
-        "KUBECONFIG": str(plan.kubeconfig),
-        "METRICS_ADDR": f"127.0.0.1:{port}",
-        "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
-        "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
     })
     return Command(
         name=f"agent-pool-{shard}",

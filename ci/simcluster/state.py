@@ -86,30 +86,34 @@ class StateDir:
     def runs(self) -> Path:
         return self.root / "runs"
 
-    def read_deploy_env(self) -> dict[str, str] | None:
-        try:
-            return parse_env_file(self.deploy_env.read_text(), source="deploy.env")
-        except FileNotFoundError:
-            return None
-
-    def write_deploy_env(self, values: Mapping[str, str]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.deploy_env.with_suffix(".env.tmp")
-        tmp.write_text(format_env(values))
-        tmp.replace(self.deploy_env)
-
     def read_cluster_env(self) -> dict[str, str] | None:
         """The recorded cluster, or None when there is none."""
-        try:
-            return parse_env(self.cluster_env.read_text())
-        except FileNotFoundError:
-            return None
+        return _read_env(self.cluster_env)
 
     def write_cluster_env(self, values: Mapping[str, str]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.cluster_env.with_suffix(".env.tmp")
-        tmp.write_text(format_env(values))
-        tmp.replace(self.cluster_env)
+        _write_env(self.cluster_env, values)
+
+    def read_deploy_env(self) -> dict[str, str] | None:
+        """What the last deploy started, or None when nothing is deployed."""
+        return _read_env(self.deploy_env)
+
+    def write_deploy_env(self, values: Mapping[str, str]) -> None:
+        _write_env(self.deploy_env, values)
+
+
+def _read_env(path: Path) -> dict[str, str] | None:
+    try:
+        return parse_env_file(path.read_text(), source=path.name)
+    except FileNotFoundError:
+        return None
+
+
+def _write_env(path: Path, values: Mapping[str, str]) -> None:
+    """Atomically: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".env.tmp")
+    tmp.write_text(format_env(values))
+    tmp.replace(path)
 
 
 def parse_env(text: str) -> dict[str, str]:
