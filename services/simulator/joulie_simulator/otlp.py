@@ -90,7 +90,7 @@ def metrics_data(emu: Emulator, start_ns: int, now_ns: int) -> MetricsData:
             _counter("hw.energy", "Energy consumed by a component", energy),
             _gauge("hw.power", "Instantaneous power of a component", power),
         ]
-        resource = Resource.create({"service.name": "joulie-simulator", "k8s.node.name": name, "host.name": name})
+        resource = _node_resource(name)
         out.append(ResourceMetrics(resource, [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL))
     return MetricsData(out)
 
@@ -125,9 +125,13 @@ class OtlpPusher:
 
 
 def _node_resource(node: str) -> Resource:
+    """One resource per emulated node. service.instance.id must differ per node: Prometheus turns it
+    into `instance`, and without promoted attributes (job, instance) is all that tells the nodes'
+    series and their target_info apart (telemetry mode otel-unpromoted)."""
     if not node:
         return Resource.create({"service.name": "joulie-simulator"})
-    return Resource.create({"service.name": "joulie-simulator", "k8s.node.name": node, "host.name": node})
+    return Resource.create({"service.name": "joulie-simulator", "service.instance.id": node,
+                            "k8s.node.name": node, "host.name": node})
 
 
 def log_record(ev: Event, resource: Resource, now_ns: int) -> ReadableLogRecord:

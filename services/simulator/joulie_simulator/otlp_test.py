@@ -58,3 +58,13 @@ def test_hw_semconv_metrics_reach_prometheus_within_3_percent_of_truth(prometheu
     assert gpu0 == pytest.approx(nvl["gpus"][0]["powerW"], rel=0.03) and gpu0 <= 250 * 1.01
     gpus = _value(prometheus, 'sum(hw_energy_joules_total{k8s_node_name="nvl-0",hw_type="gpu"})')
     assert gpus == pytest.approx(sum(g["energyJ"] for g in nvl["gpus"]), rel=0.03)
+
+
+def test_every_node_is_its_own_service_instance() -> None:
+    # Without promoted attributes, (job, instance) is all that tells nodes apart in Prometheus.
+    from joulie_simulator.otlp import metrics_data
+
+    emu = Emulator([("a", builtin_profile("intel-xeon-2s-rapl")), ("b", builtin_profile("intel-xeon-2s-rapl"))], tick_s=0.5)
+    data = metrics_data(emu, 0, 1)
+    ids = [rm.resource.attributes.get("service.instance.id") for rm in data.resource_metrics]
+    assert ids == ["a", "b"]
