@@ -360,7 +360,13 @@ def run_smoke(
     aborted: str | None = None
     timed_out = False
     images: dict[str, str] = {}
-    deadline_timer = threading.Timer(timeout_s, lambda: os.kill(os.getpid(), 2))
+    fired = threading.Event()
+
+    def _time_out() -> None:
+        fired.set()
+        os.kill(os.getpid(), 2)  # KeyboardInterrupt in the main thread, wherever it waits
+
+    deadline_timer = threading.Timer(timeout_s, _time_out)
     deadline_timer.daemon = True
     deadline_timer.start()
     try:
@@ -390,8 +396,12 @@ def run_smoke(
             except Exception as e:  # - a failed step fails its checks, the run goes on
                 smoke.failed(ids, e)
     except KeyboardInterrupt:
-        timed_out = True
-        progress(f"timed out after {timeout_s:.0f}s (SIMCLUSTER_TEST_TIMEOUT)")
+        if fired.is_set():
+            timed_out = True
+            progress(f"timed out after {timeout_s:.0f}s (SIMCLUSTER_TEST_TIMEOUT)")
+        else:
+            aborted = "interrupted"
+            progress("interrupted; stopping the cluster")
     except runtime.RuntimeFailure as e:
         aborted = str(e)
         progress(f"aborted: {e}")
