@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from images.dockerd import Engine, EngineError, Log, cache_dir, private_engine
+from images.dockerd import Engine, EngineError, Log, apt_install, cache_dir, private_engine
 
 REGISTRY = "joulie.local"
 SUITE = "bookworm"
@@ -171,21 +171,7 @@ def package(repo: Path, services: Sequence[str], log: Log) -> None:
 
 
 def ensure_debootstrap(log: Log) -> str:
-    path = shutil.which("debootstrap")
-    if path:
-        return path
-    if os.geteuid() != 0:
-        raise BuildError("debootstrap is not installed and this is not root: apt-get install debootstrap")
-    log("[images] debootstrap missing: apt-get install debootstrap")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "debootstrap"]):
-        r = subprocess.run(argv, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise BuildError(f"could not install debootstrap ({' '.join(argv)} exit {r.returncode}): {r.stderr.strip()[-400:]}")
-    path = shutil.which("debootstrap")
-    if path is None:
-        raise BuildError("debootstrap installed but not on PATH")
-    return path
+    return apt_install("debootstrap", "debootstrap", log, BuildError)
 
 
 def ensure_base(engine: Engine, log: Log) -> str:

@@ -77,21 +77,29 @@ def dockerd_argv(dockerd: str, paths: DockerdPaths) -> list[str]:
     ]
 
 
+def apt_install(package: str, binary: str, log: Log, error: type[Exception]) -> str:
+    """The path of `binary`; installs Debian's `package` first (as root) when it is missing.
+    Failures raise `error` naming the package, the apt command and its stderr."""
+    path = shutil.which(binary)
+    if path:
+        return path
+    if os.geteuid() != 0:
+        raise error(f"{binary} is not installed and this is not root: apt-get install {package}")
+    log(f"[images] {binary} missing: apt-get install {package}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]):
+        r = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise error(f"could not install {package} ({' '.join(argv)} exit {r.returncode}): {r.stderr.strip()[-400:]}")
+    path = shutil.which(binary)
+    if path is None:
+        raise error(f"{package} installed but {binary} is not on PATH")
+    return path
+
+
 def ensure_engine_installed(log: Log) -> tuple[str, str]:
     """Paths of dockerd and the docker CLI; installs Debian's docker.io when dockerd is missing."""
-    dockerd = shutil.which("dockerd")
-    if dockerd is None:
-        if os.geteuid() != 0:
-            raise EngineError("dockerd is not installed and this is not root: apt-get install docker.io")
-        log("[images] dockerd missing: apt-get install docker.io")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "docker.io"]):
-            r = subprocess.run(argv, env=env, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise EngineError(f"could not install docker.io ({' '.join(argv)} exit {r.returncode}): {r.stderr.strip()[-400:]}")
-        dockerd = shutil.which("dockerd")
-        if dockerd is None:
-            raise EngineError("docker.io installed but dockerd is not on PATH")
+    dockerd = apt_install("docker.io", "dockerd", log, EngineError)
     # Debian's CLI matches Debian's daemon; any other docker CLI on PATH is a fallback.
     cli = "/usr/bin/docker" if Path("/usr/bin/docker").is_file() else shutil.which("docker")
     if cli is None:
