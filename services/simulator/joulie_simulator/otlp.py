@@ -1,6 +1,7 @@
 """OTLP metrics of the emulator's truth, following the OpenTelemetry hardware semantic conventions.
 
-Per node (one OTLP resource, attributes ``k8s.node.name`` and ``host.name`` = the node name):
+Per node (one OTLP resource, attributes ``k8s.node.name``, ``host.name`` and ``service.instance.id`` =
+the node name; the last becomes Prometheus' ``instance``, which keeps nodes apart without promotion):
 
 - ``hw.host.energy`` (counter, J) and ``hw.host.power`` (gauge, W): the whole host.
 - ``hw.energy`` (counter, J) and ``hw.power`` (gauge, W) per component, with ``hw.type``
@@ -13,7 +14,7 @@ A node under a ``telemetry_gap`` fault is left out.
 
 Events (``joulie.sim.*``, see ``emulator.py``; not the per-tick one) go out as OTLP log records
 (:class:`OtlpEventExporter`, the SDK's OTLP/HTTP log exporter): ``event_name`` = the event,
-the node's resource as above (``k8s.node.name``, ``host.name``), attributes ``k8s.node.name``,
+the node's resource as above, attributes ``k8s.node.name``,
 ``error.type`` (rejected writes: the lower-case errno name), ``file.path`` (the file, relative
 to the node's tree), ``joulie.sim.tick`` and ``joulie.sim.value_w`` where they apply; body = the
 message. Batched every interval, at most ``max_queue`` waiting (the oldest are dropped and counted).
