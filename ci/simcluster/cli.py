@@ -223,8 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("up", "status", "down", "deploy", "reload", "smoke"):
         return _runtime_command(args)
-    if args.command == "logs":
-        return _logs(args)
+    if args.command in ("logs", "tree"):
+        try:
+            return _logs(args) if args.command == "logs" else _tree(args)
+        except BrokenPipeError:  # `simcluster tree N | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     if args.command == "telemetry":
         try:
             t = timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
@@ -233,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         except (telemetry.TelemetryError, TimingError) as e:
             print(f"simcluster telemetry: {e}", file=sys.stderr)
             return 2
-    if args.command == "tree":
-        return _tree(args)
+
     try:
         spec = load_spec(args.spec)
         nodes = render_nodes(spec)
