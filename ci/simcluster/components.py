@@ -79,6 +79,8 @@ class Plan:
     (SIMCLUSTER_AGENT_SHARDS; for scale runs, where one Python process per Node costs ~90 MB each)."""
     pool_selector: str = ""
     """POOL_NODE_SELECTOR of the pool agents: the Nodes of this cluster that are managed."""
+    otlp_push: bool = True
+    """False in telemetry mode scrape: Prometheus scrapes the simulator's /metrics instead."""
     controller_env: Mapping[str, str] = field(default_factory=dict)
     """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
     gpu_tool_timeout_s: float = 15.0
@@ -122,7 +124,7 @@ def simulator_command(plan: Plan) -> Command:
             "--tick", f"{plan.timing.sim_tick_s:g}",
             "--http", f"127.0.0.1:{plan.ports.simulator_http}",
             "--grpc", f"127.0.0.1:{plan.ports.simulator_grpc}",
-            "--otlp-endpoint", f"{plan.prometheus_url}/api/v1/otlp/v1/metrics",
+            "--otlp-endpoint", f"{plan.prometheus_url}/api/v1/otlp/v1/metrics" if plan.otlp_push else "",
             "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
         ],
         env=dict(plan.python_path_env),

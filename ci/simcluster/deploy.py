@@ -386,13 +386,15 @@ def deploy(
         raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
     shards = int(os.environ.get("SIMCLUSTER_AGENT_SHARDS", "0") or 0)
     agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
-    ports = comp.Ports(free_port(), free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
+    sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
+    ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
     plan = comp.Plan(
         state=state.root, binaries={c: b.path for c, b in binaries.items()}, kubeconfig=state.kubeconfig,
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
         agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
         controller_env=telemetry.mode(cluster.get("TELEMETRY", "otlp")).joulie_env(os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")),
+        otlp_push=not telemetry.mode(cluster.get("TELEMETRY", "otlp")).scrape,
     )
     if shards > 0 and len(agents) != sum(1 for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"):
         raise RuntimeFailure(

@@ -32,13 +32,14 @@ from joulie_api import names
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
 from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port, tail
-from joulie_testinfra.prometheus import start_prometheus
+from joulie_testinfra.prometheus import PrometheusSettings, start_prometheus
 from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
 from joulie_testinfra.tools import ToolMissingError, load_tools
 from simcluster import telemetry
 from simcluster.nodes import render_nodes
 from simcluster.spec import ClusterSpec
 from simcluster.state import PROCESSES, StateDir, pid_key, recorded_pids
+from simcluster.timing import Timing, duration, timing
 
 FIELD_MANAGER = "simcluster"
 DEFAULT_CRD_DIR = Path("charts/joulie/crds")
@@ -228,6 +229,8 @@ def _start_processes(
     # The extender's port is fixed now, so kube-scheduler's configuration names it before the
     # extender exists (ignorable: pods schedule without it, as a real install's scheduler does).
     extender_port = free_port()
+    # Likewise the simulator's HTTP port: a scraping Prometheus (telemetry mode scrape) names it.
+    simulator_port = free_port()
     try:
         progress(f"starting etcd and kube-apiserver (CRDs from {crd_dir})")
         cp = start_control_plane(tools, state.root, crd_dir=crd_dir, timeout_s=60)
@@ -239,7 +242,7 @@ def _start_processes(
         progress(f"kube-scheduler healthy (extender at 127.0.0.1:{extender_port})")
         start_kwok(tools, cp, timeout_s=60)
         progress("kwok healthy")
-        prom = start_prometheus(tools, state.root, cp.group, telemetry.runnable(telemetry_mode).prometheus_settings(),
+        prom = start_prometheus(tools, state.root, cp.group, _prometheus_settings(telemetry_mode, simulator_port),
                                 timeout_s=60)
         progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode})")
     except (ProcessFailedError, ToolMissingError, OSError) as e:
@@ -256,6 +259,7 @@ def _start_processes(
         "KWOK_PORT": _port_of(list(procs["kwok"].argv), "--server-address"),
         "PROMETHEUS_URL": prom.url,
         "TELEMETRY": telemetry_mode,
+        "SIMULATOR_HTTP_PORT": str(simulator_port),
         "EXTENDER_PORT": str(extender_port),
         "KUBECONFIG": str(state.kubeconfig),
         "STARTED_AT": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -321,6 +325,15 @@ def apply_nodes(
     return len(nodes), deleted, time.monotonic() - t0
 
 
+def _prometheus_settings(telemetry_mode: str, simulator_port: int) -> PrometheusSettings:
+    interval = duration(timing_for_env().otlp_interval_s)
+    return telemetry.runnable(telemetry_mode).prometheus_settings(f"127.0.0.1:{simulator_port}", interval)
+
+
+def timing_for_env() -> Timing:
+    return timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
+
+
 def _restart_prometheus(state: StateDir, env: dict[str, str], telemetry_mode: str, progress: Callable[[str], None]) -> None:
     """Another telemetry mode on a live cluster: Prometheus again with that mode's settings."""
     old = env.get(pid_key("prometheus"), "")
@@ -329,7 +342,7 @@ def _restart_prometheus(state: StateDir, env: dict[str, str], telemetry_mode: st
     shutil.rmtree(state.root / "tsdb", ignore_errors=True)
     try:
         prom = start_prometheus(load_tools(), state.root, ProcessGroup(),
-                                telemetry.runnable(telemetry_mode).prometheus_settings(), timeout_s=60)
+                                _prometheus_settings(telemetry_mode, int(env.get("SIMULATOR_HTTP_PORT") or 0)), timeout_s=60)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         raise RuntimeFailure(f"restarting prometheus for telemetry mode {telemetry_mode} failed: {e}") from e
     env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})

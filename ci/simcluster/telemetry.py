@@ -8,6 +8,7 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
                           on job/instance (OTEL_NODE_ATTRIBUTE_PROMOTED=false)
 ``otel-utf8``             NoUTF8EscapingWithSuffixes: names keep their dots ({"hw.host.energy_joules_total"})
                           (OTEL_METRIC_NAMING=utf8-suffixes)
+``scrape``                Prometheus scrapes the simulator's /metrics (same names and labels); no OTLP push
 ``otel-collector``, ``otel-bridge``  through an OpenTelemetry Collector: refused here, no Collector is
                           built (versions.env pins none); see the notes of issue 9.
 
@@ -40,9 +41,15 @@ class Mode:
     translation: str = "UnderscoreEscapingWithSuffixes"
     controller_env: dict[str, str] = field(default_factory=dict)
     needs_collector: bool = False
+    scrape: bool = False
+    """Prometheus scrapes the simulator's /metrics instead of receiving OTLP pushes."""
 
-    def prometheus_settings(self) -> PrometheusSettings:
-        return PrometheusSettings(promote_resource_attributes=list(self.promote), translation_strategy=self.translation)
+    def prometheus_settings(self, simulator: str = "<simulator>", interval: str = "5s") -> PrometheusSettings:
+        """`simulator`: host:port of the simulator's HTTP server (scrape mode)."""
+        jobs = [{"job_name": "joulie-simulator", "scrape_interval": interval,
+                 "static_configs": [{"targets": [simulator]}]}] if self.scrape else []
+        return PrometheusSettings(promote_resource_attributes=list(self.promote), translation_strategy=self.translation,
+                                  scrape_configs=jobs)
 
     def joulie_env(self, scope: str = "auto") -> dict[str, str]:
         env = dict(self.controller_env)
@@ -59,6 +66,7 @@ MODES: dict[str, Mode] = {
              promote=[], controller_env={"OTEL_NODE_ATTRIBUTE_PROMOTED": "false"}),
         Mode("otel-utf8", "OTLP into Prometheus with UTF-8 names (NoUTF8EscapingWithSuffixes)",
              translation="NoUTF8EscapingWithSuffixes", controller_env={"OTEL_METRIC_NAMING": "utf8-suffixes"}),
+        Mode("scrape", "Prometheus scrapes the simulator's /metrics; no OTLP push", scrape=True),
         Mode("otel-collector", "OTLP through an OpenTelemetry Collector into Prometheus", needs_collector=True),
         Mode("otel-bridge", "the Collector's Prometheus bridge (no whole-host power)", needs_collector=True),
     )
@@ -77,7 +85,7 @@ def runnable(name: str) -> Mode:
     if m.needs_collector:
         raise TelemetryError(
             f"telemetry mode {name}: needs an OpenTelemetry Collector, and none is built here "
-            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted and otel-utf8)"
+            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted, otel-utf8 and scrape)"
         )
     return m
 
@@ -87,13 +95,13 @@ def part(name: str, part_name: str, timing: Timing, scope: str = "auto") -> str:
     m = mode(name)
     out: Any
     if part_name == "prom-config":
-        out = prometheus_config(m.prometheus_settings())
+        out = prometheus_config(m.prometheus_settings(interval=duration(timing.otlp_interval_s)))
     elif part_name == "otelcol-config":
         if not m.needs_collector:
             return f"# mode {name} uses no Collector\n"
         raise TelemetryError(runnable_message(name))
     elif part_name == "sim-values":
-        out = {"emulate": {"otlpEndpoint": "<prometheus>/api/v1/otlp/v1/metrics",
+        out = {"emulate": {"otlpEndpoint": "" if m.scrape else "<prometheus>/api/v1/otlp/v1/metrics",
                            "otlpInterval": duration(timing.otlp_interval_s), "tick": duration(timing.sim_tick_s)}}
     elif part_name == "joulie-values":
         out = {"controllerManager": {"env": {"NODE_POWER_SOURCE": "prometheus",

@@ -27,4 +27,12 @@ def test_collector_modes_are_refused_with_the_reason() -> None:
     with pytest.raises(telemetry.TelemetryError, match="otel-collector: needs an OpenTelemetry Collector, and none is built here"):
         telemetry.runnable("otel-collector")
     with pytest.raises(telemetry.TelemetryError, match="unknown mode; known: otlp, otel-unpromoted"):
-        telemetry.mode("scrape")
+        telemetry.mode("snmp")
+
+
+def test_scrape_mode_scrapes_the_simulator_and_pushes_nothing() -> None:
+    prom = yaml.safe_load(telemetry.part("scrape", "prom-config", timing("ci")))
+    assert prom["scrape_configs"] == [{"job_name": "joulie-simulator", "scrape_interval": "2s",
+                                       "static_configs": [{"targets": ["<simulator>"]}]}]
+    assert yaml.safe_load(telemetry.part("scrape", "sim-values", timing("ci")))["emulate"]["otlpEndpoint"] == ""
+    assert yaml.safe_load(telemetry.part("otlp", "prom-config", timing("ci")))["scrape_configs"] == []

@@ -2,6 +2,12 @@
 
 ``GET /debug/emulate`` -> ``{"clock": {...}, "nodes": [{name, profile, host: {powerW, energyJ},
 zones, gpus, caps, ...}], "events": [...]}``; ``?node=<name>`` narrows to one node (404 names it).
+
+``GET /metrics``: the same hardware metrics as the OTLP push, in the Prometheus text format, for a
+Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_total`` and
+``hw_host_power_watts`` per node, ``hw_energy_joules_total`` and ``hw_power_watts`` per component
+(``hw_type``, ``hw_id``), every series labelled ``k8s_node_name`` and ``host_name`` — the names
+and labels Prometheus gives the OTLP metrics with promotion and UnderscoreEscapingWithSuffixes.
 """
 
 from __future__ import annotations
@@ -13,7 +19,43 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
 from joulie_simulator.emulator import Emulator, NotEmulated
+from joulie_simulator.hwsemconv import components, telemetry_gap
+
+
+class HardwareCollector(Collector):
+    """The emulator's truth at scrape time (counters move at read time, as in FUSE mode)."""
+
+    def __init__(self, emu: Emulator) -> None:
+        self.emu = emu
+
+    def collect(self) -> list[Metric]:
+        node_labels = ["k8s_node_name", "host_name"]
+        comp_labels = [*node_labels, "hw_type", "hw_id"]
+        host_e = CounterMetricFamily("hw_host_energy_joules", "Energy consumed by the whole host", labels=node_labels)
+        host_p = GaugeMetricFamily("hw_host_power_watts", "Instantaneous power of the whole host", labels=node_labels)
+        comp_e = CounterMetricFamily("hw_energy_joules", "Energy consumed by a component", labels=comp_labels)
+        comp_p = GaugeMetricFamily("hw_power_watts", "Instantaneous power of a component", labels=comp_labels)
+        for name in sorted(self.emu.nodes):
+            if telemetry_gap(self.emu.nodes[name]):
+                continue
+            t = self.emu.truth(name)
+            host_e.add_metric([name, name], float(t["host"]["energyJ"]))
+            host_p.add_metric([name, name], float(t["host"]["powerW"]))
+            for c in components(t):
+                comp_e.add_metric([name, name, c.hw_type, c.hw_id], float(c.energy_j))
+                comp_p.add_metric([name, name, c.hw_type, c.hw_id], float(c.power_w))
+        return [host_e, host_p, comp_e, comp_p]
+
+
+def metrics_text(emu: Emulator) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(HardwareCollector(emu))
+    return bytes(generate_latest(registry))
 
 
 def emulate_document(emu: Emulator, node: str | None = None) -> dict[str, Any]:
@@ -36,8 +78,16 @@ class DebugServer:
                 if url.path == "/healthz":
                     self._send(200, {"status": "ok"})
                     return
+                if url.path == "/metrics":
+                    data = metrics_text(emulator)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if url.path != "/debug/emulate":
-                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate"})
+                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate or /metrics"})
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:

@@ -47,6 +47,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from joulie_simulator.emulator import EVENT_TICK, EVENT_WRITE_REJECTED, Emulator, Event
+from joulie_simulator.hwsemconv import components, telemetry_gap
 
 SCOPE = InstrumentationScope("joulie-simulator")
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -67,24 +68,15 @@ def _gauge(name: str, desc: str, points: list[NumberDataPoint]) -> Metric:
 def metrics_data(emu: Emulator, start_ns: int, now_ns: int) -> MetricsData:
     out = []
     for name in sorted(emu.nodes):
-        if any(f.kind == "telemetry_gap" for f in emu.nodes[name].faults):
+        if telemetry_gap(emu.nodes[name]):
             continue
         t = emu.truth(name)
         energy: list[NumberDataPoint] = []
         power: list[NumberDataPoint] = []
-        for p in t["packages"]:
-            a = {"hw.type": "cpu", "hw.id": f"package-{p['socket']}"}
-            energy.append(_point(p["energyJ"], start_ns, now_ns, a))
-            power.append(_point(p["powerW"], start_ns, now_ns, a))
-        for z in t["zones"]:
-            if z["name"] == "dram":
-                a = {"hw.type": "memory", "hw.id": f"dram-{z['path'].split(':')[1]}"}
-                energy.append(_point(z["energyJ"], start_ns, now_ns, a))
-                power.append(_point(z["powerW"], start_ns, now_ns, a))
-        for g in t["gpus"]:
-            a = {"hw.type": "gpu", "hw.id": f"gpu-{g['index']}"}
-            energy.append(_point(g["energyJ"], start_ns, now_ns, a))
-            power.append(_point(g["powerW"], start_ns, now_ns, a))
+        for c in components(t):
+            a = {"hw.type": c.hw_type, "hw.id": c.hw_id}
+            energy.append(_point(c.energy_j, start_ns, now_ns, a))
+            power.append(_point(c.power_w, start_ns, now_ns, a))
         metrics = [
             _counter("hw.host.energy", "Energy consumed by the whole host", [_point(t["host"]["energyJ"], start_ns, now_ns)]),
             _gauge("hw.host.power", "Instantaneous power of the whole host", [_point(t["host"]["powerW"], start_ns, now_ns)]),

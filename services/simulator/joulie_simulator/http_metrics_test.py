@@ -1,0 +1,40 @@
+"""/metrics: the hardware metrics in the Prometheus text format, for a scraping Prometheus."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+from joulie_simulator.emulator import Emulator
+from joulie_simulator.http_debug import DebugServer
+from joulie_simulator.model import Load
+from joulie_simulator.profiles.schema import builtin_profile
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        m = re.match(rf"^{name}\{{(.*)\}} (\S+)$", line)
+        if m and all(f'{k}="{v}"' in m.group(1) for k, v in labels.items()):
+            return float(m.group(2))
+    raise AssertionError(f"no {name}{labels} in:\n{text[:2000]}")
+
+
+def test_metrics_carry_the_otlp_names_and_labels_and_the_truth() -> None:
+    emu = Emulator([("cpu-0", builtin_profile("intel-xeon-2s-rapl")), ("gpu-0", builtin_profile("nvidia-h100-nvl-8gpu"))],
+                   tick_s=0.5)
+    emu.set_load("gpu-0", Load(cpu_util=0.5, gpu_util=(1.0,) * 8))
+    for _ in range(4):
+        emu.tick()
+    server = DebugServer(emu)
+    server.start()
+    try:
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as resp:
+            assert resp.headers["Content-Type"].startswith("text/plain")
+            text = resp.read().decode()
+    finally:
+        server.stop()
+    truth = emu.truth("gpu-0")
+    assert _sample(text, "hw_host_energy_joules_total", k8s_node_name="gpu-0", host_name="gpu-0") == truth["host"]["energyJ"]
+    assert _sample(text, "hw_host_power_watts", k8s_node_name="gpu-0") == truth["host"]["powerW"]
+    assert _sample(text, "hw_power_watts", k8s_node_name="gpu-0", hw_type="gpu", hw_id="gpu-7") == truth["gpus"][7]["powerW"]
+    assert _sample(text, "hw_energy_joules_total", k8s_node_name="cpu-0", hw_type="cpu", hw_id="package-1") > 0
