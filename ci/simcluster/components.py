@@ -181,15 +181,7 @@ def agent_command(plan: Plan, node: AgentNode) -> Command:
         "ROOT": str(plan.node_root(node.name)),
         "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
     })
-    return Command(
-        name=f"agent-{node.name}",
-        component="agent",
-        argv=[str(plan.binaries["agent"]), "run"],
-        env=env,
-        log=plan.log(f"agent-{node.name}"),
-        metrics_url=f"http://127.0.0.1:{port}/metrics",
-        node=node.name,
-    )
+    return _agent_run(plan, f"agent-{node.name}", port, env, node.name)
 
 
 def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
@@ -203,15 +195,13 @@ def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
         "ROOT": str(root / "{node}"),
         "GPU_TOOL_PATH": str(plan.state / "agents" / "{node}" / "tools"),
     })
-    return Command(
-        name=f"agent-pool-{shard}",
-        component="agent",
-        argv=[str(plan.binaries["agent"]), "run"],
-        env=env,
-        log=plan.log(f"agent-pool-{shard}"),
-        metrics_url=f"http://127.0.0.1:{port}/metrics",
-        node=f"shard {shard}/{plan.agent_shards}",
-    )
+    return _agent_run(plan, f"agent-pool-{shard}", port, env, f"shard {shard}/{plan.agent_shards}")
+
+
+def _agent_run(plan: Plan, name: str, port: int, env: dict[str, str], node: str) -> Command:
+    """`joulie-agent run`, the released binary, in either mode."""
+    return Command(name=name, component="agent", argv=[str(plan.binaries["agent"]), "run"], env=env,
+                   log=plan.log(name), metrics_url=f"http://127.0.0.1:{port}/metrics", node=node)
 
 
 def controller_command(plan: Plan) -> Command:

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from joulie_agent.settings import owns_node  # the agent's own sharding rule, not a copy
 from joulie_api import names
 from joulie_api.backoff import Backoff
 from joulie_simulator.profiles.schema import builtin_profile
@@ -147,14 +148,6 @@ def _interpreter() -> str:
         return out.stdout.strip() or "python3.11"
     except (OSError, subprocess.SubprocessError):
         return "python3.11"
-
-
-def fnv1a32(text: str) -> int:
-    """The agent's pool sharding hash (a Node belongs to shard FNV-1a-32(name) mod shards)."""
-    h = 0x811C9DC5
-    for b in text.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
 
 
 def pid_key(name: str) -> str:
@@ -284,7 +277,7 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
             out.append(Report(name, not missing, f"{len(served)} nodes on /debug/emulate" + (f", missing {missing}" if missing else "")))
         elif component == "agent" and name.startswith("agent-pool-"):
             shard, shards = int(name.rsplit("-", 1)[1]), int(env.get("AGENT_SHARDS", "1"))
-            mine = [n for n in env.get("AGENT_NODES", "").split(",") if n and fnv1a32(n) % shards == shard]
+            mine = [n for n in env.get("AGENT_NODES", "").split(",") if n and owns_node(n, shards, shard)]
             done = [n for n in mine if n in hardware]
             out.append(Report(name, len(done) == len(mine), f"NodeHardware for {len(done)}/{len(mine)} Nodes of its shard"))
         elif component == "agent":
@@ -386,6 +379,7 @@ def deploy(
         raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
     shards = int(os.environ.get("SIMCLUSTER_AGENT_SHARDS", "0") or 0)
     agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
+    tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
     ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
     plan = comp.Plan(
@@ -393,8 +387,8 @@ def deploy(
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
         agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
-        controller_env=telemetry.mode(cluster.get("TELEMETRY", "otlp")).joulie_env(os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")),
-        otlp_push=not telemetry.mode(cluster.get("TELEMETRY", "otlp")).scrape,
+        controller_env=tmode.joulie_env(os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")),
+        otlp_push=not tmode.scrape,
     )
     if shards > 0 and len(agents) != sum(1 for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"):
         raise RuntimeFailure(

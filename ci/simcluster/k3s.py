@@ -457,15 +457,20 @@ def _exited(docker: Docker, name: str, info: dict[str, str]) -> K3sFailure:
     )
 
 
+def _check_running(docker: Docker, name: str) -> None:
+    """While waiting on k3s: a container that stopped fails at once, with its exit status and log."""
+    info = _inspect(docker, name)
+    if info is None or info["status"] != "running":
+        raise _exited(docker, name, info or {"status": "gone", "exit_code": "?"})
+
+
 def _wait_kubeconfig(docker: Docker, name: str, timeout_s: float) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         rc, out = docker.out("exec", name, "cat", KUBECONFIG_IN_CONTAINER)
         if rc == 0 and "server:" in out:
             return out
-        info = _inspect(docker, name)
-        if info is None or info["status"] != "running":
-            raise _exited(docker, name, info or {"status": "gone", "exit_code": "?"})
+        _check_running(docker, name)
         if time.monotonic() > deadline:
             raise K3sFailure(f"k3s wrote no kubeconfig within {timeout_s:.0f}s; its log ends:\n{_log_tail(docker, name)}")
         time.sleep(1.0)
@@ -482,9 +487,7 @@ def _wait_infra_ready(docker: Docker, state: StateDir, name: str, node: str, tim
             last = f"Node {node} not Ready yet"
         except Exception as e:  # - the API server is still starting
             last = str(e)[:300]
-        info = _inspect(docker, name)
-        if info is None or info["status"] != "running":
-            raise _exited(docker, name, info or {"status": "gone", "exit_code": "?"})
+        _check_running(docker, name)
         if time.monotonic() > deadline:
             raise K3sFailure(f"Node {node} not Ready within {timeout_s:.0f}s ({last}); k3s log ends:\n{_log_tail(docker, name)}")
         time.sleep(1.0)
