@@ -6,6 +6,10 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
                           UnderscoreEscapingWithSuffixes (hw_host_energy_joules_total)
 ``otel-unpromoted``       no resource attribute promoted: the controller manager joins target_info
                           on job/instance (OTEL_NODE_ATTRIBUTE_PROMOTED=false)
+``otel-labels-unpromoted``  both at once: nothing promoted and UTF-8 names, so the node's label is joined
+                          from target_info under its literal name (group_left ("k8s.node.name")); what a
+                          Prometheus 3 with UTF-8 names and no promotion gives. Ours: the original's
+                          definition of this mode is not known.
 ``otel-utf8``             NoUTF8EscapingWithSuffixes: names keep their dots ({"hw.host.energy_joules_total"})
                           (OTEL_METRIC_NAMING=utf8-suffixes)
 ``scrape``                Prometheus scrapes the simulator's /metrics (same names and labels); no OTLP push
@@ -64,6 +68,9 @@ MODES: dict[str, Mode] = {
         Mode("otlp", "OTLP straight into Prometheus, k8s.node.name promoted, underscore names with suffixes"),
         Mode("otel-unpromoted", "OTLP into Prometheus without promotion; node joined from target_info",
              promote=[], controller_env={"OTEL_NODE_ATTRIBUTE_PROMOTED": "false"}),
+        Mode("otel-labels-unpromoted", "OTLP into Prometheus, no promotion and UTF-8 names; node label joined "
+             "from target_info by its literal name", promote=[], translation="NoUTF8EscapingWithSuffixes",
+             controller_env={"OTEL_NODE_ATTRIBUTE_PROMOTED": "false", "OTEL_METRIC_NAMING": "utf8-suffixes"}),
         Mode("otel-utf8", "OTLP into Prometheus with UTF-8 names (NoUTF8EscapingWithSuffixes)",
              translation="NoUTF8EscapingWithSuffixes", controller_env={"OTEL_METRIC_NAMING": "utf8-suffixes"}),
         Mode("scrape", "Prometheus scrapes the simulator's /metrics; no OTLP push", scrape=True),
@@ -85,7 +92,7 @@ def runnable(name: str) -> Mode:
     if m.needs_collector:
         raise TelemetryError(
             f"telemetry mode {name}: needs an OpenTelemetry Collector, and none is built here "
-            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted, otel-utf8 and scrape)"
+            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted, otel-labels-unpromoted, otel-utf8 and scrape)"
         )
     return m
 

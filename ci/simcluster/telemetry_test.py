@@ -14,6 +14,10 @@ def test_each_mode_configures_prometheus_and_the_controller_manager_together() -
     utf8 = yaml.safe_load(telemetry.part("otel-utf8", "prom-config", ci))
     assert utf8["otlp"]["translation_strategy"] == "NoUTF8EscapingWithSuffixes"
     assert yaml.safe_load(telemetry.part("otel-utf8", "joulie-values", ci))["controllerManager"]["env"]["OTEL_METRIC_NAMING"] == "utf8-suffixes"
+    both = yaml.safe_load(telemetry.part("otel-labels-unpromoted", "prom-config", ci))["otlp"]
+    assert (both["promote_resource_attributes"], both["translation_strategy"]) == ([], "NoUTF8EscapingWithSuffixes")
+    env = yaml.safe_load(telemetry.part("otel-labels-unpromoted", "joulie-values", ci))["controllerManager"]["env"]
+    assert (env["OTEL_NODE_ATTRIBUTE_PROMOTED"], env["OTEL_METRIC_NAMING"]) == ("false", "utf8-suffixes")
     default = yaml.safe_load(telemetry.part("otlp", "prom-config", ci))
     assert "k8s.node.name" in default["otlp"]["promote_resource_attributes"]
 

@@ -149,22 +149,28 @@ def test_prometheus_down_means_no_data_not_a_crash(kube_api: k8s.ApiClient, suit
     assert any("measured power unavailable" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("utf8", [False, True], ids=["underscore", "utf8"])
 def test_unpromoted_node_attribute_is_joined_from_target_info(
-    test_tools: Tools, tmp_path: Path, kube_api: k8s.ApiClient, suite: str
+    test_tools: Tools, tmp_path: Path, kube_api: k8s.ApiClient, suite: str, utf8: bool
 ) -> None:
+    # utf8: Prometheus keeps the dots, so the joined label is literally "k8s.node.name" (mode otel-labels-unpromoted).
     group = ProcessGroup()
+    strategy, naming = ("NoUTF8EscapingWithSuffixes", "utf8-suffixes") if utf8 else ("UnderscoreEscapingWithSuffixes", "underscore-suffixes")
     prom = start_prometheus(test_tools, tmp_path / "prom-unpromoted", group,
-                            PrometheusSettings(promote_resource_attributes=[]))
+                            PrometheusSettings(promote_resource_attributes=[], translation_strategy=strategy))
     try:
-        node = f"unpromoted-{suite}"
+        node = f"unpromoted-{'utf8-' if utf8 else ''}{suite}"
         make_node(k8s.CoreV1Api(kube_api), node, suite)
         push(prom.otlp_metrics_url, node, power_w=333.0, pushes=1)
-        wait_for(prom, f'target_info{{k8s_node_name="{node}"}}')
-        assert not prom.query(f'hw_host_power_watts{{k8s_node_name="{node}"}}')  # really not promoted
+        label = '"k8s.node.name"' if utf8 else "k8s_node_name"
+        wait_for(prom, f'target_info{{{label}="{node}"}}')
+        power = '{"hw.host.power_watts"' if utf8 else "hw_host_power_watts{"
+        assert not prom.query(f'{power}{", " if utf8 else ""}{label}="{node}"}}')  # really not promoted
+        assert prom.query(f"{power}}}")  # but there, under this spelling
         for promoted, expected in ((True, "prometheus-no-data"), (False, "prometheus")):
             ctl = controller(kube_api, suite, FakeClock())
             ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prom.url,
-                                    node_attributes_promoted=promoted)
+                                    node_attributes_promoted=promoted, metric_naming=naming)
             ctl.power = PowerReader(ctl.settings)
             ctl.tick()
             pm = twin_raw(kube_api, node)["status"]["powerMeasurement"]
