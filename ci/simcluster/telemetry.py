@@ -13,8 +13,9 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
 ``otel-utf8``             NoUTF8EscapingWithSuffixes: names keep their dots ({"hw.host.energy_joules_total"})
                           (OTEL_METRIC_NAMING=utf8-suffixes)
 ``scrape``                Prometheus scrapes the simulator's /metrics (same names and labels); no OTLP push
-``otel-collector``, ``otel-bridge``  through an OpenTelemetry Collector: refused here, no Collector is
-                          built (versions.env pins none); see the notes of issue 9.
+``otel-collector``, ``otel-bridge``  through an OpenTelemetry Collector (OTLP in / the simulator's /metrics
+                          scraped, otlphttp out to Prometheus): the otelcol is built (ci/tools/otelcol) and its
+                          config comes from joulie_testinfra.otelcol; the simulated cluster does not start it yet.
 
 With SIMCLUSTER_POWER_SCOPE=host a mode also sets NODE_POWER_SCOPE=host (whole-host power only).
 Pure: ``simcluster telemetry --part ... --mode ...`` prints what a mode generates.
@@ -27,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from joulie_testinfra.otelcol import OtelcolSettings, otelcol_config
 from joulie_testinfra.prometheus import PROMOTED_RESOURCE_ATTRIBUTES, PrometheusSettings, prometheus_config
 from simcluster.timing import Timing, duration
 
@@ -91,8 +93,9 @@ def runnable(name: str) -> Mode:
     m = mode(name)
     if m.needs_collector:
         raise TelemetryError(
-            f"telemetry mode {name}: needs an OpenTelemetry Collector, and none is built here "
-            "(versions.env pins no otelcol; the process runtime runs otlp, otel-unpromoted, otel-labels-unpromoted, otel-utf8 and scrape)"
+            f"telemetry mode {name}: needs an OpenTelemetry Collector, and the simulated cluster does not start one yet "
+            "(the otelcol is built, ci/tools/otelcol, and both paths pass libs/testinfra's otelcol_test against a real "
+            "Prometheus; the process runtime runs otlp, otel-unpromoted, otel-labels-unpromoted, otel-utf8 and scrape)"
         )
     return m
 
@@ -106,7 +109,11 @@ def part(name: str, part_name: str, timing: Timing, scope: str = "auto") -> str:
     elif part_name == "otelcol-config":
         if not m.needs_collector:
             return f"# mode {name} uses no Collector\n"
-        raise TelemetryError(runnable_message(name))
+        bridge = name == "otel-bridge"
+        out = otelcol_config(OtelcolSettings(
+            mode="otel-bridge" if bridge else "otel-collector", prometheus_url="http://<prometheus>",
+            health_endpoint="127.0.0.1:<health-port>", otlp_http_endpoint=None if bridge else "127.0.0.1:<otlp-port>",
+            scrape_targets=("<simulator>",) if bridge else (), scrape_interval=duration(timing.otlp_interval_s)))
     elif part_name == "sim-values":
         out = {"emulate": {"otlpEndpoint": "" if m.scrape else "<prometheus>/api/v1/otlp/v1/metrics",
                            "otlpInterval": duration(timing.otlp_interval_s), "tick": duration(timing.sim_tick_s)}}

@@ -28,7 +28,7 @@ def test_host_scope_sets_the_controllers_scope() -> None:
 
 
 def test_collector_modes_are_refused_with_the_reason() -> None:
-    with pytest.raises(telemetry.TelemetryError, match="otel-collector: needs an OpenTelemetry Collector, and none is built here"):
+    with pytest.raises(telemetry.TelemetryError, match="otel-collector: needs an OpenTelemetry Collector, and the simulated cluster does not start one yet"):
         telemetry.runnable("otel-collector")
     with pytest.raises(telemetry.TelemetryError, match="unknown mode; known: otlp, otel-unpromoted"):
         telemetry.mode("snmp")
@@ -40,3 +40,11 @@ def test_scrape_mode_scrapes_the_simulator_and_pushes_nothing() -> None:
                                        "static_configs": [{"targets": ["<simulator>"]}]}]
     assert yaml.safe_load(telemetry.part("scrape", "sim-values", timing("ci")))["emulate"]["otlpEndpoint"] == ""
     assert yaml.safe_load(telemetry.part("otlp", "prom-config", timing("ci")))["scrape_configs"] == []
+
+
+def test_collector_modes_print_their_collector_config() -> None:
+    col = yaml.safe_load(telemetry.part("otel-collector", "otelcol-config", timing("ci")))
+    assert col["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "127.0.0.1:<otlp-port>"
+    bridge = yaml.safe_load(telemetry.part("otel-bridge", "otelcol-config", timing("ci")))
+    assert "prometheus" in bridge["receivers"]
+    assert telemetry.part("otlp", "otelcol-config", timing("ci")).startswith("# mode otlp uses no Collector")

@@ -15,7 +15,7 @@ usage: ci/tools/bootstrap-tools.sh [options] [tool ...]
 Builds the pinned tools that are missing (default: all of them) and writes the manifest
 $JOULIE_CACHE/bin/tools.env (JOULIE_CACHE defaults to ~/.cache/joulie).
 
-tools:   etcd kube-apiserver kube-scheduler kube-controller-manager kwok prometheus helm
+tools:   etcd kube-apiserver kube-scheduler kube-controller-manager kwok prometheus helm otelcol
 options:
   --print-paths  build nothing; rewrite the manifest from what is in the cache and print it.
                  Exit status 3 (and the missing tools on stderr) if a requested tool is missing.
@@ -40,7 +40,7 @@ LOG_DIR=$CACHE/logs
 MANIFEST=$BIN_DIR/tools.env
 TIMES_FILE=$LOG_DIR/build-times.tsv
 
-ALL_TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok prometheus helm)
+ALL_TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok prometheus helm otelcol)
 
 die() {
 	echo "bootstrap-tools: error: $*" >&2
@@ -93,7 +93,7 @@ source "$VERSIONS_FILE"
 
 SEMVER_RE='^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$'
 for key in KUBERNETES_VERSION ETCD_VERSION KWOK_VERSION PROMETHEUS_VERSION \
-	PROMETHEUS_GO_MODULE_VERSION HELM_VERSION; do
+	PROMETHEUS_GO_MODULE_VERSION HELM_VERSION OTELCOL_VERSION OTELCOL_CONTRIB_VERSION; do
 	val=${!key-}
 	[[ -n $val ]] || die "$key is not set in $VERSIONS_FILE"
 	[[ $val =~ $SEMVER_RE ]] || die "$key=$val in $VERSIONS_FILE is not a version like v1.2.3"
@@ -115,6 +115,23 @@ expected_prom_mod=v0.$(($(semver_part "$PROMETHEUS_VERSION" 0) * 100 + 10#$(semv
 [[ $expected_prom_mod == "$PROMETHEUS_GO_MODULE_VERSION" ]] ||
 	die "versions.env: PROMETHEUS_VERSION=$PROMETHEUS_VERSION is Go module version $expected_prom_mod, but PROMETHEUS_GO_MODULE_VERSION=$PROMETHEUS_GO_MODULE_VERSION"
 HELM_MODULE=helm.sh/helm/v$(semver_part "$HELM_VERSION" 0)
+# One OpenTelemetry Collector release for every collector module: core v0.M.P (its stable
+# v1.x modules come with it), contrib v0.M.Q (contrib patch releases build on core v0.M.0).
+[[ $(semver_part "$OTELCOL_VERSION" 0) == 0 && $(semver_part "$OTELCOL_CONTRIB_VERSION" 0) == 0 &&
+	$(semver_part "$OTELCOL_VERSION" 1) == "$(semver_part "$OTELCOL_CONTRIB_VERSION" 1)" ]] ||
+	die "versions.env: OTELCOL_VERSION=$OTELCOL_VERSION and OTELCOL_CONTRIB_VERSION=$OTELCOL_CONTRIB_VERSION are not the same collector release v0.MINOR"
+# The collector modules ci/tools/otelcol requires directly (what its main.go imports), by
+# version line: core modules versioned like otelcol (v0.x), core stable modules (v1.x, the
+# version otelcol's own go.mod requires), contrib modules (OTELCOL_CONTRIB_VERSION).
+OTELCOL_CORE_MODULES=(go.opentelemetry.io/collector/otelcol go.opentelemetry.io/collector/service
+	go.opentelemetry.io/collector/receiver/otlpreceiver go.opentelemetry.io/collector/processor/batchprocessor
+	go.opentelemetry.io/collector/exporter/otlphttpexporter go.opentelemetry.io/collector/exporter/debugexporter)
+OTELCOL_STABLE_MODULES=(go.opentelemetry.io/collector/component go.opentelemetry.io/collector/confmap
+	go.opentelemetry.io/collector/confmap/provider/envprovider go.opentelemetry.io/collector/confmap/provider/fileprovider
+	go.opentelemetry.io/collector/confmap/provider/yamlprovider)
+OTELCOL_CONTRIB_MODULES=(github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver
+	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter
+	github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension)
 
 # ---------------------------------------------------------------- tool table
 tool_version() {
@@ -124,6 +141,7 @@ tool_version() {
 	kwok) echo "$KWOK_VERSION" ;;
 	prometheus) echo "$PROMETHEUS_VERSION" ;;
 	helm) echo "$HELM_VERSION" ;;
+	otelcol) echo "$OTELCOL_VERSION" ;;
 	esac
 }
 tool_key() { # manifest key: kube-apiserver -> KUBE_APISERVER
@@ -138,7 +156,7 @@ tool_group() { # the Go module directory under ci/tools/
 }
 tool_pkg() { # the main package to build, from inside the group's module
 	case $1 in
-	etcd) echo . ;;
+	etcd | otelcol) echo . ;;
 	kube-*) echo "./cmd/$1" ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	prometheus) echo github.com/prometheus/prometheus/cmd/prometheus ;;
@@ -152,6 +170,7 @@ group_upstream() { # the upstream module a group's go.mod pins, and its version
 	kwok) echo "sigs.k8s.io/kwok $KWOK_VERSION" ;;
 	prometheus) echo "github.com/prometheus/prometheus $PROMETHEUS_GO_MODULE_VERSION" ;;
 	helm) echo "$HELM_MODULE $HELM_VERSION" ;;
+	otelcol) echo "go.opentelemetry.io/collector/otelcol $OTELCOL_VERSION" ;;
 	esac
 }
 tool_tags() {
@@ -160,6 +179,9 @@ tool_tags() {
 	# tag does not build; the API, remote-write and OTLP receivers do not need the UI.
 	# Service discovery trimmed to file/http/static + kubernetes (README "build tags").
 	prometheus) echo netgo,remove_all_sd,enable_kubernetes_sd ;;
+	# The prometheus receiver compiles in Prometheus' service discoveries too: the same
+	# trimming (file/http/static + kubernetes stay) saves ~240 packages of cloud SDKs.
+	otelcol) echo netgo,remove_all_sd,enable_kubernetes_sd ;;
 	*) echo "" ;;
 	esac
 }
@@ -186,6 +208,7 @@ tool_ldflags() {
 		flags+=" -X $pv.BuildDate=$(date -u -d "$when" +%Y%m%d-%H:%M:%S)"
 		;;
 	helm) flags+=" -X $HELM_MODULE/internal/version.version=$HELM_VERSION -X $HELM_MODULE/internal/version.gitTreeState=clean" ;;
+	otelcol) flags+=" -X main.version=${OTELCOL_VERSION#v}" ;;
 	esac
 	echo "$flags"
 }
@@ -204,6 +227,7 @@ tool_version_expect() { # a fixed string the version report must contain
 	kwok) echo "${KWOK_VERSION#v}" ;;
 	prometheus) echo "prometheus, version ${PROMETHEUS_VERSION#v}" ;;
 	helm) echo "Version:\"$HELM_VERSION\"" ;;
+	otelcol) echo "otelcol version ${OTELCOL_VERSION#v}" ;;
 	esac
 }
 
@@ -258,6 +282,25 @@ gomod_pin_problem() { # prints what is wrong with the group's go.mod, nothing if
 		elif ! grep -Eq "k8s\.io/apimachinery => k8s\.io/apimachinery ${K8S_STAGING_VERSION//./\\.}" "$gomod"; then
 			echo "$gomod does not replace the k8s.io staging modules with $K8S_STAGING_VERSION"
 		fi
+	fi
+	if [[ $g == otelcol ]]; then
+		local m bad
+		for m in "${OTELCOL_CONTRIB_MODULES[@]}" "${OTELCOL_CORE_MODULES[@]}"; do
+			ver=$OTELCOL_VERSION
+			[[ $m == github.com/* ]] && ver=$OTELCOL_CONTRIB_VERSION
+			if ! grep -Eq "^[[:space:]]*(require[[:space:]]+)?${m//./\\.}[[:space:]]+${ver//./\\.}([[:space:]]|$)" "$gomod"; then
+				echo "$gomod does not require $m $ver"
+				return
+			fi
+		done
+		# No other collector release may slip in (direct or indirect requirement).
+		bad=$({
+			grep -E '^[[:space:]]*(require[[:space:]]+)?go\.opentelemetry\.io/collector/[^ ]+ v0\.' "$gomod" |
+				grep -Ev "[[:space:]]${OTELCOL_VERSION//./\\.}([[:space:]]|$)"
+			grep -E '^[[:space:]]*(require[[:space:]]+)?github\.com/open-telemetry/opentelemetry-collector-contrib/' "$gomod" |
+				grep -Ev "[[:space:]]${OTELCOL_CONTRIB_VERSION//./\\.}([[:space:]]|$)"
+		} || true)
+		[[ -z $bad ]] || echo "$gomod requires collector modules of another release: ${bad//$'\n'/; }"
 	fi
 }
 
@@ -346,6 +389,16 @@ sync_group() {
 			"$GO" mod edit "${args[@]}"
 			;;
 		etcd) "$GO" mod edit -require="$mod@$ver" ;;
+		otelcol)
+			# The stable v1.x core modules of this release: the version otelcol requires.
+			local stable m args=()
+			stable=$(sed -n 's|^[[:space:]]*go\.opentelemetry\.io/collector/component \(v1\.[0-9.]*\)$|\1|p' "$up")
+			[[ -n $stable ]] || die "sync otelcol: $up does not require go.opentelemetry.io/collector/component v1.x"
+			for m in "${OTELCOL_CORE_MODULES[@]}"; do args+=(-require="$m@$OTELCOL_VERSION"); done
+			for m in "${OTELCOL_STABLE_MODULES[@]}"; do args+=(-require="$m@$stable"); done
+			for m in "${OTELCOL_CONTRIB_MODULES[@]}"; do args+=(-require="$m@$OTELCOL_CONTRIB_VERSION"); done
+			"$GO" mod edit "${args[@]}"
+			;;
 		*) "$GO" get -tool "$(tool_pkg "$g")@$ver" ;;
 		esac
 		"$GO" mod tidy

@@ -14,6 +14,7 @@ TOOL_KEYS = {
     "kwok": "KWOK",
     "prometheus": "PROMETHEUS",
     "helm": "HELM",
+    "otelcol": "OTELCOL",
 }
 
 
