@@ -171,6 +171,71 @@ def test_rocm_smi_sets_the_overdrive_cap_through_hwmon(tmp_path: Path) -> None:
     assert node.read_sys("devices/pci0000:11/0000:11:00.0/hwmon/hwmon2/power1_cap") == "750000000"
 
 
+HEADER = "============================ ROCm System Management Interface ============================"
+FOOTER = "================================== End of ROCm SMI Log ==================================="
+CLOSE = "=" * 90
+
+
+def test_rocm_smi_resetpoweroverdrive_is_byte_compatible_with_rocm_smi_py(tmp_path: Path) -> None:
+    node = _amd(tmp_path, "current")
+    cap = "devices/pci0000:10/0000:10:00.0/hwmon/hwmon1/power1_cap"
+    node.write_sys(cap, "500000000\n")
+    r = run_tool("rocm-smi", ["-d", "0", "--resetpoweroverdrive"], node)
+    assert (r.code, r.stderr) == (0, "")
+    assert r.stdout == (
+        "\n\n" + HEADER + "\n"
+        "=============================== Reset GPU Power OverDrive ================================\n"
+        "GPU[0]\t\t: Successfully reset Power OverDrive to: 750W\n" + CLOSE + "\n" + FOOTER + "\n"
+    )
+    assert node.read_sys(cap) == "750000000"
+    # Already at the default: rocm_smi.py says so (a float), then resets all the same.
+    again = run_tool("rocm-smi", ["-d", "0", "--resetpoweroverdrive"], node)
+    assert again.stdout.splitlines()[4:6] == ["GPU[0]\t\t: Max power was already at: 750.0W", "GPU[0]\t\t: Successfully reset Power OverDrive to: 750W"]
+
+
+def test_rocm_smi_setpoweroverdrive_is_byte_compatible_with_rocm_smi_py(tmp_path: Path) -> None:
+    r = run_tool("rocm-smi", ["-d", "1", "--setpoweroverdrive", "500", "--autorespond", "y"], _amd(tmp_path, "current"))
+    assert (r.code, r.stderr) == (0, "")
+    assert r.stdout == (
+        "\n\n" + HEADER + "\n"
+        "================================ Set GPU Power OverDrive =================================\n"
+        "GPU[1]\t\t: Successfully set power to: 500W\n" + CLOSE + "\n" + FOOTER + "\n"
+    )
+
+
+def test_rocm_smi_overdrive_refusals_log_on_stderr_and_exit_zero(tmp_path: Path) -> None:
+    node = _amd(tmp_path, "current")
+    high = run_tool("rocm-smi", ["-d", "0", "--setpoweroverdrive", "800"], node)
+    assert high.code == 0 and high.stdout.splitlines()[3:5] == ["================================ Set GPU Power OverDrive =================================", CLOSE]
+    assert high.stderr == "ERROR: GPU[0]\t: Unable to set Power OverDrive\nERROR: GPU[0]\t\t: Value cannot be greater than: 750W \n"
+    # Not an integer: no section at all; --loglevel error keeps RETCODE, so the exit status is 1.
+    bad = run_tool("rocm-smi", ["-d", "0", "--setpoweroverdrive", "500.5", "--loglevel", "error"], node)
+    assert bad.code == 1 and bad.stdout == "\n\n" + HEADER + "\nUnable to set Power OverDrive\n" + FOOTER + "\n"
+    assert bad.stderr.startswith("ERROR: 500.5 is not an integer\nTraceback (most recent call last):\n")
+    # JSON: nothing to report for a set, said on stderr; no spacer lines.
+    js = run_tool("rocm-smi", ["-d", "0", "--setpoweroverdrive", "400", "--json"], node)
+    assert (js.code, js.stdout, js.stderr) == (0, "", "WARNING: No JSON data to report\n")
+    assert node.read_sys("devices/pci0000:10/0000:10:00.0/hwmon/hwmon1/power1_cap") == "400000000"
+    missing = run_tool("rocm-smi", ["-d", "7", "--resetpoweroverdrive"], node)
+    assert (missing.code, missing.stdout, missing.stderr) == (0, "", "WARNING: No such device card7\n")
+
+
+def test_rocm_smi_closes_each_section_with_a_spacer(tmp_path: Path) -> None:
+    r = run_tool("rocm-smi", ["-M", "-P"], _amd(tmp_path, "current"))
+    assert r.stdout.splitlines()[2:] == [
+        HEADER,
+        "=" * 39 + " Power Cap =" + "=" * 39,
+        "GPU[0]\t\t: Max Graphics Package Power (W): 750.0",
+        "GPU[1]\t\t: Max Graphics Package Power (W): 750.0",
+        CLOSE,
+        "=" * 35 + " Power Consumption =" + "=" * 35,
+        "GPU[0]\t\t: Current Socket Graphics Package Power (W): 120.0",
+        "GPU[1]\t\t: Current Socket Graphics Package Power (W): 120.0",
+        CLOSE,
+        FOOTER,
+    ]
+
+
 def test_rocm_smi_without_amdgpu_logs_and_exits_zero(tmp_path: Path) -> None:
     node = _amd(tmp_path, "current")
     (node.state_root / "gpus.json").unlink()

@@ -5,14 +5,17 @@
   semantics; a refused write is reverted in the file and reported as a
   ``joulie.sim.write.rejected`` event with the errno a kernel would have returned at once.
   Which writable files changed is learnt from inotify on their directories (one watch per
-  directory, within a tenth-spared share of ``fs.inotify.max_user_watches``), then confirmed by
-  each reported file's (mtime, size, inode); nodes without watches (no inotify, budget spent, a
-  watched directory moved or removed) and all nodes after a queue overflow are scanned with one
-  ``stat`` per writable file, as before.
+  directory, within a tenth-spared share of ``fs.inotify.max_user_watches``) and, for the nodes
+  past that budget, from fanotify (its own budget, ``fs.fanotify.max_user_marks``), then
+  confirmed by each reported file's (mtime, size, inode); nodes without watches (neither
+  available, both budgets spent, a watched directory moved or removed) and all nodes after a
+  queue overflow are scanned with one ``stat`` per writable file, as before.
 - Emulator-owned files (counters, current frequency, GPU state) change only when their content
-  does, once per tick: a number that keeps its length is overwritten in place (one write; a
-  rename over a file on ext4 forces its data out, about 1 ms a file); a number whose length
-  changes and every JSON file are replaced atomically (temp file in ``state/.tmp`` + rename).
+  does, once per tick: a number that keeps its length is overwritten in place (one ``pwrite`` on
+  a descriptor kept open, within a share of the descriptor limit); a number whose length changes
+  and every JSON file are replaced atomically: the new content goes into a scratch file in
+  ``state/.tmp`` that then trades places with the file (``renameat2(RENAME_EXCHANGE)``; a rename
+  *over* a file on ext4 forces its data out first, about 1 ms a file).
 - The energy ledgers are written before the counters: every node's in one file under the root
   (``ledgers.json``) each tick, each node's own ``state/emulator.json`` every tenth tick (and
   when the simulator stops). After a crash or restart counters resume from whichever is later,
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import shutil
 import struct
 from dataclasses import dataclass, replace
@@ -123,12 +127,139 @@ class DirWatch:
         self.close()
 
 
+# fanotify(7) with directory file handles and names (Linux 5.9; unprivileged for inode marks since 5.13).
+_FAN_CLOEXEC, _FAN_NONBLOCK, _FAN_REPORT_DFID_NAME = 0x1, 0x2, 0xC00
+_FAN_MARK_ADD, _FAN_MARK_ONLYDIR = 0x1, 0x8
+_FAN_ONDIR, _FAN_EVENT_ON_CHILD = 0x40000000, 0x08000000
+_FAN_MASK = (
+    _IN_MODIFY | _IN_ATTRIB | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+    | _IN_DELETE_SELF | _IN_MOVE_SELF | _FAN_ONDIR | _FAN_EVENT_ON_CHILD
+)  # fanotify shares these bits with inotify
+_FAN_INFO_DFID_NAME = 2
+_FAN_META = struct.Struct("IBBHQii")
+_FAN_INFO = struct.Struct("BBH8xIi")  # header, fsid, file_handle.handle_bytes, .handle_type
+_MAX_HANDLE_SZ = 128
+
+
+class FanWatch:
+    """fanotify on directories (Linux, through libc): the same answers as :class:`DirWatch`, keyed by
+    the directory's file handle. Its marks count against ``fs.fanotify.max_user_marks``, a budget of
+    their own, so the nodes past the inotify budget are watched here rather than scanned."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        init, mark, n2h = libc.fanotify_init, libc.fanotify_mark, libc.name_to_handle_at
+        init.argtypes, init.restype = [ctypes.c_uint, ctypes.c_uint], ctypes.c_int
+        mark.argtypes, mark.restype = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p], ctypes.c_int
+        n2h.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        n2h.restype = ctypes.c_int
+        fd = int(init(_FAN_CLOEXEC | _FAN_NONBLOCK | _FAN_REPORT_DFID_NAME, os.O_RDONLY))
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), "fanotify_init")
+        self.fd: int = fd
+        self._mark, self._n2h = mark, n2h
+        self._handle = ctypes.create_string_buffer(8 + _MAX_HANDLE_SZ)
+        self._mount_id = ctypes.c_int()
+
+    def add(self, path: str) -> bytes:
+        """Watch a directory; its key is its file handle (type and bytes), as events report it."""
+        raw = os.fsencode(path)
+        buf = self._handle
+        struct.pack_into("I", buf, 0, _MAX_HANDLE_SZ)
+        if self._n2h(-100, raw, buf, ctypes.byref(self._mount_id), 0) < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+        if self._mark(self.fd, _FAN_MARK_ADD | _FAN_MARK_ONLYDIR, _FAN_MASK, -100, raw) < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+        size = struct.unpack_from("I", buf, 0)[0]
+        return buf.raw[: 8 + size]
+
+    def drain(self) -> tuple[list[tuple[bytes, bytes]], set[bytes], bool]:
+        changed: list[tuple[bytes, bytes]] = []
+        lost: set[bytes] = set()
+        overflow = False
+        meta, info = _FAN_META, _FAN_INFO
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 18)
+            except BlockingIOError:
+                break
+            off = 0
+            while off + meta.size <= len(buf):
+                event_len, _v, _r, meta_len, mask, _fd, _pid = meta.unpack_from(buf, off)
+                if mask & _IN_Q_OVERFLOW:
+                    overflow = True
+                rec = off + meta_len
+                while rec + info.size <= off + event_len:
+                    kind, _pad, rec_len, size, _htype = info.unpack_from(buf, rec)
+                    key = buf[rec + 12 : rec + 20 + size]
+                    if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+                        lost.add(key)  # reported as the directory's own handle (and name ".")
+                    elif kind == _FAN_INFO_DFID_NAME:
+                        changed.append((key, buf[rec + 20 + size : rec + rec_len].split(b"\0", 1)[0]))
+                    rec += rec_len
+                off += event_len
+        return changed, lost, overflow
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
 def _write_in_place(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, data)
     finally:
         os.close(fd)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _renameat2() -> Any:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _renameat2()
+
+
+def _swap_in(tmp: str, path: str, data: bytes, mode: int) -> None:
+    """Replace a file's content atomically: a reader sees the old or the new content, never a torn one.
+
+    The new content goes into ``tmp`` (same filesystem), which then trades places with ``path``
+    (``renameat2(RENAME_EXCHANGE)``): ``tmp`` keeps the old file, overwritten the next time. A
+    rename *over* an existing file would make ext4 force the new file's data out first (its
+    ``auto_da_alloc`` heuristic, about 1 ms a file); an exchange does not. Where the exchange is not
+    possible (no target yet, a filesystem without it) a plain rename does the same job."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, mode)
+    except PermissionError:
+        # Not root: the previous content, now here, may be read-only (0444); a directory entry can still go.
+        os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)  # the scratch file may have held another file of this name
+        os.write(fd, data)
+        # Shrink to the new length (never truncate to 0 first: ext4 then also forces the data out at close).
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+    if _RENAMEAT2 is not None and _RENAMEAT2(-100, os.fsencode(tmp), -100, os.fsencode(path), _RENAME_EXCHANGE) == 0:
+        return
+    os.replace(tmp, path)
 
 
 def _read(path: str) -> bytes:
@@ -225,19 +356,32 @@ class _Shown:
     text: str
     # JSON (or a file this process may not open for writing): always temp file + rename.
     atomic: bool = False
+    # Kept open for in-place rewrites (one pwrite a tick instead of open, write, close); -1: not open.
+    fd: int = -1
+    # Counters change every tick and are kept open; current frequencies (hundreds a node, settled
+    # most of the time) are not, so they do not spend the descriptors.
+    keep_open: bool = True
 
 
 _JSON_BINDS = ("gpus_json", "faults", "ledger")
 
 
-def _max_watches() -> int:
+def _max_watches(limit_file: str = "/proc/sys/fs/inotify/max_user_watches", default: int = 8192) -> int:
     try:
-        with open("/proc/sys/fs/inotify/max_user_watches") as f:
+        with open(limit_file) as f:
             limit = int(f.read())
     except (OSError, ValueError):
-        return 8192
+        return default
     # Leave a tenth of the user's watches to the other programs of the machine.
     return max(0, limit - max(1024, limit // 10))
+
+
+def _fd_budget() -> int:
+    """How many emulator-owned files may stay open: a quarter of the soft descriptor limit, past 256 kept for the rest."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 16
+    return max(0, (soft - 256) // 4)
 
 
 class FileTrees:
@@ -256,12 +400,19 @@ class FileTrees:
         # Current-frequency files move per socket: grouped so a tick compares one value per socket.
         self._cur_freq: dict[str, dict[int, list[_Shown]]] = {}
         self._ledger: dict[str, _Shown] = {}
+        # Per node, its faults file and the fault kinds it shows.
+        self._faults: dict[str, tuple[_Shown, tuple[str, ...]]] = {}
         # FUSE mode: what each persisted limit file holds (written by this process), to skip rewrites.
         self._persisted: dict[tuple[str, str], str] = {}
         self._dirwatch: DirWatch | None = None
-        self._by_wd: dict[int, tuple[str, dict[bytes, _Watched]]] = {}
+        self._fanwatch: FanWatch | None = None
+        # inotify watch descriptors (int) and fanotify directory handles (bytes) -> node, its files there.
+        self._by_wd: dict[int | bytes, tuple[str, dict[bytes, _Watched]]] = {}
         self._unwatched: set[str] = set()
         self._pending: dict[str, set[_Watched]] = {}
+        # Emulator-owned files kept open for in-place rewrites, within a share of the descriptor limit.
+        self._open: list[_Shown] = []
+        self._fds_left = _fd_budget()
         self.outcomes: list[tuple[str, str, WriteOutcome]] = []
 
     def ensure(self) -> None:
@@ -302,7 +453,11 @@ class FileTrees:
                         self._ledger[name] = f
                     elif self.persist_only:
                         continue
+                    elif e.bind[0] == "faults":
+                        # Changes only when a fault comes or goes: compared by the fault kinds, not re-rendered.
+                        self._faults[name] = (f, n.state.faults)
                     elif e.bind[0] == "pol_cur":
+                        f.keep_open = False
                         cur.setdefault(pols[e.bind[1]].socket, []).append(f)
                     else:
                         shown.append(f)
@@ -313,36 +468,68 @@ class FileTrees:
             self._start_watch()
 
     def _start_watch(self) -> None:
-        """inotify on every directory holding writable files, node by node while the budget lasts;
-        the nodes left over (or all, without inotify) are scanned every tick."""
+        """inotify on every directory holding writable files, node by node while the budget lasts,
+        then fanotify (a budget of its own) for the nodes left over; the nodes left after both (or
+        all, without either) are scanned every tick."""
         self.close()
         self._unwatched = set(self._watched)
         try:
-            dw = DirWatch()
+            self._dirwatch = DirWatch()
         except (OSError, AttributeError):
-            return
-        self._dirwatch = dw
-        budget = _max_watches()
+            self._dirwatch = None
+        ino_left = _max_watches() if self._dirwatch is not None else 0
+        fan_left = _max_watches("/proc/sys/fs/fanotify/max_user_marks", default=0)
         for name, watched in self._watched.items():
             dirs: dict[str, dict[bytes, _Watched]] = {}
             for w in watched:
                 d, _, base = w.path.rpartition("/")
                 dirs.setdefault(d, {})[os.fsencode(base)] = w
-            if len(dirs) > budget:
+            watcher: DirWatch | FanWatch
+            if self._dirwatch is not None and len(dirs) <= ino_left:
+                watcher = self._dirwatch
+            elif len(dirs) <= fan_left:
+                if self._fanwatch is None:
+                    try:
+                        self._fanwatch = FanWatch()
+                    except (OSError, AttributeError):
+                        fan_left = 0
+                        continue
+                watcher = self._fanwatch
+            else:
                 continue
+            keys: list[int | bytes] = []
             try:
                 for d, files in dirs.items():
-                    self._by_wd[dw.add(d)] = (name, files)
+                    key = watcher.add(d)
+                    keys.append(key)
+                    self._by_wd[key] = (name, files)
             except OSError:
+                # Out of watches before the budget said so (other programs hold some): scan this node.
+                for key in keys:
+                    self._by_wd.pop(key, None)
+                if watcher is self._dirwatch:
+                    ino_left = 0
+                else:
+                    fan_left = 0
                 continue
-            budget -= len(dirs)
+            if watcher is self._dirwatch:
+                ino_left -= len(dirs)
+            else:
+                fan_left -= len(dirs)
             self._unwatched.discard(name)
 
+    def watched_nodes(self) -> tuple[int, int]:
+        """How many nodes inotify and fanotify watch (the rest are scanned every tick)."""
+        fan = {name for key, (name, _) in self._by_wd.items() if isinstance(key, bytes)}
+        return len(self._watched) - len(self._unwatched) - len(fan), len(fan)
+
     def close(self) -> None:
-        """Stop watching (inotify); the trees stay."""
-        if self._dirwatch is not None:
-            self._dirwatch.close()
-            self._dirwatch = None
+        """Stop watching (inotify, fanotify) and close the files kept open; the trees stay."""
+        self._close_files()
+        for watcher in (self._dirwatch, self._fanwatch):
+            if watcher is not None:
+                watcher.close()
+        self._dirwatch = self._fanwatch = None
         self._by_wd.clear()
         self._pending.clear()
 
@@ -383,13 +570,7 @@ class FileTrees:
 
     @staticmethod
     def _put(tmp: str, path: str, data: bytes, mode: int) -> None:
-        # Temp file + rename: a reader sees the old or the new content, never a torn one.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        _swap_in(tmp, path, data, mode)
 
     def rewrite_restarted(self) -> None:
         """Put the defaults back into the writable files of nodes whose view was restarted."""
@@ -407,22 +588,25 @@ class FileTrees:
 
     def _changed_candidates(self) -> dict[str, list[_Watched]] | None:
         """Per node, the writable files inotify saw change since the last tick (``None``: scan them all)."""
-        dw = self._dirwatch
-        if dw is None:
+        watchers = [w for w in (self._dirwatch, self._fanwatch) if w is not None]
+        if not watchers:
             return None
-        events, lost, overflow = dw.drain()
         by_wd = self._by_wd
         pending = self._pending
-        for wd, fname in events:
-            hit = by_wd.get(wd)
-            if hit is not None:
-                w = hit[1].get(fname)
-                if w is not None:
-                    pending.setdefault(hit[0], set()).add(w)
-        for wd in lost:
-            hit = by_wd.pop(wd, None)
-            if hit is not None:
-                self._unwatched.add(hit[0])
+        overflow = False
+        for watcher in watchers:
+            events, lost, spilled = watcher.drain()
+            overflow = overflow or spilled
+            for wd, fname in events:
+                hit = by_wd.get(wd)
+                if hit is not None:
+                    w = hit[1].get(fname)
+                    if w is not None:
+                        pending.setdefault(hit[0], set()).add(w)
+            for wd in lost:
+                hit = by_wd.pop(wd, None)
+                if hit is not None:
+                    self._unwatched.add(hit[0])
         if overflow:
             pending.clear()
             return None
@@ -440,31 +624,31 @@ class FileTrees:
                     continue
             else:
                 todo = watched
-            changed: list[tuple[int, _Watched, bytes]] = []
+            changed: list[tuple[int, _Watched, bytes, tuple[int, int, int] | None]] = []
             for w in todo:
                 try:
-                    st = os.stat(w.path)
+                    sig = _sig(os.stat(w.path))
                 except FileNotFoundError:
-                    st = None
-                if st is not None and _sig(st) == w.sig:
+                    changed.append((0, w, b"", None))
                     continue
-                data = _read(w.path) if st is not None else b""
-                changed.append((st.st_mtime_ns if st else 0, w, data))
+                if sig != w.sig:
+                    changed.append((sig[0], w, _read(w.path), sig))
             if not changed:
                 continue
             changed.sort(key=lambda c: c[0])
-            for _, w, data in changed:
+            for _, w, data, _sig_seen in changed:
                 out = self.emu.write(name, w.entry.path, data)
                 self.outcomes.append((name, w.entry.path, out))
             del self.outcomes[:-1000]
             n = self.emu.nodes[name]
-            for _, w, data in changed:
+            for _, w, data, seen in changed:
                 assert w.entry.bind is not None
                 shown = content(n.profile, n.state, w.entry.bind).encode()
-                if data != shown:
+                if data != shown or seen is None:
                     # Normalise in place (an agent holding the file sees the kernel's value).
                     _write_in_place(w.path, shown)
-                w.sig = _sig(os.stat(w.path))
+                    seen = _sig(os.stat(w.path))
+                w.sig = seen
 
     def persist_writes(self) -> None:
         """FUSE mode: copy the limits written through the views into the trees, for a restart to resume."""
@@ -513,6 +697,13 @@ class FileTrees:
                 text = content(profile, state, f.bind)
                 if f.text != text:
                     self._publish(f, text)
+            shown_faults = self._faults.get(name)
+            if shown_faults is not None and shown_faults[1] != state.faults:
+                f = shown_faults[0]
+                self._faults[name] = (f, state.faults)
+                text = content(profile, state, f.bind)
+                if f.text != text:
+                    self._publish(f, text)
             for sock, files in self._cur_freq[name].items():
                 text = f"{round(state.sockets[sock].eff_khz)}\n"
                 if files[0].text != text:
@@ -522,20 +713,41 @@ class FileTrees:
     def _publish(self, f: _Shown, text: str) -> None:
         data = text.encode()
         if not f.atomic and len(data) == len(f.text):
-            try:
-                fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
-            except PermissionError:
-                # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
-                f.atomic = True
-            else:
+            fd = f.fd
+            if fd < 0:
                 try:
-                    os.write(fd, data)
+                    fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
+                except PermissionError:
+                    # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
+                    f.atomic = True
+                else:
+                    if f.keep_open and self._fds_left > 0:
+                        f.fd = fd
+                        self._fds_left -= 1
+                        self._open.append(f)
+            if fd >= 0:
+                try:
+                    os.pwrite(fd, data, 0)
                 finally:
-                    os.close(fd)
+                    if f.fd < 0:
+                        os.close(fd)
                 f.text = text
                 return
+        if f.fd >= 0:
+            # The file is about to be replaced: a kept descriptor would write to the old one.
+            os.close(f.fd)
+            f.fd = -1
+            self._fds_left += 1
         self._put(f.tmp, f.path, data, f.mode)
         f.text = text
+
+    def _close_files(self) -> None:
+        for f in self._open:
+            if f.fd >= 0:
+                os.close(f.fd)
+                f.fd = -1
+        self._open.clear()
+        self._fds_left = _fd_budget()
 
     def tick(self) -> None:
         """One files-mode tick: read back writes, step the physics, publish."""

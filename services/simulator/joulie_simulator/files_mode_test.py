@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_simulator import physics
+from joulie_simulator import files_mode, physics
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.files_mode import FileTrees, TreeConflict, load_states
 from joulie_simulator.model import Load, NodeState, initial_state
@@ -220,3 +220,48 @@ def test_the_combined_ledger_is_at_the_current_tick_and_node_ledgers_catch_up(tm
     assert json.loads((tmp_path / "ledgers.json").read_text())["node-a"]["tick"] == 3
     trees.flush_node_ledgers()  # what emulate does when it stops
     assert json.loads((tmp_path / "node-a/state/emulator.json").read_text())["tick"] == 3
+
+
+def test_nodes_past_the_inotify_budget_are_watched_with_fanotify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        files_mode.FanWatch().close()
+    except OSError as e:
+        pytest.skip(f"no fanotify here: {e}")
+    monkeypatch.setattr(files_mode, "_max_watches", lambda limit_file="inotify", default=0: 10_000 if "fanotify" in limit_file else 0)
+    emu, trees = _start(tmp_path)
+    assert trees._fanwatch is not None and not trees._unwatched
+    assert all(isinstance(key, bytes) for key in trees._by_wd)
+    trees.tick()
+    _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "120000000")
+    pol = tmp_path / "node-a/sys/devices/system/cpu/cpufreq/policy5"
+    (pol / "new").write_text("2000000\n")
+    os.replace(pol / "new", pol / "scaling_max_freq")
+    trees.tick()
+    st = emu.nodes["node-a"].state
+    assert st.zones[0].limits_uw[0] == 120_000_000 and st.pol_max_khz[5] == 2_000_000
+    _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "nonsense")
+    trees.tick()
+    assert _read(tmp_path, f"{PKG0}/constraint_0_power_limit_uw") == "120000000"
+    trees.close()
+
+
+def test_a_replaced_file_keeps_its_mode_and_readers_see_whole_contents(tmp_path: Path) -> None:
+    path, scratch = str(tmp_path / "gpus.json"), str(tmp_path / "scratch")
+    files_mode._swap_in(scratch, path, b'{"a": 1}\n', 0o444)  # no file yet: a plain rename
+    first = os.stat(path).st_ino
+    files_mode._swap_in(scratch, path, b'{"a": 22}\n', 0o444)
+    files_mode._swap_in(scratch, path, b'{"b": 3}\n', 0o444)  # shorter than the scratch file's content
+    assert Path(path).read_bytes() == b'{"b": 3}\n' and os.stat(path).st_mode & 0o777 == 0o444
+    assert os.stat(path).st_ino == first  # the two files traded places twice
+
+
+def test_a_counter_replaced_for_a_new_length_is_still_rewritten_in_place_afterwards(tmp_path: Path) -> None:
+    emu, trees = _start(tmp_path)
+    f = next(s for s in trees._shown["node-a"] if s.bind[0] == "zone_energy")
+    trees._publish(f, "9" * (len(f.text) - 1) + "\n")  # same length: in place, the file kept open
+    assert f.fd >= 0
+    trees._publish(f, "1" * (len(f.text) + 1) + "\n")  # longer: replaced, the descriptor dropped
+    assert f.fd == -1
+    trees._publish(f, "2" * (len(f.text) - 1) + "\n")
+    assert Path(f.path).read_text() == f.text
+    trees.close()

@@ -14,7 +14,9 @@ errno a real kernel returns at once:
 - ``EBUSY``: an energy_performance_preference other than ``performance`` while the governor is
   ``performance`` (intel_pstate and amd-pstate-epp refuse it with -EBUSY).
 
-Refusals leave the state unchanged. Pure: no I/O.
+Refusals leave the state unchanged, and so does a write of the value a limit already holds (the
+same state object comes back: the derived fields of a state are already derived from its limits).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -169,6 +171,8 @@ def _set(t: tuple[str, ...], i: int, v: str) -> tuple[str, ...]:
 
 def _set_gpu(state: NodeState, i: int, limit_w: float) -> NodeState:
     g = state.gpus[i]
+    if g.limit_w == limit_w:
+        return state
     return replace(state, gpus=state.gpus[:i] + (replace(g, limit_w=limit_w),) + state.gpus[i + 1 :])
 
 
@@ -176,6 +180,8 @@ def _set_zone(
     profile: Profile, state: NodeState, i: int, *, limits: tuple[int, int] | None = None, windows: tuple[int, int] | None = None
 ) -> NodeState:
     z = state.zones[i]
+    if (limits is None or z.limits_uw[limits[0]] == limits[1]) and (windows is None or z.windows_us[windows[0]] == windows[1]):
+        return state  # the value it had: nothing to derive again (agents rewrite unchanged caps every period)
     if limits is not None:
         lim = list(z.limits_uw)
         lim[limits[0]] = limits[1]
@@ -229,6 +235,8 @@ def _freq(profile: Profile, state: NodeState, i: int, is_max: bool, data: bytes)
         lo = min(eff, hi)
         if lo != eff:
             kind = "clamped"
+    if (lo, hi) == (state.pol_min_khz[i], state.pol_max_khz[i]):
+        return state, WriteOutcome(0, kind)
     st = replace(state, pol_min_khz=_set_int(state.pol_min_khz, i, lo), pol_max_khz=_set_int(state.pol_max_khz, i, hi))
     return derive(profile, st), WriteOutcome(0, kind)
 
