@@ -8,7 +8,8 @@
   ``NotIn [eco]``; eco: required ``In [eco]``; general: none), plus the label
   ``joulie.io/workload-class=<class>`` and the annotation Joulie reads (``performance`` or
   ``standard``);
-- CPU, memory and GPU (``nvidia.com/gpu``) in requests and limits; ``restartPolicy: Never``.
+- CPU, memory and GPU (``requests.gpuResource``, default ``nvidia.com/gpu``) in requests and
+  limits; the job's ``nodeSelector`` beside the cluster's; ``restartPolicy: Never``.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True) ->
     resources: dict[str, str] = {"cpu": f"{cpu_m}m", "memory": f"{job.requests.memory_mi}Mi"}
     limits: dict[str, str] = {}
     if job.requests.gpu:
-        resources[names.RESOURCE_NVIDIA_GPU] = str(job.requests.gpu)
-        limits[names.RESOURCE_NVIDIA_GPU] = str(job.requests.gpu)
+        resources[job.requests.gpu_resource] = str(job.requests.gpu)
+        limits[job.requests.gpu_resource] = str(job.requests.gpu)
     spec: dict[str, Any] = {
-        "nodeSelector": {names.LABEL_SIM_CLUSTER: cluster},
+        "nodeSelector": {**job.node_selector, names.LABEL_SIM_CLUSTER: cluster},
         "tolerations": [{"key": KWOK_TAINT_KEY, "operator": "Equal", "value": "fake", "effect": "NoSchedule"}],
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,

@@ -8,7 +8,11 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
 3. the emulator's truth (gRPC ``ListNodes``) gives each node's effective CPU frequency, GPU caps and
    utilisation, hence the speed factors (``engine`` docstring has the formula);
 4. the engine advances the jobs; a finished job's Pod is deleted (grace 0);
-5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, only when it changed).
+5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, when it changed or when the
+   emulator reports another load, as after a simulator restart).
+
+A tick that cannot reach the emulator or the API server is logged and retried at the next one (which
+advances the jobs over the time in between); a simulator restart loses no job and no Pod.
 
 Metrics (prometheus-client, own registry): ``joulie_sim_job_submitted_total{class}``,
 ``joulie_sim_job_completed_total{class,node}``, ``joulie_sim_job_completion_seconds`` (bind to
@@ -126,6 +130,7 @@ class WorkloadRunner:
         self.by_pod: dict[tuple[str, str], str] = {}
         self._t0: float | None = None
         self._last_now = 0.0
+        self._failing = 0
 
     def now_s(self) -> float:
         if self._t0 is None:
@@ -193,7 +198,7 @@ class WorkloadRunner:
             p = _profile(t.profile)
             cpus[name] = (p.node.cpu - p.node.reserved_cpu_m / 1000) if p else 1.0
         for name, load in self.engine.loads(cpus, gpus).items():
-            if self.last_load.get(name) == load:
+            if self.last_load.get(name) == load and _same_load(truths[name].load, load):
                 continue
             self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util))),
                                   timeout=10)
@@ -211,9 +216,30 @@ class WorkloadRunner:
             if stop.is_set() or (timeout_s and time.monotonic() - started > timeout_s):
                 return False
             t0 = time.monotonic()
-            self.tick()
+            try:
+                self.tick()
+            except (grpc.RpcError, ApiException, OSError) as e:
+                self._outage(e)
+            else:
+                if self._failing:
+                    self.log(f"workload: reaching the emulator and the API server again after {self._failing} failed ticks")
+                    self._failing = 0
             stop.wait(max(0.0, self.tick_s - (time.monotonic() - t0)))
         return True
 
+    def _outage(self, e: Exception) -> None:
+        self._failing += 1
+        if self._failing in (1, 10) or self._failing % 60 == 0:
+            what = f"{e.code().name}: {e.details()}" if isinstance(e, grpc.Call) else str(e).splitlines()[0]
+            self.log(f"workload: tick failed ({type(e).__name__} {what}); retrying (failed ticks in a row: {self._failing})")
+
     def close(self) -> None:
         self.channel.close()
+
+
+def _same_load(have: Any, want: Load) -> bool:
+    """Whether the emulator's reported load (gRPC NodeLoad) is ``want``; a shorter GPU list leaves boards idle."""
+    h, w = list(have.gpu_util), list(want.gpu_util)
+    n = max(len(h), len(w))
+    h, w = h + [0.0] * (n - len(h)), w + [0.0] * (n - len(w))
+    return abs(have.cpu_util - want.cpu_util) < 1e-9 and all(abs(a - b) < 1e-9 for a, b in zip(h, w, strict=True))

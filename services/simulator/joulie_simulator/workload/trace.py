@@ -14,6 +14,9 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
 - ``work.cpuUnits`` are core-seconds at full speed, ``work.gpuUnits`` GPU-seconds at full speed
   (see ``engine`` for how caps slow them). A job is done when both are done.
 - ``sensitivity`` (0..1, default 1) is how much of a slowdown of the hardware the job feels.
+- ``requests.gpuResource`` (default ``nvidia.com/gpu``; ``amd.com/gpu`` for AMD boards) and
+  ``nodeSelector`` (extra node labels the Pod requires, e.g. ``kubernetes.io/hostname`` to pin a
+  job to a node; the scheduler still places it) are optional.
 - Other record types (e.g. ``workload``) are skipped; a blank line or one starting with ``#`` too.
 
 A bad line stops the load with ``trace.jsonl:LINE: field: why``.
@@ -45,6 +48,8 @@ class Requests(_Strict):
     cpu: float = Field(default=1.0, gt=0, le=1024, description="CPU cores")
     gpu: int = Field(default=0, ge=0, le=64)
     memory_mi: int = Field(default=64, gt=0, alias="memoryMi")
+    gpu_resource: str = Field(default="nvidia.com/gpu", alias="gpuResource", pattern=r"^[a-z0-9.-]+/[a-z0-9.-]+$",
+                              description="extended resource the GPUs are requested as (amd.com/gpu on AMD nodes)")
 
 
 class Work(_Strict):
@@ -73,6 +78,8 @@ class Job(_Strict):
     work: Work = Field(default_factory=Work)
     utilization: Utilization = Field(default_factory=Utilization)
     sensitivity: Sensitivity = Field(default_factory=Sensitivity)
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    """Extra node labels the Pod requires (e.g. kubernetes.io/hostname to pin a job), beside the cluster's."""
 
     @model_validator(mode="after")
     def _work_matches_requests(self) -> Job:

@@ -8,6 +8,7 @@ import pytest
 
 from joulie_simulator.workload.extract import ExtractOptions, extract_swf, parse_queue_classes
 from joulie_simulator.workload.gen import GenOptions, generate
+from joulie_simulator.workload.pods import pod_manifest
 from joulie_simulator.workload.trace import TraceError, load_trace, parse_lines, write_trace
 
 GOOD = '{"type":"job","jobId":"a","submitTimeOffsetSec":3,"class":"eco","requests":{"cpu":4},"work":{"cpuUnits":40}}'
@@ -36,12 +37,29 @@ def test_a_good_trace_loads_with_defaults_and_skips_other_records() -> None:
         ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"work":{"gpuUnits":5}}', "t.jsonl:2: work.gpuUnits: > 0 but requests.gpu is 0"),
         ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"work":{"cpuUnits":1},"colour":"red"}', "t.jsonl:2: colour: Extra inputs"),
         (GOOD, "t.jsonl:2: jobId: 'a' already used on line 1"),
+        ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"requests":{"gpu":1,"gpuResource":"gpu"},"work":{"gpuUnits":1}}',
+         "t.jsonl:2: requests.gpuResource: String should match pattern"),
+        ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"work":{"cpuUnits":1},"nodeSelector":{"a":1}}',
+         "t.jsonl:2: nodeSelector.a: Input should be a valid string"),
     ],
 )
 def test_a_bad_line_names_file_line_and_field(line: str, expect: str) -> None:
     with pytest.raises(TraceError) as err:
         parse_lines([GOOD, line], "t.jsonl")
     assert str(err.value).startswith(expect), str(err.value)
+
+
+def test_a_pinned_amd_gpu_job_becomes_a_pod_on_that_node_asking_for_amd_gpus() -> None:
+    line = ('{"type":"job","jobId":"load-mi300x-0","submitTimeOffsetSec":0,"requests":{"cpu":100,"gpu":8,'
+            '"gpuResource":"amd.com/gpu"},"work":{"gpuUnits":8000},'
+            '"nodeSelector":{"kubernetes.io/hostname":"mi300x-0","sim.joulie.io/cluster":"other"}}')
+    (job,) = parse_lines([line], "t.jsonl")
+    spec = pod_manifest(job, "smoke")["spec"]
+    # The cluster's own selector wins over a trace that names another cluster.
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "mi300x-0", "sim.joulie.io/cluster": "smoke"}
+    res = spec["containers"][0]["resources"]
+    assert res["requests"]["amd.com/gpu"] == "8" and res["limits"] == {"amd.com/gpu": "8"}
+    assert "nvidia.com/gpu" not in res["requests"]
 
 
 def test_workloadgen_is_deterministic_per_seed_and_round_trips(tmp_path: Path) -> None:
