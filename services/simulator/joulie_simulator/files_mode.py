@@ -71,7 +71,21 @@ _LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED
 _EVENT = struct.Struct("iIII")
 
 
-class DirWatch:
+class _FdWatch:
+    """A kernel notification descriptor, closed once."""
+
+    fd = -1
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class DirWatch(_FdWatch):
     """inotify on directories (Linux, through libc): which files of the watched directories changed.
 
     Only an accelerator: the files-mode tick still compares each reported file's (mtime, size,
@@ -118,15 +132,6 @@ class DirWatch:
                 off += 16 + length
         return changed, lost, overflow
 
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
-
-
 # fanotify(7) with directory file handles and names (Linux 5.9; unprivileged for inode marks since 5.13).
 _FAN_CLOEXEC, _FAN_NONBLOCK, _FAN_REPORT_DFID_NAME = 0x1, 0x2, 0xC00
 _FAN_MARK_ADD, _FAN_MARK_ONLYDIR = 0x1, 0x8
@@ -141,7 +146,7 @@ _FAN_INFO = struct.Struct("BBH8xIi")  # header, fsid, file_handle.handle_bytes, 
 _MAX_HANDLE_SZ = 128
 
 
-class FanWatch:
+class FanWatch(_FdWatch):
     """fanotify on directories (Linux, through libc): the same answers as :class:`DirWatch`, keyed by
     the directory's file handle. Its marks count against ``fs.fanotify.max_user_marks``, a budget of
     their own, so the nodes past the inotify budget are watched here rather than scanned."""
@@ -202,14 +207,6 @@ class FanWatch:
                     rec += rec_len
                 off += event_len
         return changed, lost, overflow
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def _write_in_place(path: str, data: bytes) -> None:
