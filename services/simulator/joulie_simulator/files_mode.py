@@ -31,6 +31,7 @@ import os
 import resource
 import shutil
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,14 @@ class _FdWatch:
 
     fd = -1
 
+    def _reads(self) -> Iterator[bytes]:
+        """The queued event buffers, until the non-blocking descriptor has none left."""
+        while True:
+            try:
+                yield os.read(self.fd, 1 << 18)
+            except BlockingIOError:
+                return
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
@@ -115,11 +124,7 @@ class DirWatch(_FdWatch):
         changed: list[tuple[int, bytes]] = []
         lost: set[int] = set()
         overflow = False
-        while True:
-            try:
-                buf = os.read(self.fd, 1 << 18)
-            except BlockingIOError:
-                break
+        for buf in self._reads():
             off = 0
             while off < len(buf):
                 wd, mask, _cookie, length = _EVENT.unpack_from(buf, off)
@@ -186,11 +191,7 @@ class FanWatch(_FdWatch):
         lost: set[bytes] = set()
         overflow = False
         meta, info = _FAN_META, _FAN_INFO
-        while True:
-            try:
-                buf = os.read(self.fd, 1 << 18)
-            except BlockingIOError:
-                break
+        for buf in self._reads():
             off = 0
             while off + meta.size <= len(buf):
                 event_len, _v, _r, meta_len, mask, _fd, _pid = meta.unpack_from(buf, off)
