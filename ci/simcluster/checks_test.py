@@ -69,6 +69,19 @@ def test_measured_power_within_three_percent_never_closer_than_one_watt() -> Non
     assert r.status == "pass" and r.value is not None and abs(r.value - 2.0) < 1e-9
 
 
+def test_without_host_power_the_truth_is_the_components_sum() -> None:
+    t = {**truth([None, None], [700.0] * 2, pkg_w=150, gpu_w=300), "zones": [
+        {"name": "dram", "path": "intel-rapl:0:0", "powerW": 20.0, "energyJ": 1.0},
+        {"name": "package-0", "path": "intel-rapl:0", "powerW": 150.0, "energyJ": 1.0}]}
+    for p in t["packages"] + t["gpus"]:
+        p["energyJ"] = 1.0
+    assert checks.true_power(t, "components") == 150 * 2 + 20 + 300 * 2
+    assert checks.true_power(t, "host") == 1000
+    r = checks.measured_power({"a": twin(measured=925)}, {"a": t}, "components")
+    assert r.status == "pass" and "truth: components power" in r.observed
+    assert checks.measured_power({"a": twin(measured=925)}, {"a": t}).status == "fail", "925 W is 7.5 % under the host's 1000 W"
+
+
 def test_performance_pods_on_eco_nodes_fail_and_a_check_without_eco_nodes_cannot_pass() -> None:
     pod = {"metadata": {"name": "p", "annotations": {"joulie.io/workload-class": "performance"}}, "spec": {"nodeName": "e"}}
     r = checks.performance_not_on_eco([pod], {"e": twin("eco")})

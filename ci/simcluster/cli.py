@@ -18,7 +18,8 @@ Settings (environment): SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLU
 windows, at least 20 minutes), SIMCLUSTER_DIST (where ./pants package put the PEXes, default dist),
 SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
 SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs),
-SIMCLUSTER_TELEMETRY (otlp|otel-unpromoted|otel-labels-unpromoted|otel-utf8|scrape; see ``telemetry``), SIMCLUSTER_POWER_SCOPE,
+SIMCLUSTER_TELEMETRY (otlp|otel-unpromoted|otel-labels-unpromoted|otel-utf8|scrape|otel-collector|otel-bridge;
+see ``telemetry``), SIMCLUSTER_POWER_SCOPE,
 SIMCLUSTER_RUNTIME (process, the default, or k3s: the seed's k3s container; ci/simcluster/K3S.md).
 
 The state directory is ``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``

@@ -4,7 +4,8 @@ component, built from the state directory, the binaries, the timing and the inst
 Pure: no process is started here (``deploy.py`` does that), so the command lines are testable.
 
 - ``simulator``: ``emulate`` over every Node of the spec, FUSE views (or plain trees) under
-  ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus.
+  ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus (or the
+  telemetry mode's Collector, or nothing where /metrics is scraped).
 - ``agent-<node>``: the released agent binary in ``emulated`` mode, literal ``NODE_NAME``, its tree
   as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
@@ -79,8 +80,9 @@ class Plan:
     (SIMCLUSTER_AGENT_SHARDS; for scale runs, where one Python process per Node costs ~90 MB each)."""
     pool_selector: str = ""
     """POOL_NODE_SELECTOR of the pool agents: the Nodes of this cluster that are managed."""
-    otlp_push: bool = True
-    """False in telemetry mode scrape: Prometheus scrapes the simulator's /metrics instead."""
+    otlp_endpoint: str | None = None
+    """Where the simulator pushes OTLP metrics: None means Prometheus' own receiver; "" means no push
+    (telemetry modes scrape and otel-bridge: its /metrics is scraped); otel-collector: the Collector's."""
     controller_env: Mapping[str, str] = field(default_factory=dict)
     """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
     gpu_tool_timeout_s: float = 15.0
@@ -124,7 +126,8 @@ def simulator_command(plan: Plan) -> Command:
             "--tick", f"{plan.timing.sim_tick_s:g}",
             "--http", f"127.0.0.1:{plan.ports.simulator_http}",
             "--grpc", f"127.0.0.1:{plan.ports.simulator_grpc}",
-            "--otlp-endpoint", f"{plan.prometheus_url}/api/v1/otlp/v1/metrics" if plan.otlp_push else "",
+            "--otlp-endpoint", (f"{plan.prometheus_url}/api/v1/otlp/v1/metrics" if plan.otlp_endpoint is None
+                                else plan.otlp_endpoint),
             "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
         ],
         env=dict(plan.python_path_env),

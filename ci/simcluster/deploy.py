@@ -388,7 +388,7 @@ def deploy(
         agents=agents, values=values, python_path_env=_python_env(), python=_interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
         controller_env=tmode.joulie_env(os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto")),
-        otlp_push=not tmode.scrape,
+        otlp_endpoint=_otlp_endpoint(tmode, cluster),
     )
     if shards > 0 and len(agents) != sum(1 for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"):
         raise RuntimeFailure(
@@ -453,6 +453,18 @@ def deploy(
     seconds = time.monotonic() - t0
     progress(f"deploy: every component reports ({seconds:.1f}s)")
     return DeployResult([a.name for a in agents], excluded, seconds, reports)
+
+
+def _otlp_endpoint(tmode: telemetry.Mode, cluster: Mapping[str, str]) -> str | None:
+    """The simulator's OTLP target in this telemetry mode (see comp.Plan.otlp_endpoint)."""
+    if not tmode.simulator_pushes:
+        return ""
+    if tmode.needs_collector:
+        if not cluster.get("OTELCOL_OTLP_URL"):
+            raise RuntimeFailure(f"telemetry mode {tmode.name} needs the Collector's OTLP address, and cluster.env has "
+                                 "none (an older up?); run simcluster down, then up")
+        return cluster["OTELCOL_OTLP_URL"] + "/v1/metrics"
+    return None
 
 
 def _wait_simulator(

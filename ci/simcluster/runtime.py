@@ -1,6 +1,7 @@
 """The process runtime of simcluster: the real control plane as local processes on 127.0.0.1.
 
-``up`` starts etcd, kube-apiserver (Joulie CRDs applied), kube-scheduler and KWOK through
+``up`` starts etcd, kube-apiserver (Joulie CRDs applied), kube-scheduler, KWOK, Prometheus and, in
+the telemetry modes otel-collector and otel-bridge, an OpenTelemetry Collector through
 :mod:`joulie_testinfra` with the state directory as work dir, records their PIDs in cluster.env and
 leaves them running; a later ``up`` reuses a live recorded cluster. ``up`` then applies the spec's
 fake Nodes (server-side apply), deletes simulated Nodes the spec no longer names, and waits until
@@ -31,6 +32,7 @@ from kubernetes import config as k8s_config
 from joulie_api import names
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
+from joulie_testinfra.otelcol import Otelcol, start_otelcol
 from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port, tail
 from joulie_testinfra.prometheus import PrometheusSettings, start_prometheus
 from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
@@ -38,7 +40,7 @@ from joulie_testinfra.tools import ToolMissingError, load_tools
 from simcluster import telemetry
 from simcluster.nodes import render_nodes
 from simcluster.spec import ClusterSpec
-from simcluster.state import PROCESSES, StateDir, pid_key, recorded_pids
+from simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key, recorded_pids
 from simcluster.timing import Timing, duration, timing
 
 FIELD_MANAGER = "simcluster"
@@ -180,7 +182,8 @@ def cluster_live(state: StateDir) -> tuple[bool, str]:
     if env is None:
         return False, "no cluster recorded"
     procs = live_processes(env)
-    missing = [p for p in PROCESSES if p not in {name for name, _, _ in procs}]
+    wanted = list(PROCESSES) + (list(OPTIONAL_PROCESSES) if _mode_of(env).needs_collector else [])
+    missing = [p for p in wanted if p not in {name for name, _, _ in procs}]
     if missing:
         return False, f"cluster.env records no PID for {', '.join(missing)}"
     dead = [f"{name} (pid {pid})" for name, pid, alive in procs if not alive]
@@ -203,6 +206,13 @@ def stop_recorded(state: StateDir, env: Mapping[str, str], progress: Callable[[s
 
 
 # --- up ---------------------------------------------------------------------------------------
+
+
+def _mode_of(env: Mapping[str, str]) -> telemetry.Mode:
+    try:
+        return telemetry.mode(env.get("TELEMETRY", "otlp"))
+    except telemetry.TelemetryError:
+        return telemetry.mode("otlp")
 
 
 def _port_of(argv: list[str], flag: str) -> str:
@@ -245,6 +255,7 @@ def _start_processes(
         prom = start_prometheus(tools, state.root, cp.group, _prometheus_settings(telemetry_mode, simulator_port),
                                 timeout_s=60)
         progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode})")
+        col = _start_collector(state, cp.group, telemetry_mode, prom.url, simulator_port, progress)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         if cp is not None:
             cp.stop()
@@ -266,7 +277,34 @@ def _start_processes(
     }
     for name in PROCESSES:
         env[pid_key(name)] = str(procs[name].pid)
+    env.update(_collector_env(col))
     return env
+
+
+def _start_collector(
+    state: StateDir, group: ProcessGroup, telemetry_mode: str, prometheus_url: str, simulator_port: int,
+    progress: Callable[[str], None],
+) -> Otelcol | None:
+    """The OpenTelemetry Collector of a mode that has one (config <state>/otelcol.yaml), else None."""
+    m = telemetry.mode(telemetry_mode)
+    if not m.needs_collector:
+        return None
+    settings = m.collector_settings(
+        prometheus_url, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", f"127.0.0.1:{simulator_port}",
+        duration(timing_for_env().otlp_interval_s))
+    col = start_otelcol(load_tools(), state.root, group, settings.mode, prometheus_url, settings=settings, timeout_s=60)
+    where = (f"OTLP in at {col.otlp_url}" if settings.otlp_http_endpoint
+             else f"scraping 127.0.0.1:{simulator_port}{settings.metrics_path}")
+    progress(f"otelcol healthy ({settings.mode}: {where}, out to {prometheus_url}/api/v1/otlp)")
+    return col
+
+
+def _collector_env(col: Otelcol | None) -> dict[str, str]:
+    """cluster.env keys of the Collector; OTELCOL_OTLP_URL is where the simulator pushes (otel-collector)."""
+    if col is None:
+        return {}
+    return {pid_key("otelcol"): str(col.proc.pid), "OTELCOL_HEALTH_URL": col.health_url,
+            "OTELCOL_OTLP_URL": col.otlp_url if col.settings.otlp_http_endpoint else ""}
 
 
 def _node_failure(state: StateDir, what: str) -> RuntimeFailure:
@@ -327,25 +365,32 @@ def apply_nodes(
 
 def _prometheus_settings(telemetry_mode: str, simulator_port: int) -> PrometheusSettings:
     interval = duration(timing_for_env().otlp_interval_s)
-    return telemetry.runnable(telemetry_mode).prometheus_settings(f"127.0.0.1:{simulator_port}", interval)
+    return telemetry.mode(telemetry_mode).prometheus_settings(f"127.0.0.1:{simulator_port}", interval)
 
 
 def timing_for_env() -> Timing:
     return timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
 
 
-def _restart_prometheus(state: StateDir, env: dict[str, str], telemetry_mode: str, progress: Callable[[str], None]) -> None:
-    """Another telemetry mode on a live cluster: Prometheus again with that mode's settings."""
-    old = env.get(pid_key("prometheus"), "")
-    if old.isdigit():
-        stop_pid(int(old), "prometheus")
+def _restart_telemetry(state: StateDir, env: dict[str, str], telemetry_mode: str, progress: Callable[[str], None]) -> None:
+    """Another telemetry mode on a live cluster: Prometheus (and the Collector, if the mode has one)
+    again with that mode's settings. A deploy afterwards points the simulator at the new path."""
+    for proc in ("otelcol", "prometheus"):
+        old = env.pop(pid_key(proc), "")
+        if old.isdigit():
+            stop_pid(int(old), proc)
+    for key in ("OTELCOL_HEALTH_URL", "OTELCOL_OTLP_URL"):
+        env.pop(key, None)
     shutil.rmtree(state.root / "tsdb", ignore_errors=True)
+    group = ProcessGroup()
     try:
-        prom = start_prometheus(load_tools(), state.root, ProcessGroup(),
+        prom = start_prometheus(load_tools(), state.root, group,
                                 _prometheus_settings(telemetry_mode, int(env.get("SIMULATOR_HTTP_PORT") or 0)), timeout_s=60)
+        env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
+        env.update(_collector_env(_start_collector(state, group, telemetry_mode, prom.url,
+                                                   int(env.get("SIMULATOR_HTTP_PORT") or 0), progress)))
     except (ProcessFailedError, ToolMissingError, OSError) as e:
-        raise RuntimeFailure(f"restarting prometheus for telemetry mode {telemetry_mode} failed: {e}") from e
-    env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
+        raise RuntimeFailure(f"restarting the telemetry path for mode {telemetry_mode} failed: {e}") from e
     progress(f"prometheus restarted at {prom.url} for telemetry mode {telemetry_mode}")
 
 
@@ -356,7 +401,7 @@ def up(
     """Brings the cluster up (or reuses it) with `spec`; returns the summary line."""
     progress = progress or Progress()
     try:
-        telemetry.runnable(telemetry_mode)
+        telemetry.mode(telemetry_mode)
     except telemetry.TelemetryError as e:
         raise RuntimeFailure(str(e)) from e
     state.root.mkdir(parents=True, exist_ok=True)
@@ -366,7 +411,7 @@ def up(
         progress(f"reusing the running cluster at {env.get('API_URL')} ({state.root})")
         reused = True
         if env.get("TELEMETRY", "otlp") != telemetry_mode:
-            _restart_prometheus(state, env, telemetry_mode, progress)
+            _restart_telemetry(state, env, telemetry_mode, progress)
     else:
         progress(f"no live cluster in {state.root} ({why}); starting one")
         if env is not None:

@@ -22,8 +22,9 @@ from simcluster.state import PROCESSES, StateDir, pid_key, recorded_pids
 SMOKE = Path("tests/simcluster/specs/smoke.yaml")
 
 
-def simcluster(state: Path, *args: str, keep: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SIMCLUSTER_DIR": str(state), "PYTHONPATH": os.pathsep.join(sys.path)}
+def simcluster(state: Path, *args: str, keep: bool = False, telemetry: str = "otlp") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SIMCLUSTER_DIR": str(state), "PYTHONPATH": os.pathsep.join(sys.path),
+           "SIMCLUSTER_TELEMETRY": telemetry}
     env.pop("SIMCLUSTER_KEEP", None)
     if keep:
         env["SIMCLUSTER_KEEP"] = "1"
@@ -104,10 +105,22 @@ def test_up_reuse_shrink_status_down(state: Path, tmp_path: Path) -> None:
         assert f"{proc}" in r.stdout and f"pid {pid}" in r.stdout
     assert " ready" in r.stdout and "nodes: 3 (3 Ready)" in r.stdout
 
+    # Another telemetry mode on the live cluster: Prometheus again, and the Collector it needs.
+    r = simcluster(state, "up", "--spec", str(small), telemetry="otel-bridge")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "otelcol healthy (otel-bridge: scraping 127.0.0.1:" in r.stdout
+    assert "prometheus restarted" in r.stdout and "reusing the running cluster" in r.stdout
+    env3 = sd.read_cluster_env()
+    assert env3 is not None and env3["TELEMETRY"] == "otel-bridge"
+    col_pid = int(env3[pid_key("otelcol")])
+    assert pid_alive(col_pid, "otelcol") and not pid_alive(pids["prometheus"])
+    assert "/metrics/components" in (state / "otelcol.yaml").read_text()
+    assert dict(recorded_pids(env3))["etcd"] == pids["etcd"]
+
     r = simcluster(state, "down", keep=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "stopped 5 processes" in r.stdout
-    assert not any(pid_alive(pid) for pid in pids.values())
+    assert "stopped 6 processes" in r.stdout and "stopped otelcol" in r.stdout
+    assert not any(pid_alive(pid) for pid in [*pids.values(), col_pid])
     assert not sd.cluster_env.exists() and sd.log("kube-apiserver").is_file()
 
     r = simcluster(state, "status")

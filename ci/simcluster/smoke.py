@@ -38,7 +38,7 @@ from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_api import names
 from joulie_simulator.profiles.schema import builtin_profile
-from simcluster import checks, deploy, runtime
+from simcluster import checks, deploy, runtime, telemetry
 from simcluster.checks import Assertion
 from simcluster.components import HwemuMode
 from simcluster.nodes import render_nodes
@@ -144,6 +144,10 @@ class Smoke:
     def hardware(self) -> dict[str, dict[str, Any]]:
         return self.by_node(deploy.NODEHARDWARES)
 
+    def truth_scope(self) -> str:
+        """What S06 compares with: whole-host power, or the components' sum where the mode has no host power."""
+        return telemetry.mode(self.env.get("TELEMETRY", "otlp")).truth_scope()
+
     def agent_nodes(self) -> list[str]:
         return [n for n in self.env.get("AGENT_NODES", "").split(",") if n]
 
@@ -208,7 +212,7 @@ class Smoke:
         self.record(self.until("S05", lambda: checks.power_honours_caps("S05", self.truth()), 20))
         self.progress(f"waiting for measured power to settle (rate window {self.timing.rate_window_s:g}s)")
         time.sleep(self.timing.settle_s)
-        self.record(self.until("S06", lambda: checks.measured_power(self.managed_twins(), self.truth()), 3 * self.timing.settle_s + 30))
+        self.record(self.until("S06", lambda: checks.measured_power(self.managed_twins(), self.truth(), self.truth_scope()), 3 * self.timing.settle_s + 30))
         self.record(self.until("S07", lambda: checks.profile_labels(self.cluster_nodes(), self.twins()), 30))
 
     def pool_of(self, node: str) -> str:

@@ -7,6 +7,7 @@
 ``spec.yaml``    a copy of the last spec ``up`` applied
 ``logs/``        one log per process (etcd, kube-apiserver, kube-scheduler, kwok, prometheus, and the deployed components)
 ``prometheus.yml``, ``tsdb/``  the Prometheus of the cluster (OTLP receiver on)
+``otelcol.yaml``  the OpenTelemetry Collector's config (telemetry modes otel-collector, otel-bridge)
 ``deploy.env``   what ``deploy`` started (binaries, ports, PIDs); ``bin/`` the binaries it runs
 ``values/``      the effective install values; ``hwemu/`` the emulated trees and FUSE views
 ``agents/<node>/``  per agent: its GPU tool wrappers and tool-delivery stubs
@@ -26,6 +27,8 @@ from joulie_testinfra.tools import parse_env_file
 DEFAULT_NAME = "joulie-sim"
 # The processes of the process runtime, in start order (``down`` stops them in reverse).
 PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "prometheus")
+# Started only by some telemetry modes (otel-collector, otel-bridge), after Prometheus.
+OPTIONAL_PROCESSES = ("otelcol",)
 
 
 def pid_key(process: str) -> str:
@@ -133,7 +136,7 @@ def format_env(values: Mapping[str, str]) -> str:
 def recorded_pids(env: Mapping[str, str]) -> list[tuple[str, int]]:
     """(process, pid) in start order, for the processes cluster.env records."""
     out = []
-    for proc in PROCESSES:
+    for proc in PROCESSES + OPTIONAL_PROCESSES:
         raw = env.get(pid_key(proc), "")
         if raw.isdigit():
             out.append((proc, int(raw)))

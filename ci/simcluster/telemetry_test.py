@@ -27,9 +27,7 @@ def test_host_scope_sets_the_controllers_scope() -> None:
     assert env["NODE_POWER_SCOPE"] == "host"
 
 
-def test_collector_modes_are_refused_with_the_reason() -> None:
-    with pytest.raises(telemetry.TelemetryError, match="otel-collector: needs an OpenTelemetry Collector, and the simulated cluster does not start one yet"):
-        telemetry.runnable("otel-collector")
+def test_unknown_modes_are_refused_with_the_known_ones() -> None:
     with pytest.raises(telemetry.TelemetryError, match="unknown mode; known: otlp, otel-unpromoted"):
         telemetry.mode("snmp")
 
@@ -48,3 +46,28 @@ def test_collector_modes_print_their_collector_config() -> None:
     bridge = yaml.safe_load(telemetry.part("otel-bridge", "otelcol-config", timing("ci")))
     assert "prometheus" in bridge["receivers"]
     assert telemetry.part("otlp", "otelcol-config", timing("ci")).startswith("# mode otlp uses no Collector")
+
+
+def test_collector_mode_points_the_simulator_at_the_collector() -> None:
+    sim = yaml.safe_load(telemetry.part("otel-collector", "sim-values", timing("ci")))
+    assert sim["emulate"]["otlpEndpoint"] == "<collector>/v1/metrics"
+    m = telemetry.mode("otel-collector")
+    s = m.collector_settings("http://127.0.0.1:9090", "127.0.0.1:1", "127.0.0.1:4318", "127.0.0.1:8080", "2s")
+    assert (s.mode, s.otlp_http_endpoint, s.scrape_targets) == ("otel-collector", "127.0.0.1:4318", ())
+    assert m.truth_scope() == "host" and m.simulator_pushes
+    with pytest.raises(telemetry.TelemetryError, match="otlp uses no Collector"):
+        telemetry.mode("otlp").collector_settings("p", "h", "o", "s")
+
+
+def test_bridge_scrapes_component_power_only_and_reads_components() -> None:
+    ci = timing("ci")
+    bridge = yaml.safe_load(telemetry.part("otel-bridge", "otelcol-config", ci))
+    job = bridge["receivers"]["prometheus"]["config"]["scrape_configs"][0]
+    assert (job["metrics_path"], job["static_configs"], job["scrape_interval"]) == (
+        "/metrics/components", [{"targets": ["<simulator>"]}], "2s")
+    assert yaml.safe_load(telemetry.part("otel-bridge", "sim-values", ci))["emulate"]["otlpEndpoint"] == ""
+    # No whole-host power to read: a host scope request does not apply, the controller sums components.
+    env = yaml.safe_load(telemetry.part("otel-bridge", "joulie-values", ci, scope="host"))["controllerManager"]["env"]
+    assert env["NODE_POWER_SCOPE"] == "components"
+    assert "component" in yaml.safe_load(telemetry.part("otel-bridge", "checks", ci))["S06"]
+    assert telemetry.mode("otel-bridge").truth_scope() == "components"

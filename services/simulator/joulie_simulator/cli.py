@@ -115,6 +115,9 @@ def emulate(args: argparse.Namespace) -> int:
             pusher = OtlpPusher(emu, args.otlp_endpoint, args.otlp_interval)
             pusher.start()
             stoppers.append(pusher.stop)
+            print(f"OTLP metrics pushed to {args.otlp_endpoint} every {args.otlp_interval:g}s", flush=True)
+        else:
+            print("OTLP metrics push off (--otlp-endpoint empty); /metrics serves them for a scraper", flush=True)
         if args.otlp_logs_endpoint:
             from joulie_simulator.otlp import OtlpEventExporter
 

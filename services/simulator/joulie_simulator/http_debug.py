@@ -8,6 +8,10 @@ Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_tot
 ``hw_host_power_watts`` per node, ``hw_energy_joules_total`` and ``hw_power_watts`` per component
 (``hw_type``, ``hw_id``), every series labelled ``k8s_node_name`` and ``host_name`` — the names
 and labels Prometheus gives the OTLP metrics with promotion and UnderscoreEscapingWithSuffixes.
+
+``GET /metrics/components``: the component series only (no ``hw_host_*``), as a node exporter
+that knows RAPL and the GPUs but no whole-host meter serves them; the Collector's Prometheus bridge
+(telemetry mode ``otel-bridge``, which carries no whole-host power) scrapes this one.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from joulie_simulator.hwsemconv import components, telemetry_gap
 class HardwareCollector(Collector):
     """The emulator's truth at scrape time (counters move at read time, as in FUSE mode)."""
 
-    def __init__(self, emu: Emulator) -> None:
+    def __init__(self, emu: Emulator, host: bool = True) -> None:
         self.emu = emu
+        self.host = host
+        """False: the component series only (``/metrics/components``)."""
 
     def collect(self) -> list[Metric]:
         node_labels = ["k8s_node_name", "host_name"]
@@ -49,12 +55,12 @@ class HardwareCollector(Collector):
             for c in components(t):
                 comp_e.add_metric([name, name, c.hw_type, c.hw_id], float(c.energy_j))
                 comp_p.add_metric([name, name, c.hw_type, c.hw_id], float(c.power_w))
-        return [host_e, host_p, comp_e, comp_p]
+        return [host_e, host_p, comp_e, comp_p] if self.host else [comp_e, comp_p]
 
 
-def metrics_text(emu: Emulator) -> bytes:
+def metrics_text(emu: Emulator, host: bool = True) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(HardwareCollector(emu))
+    registry.register(HardwareCollector(emu, host))
     return bytes(generate_latest(registry))
 
 
@@ -78,8 +84,8 @@ class DebugServer:
                 if url.path == "/healthz":
                     self._send(200, {"status": "ok"})
                     return
-                if url.path == "/metrics":
-                    data = metrics_text(emulator)
+                if url.path in ("/metrics", "/metrics/components"):
+                    data = metrics_text(emulator, host=url.path == "/metrics")
                     self.send_response(200)
                     self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                     self.send_header("Content-Length", str(len(data)))
@@ -87,7 +93,7 @@ class DebugServer:
                     self.wfile.write(data)
                     return
                 if url.path != "/debug/emulate":
-                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate or /metrics"})
+                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /metrics or /metrics/components"})
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import urllib.request
 
+import pytest
+
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.http_debug import DebugServer
 from joulie_simulator.model import Load
@@ -38,3 +40,25 @@ def test_metrics_carry_the_otlp_names_and_labels_and_the_truth() -> None:
     assert _sample(text, "hw_host_power_watts", k8s_node_name="gpu-0") == truth["host"]["powerW"]
     assert _sample(text, "hw_power_watts", k8s_node_name="gpu-0", hw_type="gpu", hw_id="gpu-7") == truth["gpus"][7]["powerW"]
     assert _sample(text, "hw_energy_joules_total", k8s_node_name="cpu-0", hw_type="cpu", hw_id="package-1") > 0
+
+
+def test_components_route_serves_no_whole_host_power() -> None:
+    emu = Emulator([("gpu-0", builtin_profile("nvidia-h100-nvl-8gpu"))], tick_s=0.5)
+    emu.set_load("gpu-0", Load(cpu_util=1.0, gpu_util=(1.0,) * 8))
+    for _ in range(3):
+        emu.tick()
+    server = DebugServer(emu)
+    server.start()
+    try:
+        with urllib.request.urlopen(f"{server.url}/metrics/components", timeout=5) as resp:
+            text = resp.read().decode()
+    finally:
+        server.stop()
+    assert "hw_host_" not in text
+    truth = emu.truth("gpu-0")
+    watts = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("hw_power_watts{"))
+    # CPU packages, DRAM and the eight boards: the host without the rest of the platform.
+    other = builtin_profile("nvidia-h100-nvl-8gpu").physics.platform_other_w
+    assert watts == pytest.approx(truth["host"]["powerW"] - other, rel=1e-6)
+    assert watts > 8 * 300
+    assert _sample(text, "hw_power_watts", k8s_node_name="gpu-0", hw_type="gpu", hw_id="gpu-0") == truth["gpus"][0]["powerW"]
