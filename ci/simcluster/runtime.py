@@ -231,8 +231,10 @@ def _start_processes(
         raise RuntimeFailure(str(e)) from e
     if not crd_dir.is_dir():
         raise RuntimeFailure(f"CRD directory {crd_dir} not found (run from the repository root or pass --crds)")
-    # A fresh control plane: old data and certificates would not match the new processes.
-    for stale in ("etcd-data", "pki"):
+    # A fresh control plane: old data and certificates would not match the new processes. The old
+    # TSDB goes too: a previous run's series (another telemetry mode's target_info, say) inside the
+    # lookback window would be joined with the new ones.
+    for stale in ("etcd-data", "pki", "tsdb"):
         shutil.rmtree(state.root / stale, ignore_errors=True)
     state.logs.mkdir(parents=True, exist_ok=True)
     cp: ControlPlane | None = None
@@ -390,6 +392,7 @@ def _restart_telemetry(state: StateDir, env: dict[str, str], telemetry_mode: str
         env.update(_collector_env(_start_collector(state, group, telemetry_mode, prom.url,
                                                    int(env.get("SIMULATOR_HTTP_PORT") or 0), progress)))
     except (ProcessFailedError, ToolMissingError, OSError) as e:
+        group.stop_all()  # nothing unrecorded may outlive a failed restart
         raise RuntimeFailure(f"restarting the telemetry path for mode {telemetry_mode} failed: {e}") from e
     progress(f"prometheus restarted at {prom.url} for telemetry mode {telemetry_mode}")
 
@@ -477,7 +480,7 @@ def down(state: StateDir, *, keep: bool, progress: Progress | None = None) -> in
     stopped = stop_recorded(state, env, progress) if env is not None else 0
     state.cluster_env.unlink(missing_ok=True)
     if keep:
-        progress(f"stopped {stopped} processes; kept {state.root} (SIMCLUSTER_KEEP=1)")
+        progress(f"stopped {stopped} processes; kept {state.root} (logs, trees and data; a later up starts afresh)")
     else:
         # The run results outlive the cluster (seed: "down keeps them").
         for entry in state.root.iterdir() if state.root.is_dir() else []:

@@ -48,6 +48,9 @@ def state(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_up_reuse_shrink_status_down(state: Path, tmp_path: Path) -> None:
+    # A previous cluster's Prometheus data (another telemetry mode's series) must not be read again.
+    (state / "tsdb").mkdir(parents=True)
+    (state / "tsdb" / "from-an-earlier-run").touch()
     started = time.monotonic()
     r = simcluster(state, "up", "--spec", str(SMOKE))
     up_s = time.monotonic() - started
@@ -65,6 +68,7 @@ def test_up_reuse_shrink_status_down(state: Path, tmp_path: Path) -> None:
     assert env["SPEC_NAME"] == "smoke" and env["API_URL"].startswith("https://127.0.0.1:")
     assert yaml.safe_load(sd.spec.read_text())["name"] == "smoke"
     assert all(sd.log(p).is_file() for p in PROCESSES)
+    assert not (state / "tsdb" / "from-an-earlier-run").exists()
 
     nodes = list_nodes(core_api(sd.kubeconfig))
     assert len(nodes) == 9 and all(node_ready(n) for n in nodes)
