@@ -21,20 +21,29 @@ def _sample(text: str, name: str, **labels: str) -> float:
     raise AssertionError(f"no {name}{labels} in:\n{text[:2000]}")
 
 
-def test_metrics_carry_the_otlp_names_and_labels_and_the_truth() -> None:
-    emu = Emulator([("cpu-0", builtin_profile("intel-xeon-2s-rapl")), ("gpu-0", builtin_profile("nvidia-h100-nvl-8gpu"))],
-                   tick_s=0.5)
-    emu.set_load("gpu-0", Load(cpu_util=0.5, gpu_util=(1.0,) * 8))
+def _loaded(cpu_util: float, *nodes: tuple[str, str]) -> Emulator:
+    """An emulator whose node gpu-0 (if any) runs every GPU flat out, a few ticks in."""
+    emu = Emulator([(name, builtin_profile(profile)) for name, profile in nodes], tick_s=0.5)
+    emu.set_load("gpu-0", Load(cpu_util=cpu_util, gpu_util=(1.0,) * 8))
     for _ in range(4):
         emu.tick()
+    return emu
+
+
+def _get(emu: Emulator, path: str) -> str:
     server = DebugServer(emu)
     server.start()
     try:
-        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as resp:
+        with urllib.request.urlopen(f"{server.url}{path}", timeout=5) as resp:
             assert resp.headers["Content-Type"].startswith("text/plain")
-            text = resp.read().decode()
+            return str(resp.read().decode())
     finally:
         server.stop()
+
+
+def test_metrics_carry_the_otlp_names_and_labels_and_the_truth() -> None:
+    emu = _loaded(0.5, ("cpu-0", "intel-xeon-2s-rapl"), ("gpu-0", "nvidia-h100-nvl-8gpu"))
+    text = _get(emu, "/metrics")
     truth = emu.truth("gpu-0")
     assert _sample(text, "hw_host_energy_joules_total", k8s_node_name="gpu-0", host_name="gpu-0") == truth["host"]["energyJ"]
     assert _sample(text, "hw_host_power_watts", k8s_node_name="gpu-0") == truth["host"]["powerW"]
@@ -43,17 +52,8 @@ def test_metrics_carry_the_otlp_names_and_labels_and_the_truth() -> None:
 
 
 def test_components_route_serves_no_whole_host_power() -> None:
-    emu = Emulator([("gpu-0", builtin_profile("nvidia-h100-nvl-8gpu"))], tick_s=0.5)
-    emu.set_load("gpu-0", Load(cpu_util=1.0, gpu_util=(1.0,) * 8))
-    for _ in range(3):
-        emu.tick()
-    server = DebugServer(emu)
-    server.start()
-    try:
-        with urllib.request.urlopen(f"{server.url}/metrics/components", timeout=5) as resp:
-            text = resp.read().decode()
-    finally:
-        server.stop()
+    emu = _loaded(1.0, ("gpu-0", "nvidia-h100-nvl-8gpu"))
+    text = _get(emu, "/metrics/components")
     assert "hw_host_" not in text
     truth = emu.truth("gpu-0")
     watts = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("hw_power_watts{"))
