@@ -19,7 +19,8 @@ Status = Literal["pass", "fail", "skipped"]
 # id → (name, what it asserts). The README table is generated from this (a test keeps them equal).
 CHECKS: dict[str, tuple[str, str]] = {
     "S01": ("components-report", "every component reports: simulator serves every Node on /debug/emulate, extender /healthz, "
-            "controller manager /metrics and a NodeTwin with status per managed Node, each agent /metrics and its NodeHardware"),
+            "controller manager /metrics and a NodeTwin with status per managed Node, each agent /metrics and its NodeHardware, "
+            "the workload runner /metrics"),
     "S02": ("agent-placement", "agents run on exactly the Nodes the chart's agent DaemonSet reaches; every other Node has a "
             "reason (the arm64 Node: its architecture)"),
     "S03": ("nodehardware-matches-profile", "NodeHardware.status of every agent Node matches its hardware profile: sockets, "

@@ -2,7 +2,8 @@
 
 ``smoke``  up + deploy + the checks + run results + down (SIMCLUSTER_KEEP=1 keeps the cluster)
 ``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
-``deploy``  simulator, extender, controller manager, one agent per eligible Node; waits until all report
+``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
+pinned Pod per Node: the load); waits until all report
 ``status``  the recorded processes, API readiness, Nodes and deployed components
 ``reload COMPONENT [--force]``  follows the binary: unchanged → nothing; new (or --force) → restart
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
@@ -102,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=os.environ.get("SIMCLUSTER_FORCE_RELOAD", "") not in ("", "0"))
     lg = sub.add_parser("logs", help="print a component's log")
-    lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent")
+    lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent, workload")
     lg.add_argument("--node", help="the agent's Node")
     lg.add_argument("--lines", type=int, default=200)
     te = sub.add_parser("telemetry", help="print what a telemetry mode generates")

@@ -10,6 +10,10 @@ Pure: no process is started here (``deploy.py`` does that), so the command lines
   as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
 - ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
+- ``workload``: the simulator's ``workload`` runner on the smoke trace (``simcluster.smokeload``): one
+  pinned Pod per Node through the real kube-scheduler, each Node's load on the emulator (gRPC)
+  following its Pods; /metrics on 127.0.0.1. Started last: it needs the emulator and the scheduler's
+  extender, and retries until both answer.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from simcluster import smokeload
 from simcluster.timing import Timing, duration
 
 HwemuMode = Literal["fuse", "files"]
@@ -54,6 +59,7 @@ class Ports:
     extender: int
     controller_metrics: int
     agent_metrics: dict[str, int] = field(default_factory=dict)
+    workload_metrics: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,9 @@ class Plan:
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
     call can wait its turn for seconds. A timeout is reported, never retried forever."""
+    cluster: str = ""
+    """The spec's name: the workload runner's Pods select ``sim.joulie.io/cluster=<cluster>``. Empty:
+    no workload runner."""
 
     @property
     def hwemu_root(self) -> Path:
@@ -103,6 +112,11 @@ class Plan:
 
     def log(self, name: str) -> Path:
         return self.state / "logs" / f"{name}.log"
+
+    @property
+    def workload_trace(self) -> Path:
+        """The smoke trace ``deploy`` writes (``simcluster.smokeload``)."""
+        return smokeload.trace_path(self.state)
 
 
 def _env_values(values: Mapping[str, Any], *path: str) -> dict[str, str]:
@@ -244,11 +258,33 @@ def extender_command(plan: Plan) -> Command:
     )
 
 
+def workload_command(plan: Plan) -> Command:
+    """`joulie-simulator workload` (the simulator's PEX) on the smoke trace: Pods of this cluster,
+    loads to the emulator's gRPC address."""
+    return Command(
+        name="workload",
+        component="simulator",
+        argv=[
+            str(plan.binaries["simulator"]), "workload",
+            "--trace", str(plan.workload_trace),
+            "--cluster", plan.cluster,
+            "--kubeconfig", str(plan.kubeconfig),
+            "--emulator", f"127.0.0.1:{plan.ports.simulator_grpc}",
+            "--metrics", f"127.0.0.1:{plan.ports.workload_metrics}",
+        ],
+        env=dict(plan.python_path_env),
+        log=plan.log("workload"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.workload_metrics}/metrics",
+    )
+
+
 def commands(plan: Plan) -> list[Command]:
     """Every process of the deploy, in start order: the simulator first (the agents read its
-    views), then the extender and controller manager, then one agent per eligible node."""
+    views), then the extender and controller manager, then one agent per eligible node, then
+    (with ``plan.cluster``) the workload runner."""
     if plan.agent_shards > 0:
         agents = [agent_pool_command(plan, i, plan.ports.agent_metrics[f"shard-{i}"]) for i in range(plan.agent_shards)]
     else:
         agents = [agent_command(plan, n) for n in plan.agents]
-    return [simulator_command(plan), extender_command(plan), controller_command(plan), *agents]
+    workload = [workload_command(plan)] if plan.cluster else []
+    return [simulator_command(plan), extender_command(plan), controller_command(plan), *agents, *workload]

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from pathlib import Path
 
 from simcluster import components as comp
@@ -68,3 +69,17 @@ def test_pool_agents_share_the_nodes_by_shard_with_per_node_roots_and_tools(tmp_
     assert (env["AGENT_MODE"], env["POOL_SHARDS"], env["POOL_SHARD_ID"]) == ("pool", "2", "1")
     assert env["ROOT"] == f"{tmp_path}/hwemu/fuse/{{node}}" and env["GPU_TOOL_PATH"] == f"{tmp_path}/agents/{{node}}/tools"
     assert env["POOL_NODE_SELECTOR"] == "sim.joulie.io/cluster=s,joulie.io/managed=true"
+
+
+def test_the_workload_runner_starts_last_on_the_smoke_trace_with_this_clusters_pods(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    assert "workload" not in [c.name for c in comp.commands(base)]  # no cluster named: no runner
+    p = comp.Plan(**{**base.__dict__, "cluster": "smoke", "ports": replace(base.ports, workload_metrics=18090)})
+    cmds = comp.commands(p)
+    wl = cmds[-1]
+    assert (wl.name, wl.component) == ("workload", "simulator")
+    assert wl.argv == [str(p.binaries["simulator"]), "workload", "--trace", str(tmp_path / "workload" / "smoke-trace.jsonl"),
+                       "--cluster", "smoke", "--kubeconfig", str(tmp_path / "kubeconfig"),
+                       "--emulator", "127.0.0.1:18081", "--metrics", "127.0.0.1:18090"]
+    assert wl.metrics_url == "http://127.0.0.1:18090/metrics" and wl.log == tmp_path / "logs" / "workload.log"
+    assert wl.env == {"PATH": "/usr/bin"}

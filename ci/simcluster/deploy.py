@@ -1,5 +1,6 @@
-"""``simcluster deploy`` on the process runtime: the simulator, the extender, the controller manager
-and one emulated agent per eligible Node, as local processes that outlive the CLI.
+"""``simcluster deploy`` on the process runtime: the simulator, the extender, the controller manager,
+one emulated agent per eligible Node and the workload runner (one pinned Pod per Node, the smoke's
+load: ``simcluster.smokeload``), as local processes that outlive the CLI.
 
 The binaries are the released PEXes (``./pants package``), copied into ``<state>/bin`` under a name
 carrying the first 12 hex of their sha256 — the process runtime's image tag — so a reload can tell
@@ -7,12 +8,13 @@ an unchanged binary from a new one. ``deploy.env`` records binaries, ports and P
 first stops what the last one started. Deploy waits until every component reports:
 the simulator serves every Node on /debug/emulate, the extender answers /healthz, the controller
 manager serves /metrics and has written a NodeTwin for every managed Node, and every agent serves
-/metrics and has published its NodeHardware.
+/metrics and has published its NodeHardware, and the workload runner serves /metrics.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -33,9 +35,10 @@ from joulie_agent.settings import owns_node  # the agent's own sharding rule, no
 from joulie_api import names
 from joulie_api.backoff import Backoff
 from joulie_simulator.profiles.schema import builtin_profile
+from joulie_simulator.workload.trace import write_trace
 from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from simcluster import components as comp
-from simcluster import telemetry
+from simcluster import smokeload, telemetry
 from simcluster.agents import select_agents
 from simcluster.nodes import render_nodes
 from simcluster.runtime import RuntimeFailure, api_get, cluster_live, pid_alive, start_ticks, stop_pid
@@ -270,7 +273,9 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
             continue
         component = env.get(f"COMPONENT_{name}", name)
         node = name.removeprefix("agent-")
-        if component == "simulator":
+        if name == "workload":  # the simulator's binary, not the emulator: no /debug/emulate here
+            out.append(Report(name, True, workload_detail(body)))
+        elif component == "simulator":
             served = {n["name"] for n in json.loads(body).get("nodes", [])}
             want = set(env.get("NODES", "").split(",")) - {""}
             missing = sorted(want - served)
@@ -288,6 +293,18 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
         else:
             out.append(Report(name, True, "healthy"))
     return out
+
+
+def workload_detail(metrics: str) -> str:
+    """The workload runner's /metrics in a few words: its jobs running and pending."""
+    gauges = {"running": "joulie_sim_jobs_running", "pending": "joulie_sim_jobs_pending"}
+    seen: dict[str, str] = {}
+    for line in metrics.splitlines():
+        name, _, value = line.partition(" ")
+        for word, gauge in gauges.items():
+            if name == gauge:
+                seen[word] = f"{float(value):.0f}"
+    return "/metrics answers; jobs " + ", ".join(f"{seen.get(w, '?')} {w}" for w in gauges)
 
 
 def wait_reports(
@@ -395,6 +412,7 @@ def deploy(
             f"SIMCLUSTER_AGENT_SHARDS={shards}: pool agents own every managed Node of the spec, but the agent "
             f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
         )
+    plan = with_smoke_workload(plan, spec.name, nodes)
     for agent in agents:
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -438,10 +456,10 @@ def deploy(
             env[f"COMPONENT_{cmd.name}"] = cmd.component
             env[f"URL_{cmd.name}"] = cmd.metrics_url
             state.write_deploy_env(env)
-            if cmd.component == "simulator":
+            if cmd.name == "simulator":
                 _wait_simulator(state, proc, cmd.metrics_url, mode, progress, max(120.0, wait_timeout_s))
         how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
-        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how})")
+        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how}, workload runner)")
         managed = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
         reports = wait_reports(state, env, managed, wait_timeout_s, progress)
     except BaseException:
@@ -465,6 +483,14 @@ def _otlp_endpoint(tmode: telemetry.Mode, cluster: Mapping[str, str]) -> str | N
                                  "none (an older up?); run simcluster down, then up")
         return cluster["OTELCOL_OTLP_URL"] + "/v1/metrics"
     return None
+
+
+def with_smoke_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]]) -> comp.Plan:
+    """Writes the smoke trace (one pinned job per Node, ``simcluster.smokeload``) and returns `plan`
+    with the workload runner in it: the cluster its Pods select and a port for its /metrics."""
+    plan.workload_trace.parent.mkdir(parents=True, exist_ok=True)
+    write_trace(plan.workload_trace, smokeload.smoke_jobs(nodes))
+    return dataclasses.replace(plan, cluster=cluster, ports=dataclasses.replace(plan.ports, workload_metrics=free_port()))
 
 
 def _wait_simulator(
@@ -538,7 +564,8 @@ def restart_process(state: StateDir, name: str, *, kill: bool = False, env_updat
 
 def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress: Callable[[str], None]) -> bool:
     """Follows the binary, as the seed's reload: an unchanged PEX changes nothing; a new one (or
-    `force`) restarts every process of `component`. Returns whether anything restarted."""
+    `force`) restarts every process of `component` (``simulator``: the emulator and the workload
+    runner, both its binary; the runner finds its Pods again). Returns whether anything restarted."""
     t0 = time.monotonic()
     env = state.read_deploy_env()
     if env is None:

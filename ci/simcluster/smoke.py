@@ -2,10 +2,14 @@
 
 The sequence (caps as the smoke values set them: every Node performance, CPU and GPU at 80 %):
 
-1. full load on every emulated Node (the emulator's gRPC SetNodeLoad), so caps bind;
+1. load on every emulated Node from real Pods: ``deploy`` started the workload runner on the smoke
+   trace (``simcluster.smokeload``: one Pod per Node, pinned to it, asking all but 2 of its cores and
+   every GPU at utilisation 1), the real kube-scheduler binds them and the runner sets each Node's
+   load on the emulator; the smoke waits until the emulator's truth shows it, so caps bind;
 2. S01-S07 at 80 %: components, placement, NodeHardware, caps in the files, power under caps,
    measured power vs truth, profile labels;
-3. the simulator is killed and restarted (FUSE views gone, then back) while the agents run on;
+3. the simulator is killed and restarted (FUSE views gone, then back) while the agents run on; the
+   workload runner sends the loads the restart lost, and the smoke waits for them again;
 4. halfway: the controller manager is restarted with the caps at 50 % and half the Nodes eco
    (a changed install); S09 checks the new caps reach the files and bind, S08 that the agents
    that lived through the simulator restart applied them;
@@ -32,13 +36,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-import grpc
-
-from joulie.sim.v1 import emulator_pb2 as _pb2
-from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_api import names
 from joulie_simulator.profiles.schema import builtin_profile
-from simcluster import checks, deploy, runtime, telemetry
+from joulie_simulator.workload.trace import load_trace
+from simcluster import checks, deploy, runtime, smokeload, telemetry
 from simcluster.checks import Assertion
 from simcluster.components import HwemuMode
 from simcluster.nodes import render_nodes
@@ -62,9 +63,10 @@ PHASE2_ENV = {
     "STATIC_HP_FRAC": "0.5",
 }
 TEST_NAMESPACE = "default"
-# The generated protobuf modules carry no type information.
-pb2: Any = _pb2
-pb2_grpc: Any = _pb2_grpc
+LOAD_TIMEOUT_S = 180.0
+"""How long the workload's Pods may take to be bound and their load to reach the emulator: a
+scheduling cycle and a runner tick (1 s) when all goes well, the rest is room for a busy machine
+and for the runner's gRPC channel to reconnect after the simulator restart."""
 
 
 class Tee(io.TextIOBase):
@@ -151,16 +153,33 @@ class Smoke:
     def agent_nodes(self) -> list[str]:
         return [n for n in self.env.get("AGENT_NODES", "").split(",") if n]
 
-    def set_full_load(self) -> None:
-        truth = self.truth()
-        with grpc.insecure_channel(self.env["SIMULATOR_GRPC"]) as channel:
-            stub = pb2_grpc.EmulatorServiceStub(channel)
-            for name in self.node_names:
-                gpus = len(truth[name].get("gpus") or [])
-                # wait_for_ready: a restarted simulator serves HTTP a moment before gRPC.
-                stub.SetNodeLoad(pb2.SetNodeLoadRequest(
-                    node=name, load=pb2.NodeLoad(cpu_util=1.0, gpu_util=[1.0] * gpus)), timeout=60, wait_for_ready=True)
-        self.progress(f"full load (CPU and every GPU at 100 %) on {len(self.node_names)} Nodes")
+    def wait_for_load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
+        """Until the emulator's truth shows every Node under its workload Pod's load (as the
+        workload engine computes it from the smoke trace); a RuntimeFailure naming the Nodes
+        without it, their Pods and the workload log otherwise."""
+        want = smokeload.expected_loads(self.nodes, load_trace(smokeload.trace_path(self.state.root)))
+        t0 = time.monotonic()
+        lacking: dict[str, str] = {}
+        while True:
+            try:
+                lacking = smokeload.lacking_load(want, self.truth())
+            except (OSError, KeyError, ValueError) as e:  # a restarting simulator: not serving yet
+                lacking = {n: f"/debug/emulate unreadable: {type(e).__name__}: {e}" for n in want}
+            if not lacking:
+                self.progress(f"load from {len(want)} workload pods on {len(want)} Nodes "
+                              f"({smokeload.load_summary(want)}) after {time.monotonic() - t0:.1f}s")
+                return
+            if time.monotonic() - t0 > timeout_s:
+                break
+            time.sleep(1.0)
+        try:
+            pods = smokeload.pod_states(deploy.kube_list(self.state.kubeconfig, smokeload.PODS_PATH))
+        except (OSError, ValueError, runtime.RuntimeFailure) as e:
+            pods = dict.fromkeys(lacking, f"pods unreadable: {e}")
+        lines = "\n".join("  " + line for line in smokeload.describe_lacking(lacking, pods))
+        raise runtime.RuntimeFailure(
+            f"{len(lacking)} of {len(want)} Nodes lack the workload's load after {timeout_s:.0f}s:\n{lines}\n"
+            f"see the workload runner's log {self.state.log('workload')}")
 
     def extender_counts(self) -> dict[str, float]:
         ok, body = deploy.http_ok(f"http://{self.env['EXTENDER_ADDR']}/metrics")
@@ -206,7 +225,7 @@ class Smoke:
         self.record(checks.agent_placement(self.agent_nodes(), self.agent_nodes(), excluded, arch))
         profiles = {n: builtin_profile(self.spec.pool(self.pool_of(n)).profile) for n in self.agent_nodes()}
         self.record(self.until("S03", lambda: checks.nodehardware_matches(profiles, self.hardware()), 60))
-        self.set_full_load()
+        self.wait_for_load()
         wait = 60 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
         self.record(self.until("S04", lambda: checks.caps_match("S04", self.agent_twins(), self.hardware(), self.truth(), 80), wait))
         self.record(self.until("S05", lambda: checks.power_honours_caps("S05", self.truth()), 20))
@@ -249,8 +268,8 @@ class Smoke:
                 raise runtime.RuntimeFailure(f"the restarted simulator did not serve {url}; log {self.state.log('simulator')}")
             time.sleep(0.2)
         outage = time.monotonic() - t0
-        self.progress(f"simulator back after {outage:.1f}s")
-        self.set_full_load()
+        self.progress(f"simulator back after {outage:.1f}s; waiting for the workload runner to send the lost loads")
+        self.wait_for_load()
         self.progress("halfway: restarting the controller manager with CPU and GPU caps at 50 % and half the Nodes eco")
         deploy.restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
         wait = 90 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)

@@ -3,7 +3,7 @@
 - name ``sim-<jobId>`` lower-cased, characters outside ``[a-z0-9-]`` -> ``-``, at most 50
   characters; when that changed the id, a 6-hex hash of the id keeps names unique;
 - selects the simulated cluster's nodes (``sim.joulie.io/cluster=<spec>``), tolerates the KWOK
-  taint ``kwok.x-k8s.io/node=fake:NoSchedule``;
+  taint ``kwok.x-k8s.io/node=fake:NoSchedule`` and the job's own ``tolerations``;
 - the class only as scheduling constraints on ``joulie.io/power-profile`` (performance: required
   ``NotIn [eco]``; eco: required ``In [eco]``; general: none), plus the label
   ``joulie.io/workload-class=<class>`` and the annotation Joulie reads (``performance`` or
@@ -56,7 +56,8 @@ def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True) ->
         limits[job.requests.gpu_resource] = str(job.requests.gpu)
     spec: dict[str, Any] = {
         "nodeSelector": {**job.node_selector, names.LABEL_SIM_CLUSTER: cluster},
-        "tolerations": [{"key": KWOK_TAINT_KEY, "operator": "Equal", "value": "fake", "effect": "NoSchedule"}],
+        "tolerations": [{"key": KWOK_TAINT_KEY, "operator": "Equal", "value": "fake", "effect": "NoSchedule"},
+                        *(t.manifest() for t in job.tolerations)],
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
         "containers": [{"name": "work", "image": IMAGE, "resources": {"requests": resources, **({"limits": limits} if limits else {})}}],

@@ -16,7 +16,9 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
 - ``sensitivity`` (0..1, default 1) is how much of a slowdown of the hardware the job feels.
 - ``requests.gpuResource`` (default ``nvidia.com/gpu``; ``amd.com/gpu`` for AMD boards) and
   ``nodeSelector`` (extra node labels the Pod requires, e.g. ``kubernetes.io/hostname`` to pin a
-  job to a node; the scheduler still places it) are optional.
+  job to a node; the scheduler still places it) are optional, and so are ``tolerations`` (the
+  Pod's own, beside the KWOK taint's: ``[{"key": "nvidia.com/gpu", "operator": "Exists",
+  "effect": "NoSchedule"}]`` lets a job onto a Node whose profile taints it).
 - Other record types (e.g. ``workload``) are skipped; a blank line or one starting with ``#`` too.
 
 A bad line stops the load with ``trace.jsonl:LINE: field: why``.
@@ -67,6 +69,28 @@ class Sensitivity(_Strict):
     gpu: float = Field(default=1.0, ge=0, le=1)
 
 
+class Toleration(_Strict):
+    """A Kubernetes toleration (``key`` empty with ``Exists``: every taint; ``effect`` empty: every effect)."""
+
+    key: str = Field(default="", max_length=316)
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = Field(default="", max_length=63)
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    @model_validator(mode="after")
+    def _exists_has_no_value(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value: must be empty with operator Exists")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("key: empty key needs operator Exists")
+        return self
+
+    def manifest(self) -> dict[str, str]:
+        """The toleration as a Pod spec lists it (empty fields left out)."""
+        out = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect}
+        return {k: v for k, v in out.items() if v}
+
+
 class Job(_Strict):
     type: Literal["job"] = "job"
     schema_version: Literal["v1"] = Field(default="v1", alias="schemaVersion")
@@ -80,6 +104,8 @@ class Job(_Strict):
     sensitivity: Sensitivity = Field(default_factory=Sensitivity)
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     """Extra node labels the Pod requires (e.g. kubernetes.io/hostname to pin a job), beside the cluster's."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    """Taints the Pod tolerates beside the KWOK taint (e.g. a GPU node's nvidia.com/gpu)."""
 
     @model_validator(mode="after")
     def _work_matches_requests(self) -> Job:

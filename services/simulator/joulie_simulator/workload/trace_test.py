@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def test_a_good_trace_loads_with_defaults_and_skips_other_records() -> None:
          "t.jsonl:2: requests.gpuResource: String should match pattern"),
         ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"work":{"cpuUnits":1},"nodeSelector":{"a":1}}',
          "t.jsonl:2: nodeSelector.a: Input should be a valid string"),
+        ('{"type":"job","jobId":"x","submitTimeOffsetSec":1,"work":{"cpuUnits":1},"tolerations":[{"key":"a","operator":"Exists","value":"b"}]}',
+         "t.jsonl:2: tolerations.0: value: must be empty with operator Exists"),
     ],
 )
 def test_a_bad_line_names_file_line_and_field(line: str, expect: str) -> None:
@@ -60,6 +63,18 @@ def test_a_pinned_amd_gpu_job_becomes_a_pod_on_that_node_asking_for_amd_gpus() -
     res = spec["containers"][0]["resources"]
     assert res["requests"]["amd.com/gpu"] == "8" and res["limits"] == {"amd.com/gpu": "8"}
     assert "nvidia.com/gpu" not in res["requests"]
+
+
+def test_a_job_tolerates_its_own_taints_beside_kwoks() -> None:
+    line = ('{"type":"job","jobId":"x","submitTimeOffsetSec":0,"work":{"cpuUnits":1},"tolerations":['
+            '{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},{"key":"dedicated","value":"managed"}]}')
+    (job,) = parse_lines([line], "t.jsonl")
+    assert pod_manifest(job, "smoke")["spec"]["tolerations"] == [
+        {"key": "kwok.x-k8s.io/node", "operator": "Equal", "value": "fake", "effect": "NoSchedule"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Equal", "value": "managed"},
+    ]
+    assert parse_lines([json.dumps(job.record())], "t.jsonl") == [job]
 
 
 def test_workloadgen_is_deterministic_per_seed_and_round_trips(tmp_path: Path) -> None:
