@@ -27,7 +27,7 @@ CHECKS: dict[str, tuple[str, str]] = {
             "cores, GPU vendor/count/cap range, CPU control available exactly when the profile has a writable cap"),
     "S04": ("caps-in-files-match-spec", "the CPU package and GPU caps in the emulated files equal NodeTwin.spec "
             "(pct of max from NodeHardware) on every Node whose hardware can be capped, within 1 W or 1 %"),
-    "S05": ("power-honours-caps", "under full load, every package and GPU draws at most its cap (+2 %, +1 W)"),
+    "S05": ("power-honours-caps", "under the workload's load, every package and GPU draws at most its cap (+2 %, +1 W)"),
     "S06": ("measured-power-matches-truth", "NodeTwin.status.powerMeasurement.measuredNodePowerW is within 3 % of the "
             "emulator's host power (the components' sum where the telemetry mode carries no host power; never closer than "
             "1 W needed) on every managed Node"),

@@ -92,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop the cluster; SIMCLUSTER_KEEP=1 keeps the state dir")
     dep = sub.add_parser("deploy", help="start the simulator, extender, controller manager and the agents")
     dep.add_argument("--values", type=Path, action="append", help="values file (repeatable; default $SIMCLUSTER_VALUES)")
+    wl = dep.add_mutually_exclusive_group()
+    wl.add_argument("--trace", type=Path, help="run this trace (JSONL, e.g. from joulie-simulator workloadgen) as the "
+                    "cluster's Pods instead of the smoke's one pinned job per Node")
+    wl.add_argument("--no-workload", action="store_true", help="start no workload runner (the Nodes stay idle)")
     sm = sub.add_parser("smoke", help="up, deploy, checks, run results, down")
     sm.add_argument("--spec", type=Path, default=Path(env_spec) if env_spec else DEFAULT_SMOKE_SPEC,
                     help="cluster spec (default $SIMCLUSTER_SPEC or %(default)s)")
@@ -186,10 +190,13 @@ def _runtime_command(args: argparse.Namespace) -> int:
             runtime.down(state, keep=_keep(), progress=progress)
             return 0
         if args.command == "deploy":
+            if not state.spec.is_file():
+                raise runtime.RuntimeFailure(f"no cluster in {state.root} (no {state.spec.name}); run simcluster up first")
             values = _values_files(args.values, [])
             result = deploy.deploy(state, load_spec(state.spec), dist=_dist(), values_files=values,
                                    daemonset=daemonset_for(values), mode=_hwemu_mode(),
-                                   timing=timing(os.environ.get("SIMCLUSTER_TIMING", "ci")), progress=progress)
+                                   timing=timing(os.environ.get("SIMCLUSTER_TIMING", "ci")), progress=progress,
+                                   workload=not args.no_workload, trace=args.trace)
             deploy.print_reports(result.reports)
             return 0
         if args.command == "reload":

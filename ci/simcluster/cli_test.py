@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,11 @@ def test_an_unknown_subcommand_exits(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["frobnicate"])
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_deploy_before_up_says_to_run_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SIMCLUSTER_DIR", str(tmp_path / "none"))
+    assert main(["deploy", "--trace", "t.jsonl"]) == 1
+    assert f"simcluster deploy: no cluster in {tmp_path / 'none'} (no spec.yaml); run simcluster up first" in \
+        capsys.readouterr().err

@@ -10,10 +10,10 @@ Pure: no process is started here (``deploy.py`` does that), so the command lines
   as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
 - ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
-- ``workload``: the simulator's ``workload`` runner on the smoke trace (``simcluster.smokeload``): one
-  pinned Pod per Node through the real kube-scheduler, each Node's load on the emulator (gRPC)
-  following its Pods; /metrics on 127.0.0.1. Started last: it needs the emulator and the scheduler's
-  extender, and retries until both answer.
+- ``workload``: the simulator's ``workload`` runner on the deploy's trace (by default the smoke's,
+  ``simcluster.smokeload``: one pinned Pod per Node): Pods through the real kube-scheduler, each
+  Node's load on the emulator (gRPC) following its Pods; /metrics on 127.0.0.1. Started last: it
+  needs the emulator and the scheduler's extender, and retries until both answer.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class Plan:
 
     @property
     def workload_trace(self) -> Path:
-        """The smoke trace ``deploy`` writes (``simcluster.smokeload``)."""
+        """The trace ``deploy`` writes for the runner (``simcluster.smokeload.trace_path``)."""
         return smokeload.trace_path(self.state)
 
 
@@ -259,7 +259,7 @@ def extender_command(plan: Plan) -> Command:
 
 
 def workload_command(plan: Plan) -> Command:
-    """`joulie-simulator workload` (the simulator's PEX) on the smoke trace: Pods of this cluster,
+    """`joulie-simulator workload` (the simulator's PEX) on the deploy's trace: Pods of this cluster,
     loads to the emulator's gRPC address."""
     return Command(
         name="workload",
@@ -271,6 +271,7 @@ def workload_command(plan: Plan) -> Command:
             "--kubeconfig", str(plan.kubeconfig),
             "--emulator", f"127.0.0.1:{plan.ports.simulator_grpc}",
             "--metrics", f"127.0.0.1:{plan.ports.workload_metrics}",
+            "--stay",  # a finished trace is no crash: /metrics and status stay up until down
         ],
         env=dict(plan.python_path_env),
         log=plan.log("workload"),

@@ -1,8 +1,18 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from joulie_simulator.workload.gen import GenOptions, generate
+from joulie_simulator.workload.trace import load_trace, write_trace
 from simcluster import components as comp
+from simcluster import deploy
+from simcluster.nodes import render_nodes
+from simcluster.runtime import RuntimeFailure
+from simcluster.spec import load_spec
 from simcluster.timing import timing
+
+SMOKE_SPEC = Path("tests/simcluster/specs/smoke.yaml")
 
 
 def plan(tmp: Path, mode: comp.HwemuMode = "fuse") -> comp.Plan:
@@ -78,8 +88,25 @@ def test_the_workload_runner_starts_last_on_the_smoke_trace_with_this_clusters_p
     cmds = comp.commands(p)
     wl = cmds[-1]
     assert (wl.name, wl.component) == ("workload", "simulator")
-    assert wl.argv == [str(p.binaries["simulator"]), "workload", "--trace", str(tmp_path / "workload" / "smoke-trace.jsonl"),
+    assert wl.argv == [str(p.binaries["simulator"]), "workload", "--trace", str(tmp_path / "workload" / "trace.jsonl"),
                        "--cluster", "smoke", "--kubeconfig", str(tmp_path / "kubeconfig"),
-                       "--emulator", "127.0.0.1:18081", "--metrics", "127.0.0.1:18090"]
+                       "--emulator", "127.0.0.1:18081", "--metrics", "127.0.0.1:18090", "--stay"]
     assert wl.metrics_url == "http://127.0.0.1:18090/metrics" and wl.log == tmp_path / "logs" / "workload.log"
     assert wl.env == {"PATH": "/usr/bin"}
+
+
+def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_the_line(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    nodes = render_nodes(load_spec(SMOKE_SPEC))
+    smoke = deploy.with_workload(base, "smoke", nodes, None)
+    assert smoke.cluster == "smoke" and smoke.ports.workload_metrics > 0
+    assert len(load_trace(smoke.workload_trace)) == len(nodes)  # one pinned job per Node
+    mine = tmp_path / "mine.jsonl"
+    write_trace(mine, generate(GenOptions(jobs=7, seed=3)))
+    assert [j.job_id for j in load_trace(deploy.with_workload(base, "smoke", nodes, mine).workload_trace)] == \
+        [j.job_id for j in load_trace(mine)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"job","jobId":"x","submitTimeOffsetSec":-1,"work":{"cpuUnits":1}}\n')
+    with pytest.raises(RuntimeFailure, match=rf"--trace: {bad}:1: submitTimeOffsetSec"):
+        deploy.with_workload(base, "smoke", nodes, bad)
+    assert len(load_trace(smoke.workload_trace)) == 7  # the last good trace is still there

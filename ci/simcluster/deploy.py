@@ -1,6 +1,6 @@
 """``simcluster deploy`` on the process runtime: the simulator, the extender, the controller manager,
-one emulated agent per eligible Node and the workload runner (one pinned Pod per Node, the smoke's
-load: ``simcluster.smokeload``), as local processes that outlive the CLI.
+one emulated agent per eligible Node and the workload runner (by default one pinned Pod per Node, the
+smoke's load: ``simcluster.smokeload``; or a trace of the user's), as local processes that outlive the CLI.
 
 The binaries are the released PEXes (``./pants package``), copied into ``<state>/bin`` under a name
 carrying the first 12 hex of their sha256 — the process runtime's image tag — so a reload can tell
@@ -35,7 +35,7 @@ from joulie_agent.settings import owns_node  # the agent's own sharding rule, no
 from joulie_api import names
 from joulie_api.backoff import Backoff
 from joulie_simulator.profiles.schema import builtin_profile
-from joulie_simulator.workload.trace import write_trace
+from joulie_simulator.workload.trace import TraceError, load_trace, write_trace
 from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from simcluster import components as comp
 from simcluster import smokeload, telemetry
@@ -296,15 +296,18 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
 
 
 def workload_detail(metrics: str) -> str:
-    """The workload runner's /metrics in a few words: its jobs running and pending."""
-    gauges = {"running": "joulie_sim_jobs_running", "pending": "joulie_sim_jobs_pending"}
-    seen: dict[str, str] = {}
+    """The workload runner's /metrics in a few words: its jobs running, pending and completed (the
+    completed counter is per class and Node: summed)."""
+    series = {"running": "joulie_sim_jobs_running", "pending": "joulie_sim_jobs_pending",
+              "completed": "joulie_sim_job_completed_total"}
+    seen: dict[str, float] = {}
     for line in metrics.splitlines():
         name, _, value = line.partition(" ")
-        for word, gauge in gauges.items():
-            if name == gauge:
-                seen[word] = f"{float(value):.0f}"
-    return "/metrics answers; jobs " + ", ".join(f"{seen.get(w, '?')} {w}" for w in gauges)
+        for word, metric in series.items():
+            if name.partition("{")[0] == metric:
+                seen[word] = seen.get(word, 0.0) + float(value)
+    return "/metrics answers; jobs " + ", ".join(
+        f"{seen[w]:.0f} {w}" if w in seen else f"? {w}" for w in series if w != "completed" or w in seen)
 
 
 def wait_reports(
@@ -368,7 +371,11 @@ def deploy(
     timing: Timing,
     progress: Callable[[str], None],
     wait_timeout_s: float | None = None,
+    workload: bool = True,
+    trace: Path | None = None,
 ) -> DeployResult:
+    """Starts every component and waits until each reports. `workload`: start the workload runner,
+    on `trace` (a JSONL trace, ``joulie-simulator workloadgen``) or, when None, the smoke's."""
     t0 = time.monotonic()
     if wait_timeout_s is None:
         wait_timeout_s = float(os.environ.get("SIMCLUSTER_DEPLOY_TIMEOUT") or 240)
@@ -412,7 +419,8 @@ def deploy(
             f"SIMCLUSTER_AGENT_SHARDS={shards}: pool agents own every managed Node of the spec, but the agent "
             f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
         )
-    plan = with_smoke_workload(plan, spec.name, nodes)
+    if workload:
+        plan = with_workload(plan, spec.name, nodes, trace)
     for agent in agents:
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -459,7 +467,8 @@ def deploy(
             if cmd.name == "simulator":
                 _wait_simulator(state, proc, cmd.metrics_url, mode, progress, max(120.0, wait_timeout_s))
         how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
-        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how}, workload runner)")
+        runner = f", workload runner on {len(load_trace(plan.workload_trace))} jobs" if plan.cluster else ", no workload runner"
+        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how}{runner})")
         managed = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
         reports = wait_reports(state, env, managed, wait_timeout_s, progress)
     except BaseException:
@@ -485,11 +494,20 @@ def _otlp_endpoint(tmode: telemetry.Mode, cluster: Mapping[str, str]) -> str | N
     return None
 
 
-def with_smoke_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]]) -> comp.Plan:
-    """Writes the smoke trace (one pinned job per Node, ``simcluster.smokeload``) and returns `plan`
-    with the workload runner in it: the cluster its Pods select and a port for its /metrics."""
+def with_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]], trace: Path | None) -> comp.Plan:
+    """Writes the runner's trace into the state dir and returns `plan` with the workload runner in it:
+    the cluster its Pods select and a port for its /metrics. `trace` None: the smoke's (one pinned
+    job per Node, ``simcluster.smokeload``); else the user's, checked here so a bad line fails the
+    deploy naming it rather than the runner after start."""
+    if trace is None:
+        jobs = smokeload.smoke_jobs(nodes)
+    else:
+        try:
+            jobs = load_trace(trace)
+        except TraceError as e:
+            raise RuntimeFailure(f"--trace: {e}") from None
     plan.workload_trace.parent.mkdir(parents=True, exist_ok=True)
-    write_trace(plan.workload_trace, smokeload.smoke_jobs(nodes))
+    write_trace(plan.workload_trace, jobs)
     return dataclasses.replace(plan, cluster=cluster, ports=dataclasses.replace(plan.ports, workload_metrics=free_port()))
 
 

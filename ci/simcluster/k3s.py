@@ -31,6 +31,7 @@ from typing import Literal
 import yaml
 from kubernetes import client as k8s
 
+from joulie_testinfra.controlplane import EXTENDED_RESOURCE_TOLERATION
 from joulie_testinfra.tools import parse_env_file
 from simcluster.runtime import Progress, RuntimeFailure, apply_nodes, core_api, list_nodes, node_ready
 from simcluster.spec import ClusterSpec
@@ -215,6 +216,8 @@ def server_args(cfg: ServerConfig) -> list[str]:
         "--node-label", "joulie.io/infra=true",
         "--node-label", "joulie.io/hwemu-host=true",
         f"--kubelet-arg=max-pods={cap.max_pods}",
+        # As the process runtime's kube-apiserver: GPU-asking Pods tolerate the GPU Nodes' taint.
+        f"--kube-apiserver-arg=enable-admission-plugins={EXTENDED_RESOURCE_TOLERATION}",
     ]
     if cap.cluster_cidr is not None:
         args += ["--cluster-cidr", cap.cluster_cidr, f"--kube-controller-manager-arg=node-cidr-mask-size-ipv4={cap.node_cidr_mask}"]

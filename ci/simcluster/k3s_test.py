@@ -30,7 +30,7 @@ def test_run_argv_is_the_seed_container() -> None:
     assert server == [
         "server", "--disable", "traefik", "--disable", "metrics-server", "--node-name", "joulie-sim-infra",
         "--node-label", "joulie.io/infra=true", "--node-label", "joulie.io/hwemu-host=true",
-        "--kubelet-arg=max-pods=110",
+        "--kubelet-arg=max-pods=110", "--kube-apiserver-arg=enable-admission-plugins=ExtendedResourceToleration",
     ]
     assert f"{k3s.LABEL_MAX_PODS}=110" in _after(opts, "--label")
 

@@ -400,7 +400,9 @@ def run_smoke(
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
         smoke = Smoke(state, spec, timing, mode, progress)
         if break_component:
-            broken = [n for n, _ in deploy.recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == break_component]
+            # The workload runner is the simulator's binary too, but it is the load, not a component under test.
+            broken = [n for n, _ in deploy.recorded_deploy_pids(env)
+                      if env.get(f"COMPONENT_{n}") == break_component and n != "workload"]
             if not broken:
                 raise runtime.RuntimeFailure(f"--break {break_component}: no such deployed component")
             for name in broken:

@@ -50,8 +50,8 @@ UTIL_TOLERANCE: Final = 1e-6
 
 
 def trace_path(state_root: Path) -> Path:
-    """Where ``deploy`` writes the smoke trace the runner reads."""
-    return state_root / "workload" / "smoke-trace.jsonl"
+    """Where ``deploy`` writes the trace the runner reads: the smoke's, unless ``deploy --trace``."""
+    return state_root / "workload" / "trace.jsonl"
 
 
 def cpu_cores(quantity: str) -> float:

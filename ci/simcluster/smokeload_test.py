@@ -120,3 +120,6 @@ def test_the_workload_runner_reports_its_jobs_from_its_metrics() -> None:
     body = "# HELP joulie_sim_jobs_running Jobs running.\njoulie_sim_jobs_running 9.0\njoulie_sim_jobs_pending 0.0\n"
     assert workload_detail(body) == "/metrics answers; jobs 9 running, 0 pending"
     assert workload_detail("") == "/metrics answers; jobs ? running, ? pending"
+    body += ('joulie_sim_job_completed_total{class="general",node="vm-0"} 2.0\n'
+             'joulie_sim_job_completed_total{class="eco",node="intel-0"} 1.0\n')
+    assert workload_detail(body) == "/metrics answers; jobs 9 running, 0 pending, 3 completed"

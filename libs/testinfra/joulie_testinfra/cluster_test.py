@@ -100,6 +100,25 @@ def test_pod_is_bound_by_kube_scheduler_and_runs(
     eventually(running, what=f"pod {name} Running")
 
 
+def test_a_pod_asking_gpus_tolerates_the_gpu_nodes_taint_as_on_a_gpu_cluster(kube_api: k8s.ApiClient) -> None:
+    # ExtendedResourceToleration: without it no trace job asking GPUs could reach the tainted GPU Nodes.
+    core = k8s.CoreV1Api(kube_api)
+
+    def admitted(requests: dict[str, str]) -> list[tuple[str, str, str]]:
+        pod = k8s.V1Pod.from_dict({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"gpu-{uuid.uuid4().hex[:6]}"},
+            "spec": {"containers": [{"name": "w", "image": "fake", "resources": {"requests": requests, "limits": requests}}]},
+        })
+        assert pod is not None
+        spec = core.create_namespaced_pod("default", pod, dry_run="All").spec
+        assert spec is not None
+        return [(str(t.key), str(t.operator), str(t.effect)) for t in spec.tolerations or [] if t.key and "gpu" in t.key]
+
+    assert admitted({"cpu": "1", "nvidia.com/gpu": "2"}) == [("nvidia.com/gpu", "Exists", "NoSchedule")]
+    assert admitted({"cpu": "1", "amd.com/gpu": "1"}) == [("amd.com/gpu", "Exists", "NoSchedule")]
+    assert admitted({"cpu": "1"}) == []
+
+
 def test_nodetwin_violating_the_schema_is_rejected_with_the_field(kube_api: k8s.ApiClient) -> None:
     api = k8s.CustomObjectsApi(kube_api)
     bad = {

@@ -20,6 +20,7 @@ from joulie_testinfra.tools import Tools
 
 # A virtual range only: no traffic is routed to it; the apiserver needs one to allocate Service IPs.
 SERVICE_CIDR = "10.96.0.0/24"
+EXTENDED_RESOURCE_TOLERATION = "ExtendedResourceToleration"
 
 
 @dataclass
@@ -141,6 +142,10 @@ def start_control_plane(
                     # ServiceAccount plugin would refuse every pod) and nothing lifts the not-ready taint
                     # TaintNodesByCondition puts on new Nodes (no pod would ever schedule).
                     *([] if controller_manager else ["--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"]),
+                    # As GPU clusters run it (GKE does; NVIDIA's docs pair it with the nvidia.com/gpu
+                    # taint): a Pod asking nvidia.com/gpu or amd.com/gpu gets a toleration for the taint
+                    # of that name, so trace jobs asking GPUs reach the tainted GPU Nodes.
+                    f"--enable-admission-plugins={EXTENDED_RESOURCE_TOLERATION}",
                     # The default reconciler publishes the advertise address as the kubernetes Service
                     # endpoint and complains every 10 s that 127.0.0.1 is loopback.
                     "--endpoint-reconciler-type=none",

@@ -27,6 +27,9 @@ def add_parsers(sub: Any) -> None:
     wl.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per wall second (default 1)")
     wl.add_argument("--metrics", default="127.0.0.1:18082", help="address of /metrics ('' = off)")
     wl.add_argument("--timeout", type=float, default=0.0, help="give up after this many wall seconds (0 = never)")
+    wl.add_argument("--stay", action="store_true",
+                    help="once every job is done, keep serving /metrics until signalled (a supervised runner that "
+                         "exits is taken for a crash)")
     gen = sub.add_parser("workloadgen", help="write a synthetic trace (deterministic per seed)")
     d = GenOptions()
     gen.add_argument("--jobs", type=int, default=d.jobs)
@@ -116,4 +119,11 @@ def _workload(args: argparse.Namespace) -> int:
     rec = runner.record
     print(f"workload: {len(rec.created)} pods created, {len(rec.bound)} bound, {len(rec.deleted)} completed and deleted, "
           f"{len(rec.errors)} errors", flush=True)
+    if done and args.stay:
+        print(f"workload: all {len(jobs)} jobs done; serving /metrics until stopped (--stay)", flush=True)
+        stop.wait()
+    if not done and stop.is_set():
+        # Stopped on purpose (simcluster down, Ctrl-C): not a failure unless the API refused something.
+        print(f"workload: stopped by a signal with {len(jobs) - len(rec.deleted)} jobs unfinished", flush=True)
+        return 1 if rec.errors else 0
     return 0 if done and not rec.errors else 1

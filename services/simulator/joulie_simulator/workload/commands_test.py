@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,44 @@ def test_bad_inputs_exit_2_naming_the_problem(tmp_path: Path, capsys: pytest.Cap
     assert "--perf-ratio: 2.0 is not within 0..1" in capsys.readouterr().err
     assert main(["traceextract", "--in", str(tmp_path / "missing.swf")]) == 2
     assert "missing.swf: cannot read" in capsys.readouterr().err
+
+
+def _run_workload(tmp_path: Path, trace: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """`joulie-simulator workload` in its own process (signal handlers need a main thread), on an
+    API server and an emulator nobody serves; returns it with its first line."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "joulie_simulator.cli", "workload", "--trace", str(trace), "--cluster", "c",
+         "--kubeconfig", str(kubeconfig), "--emulator", "127.0.0.1:1", "--metrics", "", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline()  # printed once the signal handlers are in place
+
+
+def test_workload_stopped_by_sigterm_exits_0_saying_what_was_unfinished(tmp_path: Path) -> None:
+    # simcluster down stops the runner with SIGTERM: that is not a failure, and its log says what was left.
+    trace = tmp_path / "t.jsonl"
+    assert main(["workloadgen", "--jobs", "3", "--seed", "1", "--out", str(trace)]) == 0
+    proc, first = _run_workload(tmp_path, trace)
+    assert first.startswith("workload: 3 jobs from "), first
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, first + rest
+    assert "stopped by a signal with 3 jobs unfinished" in rest
+
+
+def test_workload_with_stay_outlives_its_last_job_until_signalled(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"  # no jobs: done at once
+    empty.write_text("")
+    proc, _ = _run_workload(tmp_path, empty, "--stay")
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("workload: 0 pods created")
+    assert "all 0 jobs done; serving /metrics until stopped" in proc.stdout.readline()
+    assert proc.poll() is None  # still there for its supervisor
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    proc.stdout.close()
