@@ -26,6 +26,7 @@ facility power = IT x PUE.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -103,7 +104,7 @@ def node_hardware(n: BenchNode) -> NodeHardware:
     return NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": status})
 
 
-def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> Settings:
+def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0) -> Settings:
     return Settings(
         policy_type=POLICIES[policy][1] or "static_partition",
         static_hp_frac=0.4,
@@ -113,7 +114,7 @@ def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float) ->
         cluster_power_budget_w=budget_frac * sum(n.tdp_w for n in nodes),
         cpu_eco_pct=60.0,
         gpu_eco_pct=60.0,
-        reconcile_interval_s=60.0,
+        reconcile_interval_s=reconcile_s,
     )
 
 
@@ -160,6 +161,8 @@ class RunResult:
     window_it_energy_kwh: float = 0.0
     """IT energy over the seed's common window (see ``extend_to_window``)."""
     window_facility_energy_kwh: float = 0.0
+    jobs_per_node: dict[str, int] = field(default_factory=dict)
+    """Completed jobs by the node they ran on (where the policy and scoring put the work)."""
 
     def extend_to_window(self, window_end_s: float) -> None:
         """Energy up to ``window_end_s`` (the seed's longest run): a run that finished earlier sits idle
@@ -214,11 +217,12 @@ def run(
     dt_s: float = 5.0,
     budget_frac: float = 0.6,
     horizon_s: float | None = None,
+    reconcile_s: float = 60.0,
 ) -> RunResult:
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     joulie = policy != "A"
-    s = settings_for(policy, nodes, budget_frac)
+    s = settings_for(policy, nodes, budget_frac, reconcile_s)
     clock = [0.0]
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=lambda: clock[0])
     emu.frozen = True
@@ -347,5 +351,6 @@ def run(
         idle_it_w=idle_w,
         idle_pue=pue(idle_w, nameplate, end_s),
         slowdowns=slow,
+        jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
     )
 

@@ -12,6 +12,8 @@ pinned Pod per Node: the load); waits until all report
 ``render-nodes --spec FILE``  the fake Node objects of the spec, one JSON object per line
 ``agents --spec FILE [--daemonset FILE]``  which Nodes the agent DaemonSet reaches, and why not the others
 ``down``  stop everything; remove the state dir (but runs/) unless ``SIMCLUSTER_KEEP=1``
+``bench-live [--trace FILE] [--policies A,D]``  one trace under each policy on the live cluster, in real
+time, beside the accelerated benchmark's prediction for it (``simcluster.livebench``)
 
 Settings (environment): SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLUSTER_VALUES
 (comma-separated values files), SIMCLUSTER_HWEMU (fuse|files, default fuse), SIMCLUSTER_TIMING
@@ -36,13 +38,17 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from joulie_bench.sim import POLICIES
+from joulie_simulator.workload.gen import GenOptions, generate
+from joulie_simulator.workload.trace import TraceError, load_trace, write_trace
 from joulie_testinfra.tools import ToolMissingError
-from simcluster import deploy, k3s, runtime, smoke, telemetry
+from simcluster import deploy, k3s, livebench, runtime, smoke, telemetry
 from simcluster.agents import agent_daemonset, select_agents
 from simcluster.components import HwemuMode
 from simcluster.nodes import render_nodes
@@ -103,6 +109,21 @@ def _parser() -> argparse.ArgumentParser:
     sm.add_argument("--crds", type=Path, default=runtime.DEFAULT_CRD_DIR)
     sm.add_argument("--break", dest="break_component", choices=["simulator", "extender", "controller-manager", "agent"],
                     help="kill this component on purpose after deploy, to see the checks fail and say why")
+    bl = sub.add_parser("bench-live", help="one trace under each policy on the live cluster, beside the accelerated "
+                        "benchmark's prediction (up, deploy per policy, down)")
+    bl.add_argument("--spec", type=Path, default=livebench.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
+    bl.add_argument("--crds", type=Path, default=runtime.DEFAULT_CRD_DIR)
+    bl.add_argument("--trace", type=Path, help="trace JSONL (default: one generated from the options below)")
+    g = GenOptions()
+    bl.add_argument("--jobs", type=int, default=30)
+    bl.add_argument("--seed", type=int, default=g.seed)
+    bl.add_argument("--mean-interarrival-s", type=float, default=2.0)
+    bl.add_argument("--cpu-median-s", type=float, default=60.0)
+    bl.add_argument("--gpu-median-s", type=float, default=60.0)
+    bl.add_argument("--policies", default="A,D", help="comma-separated, from A (no Joulie), B, C, D (default %(default)s)")
+    bl.add_argument("--budget-frac", type=float, default=0.6, help="D's budget as a share of the Nodes' TDP sum")
+    bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
+    bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=os.environ.get("SIMCLUSTER_FORCE_RELOAD", "") not in ("", "0"))
@@ -211,6 +232,8 @@ def _runtime_command(args: argparse.Namespace) -> int:
                 mode=_hwemu_mode(), timing=t, dist=_dist(), keep=_keep(), timeout_s=timeout, crd_dir=args.crds,
                 break_component=args.break_component, telemetry_mode=_telemetry(),
             )
+        if args.command == "bench-live":
+            return _bench_live(args, state, progress)
         spec = load_spec(args.spec)
         if os.environ.get("SIMCLUSTER_RUNTIME", "process") == "k3s":
             # The seed's runtime: one privileged k3s container (ci/simcluster/K3S.md for where it stops here).
@@ -228,9 +251,40 @@ def _runtime_command(args: argparse.Namespace) -> int:
         return 1
 
 
+def _bench_live(args: argparse.Namespace, state: StateDir, progress: runtime.Progress) -> int:
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    bad = [p for p in policies if p not in POLICIES]
+    if bad or not policies:
+        raise SpecError(f"--policies {args.policies!r}: each must be one of {', '.join(POLICIES)}")
+    if not 0 < args.budget_frac <= 1:
+        raise SpecError(f"--budget-frac {args.budget_frac}: must be in (0, 1]")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = args.out or state.runs / f"{stamp}-bench-live"
+    trace = args.trace
+    if trace is None:
+        opts = GenOptions(jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s,
+                          cpu_median_s=args.cpu_median_s, gpu_median_s=args.gpu_median_s)
+        try:
+            jobs = generate(opts)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
+        out.mkdir(parents=True, exist_ok=True)
+        trace = out / "generated-trace.jsonl"
+        write_trace(trace, jobs)
+    else:
+        try:
+            load_trace(trace)
+        except TraceError as e:
+            raise SpecError(f"--trace: {e}") from None
+    return livebench.run(
+        state, load_spec(args.spec), args.spec.read_text(), trace=trace, policies=policies, budget_frac=args.budget_frac,
+        timing=timing(os.environ.get("SIMCLUSTER_TIMING", "ci")), dist=_dist(), crd_dir=args.crds, mode=_hwemu_mode(),
+        daemonset_for=daemonset_for, out=out, keep=_keep(), timeout_s=args.timeout_s, progress=progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("up", "status", "down", "deploy", "reload", "smoke"):
+    if args.command in ("up", "status", "down", "deploy", "reload", "smoke", "bench-live"):
         return _runtime_command(args)
     if args.command in ("logs", "tree"):
         try:

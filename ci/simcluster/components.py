@@ -98,6 +98,8 @@ class Plan:
     cluster: str = ""
     """The spec's name: the workload runner's Pods select ``sim.joulie.io/cluster=<cluster>``. Empty:
     no workload runner."""
+    workload_args: tuple[str, ...] = ()
+    """More arguments of the workload runner (``simcluster bench-live``: ``--go-file``, ``--no-class-constraints``)."""
 
     @property
     def hwemu_root(self) -> Path:
@@ -272,6 +274,7 @@ def workload_command(plan: Plan) -> Command:
             "--emulator", f"127.0.0.1:{plan.ports.simulator_grpc}",
             "--metrics", f"127.0.0.1:{plan.ports.workload_metrics}",
             "--stay",  # a finished trace is no crash: /metrics and status stay up until down
+            *plan.workload_args,
         ],
         env=dict(plan.python_path_env),
         log=plan.log("workload"),

@@ -24,7 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,9 +373,11 @@ def deploy(
     wait_timeout_s: float | None = None,
     workload: bool = True,
     trace: Path | None = None,
+    workload_args: Sequence[str] = (),
 ) -> DeployResult:
     """Starts every component and waits until each reports. `workload`: start the workload runner,
-    on `trace` (a JSONL trace, ``joulie-simulator workloadgen``) or, when None, the smoke's."""
+    on `trace` (a JSONL trace, ``joulie-simulator workloadgen``) or, when None, the smoke's, with
+    `workload_args` added to its command line."""
     t0 = time.monotonic()
     if wait_timeout_s is None:
         wait_timeout_s = float(os.environ.get("SIMCLUSTER_DEPLOY_TIMEOUT") or 240)
@@ -420,7 +422,7 @@ def deploy(
             f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
         )
     if workload:
-        plan = with_workload(plan, spec.name, nodes, trace)
+        plan = with_workload(plan, spec.name, nodes, trace, workload_args)
     for agent in agents:
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -494,7 +496,8 @@ def _otlp_endpoint(tmode: telemetry.Mode, cluster: Mapping[str, str]) -> str | N
     return None
 
 
-def with_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]], trace: Path | None) -> comp.Plan:
+def with_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]], trace: Path | None,
+                  args: Sequence[str] = ()) -> comp.Plan:
     """Writes the runner's trace into the state dir and returns `plan` with the workload runner in it:
     the cluster its Pods select and a port for its /metrics. `trace` None: the smoke's (one pinned
     job per Node, ``simcluster.smokeload``); else the user's, checked here so a bad line fails the
@@ -508,7 +511,8 @@ def with_workload(plan: comp.Plan, cluster: str, nodes: list[dict[str, Any]], tr
             raise RuntimeFailure(f"--trace: {e}") from None
     plan.workload_trace.parent.mkdir(parents=True, exist_ok=True)
     write_trace(plan.workload_trace, jobs)
-    return dataclasses.replace(plan, cluster=cluster, ports=dataclasses.replace(plan.ports, workload_metrics=free_port()))
+    return dataclasses.replace(plan, cluster=cluster, workload_args=tuple(args),
+                               ports=dataclasses.replace(plan.ports, workload_metrics=free_port()))
 
 
 def _wait_simulator(

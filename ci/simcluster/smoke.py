@@ -132,6 +132,11 @@ class Smoke:
     def env(self) -> dict[str, str]:
         return self.state.read_deploy_env() or {}
 
+    def process_alive(self, name: str) -> bool:
+        env = self.env
+        pid = env.get(deploy.pid_key(name), "")
+        return pid.isdigit() and deploy.deployed_alive(name, int(pid), env)
+
     def truth(self) -> dict[str, dict[str, Any]]:
         url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
         with urllib.request.urlopen(url, timeout=10) as resp:
@@ -169,6 +174,11 @@ class Smoke:
                 self.progress(f"load from {len(want)} workload pods on {len(want)} Nodes "
                               f"({smokeload.load_summary(want)}) after {time.monotonic() - t0:.1f}s")
                 return
+            dead = [n for n in ("simulator", "workload") if not self.process_alive(n)]
+            if dead:  # no use waiting out the timeout for what a dead process would have sent
+                raise runtime.RuntimeFailure(
+                    f"{len(lacking)} of {len(want)} Nodes lack the workload's load, and "
+                    + ", ".join(f"{n} (log {self.state.log(n)})" for n in dead) + " is not running")
             if time.monotonic() - t0 > timeout_s:
                 break
             time.sleep(1.0)

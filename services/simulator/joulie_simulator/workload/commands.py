@@ -27,6 +27,11 @@ def add_parsers(sub: Any) -> None:
     wl.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per wall second (default 1)")
     wl.add_argument("--metrics", default="127.0.0.1:18082", help="address of /metrics ('' = off)")
     wl.add_argument("--timeout", type=float, default=0.0, help="give up after this many wall seconds (0 = never)")
+    wl.add_argument("--no-class-constraints", action="store_true",
+                    help="Pods without the power-profile affinity of their class (a cluster without Joulie)")
+    wl.add_argument("--go-file", type=Path,
+                    help="serve /metrics at once but start the trace's clock only when this file exists (lets a "
+                         "benchmark start every component first, then measure from the first job)")
     wl.add_argument("--stay", action="store_true",
                     help="once every job is done, keep serving /metrics until signalled (a supervised runner that "
                          "exits is taken for a crash)")
@@ -110,8 +115,14 @@ def _workload(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    runner = WorkloadRunner(api, args.emulator, jobs, args.cluster, tick_s=args.tick, time_scale=args.time_scale, metrics=metrics)
-    print(f"workload: {len(jobs)} jobs from {args.trace} on cluster {args.cluster} (emulator {args.emulator})", flush=True)
+    runner = WorkloadRunner(api, args.emulator, jobs, args.cluster, tick_s=args.tick, time_scale=args.time_scale,
+                            class_constraints=not args.no_class_constraints, metrics=metrics)
+    print(f"workload: {len(jobs)} jobs from {args.trace} on cluster {args.cluster} (emulator {args.emulator})"
+          + ("; Pods without class constraints" if args.no_class_constraints else ""), flush=True)
+    if args.go_file is not None:
+        print(f"workload: waiting for {args.go_file} to start the trace's clock", flush=True)
+        while not args.go_file.exists() and not stop.wait(0.1):
+            pass
     try:
         done = runner.run(stop, args.timeout)
     finally:
