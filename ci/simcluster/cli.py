@@ -269,7 +269,7 @@ def _bench_live(args: argparse.Namespace, state: StateDir, progress: runtime.Pro
         except ValueError as e:
             raise SpecError(str(e)) from None
         out.mkdir(parents=True, exist_ok=True)
-        trace = out / "generated-trace.jsonl"
+        trace = out / "trace.jsonl"
         write_trace(trace, jobs)
     else:
         try:

@@ -248,7 +248,8 @@ def run(
     nodes = bench_nodes(spec)
     nameplate = sum(n.tdp_w for n in nodes)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "trace.jsonl").write_bytes(trace.read_bytes())
+    if trace.resolve() != (out / "trace.jsonl").resolve():
+        (out / "trace.jsonl").write_bytes(trace.read_bytes())  # the results name the trace they measured
     progress(f"bench-live: {len(jobs)} jobs from {trace} on {len(nodes)} Nodes of spec {spec.name} "
              f"({', '.join(n.name for n in nodes)}), policies {', '.join(policies)}, timing {timing.name}; results in {out}")
     live: dict[str, LiveRun] = {}
