@@ -48,3 +48,15 @@ def test_deploy_before_up_says_to_run_up(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["deploy", "--trace", "t.jsonl"]) == 1
     assert f"simcluster deploy: no cluster in {tmp_path / 'none'} (no spec.yaml); run simcluster up first" in \
         capsys.readouterr().err
+
+
+def test_bench_live_refuses_an_unknown_policy_or_a_bad_trace_before_starting_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SIMCLUSTER_DIR", str(tmp_path / "state"))
+    assert main(["bench-live", "--policies", "A,X"]) == 2
+    assert "--policies 'A,X': each must be one of A, B, C, D" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert main(["bench-live", "--trace", str(bad)]) == 2
+    assert f"--trace: {bad}:1:" in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()  # nothing started, nothing written
