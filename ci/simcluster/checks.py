@@ -20,7 +20,7 @@ Status = Literal["pass", "fail", "skipped"]
 CHECKS: dict[str, tuple[str, str]] = {
     "S01": ("components-report", "every component reports: simulator serves every Node on /debug/emulate, extender /healthz, "
             "controller manager /metrics and a NodeTwin with status per managed Node, each agent /metrics and its NodeHardware, "
-            "the workload runner /metrics"),
+            "the workload runner /metrics; in the Collector telemetry modes the Collector's health check"),
     "S02": ("agent-placement", "agents run on exactly the Nodes the chart's agent DaemonSet reaches; every other Node has a "
             "reason (the arm64 Node: its architecture)"),
     "S03": ("nodehardware-matches-profile", "NodeHardware.status of every agent Node matches its hardware profile: sockets, "

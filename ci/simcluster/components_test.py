@@ -1,3 +1,8 @@
+import contextlib
+import http.server
+import os
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,6 +15,7 @@ from simcluster import deploy
 from simcluster.nodes import render_nodes
 from simcluster.runtime import RuntimeFailure
 from simcluster.spec import load_spec
+from simcluster.state import StateDir
 from simcluster.timing import timing
 
 SMOKE_SPEC = Path("tests/simcluster/specs/smoke.yaml")
@@ -110,3 +116,36 @@ def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_
     with pytest.raises(RuntimeFailure, match=rf"--trace: {bad}:1: submitTimeOffsetSec"):
         deploy.with_workload(base, "smoke", nodes, bad)
     assert len(load_trace(smoke.workload_trace)) == 7  # the last good trace is still there
+
+
+def test_the_collector_reports_only_in_its_modes_alive_and_healthy(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    assert deploy.collector_report(state, {}) is None  # otlp and the other direct modes
+    with _serving(200) as url:
+        assert deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": str(os.getpid())}) == \
+            deploy.Report("otelcol", True, "health check answers")
+        dead = deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": "999999999"})
+        assert dead == deploy.Report("otelcol", False, f"pid 999999999 not running; log {tmp_path / 'logs' / 'otelcol.log'}")
+    with _serving(503) as url:
+        sick = deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": str(os.getpid())})
+        assert sick is not None and not sick.ok and sick.detail.startswith(url)
+
+
+@contextlib.contextmanager
+def _serving(status: int) -> Iterator[str]:
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -44,6 +44,7 @@ from simcluster.nodes import render_nodes
 from simcluster.runtime import RuntimeFailure, api_get, cluster_live, pid_alive, start_ticks, stop_pid
 from simcluster.spec import ClusterSpec
 from simcluster.state import StateDir
+from simcluster.state import pid_key as cluster_pid_key
 from simcluster.timing import Timing
 
 # component → where `./pants package` puts its PEX under dist/.
@@ -293,6 +294,19 @@ def component_reports(state: StateDir, env: Mapping[str, str], managed_nodes: li
         else:
             out.append(Report(name, True, "healthy"))
     return out
+
+
+def collector_report(state: StateDir, cluster: Mapping[str, str]) -> Report | None:
+    """The OpenTelemetry Collector of the Collector telemetry modes (``up`` starts it, not deploy):
+    alive and its health check answering. None in the modes without one."""
+    url = cluster.get("OTELCOL_HEALTH_URL", "")
+    if not url:
+        return None
+    pid = cluster.get(cluster_pid_key("otelcol"), "")
+    if not (pid.isdigit() and pid_alive(int(pid))):
+        return Report("otelcol", False, f"pid {pid or '?'} not running; log {state.log('otelcol')}")
+    ok, body = http_ok(url)
+    return Report("otelcol", ok, "health check answers" if ok else f"{url}: {body}")
 
 
 def workload_detail(metrics: str) -> str:

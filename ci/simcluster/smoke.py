@@ -230,6 +230,9 @@ class Smoke:
     def step_phase1(self, excluded: list[tuple[str, str]]) -> None:
         managed = [n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
         reports = deploy.component_reports(self.state, self.env, managed)
+        collector = deploy.collector_report(self.state, self.state.read_cluster_env() or {})
+        if collector is not None:  # the Collector modes: the power path runs through it
+            reports.append(collector)
         self.record(checks.components_report((r.name, r.ok, r.detail) for r in reports))
         arch = {n["metadata"]["name"]: n["metadata"]["labels"].get("kubernetes.io/arch", "") for n in self.nodes}
         self.record(checks.agent_placement(self.agent_nodes(), self.agent_nodes(), excluded, arch))
