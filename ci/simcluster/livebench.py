@@ -14,9 +14,10 @@ of that, one policy after the other on the same cluster, in real time, and measu
 
 Every policy gets a fresh deploy (a new emulator, so the same starting temperatures), the workload
 runner held (``--go-file``) until every component reports, so both measurements start at the
-trace's first second. Policy A (no Joulie) runs the controller manager with every Node performance
-and caps at 100 % of max (no cap binds) and Pods without class constraints; its Pods still pass the
-extender, which the accelerated A leaves out.
+trace's first second. Policy A (no Joulie) runs the agents with ``SIMULATE_ONLY=true`` (no cap
+written: every limit at its power-on value, as the accelerated A) and Pods without class
+constraints; the controller manager still labels every Node performance and its Pods still pass
+the extender, which the accelerated A leaves out.
 
 Pure helpers first (settings to the chart's values, the runner's /metrics, the comparison); the
 shell (``run``) after.
@@ -98,9 +99,14 @@ def _env_value(v: Any) -> str:
 
 
 def values_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> dict[str, Any]:
-    """The chart values of one policy's deploy: agents on the GPU Nodes too, the policy's settings."""
-    return {"agent": {"tolerations": [GPU_TAINT_TOLERATION]},
-            "controllerManager": {"env": controller_env(policy, nodes, budget_frac)}}
+    """The chart values of one policy's deploy: agents on the GPU Nodes too, the policy's settings.
+    A: the agents write nothing (``SIMULATE_ONLY``), so every limit stays at its power-on value as
+    in the accelerated A. Caps at 100 % of max are not the same everywhere: a GPU without
+    persistence mode, or an AMD board, powers on at its default limit, below max."""
+    agent: dict[str, Any] = {"tolerations": [GPU_TAINT_TOLERATION]}
+    if policy == "A":
+        agent["env"] = {"SIMULATE_ONLY": "true"}
+    return {"agent": agent, "controllerManager": {"env": controller_env(policy, nodes, budget_frac)}}
 
 
 def runner_args(policy: str, go_file: Path) -> list[str]:

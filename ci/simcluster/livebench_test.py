@@ -31,12 +31,16 @@ def test_the_controller_manager_reads_back_the_accelerated_runs_settings() -> No
     assert (a.policy_type, a.static_hp_frac, a.cpu_performance_pct, a.gpu_performance_pct) == ("static_partition", 1.0, 100.0, 100.0)
 
 
-def test_only_policy_a_runs_pods_without_class_constraints(tmp_path: Path) -> None:
+def test_only_policy_a_runs_pods_without_class_constraints_and_writes_no_cap(tmp_path: Path) -> None:
     go = tmp_path / "go"
     assert livebench.runner_args("A", go) == ["--go-file", str(go), "--no-class-constraints"]
     assert livebench.runner_args("D", go) == ["--go-file", str(go)]
-    values = livebench.values_for("D", livebench.bench_nodes(load_spec(SPEC)), 0.6)
+    nodes = livebench.bench_nodes(load_spec(SPEC))
+    values = livebench.values_for("D", nodes, 0.6)
     assert values["agent"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "env" not in values["agent"]  # D's agents write the caps
+    # A writes no cap: every limit stays at its power-on value, as in the accelerated A.
+    assert livebench.values_for("A", nodes, 0.6)["agent"]["env"] == {"SIMULATE_ONLY": "true"}
 
 
 def test_runner_counts_sum_the_per_class_and_node_series() -> None:
