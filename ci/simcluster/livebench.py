@@ -85,6 +85,13 @@ def bench_nodes(spec: ClusterSpec) -> list[BenchNode]:
     return out
 
 
+def gpu_pools_without_tools(spec: ClusterSpec, values: Mapping[str, Any]) -> list[str]:
+    """Pools whose Nodes have GPUs but whose agents get no GPU tools: no GPU cap could be written
+    there, so every policy would run those boards uncapped while the accelerated run caps them."""
+    return [p.name for p in spec.pools
+            if (builtin_profile(p.profile).gpus is not None and spec.tool_delivery(p.name, values) != "mounted")]
+
+
 def controller_env(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> dict[str, str]:
     """The controller manager's environment for `policy`: the accelerated run's settings, by their
     documented names. A: static partition with every Node performance and caps at 100 % of max."""
@@ -252,6 +259,11 @@ def run(
 ) -> int:
     jobs = load_trace(trace)
     nodes = bench_nodes(spec)
+    blind = gpu_pools_without_tools(spec, values_for("D", nodes, budget_frac))
+    if blind:
+        raise runtime.RuntimeFailure(
+            f"spec {spec.name}: the agents of pool(s) {', '.join(blind)} get no GPU tools (toolDelivery none), so no GPU "
+            f"cap would be written; set harness.pools.<pool>.toolDelivery: mounted")
     nameplate = sum(n.tdp_w for n in nodes)
     out.mkdir(parents=True, exist_ok=True)
     if trace.resolve() != (out / "trace.jsonl").resolve():

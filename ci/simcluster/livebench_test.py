@@ -74,3 +74,12 @@ def test_the_comparison_shows_each_policy_both_ways_and_the_change_against_a() -
     assert "- D live: none; accelerated: none" in table
     assert "| A no Joulie (uncapped) | 0.4000 | 0.3900 | -2.5 % | 0.4800 | 350 | 354 | +1.1 % | 30/30 | 4100 |" in table
     assert "| D | -5.0 % | +1.0 % | +20.0 % | +23.7 % |" in table
+
+
+def test_a_spec_whose_gpu_agents_get_no_tools_is_refused_as_it_would_cap_no_gpu(tmp_path: Path) -> None:
+    spec = load_spec(SPEC)
+    values = livebench.values_for("D", livebench.bench_nodes(spec), 0.6)
+    assert livebench.gpu_pools_without_tools(spec, values) == []
+    blind = tmp_path / "blind.yaml"
+    blind.write_text(SPEC.read_text().split("harness:")[0])
+    assert livebench.gpu_pools_without_tools(load_spec(blind), values) == ["h100"]
