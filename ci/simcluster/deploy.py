@@ -309,19 +309,26 @@ def collector_report(state: StateDir, cluster: Mapping[str, str]) -> Report | No
     return Report("otelcol", ok, "health check answers" if ok else f"{url}: {body}")
 
 
-def workload_detail(metrics: str) -> str:
-    """The workload runner's /metrics in a few words: its jobs running, pending and completed (the
-    completed counter is per class and Node: summed)."""
-    series = {"running": "joulie_sim_jobs_running", "pending": "joulie_sim_jobs_pending",
-              "completed": "joulie_sim_job_completed_total"}
-    seen: dict[str, float] = {}
+def runner_counts(metrics: str) -> dict[str, float]:
+    """Jobs submitted, running, pending and completed from the workload runner's /metrics (the
+    counters are per class and Node: summed)."""
+    series = {"joulie_sim_job_submitted_total": "submitted", "joulie_sim_jobs_running": "running",
+              "joulie_sim_jobs_pending": "pending", "joulie_sim_job_completed_total": "completed"}
+    out: dict[str, float] = {}
     for line in metrics.splitlines():
         name, _, value = line.partition(" ")
-        for word, metric in series.items():
-            if name.partition("{")[0] == metric:
-                seen[word] = seen.get(word, 0.0) + float(value)
+        word = series.get(name.partition("{")[0])
+        if word:
+            out[word] = out.get(word, 0.0) + float(value)
+    return out
+
+
+def workload_detail(metrics: str) -> str:
+    """The workload runner's /metrics in a few words: its jobs running, pending and completed."""
+    seen = runner_counts(metrics)
     return "/metrics answers; jobs " + ", ".join(
-        f"{seen[w]:.0f} {w}" if w in seen else f"? {w}" for w in series if w != "completed" or w in seen)
+        f"{seen[w]:.0f} {w}" if w in seen else f"? {w}" for w in ("running", "pending", "completed")
+        if w != "completed" or w in seen)
 
 
 def wait_reports(

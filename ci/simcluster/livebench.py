@@ -120,19 +120,6 @@ def runner_args(policy: str, go_file: Path) -> list[str]:
     return ["--go-file", str(go_file), *(["--no-class-constraints"] if policy == "A" else [])]
 
 
-def runner_counts(metrics: str) -> dict[str, float]:
-    """Jobs submitted, running, pending and completed from the workload runner's /metrics."""
-    series = {"joulie_sim_job_submitted_total": "submitted", "joulie_sim_jobs_running": "running",
-              "joulie_sim_jobs_pending": "pending", "joulie_sim_job_completed_total": "completed"}
-    out = dict.fromkeys(series.values(), 0.0)
-    for line in metrics.splitlines():
-        name, _, value = line.partition(" ")
-        word = series.get(name.partition("{")[0])
-        if word:
-            out[word] += float(value)
-    return out
-
-
 def completed_per_node(metrics: str) -> dict[str, int]:
     """Completed jobs by Node from the runner's ``joulie_sim_job_completed_total{class,node}``."""
     out: dict[str, int] = {}
@@ -235,7 +222,7 @@ def measure(
         last_t = now
         ok, got = deploy.http_ok(runner_url)
         if ok:
-            body, counts = got, runner_counts(got)
+            body, counts = got, deploy.runner_counts(got)
         done = int(counts.get("completed", 0))
         if done >= len(jobs) or now - t0 > timeout_s:
             break

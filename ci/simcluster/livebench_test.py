@@ -6,7 +6,7 @@ from pathlib import Path
 
 from joulie_bench.sim import RunResult, settings_for
 from joulie_controller.settings import Settings
-from simcluster import livebench
+from simcluster import deploy, livebench
 from simcluster.spec import load_spec
 
 SPEC = Path("tests/simcluster/specs/bench-live.yaml")
@@ -49,7 +49,7 @@ def test_runner_counts_sum_the_per_class_and_node_series() -> None:
             'joulie_sim_job_completed_total{class="general",node="xeon-0"} 2.0\n'
             'joulie_sim_job_completed_total{class="eco",node="h100-0"} 1.0\n'
             'joulie_sim_job_completed_created{class="eco",node="h100-0"} 1.7e9\n')
-    assert livebench.runner_counts(body) == {"submitted": 7.0, "running": 3.0, "pending": 1.0, "completed": 3.0}
+    assert deploy.runner_counts(body) == {"submitted": 7.0, "running": 3.0, "pending": 1.0, "completed": 3.0}
     assert livebench.completed_per_node(body + 'joulie_sim_job_completed_total{class="eco",node="xeon-0"} 4.0\n') == \
         {"h100-0": 1, "xeon-0": 6}
 
