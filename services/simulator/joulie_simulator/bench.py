@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.files_mode import FileTrees
 from joulie_simulator.model import Load
-from joulie_simulator.profiles.schema import builtin_profile, builtin_profile_names
 
 
 def _emulator(n: int) -> Emulator:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from joulie_api.version import service_version
-from joulie_simulator.profiles.schema import Profile, ProfileError, builtin_profile_names, load_profile
+from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile_names, load_profile
 from joulie_simulator.spec import NodeEntry, SpecError, load_spec, parse_inline, resolve_profiles
 
 NAME = "joulie-simulator"
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{f}: ok")
             return 0
         if args.command == "nodes":
-            from joulie_simulator.nodeobject import node_object
+            from joulie_hwprofiles.nodeobject import node_object
             for e, p in _entries(args):
                 print(json.dumps(node_object(p, e.name, e.labels), sort_keys=True))
             return 0

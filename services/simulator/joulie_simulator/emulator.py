@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from joulie_hwprofiles.schema import Profile
 from joulie_simulator import physics
 from joulie_simulator.model import Load, NodeState, initial_state
-from joulie_simulator.profiles.schema import Profile
 from joulie_simulator.render import Entry, content, layout
 from joulie_simulator.writes import WriteOutcome, apply_write
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from joulie_hwprofiles.schema import Profile
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.model import NodeState, initial_state, policies
-from joulie_simulator.profiles.schema import Profile
 from joulie_simulator.render import LEDGER_FILE, Bind, Entry, content, layout, ledger_json
 from joulie_simulator.writes import WriteOutcome, apply_write
 

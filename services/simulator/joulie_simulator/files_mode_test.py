@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator import files_mode, physics
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.files_mode import FileTrees, TreeConflict, load_states
 from joulie_simulator.model import Load, NodeState, initial_state
-from joulie_simulator.profiles.schema import builtin_profile
 
 PKG0 = "sys/class/powercap/intel-rapl:0"
 DRAM0 = "sys/class/powercap/intel-rapl:0:0"

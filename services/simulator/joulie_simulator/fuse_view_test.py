@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.fuse_view import FuseServer
 from joulie_simulator.model import Load
-from joulie_simulator.profiles.schema import builtin_profile
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/dev/fuse"), reason="FUSE mounts need root and /dev/fuse"
@@ -94,7 +94,7 @@ import signal, sys
 from pathlib import Path
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.fuse_view import FuseServer
-from joulie_simulator.profiles.schema import builtin_profile
+from joulie_hwprofiles.schema import builtin_profile
 FuseServer(Emulator([("node-a", builtin_profile("vm-no-powercap"))]), Path(sys.argv[1])).start()
 print("serving", flush=True)
 signal.pause()

@@ -13,8 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator.model import initial_state
-from joulie_simulator.profiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator.render import content, layout
 
 GOLDEN_DIR = Path("services/simulator/joulie_simulator/testdata/render")

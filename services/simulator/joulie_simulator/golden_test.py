@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile_names
 from joulie_simulator.golden import listing
-from joulie_simulator.profiles.schema import builtin_profile_names
 
 HERE = Path(__file__).parent / "testdata" / "render"
 REGENERATE = "./pants run services/simulator:render-goldens"

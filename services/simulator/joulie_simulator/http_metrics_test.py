@@ -7,10 +7,10 @@ import urllib.request
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.http_debug import DebugServer
 from joulie_simulator.model import Load
-from joulie_simulator.profiles.schema import builtin_profile
 
 
 def _sample(text: str, name: str, **labels: str) -> float:

@@ -7,8 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from joulie_simulator import emulator, golden, model, nodeobject, physics, render, spec, writes
-from joulie_simulator.profiles import schema
+from joulie_hwprofiles import nodeobject, schema
+from joulie_simulator import emulator, golden, model, physics, render, spec, writes
 
 PURE = [schema, model, physics, writes, render, nodeobject, emulator, spec, golden]
 SHELLS = {"fuse_view", "files_mode", "http_debug", "grpc_api", "otlp", "cli", "bench"}

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from joulie_simulator.profiles.schema import Profile
+from joulie_hwprofiles.schema import Profile
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def initial_state(profile: Profile, node: str, energy_start_uj: dict[str, int] |
 
 
 def _zone(rel: str, name: str, kind: str, socket: int, spec: object, start_uj: int) -> ZoneState:
-    from joulie_simulator.profiles.schema import ZoneSpec
+    from joulie_hwprofiles.schema import ZoneSpec
 
     assert isinstance(spec, ZoneSpec)
     return ZoneState(

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest  # pants: no-infer-dep
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.otlp import OtlpEventExporter
-from joulie_simulator.profiles.schema import builtin_profile
 
 DRAM_PL = "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/intel-rapl:0:0/constraint_0_power_limit_uw"
 

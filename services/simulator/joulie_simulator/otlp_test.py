@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.model import Load
 from joulie_simulator.otlp import OtlpPusher
-from joulie_simulator.profiles.schema import builtin_profile
 from joulie_testinfra.prometheus import Prometheus
 
 pytest_plugins = ["joulie_testinfra.fixtures"]

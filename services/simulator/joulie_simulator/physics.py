@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 
+from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, Profile
 from joulie_simulator.model import GpuTruth, NodeState, SocketState
-from joulie_simulator.profiles.schema import CpuPhysics, GpuPhysics, Profile
 
 MIN_FREQ_SCALE_DEFAULT = 0.35
 

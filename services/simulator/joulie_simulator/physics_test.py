@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, builtin_profile
 from joulie_simulator import physics
 from joulie_simulator.model import Load, initial_state
-from joulie_simulator.profiles.schema import CpuPhysics, GpuPhysics, builtin_profile
 from joulie_simulator.writes import apply_write
 
 CPU = CpuPhysics(idle_pkg_w=40, max_pkg_w=165, alpha_util=1.15, beta_freq=1.35)

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import (
     FAULTS_FILE,
     NVIDIA_DRIVER_VERSION,
@@ -33,7 +34,6 @@ from joulie_simhw.gpustate import (
 )
 from joulie_simulator import physics
 from joulie_simulator.model import GpuTruth, NodeState, cpu_socket, gpu_uuid, policies
-from joulie_simulator.profiles.schema import Profile
 
 # A bound file: (what, index, sub-index). The index names the zone, policy, socket or GPU.
 Bind = tuple[str, int, int]

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator import physics
 from joulie_simulator.model import Load, initial_state
-from joulie_simulator.profiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator.render import gpu_state, gpus_json, ledger_json, ledger_json_reference
 from joulie_simulator.writes import apply_write
 

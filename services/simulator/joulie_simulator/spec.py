@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from joulie_simulator.profiles.schema import BUILTIN_DIR, Profile, ProfileError, load_profile
+from joulie_hwprofiles.schema import BUILTIN_DIR, Profile, ProfileError, load_profile
 
 _DNS = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 

@@ -14,11 +14,11 @@ import pytest
 
 from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.grpc_api import serve
 from joulie_simulator.http_debug import DebugServer
 from joulie_simulator.model import Load
-from joulie_simulator.profiles.schema import builtin_profile
 
 pb: Any = _pb2  # generated without type stubs in this build
 pb_grpc: Any = _pb2_grpc

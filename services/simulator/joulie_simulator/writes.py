@@ -25,8 +25,8 @@ import errno
 import math
 from dataclasses import dataclass, replace
 
+from joulie_hwprofiles.schema import Profile
 from joulie_simulator.model import NodeState, default_epp, derive
-from joulie_simulator.profiles.schema import Profile
 from joulie_simulator.render import Bind
 
 EPP_CHOICES = ("default", "performance", "balance_performance", "balance_power", "power")

@@ -4,8 +4,8 @@ import errno
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
-from joulie_simulator.profiles.schema import builtin_profile
 from joulie_simulator.writes import parse_kstrtou
 
 PKG = "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0"

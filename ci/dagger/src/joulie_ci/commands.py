@@ -39,7 +39,7 @@ IMAGES_OUT = f"{OUT}/images"
 IMAGES_JSON = f"{IMAGES_OUT}/images.json"
 CHARTS_OUT = f"{OUT}/charts"
 CHARTS = ("charts/joulie", "charts/joulie-simulator")
-DEFAULT_SPEC = "tests/simcluster/specs/smoke.yaml"
+DEFAULT_SPEC = "simulated-cluster/specs/smoke.yaml"
 SUMMARY = f"{STATE}/runs/latest/summary.json"
 
 _REGISTRY = re.compile(r"[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*")

@@ -13,8 +13,8 @@ import pytest
 
 from images import build
 from joulie_ci import commands
+from joulie_simcluster import cli as simcluster_cli
 from release import versions
-from simcluster import cli as simcluster_cli
 
 MODULE = Path("ci/dagger")
 FUNCTIONS = {"build_images", "simcluster_up", "simcluster_smoke", "release"}
@@ -31,10 +31,10 @@ def test_build_images_runs_the_image_build_script_with_its_real_flags() -> None:
 
 def test_simcluster_commands_parse_with_the_real_cli() -> None:
     parser = simcluster_cli._parser()
-    smoke = commands.simcluster_smoke("tests/simcluster/specs/smoke.yaml")
+    smoke = commands.simcluster_smoke("simulated-cluster/specs/smoke.yaml")
     assert smoke[0] == "./simcluster"
     ns = parser.parse_args(smoke[1:])
-    assert ns.command == "smoke" and ns.spec == Path("tests/simcluster/specs/smoke.yaml")
+    assert ns.command == "smoke" and ns.spec == Path("simulated-cluster/specs/smoke.yaml")
     up = commands.simcluster_up("my spec.yaml")
     assert up[:2] == ["bash", "-c"]
     assert up[2] == "set -euo pipefail; ./simcluster up --spec 'my spec.yaml'; ./simcluster status"
@@ -47,7 +47,7 @@ def test_simcluster_env_puts_the_summary_where_the_module_reads_it() -> None:
     env = commands.simcluster_env("s.yaml", timing="production", runtime="k3s")
     assert env == {"SIMCLUSTER_DIR": "/state", "SIMCLUSTER_SPEC": "s.yaml", "SIMCLUSTER_TIMING": "production", "SIMCLUSTER_RUNTIME": "k3s"}
     assert "SIMCLUSTER_RUNTIME" not in commands.simcluster_env("s.yaml")
-    # simcluster smoke writes <state>/runs/latest/summary.json (ci/simcluster/state.py).
+    # simcluster smoke writes <state>/runs/latest/summary.json (simulated-cluster/joulie_simcluster/state.py).
     assert env["SIMCLUSTER_DIR"] + "/runs/latest/summary.json" == commands.SUMMARY
 
 

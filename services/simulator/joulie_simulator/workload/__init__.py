@@ -1,2 +1,2 @@
-"""Workload simulation: trace format (``trace``), synthetic traces (``gen``), external traces
-(``extract``), the pure job engine (``engine``) and the Kubernetes shell (``shell``)."""
+"""Workload simulation: the pure job engine (``engine``), the runner's commands (``commands``) and
+its Kubernetes shell (``shell``). The trace format and generators live in ``libs/workload``."""

@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from joulie_simulator.workload.extract import ExtractOptions, extract_swf, parse_queue_classes
-from joulie_simulator.workload.gen import GenOptions, generate
-from joulie_simulator.workload.trace import TraceError, dump_lines, load_trace
+from joulie_workload.extract import ExtractOptions, extract_swf, parse_queue_classes
+from joulie_workload.gen import GenOptions, generate
+from joulie_workload.trace import TraceError, dump_lines, load_trace
 
 COMMANDS = ("workload", "workloadgen", "traceextract")
 

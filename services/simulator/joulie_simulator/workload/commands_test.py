@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from joulie_simulator.cli import main
-from joulie_simulator.workload.trace import load_trace
+from joulie_workload.trace import load_trace
 
 
 def test_workloadgen_writes_a_trace_that_loads_and_is_the_same_per_seed(tmp_path: Path) -> None:

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from joulie_hwprofiles.schema import GpuPhysics, Profile
 from joulie_simulator.model import Load, NodeState
-from joulie_simulator.profiles.schema import GpuPhysics, Profile
-from joulie_simulator.workload.trace import Job
+from joulie_workload.trace import Job
 
 EPS = 1e-9
 

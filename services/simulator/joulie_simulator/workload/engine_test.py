@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator import physics
 from joulie_simulator.model import Load, initial_state
-from joulie_simulator.profiles.schema import builtin_profile
 from joulie_simulator.workload.engine import Engine, NodeSpeed, gpu_factor, speed_from_state
-from joulie_simulator.workload.trace import Job
+from joulie_workload.trace import Job
 
 
 def job(jid: str, submit: float = 0.0, cpu: float = 4, gpu: int = 0, cpu_units: float = 40.0, gpu_units: float = 0.0,

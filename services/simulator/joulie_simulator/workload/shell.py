@@ -35,11 +35,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
+from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.model import Load, initial_state
-from joulie_simulator.profiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
-from joulie_simulator.workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest
-from joulie_simulator.workload.trace import Job
+from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest
+from joulie_workload.trace import Job
 
 pb: Any = _pb2  # generated without type stubs in this build
 pb_grpc: Any = _pb2_grpc

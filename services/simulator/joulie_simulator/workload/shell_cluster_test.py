@@ -15,17 +15,17 @@ from kubernetes import client as k8s
 from prometheus_client import generate_latest
 
 from joulie_api import names
+from joulie_hwprofiles.nodeobject import node_object
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.grpc_api import serve
-from joulie_simulator.nodeobject import node_object
-from joulie_simulator.profiles.schema import builtin_profile
-from joulie_simulator.workload.pods import LABEL_PART_OF, PART_OF
 from joulie_simulator.workload.shell import WorkloadRunner
-from joulie_simulator.workload.trace import Job
 from joulie_testinfra.controlplane import ControlPlane
 from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
 from joulie_testinfra.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
+from joulie_workload.pods import LABEL_PART_OF, PART_OF
+from joulie_workload.trace import Job
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

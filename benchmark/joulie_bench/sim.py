@@ -1,0 +1,356 @@
+"""One benchmark run: a trace on emulated nodes under one policy, on an accelerated (virtual) clock.
+
+Everything that decides is the real code, driven in one process:
+- the hardware: the simulator's ``Emulator`` (``physics.step_node``), clock frozen and stepped
+  by ``dt_s`` virtual seconds per tick; caps reach it as the agent writes them (RAPL
+  ``constraint_0_power_limit_uw`` in µW, the NVML limit file in mW) through ``Emulator.write``;
+- the jobs: the simulator's workload ``Engine`` (progress from frequency and caps) and the Pods
+  of ``workload.pods`` (so the controller and extender read the same Pod objects a cluster has);
+- the controller: ``joulie_controller.reconcile.reconcile`` every ``reconcile_s`` (policy, FSM
+  downgrade guard, caps, twin status), with each node's measured power from the emulator;
+- placement: a small scheduler (filters: free CPU/GPU, the Pod's power-profile affinity against
+  the node label; score: kube-scheduler's LeastAllocated plus, under Joulie, the extender's real
+  ``score_node`` x 10 as kube-scheduler weighs an extender of weight 1); ties by node name.
+
+Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods without
+power-profile affinity, since no node carries the label), B ``static_partition``, C
+``queue_aware_v1``, D ``cluster_power_budget``.
+
+Facility model (reference joulie-node-sim.md §3.1.4, with the load fraction against the
+cluster's nameplate instead of a running peak, so policies compare on one scale):
+``T = 22 + 8 sin(2 pi t / 24 h)`` degC, ``load = IT / sum(node TDP)``,
+``PUE = clamp(1.08 + 0.006 (T - 15) + 0.04 load + 0.015 load (T - 15) / 15, 1, 3)``,
+facility power = IT x PUE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.names import LABEL_MANAGED, LABEL_POWER_PROFILE, PROFILE_ECO, object_name_for_node
+from joulie_bench.stats import percentile
+from joulie_controller.hardware import NodeInfo, from_node_hardware
+from joulie_controller.kube import pod_info
+from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
+from joulie_controller.settings import Settings
+from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
+from joulie_extender.scoring import cluster_context, marginal_watts, score_node
+from joulie_extender.views import hardware_info, twin_view
+from joulie_extender.wire import workload_class as extender_workload_class
+from joulie_hwprofiles.schema import Profile
+from joulie_simulator.emulator import Emulator
+from joulie_simulator.model import Load
+from joulie_simulator.workload.engine import Engine, speed_from_state
+from joulie_workload.pods import pod_manifest
+from joulie_workload.trace import Job
+
+POLICIES = {
+    "A": ("no Joulie (uncapped)", ""),
+    "B": ("static partition", "static_partition"),
+    "C": ("queue-aware", "queue_aware_v1"),
+    "D": ("power budget", "cluster_power_budget"),
+}
+CLUSTER = "bench"
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+STALENESS = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class BenchNode:
+    name: str
+    profile: Profile
+
+    @property
+    def cpus(self) -> float:
+        n = self.profile.node
+        return n.cpu - n.reserved_cpu_m / 1000
+
+    @property
+    def gpus(self) -> int:
+        return self.profile.gpus.count if self.profile.gpus else 0
+
+    @property
+    def cpu_max_w_per_socket(self) -> float:
+        pc = self.profile.powercap
+        if pc is not None and pc.package.constraints:
+            return pc.package.constraints[0].max_power_uw / 1e6
+        return self.profile.physics.cpu.max_pkg_w
+
+    @property
+    def tdp_w(self) -> float:
+        p = self.profile
+        g = p.gpus.max_w * p.gpus.count if p.gpus else 0.0
+        return self.cpu_max_w_per_socket * p.cpu.sockets + p.physics.dram_w_per_socket * p.cpu.sockets + p.physics.platform_other_w + g
+
+
+def node_hardware(n: BenchNode) -> NodeHardware:
+    """What the agent would publish for the node (discovery is not what this benchmark measures)."""
+    p = n.profile
+    max_w = n.cpu_max_w_per_socket
+    status: dict[str, Any] = {
+        "cpu": {"model": p.cpu.model_name or p.name, "sockets": p.cpu.sockets, "totalCores": p.cpu.sockets * p.cpu.cores_per_socket,
+                "capRange": {"minWattsPerSocket": round(0.3 * max_w, 1), "maxWattsPerSocket": max_w}},
+        "memory": {"totalBytes": p.node.memory_ki * 1024},
+    }
+    if p.gpus is not None:
+        status["gpu"] = {"present": True, "vendor": p.gpus.vendor, "model": p.gpus.product, "count": p.gpus.count,
+                         "capRangePerGpu": {"minWatts": p.gpus.min_w, "maxWatts": p.gpus.max_w}}
+    return NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": status})
+
+
+def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0) -> Settings:
+    return Settings(
+        policy_type=POLICIES[policy][1] or "static_partition",
+        static_hp_frac=0.4,
+        queue_hp_base_frac=0.2,
+        queue_hp_min=1,
+        queue_perf_per_hp_node=2,
+        cluster_power_budget_w=budget_frac * sum(n.tdp_w for n in nodes),
+        cpu_eco_pct=60.0,
+        gpu_eco_pct=60.0,
+        reconcile_interval_s=reconcile_s,
+    )
+
+
+def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> str:
+    if policy == "A":
+        return "A: no controller; no caps written; Pods without power-profile affinity"
+    s = settings_for(policy, nodes, budget_frac)
+    common = f"eco caps CPU {s.cpu_eco_pct:g} % / GPU {s.gpu_eco_pct:g} % of max, reconcile every {s.reconcile_interval_s:g} s"
+    if policy == "B":
+        return f"B: STATIC_HP_FRAC={s.static_hp_frac:g}; {common}"
+    q = (f"QUEUE_HP_BASE_FRAC={s.queue_hp_base_frac:g}, QUEUE_HP_MIN={s.queue_hp_min}, "
+         f"QUEUE_PERF_PER_HP_NODE={s.queue_perf_per_hp_node}")
+    if policy == "C":
+        return f"C: {q}; {common}"
+    return (f"D: CLUSTER_POWER_BUDGET_W={s.cluster_power_budget_w:.0f} ({budget_frac:g} x TDP sum), "
+            f"CLUSTER_BUDGET_MIN_CAP_PCT={s.cluster_budget_min_pct:g}, {q}; {common}")
+
+
+def pue(it_w: float, nameplate_w: float, t_s: float) -> float:
+    temp = 22.0 + 8.0 * math.sin(2 * math.pi * t_s / 86400.0)
+    load = it_w / nameplate_w if nameplate_w > 0 else 0.0
+    return min(3.0, max(1.0, 1.08 + 0.006 * (temp - 15) + 0.04 * load + 0.015 * load * (temp - 15) / 15))
+
+
+@dataclass
+class RunResult:
+    policy: str
+    seed: int
+    it_energy_kwh: float
+    facility_energy_kwh: float
+    makespan_s: float
+    jobs_total: int
+    jobs_completed: int
+    p95_slowdown: float
+    mean_it_power_w: float
+    reconciles: int
+    cap_writes: int
+    end_s: float
+    """Virtual time the run stopped (the tick after the last completion)."""
+    idle_it_w: float
+    """Cluster IT power once idle after the run (caps as the policy left them)."""
+    idle_pue: float
+    slowdowns: list[float] = field(default_factory=list)
+    window_it_energy_kwh: float = 0.0
+    """IT energy over the seed's common window (see ``extend_to_window``)."""
+    window_facility_energy_kwh: float = 0.0
+    jobs_per_node: dict[str, int] = field(default_factory=dict)
+    """Completed jobs by the node they ran on (where the policy and scoring put the work)."""
+
+    def extend_to_window(self, window_end_s: float) -> None:
+        """Energy up to ``window_end_s`` (the seed's longest run): a run that finished earlier sits idle
+        for the rest, drawing ``idle_it_w`` (nodes are not powered off)."""
+        tail_s = max(0.0, window_end_s - self.end_s)
+        self.window_it_energy_kwh = self.it_energy_kwh + self.idle_it_w * tail_s / 3.6e6
+        self.window_facility_energy_kwh = self.facility_energy_kwh + self.idle_it_w * self.idle_pue * tail_s / 3.6e6
+
+
+class _Caps:
+    """Writes caps into the emulator as the agent does, once per change."""
+
+    def __init__(self, emu: Emulator, nodes: Sequence[BenchNode]) -> None:
+        self.emu = emu
+        self.paths: dict[str, tuple[list[str], list[str]]] = {}
+        self.last: dict[str, tuple[float, float]] = {}
+        self.writes = 0
+        for n in nodes:
+            en = emu.node(n.name)
+            rapl = [e.path for e in en.entries if e.bind and e.bind[0] == "zone_limit" and e.bind[2] == 0
+                    and en.state.zones[e.bind[1]].kind == "package"]
+            nvml = [e.path for e in sorted(en.entries, key=lambda e: e.bind[1] if e.bind else 0)
+                    if e.bind and e.bind[0] == "nvml_limit"]
+            self.paths[n.name] = (rapl, nvml)
+
+    def apply(self, n: BenchNode, cpu_pct: float, gpu_pct: float) -> None:
+        if self.last.get(n.name) == (cpu_pct, gpu_pct):
+            return
+        self.last[n.name] = (cpu_pct, gpu_pct)
+        rapl, nvml = self.paths[n.name]
+        uw = int(n.cpu_max_w_per_socket * min(cpu_pct, 100.0) / 100.0 * 1e6)
+        for path in rapl:
+            self._write(n.name, path, f"{uw}\n")
+        if n.profile.gpus is not None:
+            g = n.profile.gpus
+            mw = int(max(g.min_w, min(g.max_w, g.max_w * gpu_pct / 100.0)) * 1000)
+            for path in nvml:
+                self._write(n.name, path, f"{mw}\n")
+
+    def _write(self, node: str, path: str, data: str) -> None:
+        out = self.emu.write(node, path, data.encode())
+        if not out.ok:
+            raise RuntimeError(f"bench: cap write {node}:{path}={data.strip()} refused: {out.detail}")
+        self.writes += 1
+
+
+def run(
+    jobs: Sequence[Job],
+    nodes: Sequence[BenchNode],
+    policy: str,
+    seed: int,
+    dt_s: float = 5.0,
+    budget_frac: float = 0.6,
+    horizon_s: float | None = None,
+    reconcile_s: float = 60.0,
+) -> RunResult:
+    if policy not in POLICIES:
+        raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    joulie = policy != "A"
+    s = settings_for(policy, nodes, budget_frac, reconcile_s)
+    clock = [0.0]
+    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=lambda: clock[0])
+    emu.frozen = True
+    caps = _Caps(emu, nodes)
+    by_name = {n.name: n for n in nodes}
+    engine = Engine(list(jobs))
+    manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=joulie) for j in jobs}
+    hardware = {n.name: node_hardware(n) for n in nodes}
+    hw_info: dict[str, HardwareInfo] = {name: hardware_info(h) for name, h in hardware.items()}
+    hw_views = {n.name: from_node_hardware(hardware[n.name], n.gpus) for n in nodes}
+    labels: dict[str, str] = {}
+    twins: dict[str, Any] = {}
+    memory = Memory()
+    coeffs = Coefficients()
+    nameplate = sum(n.tdp_w for n in nodes)
+    free_cpu = {n.name: n.cpus for n in nodes}
+    free_gpu = {n.name: n.gpus for n in nodes}
+    pending: list[Job] = []
+    last_load: dict[str, Load] = {}
+    it_j = fac_j = 0.0
+    reconciles = 0
+    next_reconcile = 0.0
+    last_submit = max((j.submit_s for j in jobs), default=0.0)
+    horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
+    t = 0.0
+    while not engine.finished and t < horizon:
+        pending.extend(engine.due(t))
+        if joulie and t >= next_reconcile:
+            next_reconcile += s.reconcile_interval_s
+            reconciles += 1
+            now = EPOCH + timedelta(seconds=t)
+            infos = [NodeInfo(n.name, {LABEL_MANAGED: "true", **({LABEL_POWER_PROFILE: labels[n.name]} if n.name in labels else {})},
+                              allocatable_gpus=n.gpus, capacity_cpu=n.profile.node.cpu) for n in nodes]
+            pods = []
+            for r in engine.runs.values():
+                if r.submitted and r.done_s is None:
+                    m = manifests[r.job.job_id]
+                    obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": {"phase": "Running" if r.running else "Pending"}}
+                    pods.append(pod_info(obj))
+            meas = {n.name: Measurement(emu.node(n.name).state.host_power_w) for n in nodes}
+            snap = Snapshot(now, infos, pods, hardware, twins, meas)
+            result = reconcile(snap, s, memory)
+            twins = dict(apply_in_memory(snap, result, s.power_profile_label).twins)
+            for o in result.outcomes:
+                labels[o.node] = o.profile
+                caps.apply(by_name[o.node], o.caps.cpu_pct_in_effect(hw_views[o.node]), o.caps.gpu_pct_in_effect())
+        # Schedule in submit order; each job takes the best node it fits on, one that fits nowhere waits
+        # (later jobs may start before it: backfill without reservations).
+        if pending:
+            now = EPOCH + timedelta(seconds=t)
+            views = {n.name: twin_view(twins[object_name_for_node(n.name)]) for n in nodes
+                     if object_name_for_node(n.name) in twins} if joulie else {}
+            ctx = cluster_context(views.values(), now, STALENESS) if joulie else None
+            still: list[Job] = []
+            for j in pending:
+                m = manifests[j.job_id]
+                best: tuple[float, str] | None = None
+                for n in nodes:
+                    if free_cpu[n.name] + 1e-9 < j.requests.cpu or free_gpu[n.name] < j.requests.gpu:
+                        continue
+                    prof = labels.get(n.name, "")
+                    if joulie and j.workload_class == "performance" and prof == PROFILE_ECO:
+                        continue
+                    if joulie and j.workload_class == "eco" and prof != PROFILE_ECO:
+                        continue
+                    la = (free_cpu[n.name] - j.requests.cpu) / n.cpus
+                    if n.gpus:
+                        la = (la + (free_gpu[n.name] - j.requests.gpu) / n.gpus) / 2
+                    score = 100.0 * la
+                    if joulie and ctx is not None:
+                        wc = extender_workload_class(m)
+                        demand = extract_pod_demand(m, wc)
+                        mw = marginal_watts(demand, hw_info.get(n.name), wc, coeffs)
+                        score += 10.0 * score_node(views.get(n.name), mw, wc, ctx, now=now, staleness=STALENESS).score
+                    if best is None or score > best[0] + 1e-9:
+                        best = (score, n.name)
+                if best is None:
+                    still.append(j)
+                    continue
+                node = best[1]
+                free_cpu[node] -= j.requests.cpu
+                free_gpu[node] -= j.requests.gpu
+                engine.bind(j.job_id, node, t, by_name[node].gpus)
+            pending = still
+        loads = engine.loads({n.name: n.cpus for n in nodes}, {n.name: n.gpus for n in nodes})
+        for name, load in loads.items():
+            if last_load.get(name) != load:
+                emu.set_load(name, load)
+                last_load[name] = load
+        clock[0] = t + dt_s
+        emu.tick(dt_s)
+        it_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
+        it_j += it_w * dt_s
+        fac_j += it_w * pue(it_w, nameplate, t) * dt_s
+        speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
+        for c in engine.step(t, dt_s, speeds):
+            r = engine.runs[c.job_id]
+            free_cpu[c.node] += r.job.requests.cpu
+            free_gpu[c.node] += r.job.requests.gpu
+        t += dt_s
+    end_s = t
+    # Idle power after the run (not counted in the run's energy): a few ticks with no load.
+    for name in by_name:
+        emu.set_load(name, Load(cpu_util=0.0, gpu_util=(0.0,) * by_name[name].gpus))
+    for _ in range(3):
+        clock[0] += dt_s
+        emu.tick(dt_s)
+    idle_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
+    done = [r for r in engine.runs.values() if r.done_s is not None]
+    first = min((j.submit_s for j in jobs), default=0.0)
+    makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else t
+    slow = [r.slowdown for r in done if r.slowdown is not None]
+    return RunResult(
+        policy=policy,
+        seed=seed,
+        it_energy_kwh=it_j / 3.6e6,
+        facility_energy_kwh=fac_j / 3.6e6,
+        makespan_s=makespan,
+        jobs_total=len(jobs),
+        jobs_completed=len(done),
+        p95_slowdown=percentile(slow, 95),
+        mean_it_power_w=it_j / t if t > 0 else 0.0,
+        reconciles=reconciles,
+        cap_writes=caps.writes,
+        end_s=end_s,
+        idle_it_w=idle_w,
+        idle_pue=pue(idle_w, nameplate, end_s),
+        slowdowns=slow,
+        jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
+    )
+

@@ -1,0 +1,66 @@
+from pathlib import Path
+
+import pytest
+
+from joulie_hwprofiles.schema import ProfileError, builtin_profile, builtin_profile_names, load_profile
+
+NINE = {
+    "intel-xeon-2s-rapl", "amd-epyc-2s-energy-only", "amd-epyc-2s-hsmp", "nvidia-h100-nvl-8gpu",
+    "nvidia-h100-sxm-8gpu", "amd-instinct-mi300x-8gpu", "vm-no-powercap", "intel-managed", "arm64-managed",
+}
+
+
+def test_the_nine_kinds_of_the_smoke_spec_are_builtin_and_valid() -> None:
+    assert set(builtin_profile_names()) >= NINE
+    for name in NINE:
+        assert builtin_profile(name).name == name
+
+
+def test_extends_merges_maps_and_replaces_values() -> None:
+    sxm = builtin_profile("nvidia-h100-sxm-8gpu")
+    assert sxm.gpus is not None and sxm.gpus.max_w == 700 and not sxm.gpus.persistence_mode
+    assert sxm.gpus.tools[0].name == "nvidia-smi"  # inherited from the NVL profile
+    assert sxm.cpu.model_name.startswith("Intel(R) Xeon(R) Platinum 8260")  # from the Xeon host
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(text)
+    return p
+
+
+def _with(tmp_path: Path, old: str, new: str) -> Path:
+    text = (Path(__file__).parent / "data" / "intel-xeon-2s-rapl.yaml").read_text()
+    assert old in text
+    return _write(tmp_path, "intel-xeon-2s-rapl", text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("  cpu: 96\n", "  cpu: 95\n", r"intel-xeon-2s-rapl.yaml: \(top level\)|node.cpu 95 differs"),
+        ("min_khz: 1000000", "min_khz: 4000000", r"cpufreq: .*min_khz 4000000 is above max_khz 3900000"),
+        ("source: published:ark-8260\n  vendor_id", "source: published:ark-9999\n  vendor_id", r"cpu.source: published:ark-9999 cites no entry"),
+        ("source: corpus:hwemu-intel", "source: hearsay", r"physics.source: .*'hearsay' is not published"),
+        ("  mhz: 1000.0", "  mhz: 1000.0\n  turbo: yes", r"cpu.turbo: Extra inputs are not permitted"),
+        ("reject_writes: enodata", "reject_writes: ebadf", r"powercap.dram.constraints.0.reject_writes: Input should be"),
+    ],
+)
+def test_an_invalid_profile_is_refused_with_the_file_the_field_and_why(tmp_path: Path, old: str, new: str, message: str) -> None:
+    path = _with(tmp_path, old, new)
+    with pytest.raises(ProfileError, match=message) as e:
+        load_profile(path)
+    assert str(e.value).startswith(str(path))
+
+
+def test_a_duplicate_key_and_a_wrong_name_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="duplicate key 'cpu'"):
+        load_profile(_with(tmp_path, "  cpu: 96\n", "  cpu: 96\n  cpu: 96\n"))
+    p = _write(tmp_path, "other-name", (Path(__file__).parent / "data" / "vm-no-powercap.yaml").read_text())
+    with pytest.raises(ProfileError, match=r"other-name.yaml: name: 'vm-no-powercap' must equal the file name 'other-name'"):
+        load_profile(p)
+
+
+def test_an_unknown_builtin_is_named_with_the_known_ones() -> None:
+    with pytest.raises(ProfileError, match="no builtin profile 'cray-1'; known: .*vm-no-powercap"):
+        builtin_profile("cray-1")

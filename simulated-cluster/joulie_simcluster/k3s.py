@@ -1,0 +1,615 @@
+"""The k3s runtime of simcluster: one privileged k3s server in Docker (seed "Architecture").
+
+The container ``$SIMCLUSTER_NAME`` runs the k3s image pinned in ``versions.env`` (``K3S_IMAGE``,
+``K3S_VERSION``). Its kubelet is the only real Node, ``<name>-infra`` (``joulie.io/infra=true``,
+``joulie.io/hwemu-host=true``). The k3s state and the hwemu trees live in the named volumes
+``<name>-k3s`` and ``<name>-hwemu``; in ``fuse`` mode the container gets ``/dev/fuse`` and the hwemu
+root is made a shared mount in it. The only published port is the API server's, on 127.0.0.1 at a
+port Docker picks; the kubeconfig is ``$SIMCLUSTER_DIR/kubeconfig`` with its server rewritten to it.
+
+The pure part (argv, pod capacity, cgroup v1, inotify, kubeconfig, import plan) is unit-tested; the
+shell part (:func:`up_k3s`, :func:`down_k3s`) drives the ``docker`` CLI. Where the k3s image is not
+in the engine and cannot be pulled, :func:`up_k3s` stops with a :class:`K3sFailure` naming the image
+and how to provide it (see K3S.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from kubernetes import client as k8s
+
+from joulie_simcluster.runtime import Progress, RuntimeFailure, apply_nodes, core_api, list_nodes, node_ready
+from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.state import StateDir
+from joulie_testinfra.controlplane import EXTENDED_RESOURCE_TOLERATION
+from joulie_testinfra.tools import parse_env_file
+
+HwemuMode = Literal["fuse", "files"]
+
+K3S_DATA = "/var/lib/rancher/k3s"
+HWEMU_ROOT = "/var/lib/joulie-hwemu"
+AIRGAP_DIR = f"{K3S_DATA}/agent/images"  # k3s imports every tarball here as containerd starts
+AIRGAP_BUNDLE = "k3s-airgap-images-amd64"
+KUBECONFIG_IN_CONTAINER = "/etc/rancher/k3s/k3s.yaml"
+API_PORT = 6443
+IMPORT_ATTEMPTS = 3
+
+# Pod capacity (seed "Requirements"): agents + 50, at least 110; a /24 per Node holds 250 pods, a /22
+# (cluster CIDR 10.64.0.0/12) 1000; beyond that the agents must be split across k3s agents.
+POD_HEADROOM = 50
+MIN_MAX_PODS = 110
+MAX_PODS_PER_24 = 250
+MAX_PODS_LIMIT = 1000
+LARGE_CLUSTER_CIDR = "10.64.0.0/12"
+LARGE_NODE_CIDR_MASK = 22
+
+# inotify instances the infra kubelet's pods share with the host's own programs: an estimate of what
+# k3s, containerd, the infrastructure pods (KWOK, Prometheus, the simulator, the controller manager,
+# the extender, CoreDNS, local-path) and the host itself hold, plus one per emulated agent's pod.
+INOTIFY_RESERVED = 48
+INOTIFY_LIMIT_FILE = Path("/proc/sys/fs/inotify/max_user_instances")
+
+# Labels on the container: which cluster it is and the pod capacity it was created for.
+LABEL_CLUSTER = "sim.joulie.io/simcluster"
+LABEL_MAX_PODS = "sim.joulie.io/max-pods"
+
+
+class K3sFailure(RuntimeFailure):
+    """The k3s runtime cannot go on; the message says what is missing and how to provide it."""
+
+
+# --- the pinned k3s -----------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)[+-]k3s(\d+)$")
+
+
+def parse_k3s_version(version: str) -> tuple[int, int, int]:
+    """``v1.34.1+k3s1`` (or the image tag's ``v1.34.1-k3s1``) -> (1, 34, 1)."""
+    m = _VERSION_RE.match(version)
+    if not m:
+        raise K3sFailure(f"not a k3s version: {version!r} (expected like v1.34.1+k3s1)")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+@dataclass(frozen=True)
+class K3sPin:
+    image: str
+    version: str
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        major, minor, _ = parse_k3s_version(self.version)
+        return major, minor
+
+
+def load_pin(versions_file: Path) -> K3sPin:
+    """K3S_IMAGE and K3S_VERSION from versions.env; the image tag must be the version."""
+    try:
+        env = parse_env_file(versions_file.read_text(), source=str(versions_file))
+    except OSError as e:
+        raise K3sFailure(f"{versions_file}: cannot read: {e.strerror} (run from the repository root)") from e
+    missing = [k for k in ("K3S_IMAGE", "K3S_VERSION") if not env.get(k)]
+    if missing:
+        raise K3sFailure(f"{versions_file}: {', '.join(missing)} not set")
+    pin = K3sPin(env["K3S_IMAGE"], env["K3S_VERSION"])
+    parse_k3s_version(pin.version)
+    tag = pin.image.rsplit(":", 1)[-1] if ":" in pin.image.rsplit("/", 1)[-1] else ""
+    if tag != pin.version.replace("+", "-"):
+        raise K3sFailure(f"{versions_file}: K3S_IMAGE={pin.image} is not tagged with K3S_VERSION={pin.version}")
+    return pin
+
+
+# --- host checks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodCapacity:
+    max_pods: int
+    cluster_cidr: str | None = None  # None: k3s's default (10.42.0.0/16, a /24 per Node)
+    node_cidr_mask: int | None = None
+
+
+def pod_capacity(agents: int) -> PodCapacity:
+    """The infra kubelet's capacity for `agents` emulated agents (each one a pod on it)."""
+    if agents < 0:
+        raise ValueError(f"agents must be >= 0, got {agents}")
+    pods = max(MIN_MAX_PODS, agents + POD_HEADROOM)
+    if pods > MAX_PODS_LIMIT:
+        raise K3sFailure(
+            f"{agents} emulated agents need {pods} pods on the infra Node, more than one k3s kubelet holds "
+            f"({MAX_PODS_LIMIT} with a /{LARGE_NODE_CIDR_MASK} per Node): split across k3s agents"
+        )
+    if pods > MAX_PODS_PER_24:
+        return PodCapacity(pods, LARGE_CLUSTER_CIDR, LARGE_NODE_CIDR_MASK)
+    return PodCapacity(pods)
+
+
+def is_cgroup_v1(fs_type: str) -> bool:
+    """``stat -fc %T /sys/fs/cgroup`` prints tmpfs on cgroup v1 (cgroup2fs on v2)."""
+    return fs_type.strip() == "tmpfs"
+
+
+def host_cgroup_fs_type() -> str:
+    r = subprocess.run(["stat", "-fc", "%T", "/sys/fs/cgroup"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def inotify_needed(agents: int) -> int:
+    return INOTIFY_RESERVED + agents
+
+
+def read_inotify_limit(path: Path = INOTIFY_LIMIT_FILE) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def inotify_limit_hint(limit: int | None) -> str:
+    now = "unknown" if limit is None else str(limit)
+    return (
+        f"fs.inotify.max_user_instances is {now} on this host; every pod of the cluster runs on the one "
+        "infra kubelet and shares it with the host's own programs, and a k3s that gets no instance exits "
+        "as it starts. The harness never changes host settings: check it with "
+        "`sysctl fs.inotify.max_user_instances` and raise it by hand before a large run"
+    )
+
+
+def inotify_warning(agents: int, limit: int | None) -> str | None:
+    """The warning for `agents` emulated agents under the host's limit, or None when they fit."""
+    need = inotify_needed(agents)
+    if limit is None or need <= limit:
+        return None
+    return (
+        f"WARNING: {agents} emulated agents need about {need} inotify instances, more than "
+        f"fs.inotify.max_user_instances={limit}. " + inotify_limit_hint(limit)
+        + f" (for example `sysctl -w fs.inotify.max_user_instances={max(512, 2 * need)}`)"
+    )
+
+
+# --- the container ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    pin: K3sPin
+    agents: int
+    hwemu: HwemuMode = "fuse"
+    cgroup_v1: bool = False
+    # A kube-scheduler configuration (the extender's), mounted read-only and passed to k3s.
+    scheduler_config: Path | None = None
+
+    @property
+    def node_name(self) -> str:
+        return f"{self.name}-infra"
+
+    @property
+    def volumes(self) -> tuple[str, str]:
+        return f"{self.name}-k3s", f"{self.name}-hwemu"
+
+
+SCHEDULER_CONFIG_IN_CONTAINER = "/etc/joulie/scheduler-config.yaml"
+
+
+def server_args(cfg: ServerConfig) -> list[str]:
+    """The k3s server's own arguments."""
+    cap = pod_capacity(cfg.agents)
+    args = [
+        "server",
+        "--disable", "traefik",
+        "--disable", "metrics-server",
+        "--node-name", cfg.node_name,
+        "--node-label", "joulie.io/infra=true",
+        "--node-label", "joulie.io/hwemu-host=true",
+        f"--kubelet-arg=max-pods={cap.max_pods}",
+        # As the process runtime's kube-apiserver: GPU-asking Pods tolerate the GPU Nodes' taint.
+        f"--kube-apiserver-arg=enable-admission-plugins={EXTENDED_RESOURCE_TOLERATION}",
+    ]
+    if cap.cluster_cidr is not None:
+        args += ["--cluster-cidr", cap.cluster_cidr, f"--kube-controller-manager-arg=node-cidr-mask-size-ipv4={cap.node_cidr_mask}"]
+    if cfg.cgroup_v1 and cfg.pin.minor >= (1, 35):
+        args.append("--kubelet-arg=fail-cgroupv1=false")
+    if cfg.scheduler_config is not None:
+        args.append(f"--kube-scheduler-arg=config={SCHEDULER_CONFIG_IN_CONTAINER}")
+    return args
+
+
+def container_args(cfg: ServerConfig) -> list[str]:
+    """``docker run -d`` / ``docker create`` arguments after the verb: the options, image and k3s args."""
+    k3s_vol, hwemu_vol = cfg.volumes
+    args = [
+        "--name", cfg.name,
+        "--hostname", cfg.node_name,
+        "--privileged",
+        "--label", f"{LABEL_CLUSTER}={cfg.name}",
+        "--label", f"{LABEL_MAX_PODS}={pod_capacity(cfg.agents).max_pods}",
+        "--tmpfs", "/run",
+        "--tmpfs", "/var/run",
+        "-v", f"{k3s_vol}:{K3S_DATA}",
+        "-v", f"{hwemu_vol}:{HWEMU_ROOT}",
+        "-p", f"127.0.0.1::{API_PORT}",
+    ]
+    if cfg.hwemu == "fuse":
+        args += ["--device", "/dev/fuse"]
+    if cfg.scheduler_config is not None:
+        args += ["-v", f"{cfg.scheduler_config.resolve()}:{SCHEDULER_CONFIG_IN_CONTAINER}:ro"]
+    return [*args, cfg.pin.image, *server_args(cfg)]
+
+
+def run_argv(cfg: ServerConfig) -> list[str]:
+    return ["run", "-d", *container_args(cfg)]
+
+
+def shared_mount_argv(name: str) -> list[str]:
+    """Makes the hwemu root a shared mount in the container (FUSE views reach the agents' pods)."""
+    return ["exec", name, "mount", "--make-rshared", HWEMU_ROOT]
+
+
+def import_argv(name: str) -> list[str]:
+    """Imports one image tarball (stdin) into the cluster's containerd."""
+    return ["exec", "-i", name, "k3s", "ctr", "-n", "k8s.io", "images", "import", "-"]
+
+
+def import_plan(refs: Sequence[str]) -> list[str]:
+    """The images to import, one at a time, in order, each once."""
+    out: list[str] = []
+    for ref in refs:
+        if not ref or ref.strip() != ref:
+            raise ValueError(f"not an image reference: {ref!r}")
+        if ref not in out:
+            out.append(ref)
+    return out
+
+
+def airgap_imported(k3s_log: str, bundles: Sequence[str]) -> bool:
+    """Whether k3s has logged the import of every air-gap bundle (``Imported images from <path>``)."""
+    return all(f"Imported images from {AIRGAP_DIR}/{b}" in k3s_log for b in bundles)
+
+
+def published_port(docker_port_output: str) -> int:
+    """The host port of ``docker port <name> 6443/tcp`` (``127.0.0.1:32768``)."""
+    for line in docker_port_output.splitlines():
+        host, sep, port = line.strip().rpartition(":")
+        if sep and host == "127.0.0.1" and port.isdigit():
+            return int(port)
+    raise K3sFailure(f"the API server is not published on 127.0.0.1: docker port printed {docker_port_output.strip()!r}")
+
+
+def rewrite_kubeconfig(text: str, port: int) -> str:
+    """k3s's kubeconfig with every cluster's server at ``https://127.0.0.1:<port>``."""
+    cfg = yaml.safe_load(text)
+    clusters = cfg.get("clusters") if isinstance(cfg, dict) else None
+    if not clusters:
+        raise K3sFailure("the k3s kubeconfig names no cluster")
+    for entry in clusters:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    return str(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def import_images(
+    refs: Sequence[str],
+    import_one: Callable[[str], tuple[bool, str]],
+    running: Callable[[], bool],
+    progress: Callable[[str], None],
+    attempts: int = IMPORT_ATTEMPTS,
+) -> list[tuple[str, int]]:
+    """Imports `refs` one at a time; a failed import is tried again, `attempts` times in all, while
+    the container runs. Returns (ref, attempts used) per image."""
+    done = []
+    for ref in import_plan(refs):
+        last = ""
+        for attempt in range(1, attempts + 1):
+            if not running():
+                raise K3sFailure(f"importing {ref}: the k3s container is not running")
+            ok, last = import_one(ref)
+            if ok:
+                progress(f"imported {ref}" + (f" (attempt {attempt})" if attempt > 1 else ""))
+                done.append((ref, attempt))
+                break
+            progress(f"import of {ref} failed (attempt {attempt}/{attempts}): {last.strip()[-300:]}")
+        else:
+            raise K3sFailure(f"importing {ref} failed {attempts} times; last error: {last.strip()[-800:]}")
+    return done
+
+
+# --- the docker CLI ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Docker:
+    cli: str
+    host: str | None = None  # None: DOCKER_HOST or the CLI's default socket
+
+    def argv(self, *args: str) -> list[str]:
+        return [self.cli, *(["-H", self.host] if self.host else []), *args]
+
+    def run(self, *args: str, input_bytes: bytes | None = None, timeout: float | None = 120) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(self.argv(*args), input=input_bytes, capture_output=True, timeout=timeout)
+
+    def out(self, *args: str) -> tuple[int, str]:
+        r = self.run(*args)
+        return r.returncode, (r.stdout + r.stderr).decode(errors="replace")
+
+    @property
+    def where(self) -> str:
+        return self.host or os.environ.get("DOCKER_HOST") or "the default socket unix:///var/run/docker.sock"
+
+
+def find_docker(host: str | None = None) -> Docker:
+    cli = shutil.which("docker")
+    if cli is None:
+        raise K3sFailure("the k3s runtime needs Docker: the docker CLI is not on PATH (Debian: apt-get install docker.io)")
+    return Docker(cli, host)
+
+
+def check_engine(docker: Docker) -> str:
+    """The engine's version; a K3sFailure naming DOCKER_HOST when no engine answers."""
+    rc, out = docker.out("version", "--format", "{{.Server.Version}}")
+    if rc != 0:
+        raise K3sFailure(
+            f"no Docker engine answers at {docker.where} (DOCKER_HOST={os.environ.get('DOCKER_HOST', '')!r}): "
+            f"{out.strip()[-400:]}. Start dockerd (or point DOCKER_HOST at a running engine); "
+            "the k3s runtime needs one that may run --privileged containers"
+        )
+    return out.strip()
+
+
+def missing_image_message(image: str, pull_error: str, where: str) -> str:
+    return (
+        f"the k3s image {image} (K3S_IMAGE in versions.env) is not in the Docker engine at {where}, and "
+        f"`docker pull {image}` failed: {pull_error.strip()[-400:]}. Provide it: on a machine with registry "
+        f"access `docker pull {image} && docker save {image} -o k3s-image.tar`, then here "
+        f"`docker load -i k3s-image.tar`; or give the engine a registry mirror (dockerd --registry-mirror or "
+        "/etc/docker/daemon.json \"registry-mirrors\") that serves it. The k3s system images (pause, CoreDNS, "
+        "local-path) come from the release's air-gap bundle k3s-airgap-images-amd64.tar.zst, put in "
+        "$SIMCLUSTER_DIR/images/, when the cluster cannot pull them either"
+    )
+
+
+def ensure_image(docker: Docker, image: str, progress: Callable[[str], None]) -> None:
+    """The image is in the engine, or is pulled once; otherwise a K3sFailure says how to provide it."""
+    if docker.run("image", "inspect", image).returncode == 0:
+        return
+    progress(f"{image} is not in the engine: docker pull {image}")
+    r = docker.run("pull", image, timeout=900)
+    if r.returncode != 0:
+        raise K3sFailure(missing_image_message(image, (r.stderr or r.stdout).decode(errors="replace"), docker.where))
+
+
+def _inspect(docker: Docker, name: str) -> dict[str, str] | None:
+    fmt = "{{.State.Status}}|{{.State.ExitCode}}|{{.Config.Image}}|{{index .Config.Labels \"" + LABEL_MAX_PODS + "\"}}"
+    rc, out = docker.out("inspect", "-f", fmt, name)
+    if rc != 0:
+        return None
+    status, code, image, max_pods = [*out.strip().split("|"), "", "", "", ""][:4]
+    return {"status": status, "exit_code": code, "image": image, "max_pods": max_pods}
+
+
+def _running(docker: Docker, name: str) -> bool:
+    info = _inspect(docker, name)
+    return info is not None and info["status"] == "running"
+
+
+def _log_tail(docker: Docker, name: str, lines: int = 40) -> str:
+    return docker.out("logs", "--tail", str(lines), name)[1]
+
+
+def _copy_airgap(docker: Docker, name: str, bundle: Path) -> None:
+    """Streams the bundle into the container's air-gap directory (a tar stream creates the parents)."""
+    proc = subprocess.Popen(docker.argv("cp", "-", f"{name}:{K3S_DATA}"), stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        with tarfile.open(fileobj=proc.stdin, mode="w|") as tar:
+            for part in ("agent", "agent/images"):
+                info = tarfile.TarInfo(part)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                tar.addfile(info)
+            tar.add(str(bundle), arcname=f"agent/images/{bundle.name}")
+    except BrokenPipeError:
+        pass  # docker cp stopped reading: its exit status and stderr say why
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    err = proc.stderr.read().decode(errors="replace")
+    if proc.wait() != 0:
+        raise K3sFailure(f"copying {bundle} into {name}:{AIRGAP_DIR}: {err.strip()}")
+
+
+def default_airgap_bundle(state: StateDir) -> Path | None:
+    """``$SIMCLUSTER_DIR/images/k3s-airgap-images-amd64.tar[.zst]`` when present (SIMCLUSTER_AIRGAP=1)."""
+    for suffix in (".tar.zst", ".tar"):
+        path = state.root / "images" / f"{AIRGAP_BUNDLE}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def _import_one(docker: Docker, name: str) -> Callable[[str], tuple[bool, str]]:
+    def run(ref: str) -> tuple[bool, str]:
+        save = subprocess.Popen(docker.argv("save", ref), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        imp = subprocess.run(docker.argv(*import_argv(name)), stdin=save.stdout, capture_output=True, timeout=900)
+        if save.stdout is not None:
+            save.stdout.close()
+        save_err = save.stderr.read().decode(errors="replace") if save.stderr is not None else ""
+        save_rc = save.wait()
+        ok = save_rc == 0 and imp.returncode == 0
+        return ok, save_err + (imp.stdout + imp.stderr).decode(errors="replace")
+
+    return run
+
+
+def _exited(docker: Docker, name: str, info: dict[str, str]) -> K3sFailure:
+    return K3sFailure(
+        f"the k3s container {name} stopped ({info['status']}, exit status {info['exit_code']}) as it started; "
+        f"its log ends:\n{_log_tail(docker, name)}\n" + inotify_limit_hint(read_inotify_limit())
+    )
+
+
+def _check_running(docker: Docker, name: str) -> None:
+    """While waiting on k3s: a container that stopped fails at once, with its exit status and log."""
+    info = _inspect(docker, name)
+    if info is None or info["status"] != "running":
+        raise _exited(docker, name, info or {"status": "gone", "exit_code": "?"})
+
+
+def _wait_kubeconfig(docker: Docker, name: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rc, out = docker.out("exec", name, "cat", KUBECONFIG_IN_CONTAINER)
+        if rc == 0 and "server:" in out:
+            return out
+        _check_running(docker, name)
+        if time.monotonic() > deadline:
+            raise K3sFailure(f"k3s wrote no kubeconfig within {timeout_s:.0f}s; its log ends:\n{_log_tail(docker, name)}")
+        time.sleep(1.0)
+
+
+def _wait_infra_ready(docker: Docker, state: StateDir, name: str, node: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        try:
+            nodes = list_nodes(core_api(state.kubeconfig), f"kubernetes.io/hostname={node}")
+            if any(node_ready(n) for n in nodes):
+                return
+            last = f"Node {node} not Ready yet"
+        except Exception as e:  # - the API server is still starting
+            last = str(e)[:300]
+        _check_running(docker, name)
+        if time.monotonic() > deadline:
+            raise K3sFailure(f"Node {node} not Ready within {timeout_s:.0f}s ({last}); k3s log ends:\n{_log_tail(docker, name)}")
+        time.sleep(1.0)
+
+
+def up_k3s(
+    state: StateDir,
+    spec: ClusterSpec,
+    spec_text: str,
+    *,
+    name: str,
+    agents: int,
+    images: Sequence[str] = (),
+    hwemu: HwemuMode = "fuse",
+    versions_file: Path = Path("versions.env"),
+    docker_host: str | None = None,
+    airgap_bundle: Path | None = None,
+    scheduler_config: Path | None = None,
+    progress: Progress | None = None,
+    start_timeout_s: float = 300,
+    ready_timeout_s: float = 120,
+) -> str:
+    """Brings the k3s cluster `name` up (or reuses its container), imports `images` into its
+    containerd, applies the spec's Nodes (:func:`simcluster.runtime.apply_nodes`, which waits until
+    KWOK reports them Ready). Returns the summary line. Raises K3sFailure saying what is missing."""
+    progress = progress or Progress()
+    pin = load_pin(versions_file)
+    cap = pod_capacity(agents)
+    if hwemu == "fuse" and not Path("/dev/fuse").exists():
+        raise K3sFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse on the host (SIMCLUSTER_HWEMU=files needs none)")
+    warning = inotify_warning(agents, read_inotify_limit())
+    if warning:
+        progress(warning)
+    docker = find_docker(docker_host)
+    progress(f"Docker engine {check_engine(docker)} at {docker.where}")
+    ensure_image(docker, pin.image, progress)
+    cfg = ServerConfig(name, pin, agents, hwemu, is_cgroup_v1(host_cgroup_fs_type()), scheduler_config)
+    info = _inspect(docker, name)
+    if info is not None:
+        created_for = int(info["max_pods"]) if info["max_pods"].isdigit() else 0
+        if info["image"] != pin.image or created_for < cap.max_pods:
+            raise K3sFailure(
+                f"the container {name} was created with {info['image']} for {created_for} pods; this run needs "
+                f"{pin.image} and {cap.max_pods} pods. A running container is never resized: recreate it "
+                f"(simcluster down, then up)"
+            )
+        if info["status"] != "running":
+            r = docker.run("start", name)
+            if r.returncode != 0:
+                raise K3sFailure(f"docker start {name}: {r.stderr.decode(errors='replace').strip()}")
+        progress(f"reusing the container {name}")
+    else:
+        bundles = [airgap_bundle] if airgap_bundle is not None else []
+        argv = ["create", *container_args(cfg)] if bundles else run_argv(cfg)
+        progress("docker " + " ".join(argv))
+        r = docker.run(*argv)
+        if r.returncode != 0:
+            docker.run("rm", "-f", name)  # a container created but not started: the next up starts clean
+            raise K3sFailure(f"docker {argv[0]} {name} failed: {r.stderr.decode(errors='replace').strip()}")
+        for bundle in bundles:
+            _copy_airgap(docker, name, bundle)
+        if bundles:
+            r = docker.run("start", name)
+            if r.returncode != 0:
+                docker.run("rm", "-f", name)
+                raise K3sFailure(f"docker start {name} failed: {r.stderr.decode(errors='replace').strip()}")
+    kubeconfig = _wait_kubeconfig(docker, name, start_timeout_s)
+    port = published_port(docker.out("port", name, f"{API_PORT}/tcp")[1])
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.kubeconfig.write_text(rewrite_kubeconfig(kubeconfig, port))
+    state.kubeconfig.chmod(0o600)
+    progress(f"kubeconfig {state.kubeconfig} (API https://127.0.0.1:{port})")
+    _wait_infra_ready(docker, state, name, cfg.node_name, start_timeout_s)
+    progress(f"Node {cfg.node_name} Ready")
+    if hwemu == "fuse":
+        rc, out = docker.out(*shared_mount_argv(name))
+        if rc != 0:
+            raise K3sFailure(f"making {HWEMU_ROOT} a shared mount in {name} failed: {out.strip()}")
+    if airgap_bundle is not None:
+        deadline = time.monotonic() + start_timeout_s
+        while not airgap_imported(docker.out("logs", name)[1], [airgap_bundle.name]):
+            if time.monotonic() > deadline:
+                raise K3sFailure(f"k3s did not import {airgap_bundle.name} within {start_timeout_s:.0f}s")
+            time.sleep(1.0)
+    import_images(images, _import_one(docker, name), lambda: _running(docker, name), progress)
+    env = {
+        "SIMCLUSTER_RUNTIME": "k3s",
+        "CONTAINER": name,
+        "K3S_IMAGE": pin.image,
+        "API_URL": f"https://127.0.0.1:{port}",
+        "API_PORT": str(port),
+        "MAX_PODS": str(cap.max_pods),
+        "KUBECONFIG": str(state.kubeconfig),
+        "STARTED_AT": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "SPEC_NAME": spec.name,
+    }
+    if docker_host:
+        env["DOCKER_HOST"] = docker_host
+    state.write_cluster_env(env)
+    try:
+        applied, deleted, ready_s = apply_nodes(state, spec, progress, ready_timeout_s)
+    except k8s.ApiException as e:
+        raise K3sFailure(f"applying the Nodes failed: HTTP {e.status} {e.reason}: {e.body}") from e
+    state.spec.write_text(spec_text)
+    summary = (
+        f"simcluster up (k3s): container {name}, spec {spec.name}, {applied} Nodes applied, {len(deleted)} deleted, "
+        f"Ready in {ready_s:.1f}s, {len(import_plan(images))} images imported, API {env['API_URL']}"
+    )
+    progress(summary)
+    return summary
+
+
+def down_k3s(state: StateDir, *, name: str, docker_host: str | None = None, keep_volumes: bool = False) -> None:
+    """Removes the container and (unless `keep_volumes`) its volumes; removes kubeconfig and cluster.env."""
+    docker = find_docker(docker_host)
+    docker.run("rm", "-f", "-v", name)
+    if not keep_volumes:
+        for vol in (f"{name}-k3s", f"{name}-hwemu"):
+            docker.run("volume", "rm", "-f", vol)
+    for path in (state.kubeconfig, state.cluster_env):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

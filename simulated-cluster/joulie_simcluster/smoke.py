@@ -1,0 +1,481 @@
+"""``simcluster smoke``: up, deploy, the checks, the run results, down (unless SIMCLUSTER_KEEP=1).
+
+The sequence (caps as the smoke values set them: every Node performance, CPU and GPU at 80 %):
+
+1. load on every emulated Node from real Pods: ``deploy`` started the workload runner on the smoke
+   trace (``simcluster.smokeload``: one Pod per Node, pinned to it, asking all but 2 of its cores and
+   every GPU at utilisation 1), the real kube-scheduler binds them and the runner sets each Node's
+   load on the emulator; the smoke waits until the emulator's truth shows it, so caps bind;
+2. S01-S07 at 80 %: components, placement, NodeHardware, caps in the files, power under caps,
+   measured power vs truth, profile labels;
+3. the simulator is killed and restarted (FUSE views gone, then back) while the agents run on; the
+   workload runner sends the loads the restart lost, and the smoke waits for them again;
+4. halfway: the controller manager is restarted with the caps at 50 % and half the Nodes eco
+   (a changed install); S09 checks the new caps reach the files and bind, S08 that the agents
+   that lived through the simulator restart applied them;
+5. pods of each workload class through the real kube-scheduler and the extender: S10-S12.
+
+Each check is recorded even when an earlier one failed; an exception in a step records that step's
+checks as failed with the error, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from joulie_api import names
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_simcluster import checks, deploy, runtime, smokeload, telemetry
+from joulie_simcluster.checks import Assertion
+from joulie_simcluster.components import HwemuMode
+from joulie_simcluster.nodes import render_nodes
+from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.state import StateDir
+from joulie_simcluster.summary import (
+    build_summary,
+    checks_table,
+    otlp_logs_line,
+    otlp_metrics_line,
+    run_dir_name,
+    run_status,
+)
+from joulie_simcluster.timing import Timing
+from joulie_workload.trace import load_trace
+
+PHASE2_ENV = {
+    "CPU_PERFORMANCE_CAP_PCT_OF_MAX": "50",
+    "GPU_PERFORMANCE_CAP_PCT_OF_MAX": "50",
+    "CPU_ECO_CAP_PCT_OF_MAX": "50",
+    "GPU_ECO_CAP_PCT_OF_MAX": "50",
+    "STATIC_HP_FRAC": "0.5",
+}
+TEST_NAMESPACE = "default"
+LOAD_TIMEOUT_S = 180.0
+"""How long the workload's Pods may take to be bound and their load to reach the emulator: a
+scheduling cycle and a runner tick (1 s) when all goes well, the rest is room for a busy machine
+and for the runner's gRPC channel to reconnect after the simulator restart."""
+
+
+class Tee(io.TextIOBase):
+    """stdout and smoke.log at once."""
+
+    def __init__(self, *outs: TextIO) -> None:
+        self.outs = outs
+
+    def write(self, text: str) -> int:
+        for o in self.outs:
+            o.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for o in self.outs:
+            o.flush()
+
+
+class MemorySampler(threading.Thread):
+    """Peak resident memory of everything the run started (each process leads its own session)."""
+
+    def __init__(self, state: StateDir, period_s: float = 2.0) -> None:
+        super().__init__(daemon=True)
+        self.state, self.period_s = state, period_s
+        self.peak_kib = 0
+        self.stopped = threading.Event()
+
+    def sessions(self) -> set[int]:
+        out: set[int] = set()
+        for env in (self.state.read_cluster_env() or {}, self.state.read_deploy_env() or {}):
+            out |= {int(v) for k, v in env.items() if k.endswith("_PID") or k.startswith("PID_") if v.isdigit()}
+        return out
+
+    def sample(self) -> int:
+        sids, total = self.sessions(), 0
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[3]) in sids:  # field 6 of stat: session id
+                    for line in (proc / "status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+        return total
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.period_s):
+            with contextlib.suppress(Exception):
+                self.peak_kib = max(self.peak_kib, self.sample())
+
+
+class Smoke:
+    def __init__(self, state: StateDir, spec: ClusterSpec, timing: Timing, mode: str, progress: Callable[[str], None]) -> None:
+        self.state, self.spec, self.timing, self.mode, self.progress = state, spec, timing, mode, progress
+        self.assertions: list[Assertion] = []
+        self.nodes = render_nodes(spec)
+        self.node_names = [n["metadata"]["name"] for n in self.nodes]
+
+    # --- reading the cluster and the truth ----------------------------------------------------
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.state.read_deploy_env() or {}
+
+    def process_alive(self, name: str) -> bool:
+        env = self.env
+        pid = env.get(deploy.pid_key(name), "")
+        return pid.isdigit() and deploy.deployed_alive(name, int(pid), env)
+
+    def truth(self) -> dict[str, dict[str, Any]]:
+        url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return {n["name"]: n for n in json.loads(resp.read())["nodes"]}
+
+    def by_node(self, path: str) -> dict[str, dict[str, Any]]:
+        return {o["spec"]["nodeName"]: o for o in deploy.kube_list(self.state.kubeconfig, path)}
+
+    def twins(self) -> dict[str, dict[str, Any]]:
+        return self.by_node(deploy.NODETWINS)
+
+    def hardware(self) -> dict[str, dict[str, Any]]:
+        return self.by_node(deploy.NODEHARDWARES)
+
+    def truth_scope(self) -> str:
+        """What S06 compares with: whole-host power, or the components' sum where the mode has no host power."""
+        return telemetry.mode(self.env.get("TELEMETRY", "otlp")).truth_scope()
+
+    def agent_nodes(self) -> list[str]:
+        return [n for n in self.env.get("AGENT_NODES", "").split(",") if n]
+
+    def wait_for_load(self, timeout_s: float = LOAD_TIMEOUT_S) -> None:
+        """Until the emulator's truth shows every Node under its workload Pod's load (as the
+        workload engine computes it from the smoke trace); a RuntimeFailure naming the Nodes
+        without it, their Pods and the workload log otherwise."""
+        want = smokeload.expected_loads(self.nodes, load_trace(smokeload.trace_path(self.state.root)))
+        t0 = time.monotonic()
+        lacking: dict[str, str] = {}
+        while True:
+            try:
+                lacking = smokeload.lacking_load(want, self.truth())
+            except (OSError, KeyError, ValueError) as e:  # a restarting simulator: not serving yet
+                lacking = {n: f"/debug/emulate unreadable: {type(e).__name__}: {e}" for n in want}
+            if not lacking:
+                self.progress(f"load from {len(want)} workload pods on {len(want)} Nodes "
+                              f"({smokeload.load_summary(want)}) after {time.monotonic() - t0:.1f}s")
+                return
+            dead = [n for n in ("simulator", "workload") if not self.process_alive(n)]
+            if dead:  # no use waiting out the timeout for what a dead process would have sent
+                raise runtime.RuntimeFailure(
+                    f"{len(lacking)} of {len(want)} Nodes lack the workload's load, and "
+                    + ", ".join(f"{n} (log {self.state.log(n)})" for n in dead) + " is not running")
+            if time.monotonic() - t0 > timeout_s:
+                break
+            time.sleep(1.0)
+        try:
+            pods = smokeload.pod_states(deploy.kube_list(self.state.kubeconfig, smokeload.PODS_PATH))
+        except (OSError, ValueError, runtime.RuntimeFailure) as e:
+            pods = dict.fromkeys(lacking, f"pods unreadable: {e}")
+        lines = "\n".join("  " + line for line in smokeload.describe_lacking(lacking, pods))
+        raise runtime.RuntimeFailure(
+            f"{len(lacking)} of {len(want)} Nodes lack the workload's load after {timeout_s:.0f}s:\n{lines}\n"
+            f"see the workload runner's log {self.state.log('workload')}")
+
+    def extender_counts(self) -> dict[str, float]:
+        ok, body = deploy.http_ok(f"http://{self.env['EXTENDER_ADDR']}/metrics")
+        out = {"filter": 0.0, "prioritize": 0.0}
+        for line in body.splitlines() if ok else []:
+            for verb in out:
+                if line.startswith(f"joulie_scheduler_{verb}_requests_total{{"):
+                    out[verb] += float(line.rsplit(" ", 1)[1])
+        return out
+
+    # --- recording ----------------------------------------------------------------------------
+
+    def record(self, a: Assertion) -> Assertion:
+        self.assertions.append(a)
+        self.progress(f"{a.id} {a.name}: {a.status.upper()} — {a.observed}")
+        return a
+
+    def failed(self, ids: list[str], err: BaseException) -> None:
+        for check_id in ids:
+            if not any(a.id == check_id for a in self.assertions):
+                self.record(Assertion(check_id, "fail", f"step failed: {type(err).__name__}: {err}", checks.CHECKS[check_id][1]))
+
+    def until(self, check_id: str, evaluate: Callable[[], Assertion], timeout_s: float) -> Assertion:
+        """Re-evaluates until the check passes or `timeout_s` passes; the last result counts."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                result = evaluate()
+            except (OSError, KeyError, TypeError, ValueError, runtime.RuntimeFailure) as e:
+                result = Assertion(check_id, "fail", f"reading the cluster failed: {type(e).__name__}: {e}",
+                                   checks.CHECKS[check_id][1])
+            if result.status == "pass" or time.monotonic() > deadline:
+                return result
+            time.sleep(1.0)
+
+    # --- the steps ----------------------------------------------------------------------------
+
+    def step_phase1(self, excluded: list[tuple[str, str]]) -> None:
+        managed = [n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
+        reports = deploy.component_reports(self.state, self.env, managed)
+        collector = deploy.collector_report(self.state, self.state.read_cluster_env() or {})
+        if collector is not None:  # the Collector modes: the power path runs through it
+            reports.append(collector)
+        self.record(checks.components_report((r.name, r.ok, r.detail) for r in reports))
+        arch = {n["metadata"]["name"]: n["metadata"]["labels"].get("kubernetes.io/arch", "") for n in self.nodes}
+        self.record(checks.agent_placement(self.agent_nodes(), self.agent_nodes(), excluded, arch))
+        profiles = {n: builtin_profile(self.spec.pool(self.pool_of(n)).profile) for n in self.agent_nodes()}
+        self.record(self.until("S03", lambda: checks.nodehardware_matches(profiles, self.hardware()), 60))
+        self.wait_for_load()
+        wait = 60 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
+        self.record(self.until("S04", lambda: checks.caps_match("S04", self.agent_twins(), self.hardware(), self.truth(), 80), wait))
+        self.record(self.until("S05", lambda: checks.power_honours_caps("S05", self.truth()), 20))
+        self.progress(f"waiting for measured power to settle (rate window {self.timing.rate_window_s:g}s)")
+        time.sleep(self.timing.settle_s)
+        self.record(self.until("S06", lambda: checks.measured_power(self.managed_twins(), self.truth(), self.truth_scope()), 3 * self.timing.settle_s + 30))
+        self.record(self.until("S07", lambda: checks.profile_labels(self.cluster_nodes(), self.twins()), 30))
+
+    def pool_of(self, node: str) -> str:
+        for n in self.nodes:
+            if n["metadata"]["name"] == node:
+                return str(n["metadata"]["labels"][names.LABEL_SIM_POOL])
+        raise KeyError(node)
+
+    def agent_twins(self) -> dict[str, dict[str, Any]]:
+        agents = set(self.agent_nodes())
+        return {n: t for n, t in self.twins().items() if n in agents}
+
+    def managed_twins(self) -> dict[str, dict[str, Any]]:
+        managed = {n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"}
+        twins = self.twins()
+        missing = managed - set(twins)
+        if missing:
+            raise KeyError(f"no NodeTwin for {sorted(missing)}")
+        return {n: twins[n] for n in managed}
+
+    def cluster_nodes(self) -> list[dict[str, Any]]:
+        return runtime.list_nodes(runtime.core_api(self.state.kubeconfig), f"{names.LABEL_SIM_CLUSTER}={self.spec.name}")
+
+    def step_restart_and_lower(self) -> None:
+        env = self.env
+        agent_pids = {n: int(env[deploy.pid_key(n)]) for n, _ in deploy.recorded_deploy_pids(env) if n.startswith("agent-")}
+        self.progress("killing the simulator (SIGKILL) and starting it again; the agents keep running")
+        t0 = time.monotonic()
+        deploy.restart_process(self.state, "simulator", kill=True)
+        url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
+        deadline = time.monotonic() + 120
+        while not deploy.http_ok(url)[0]:
+            if time.monotonic() > deadline:
+                raise runtime.RuntimeFailure(f"the restarted simulator did not serve {url}; log {self.state.log('simulator')}")
+            time.sleep(0.2)
+        outage = time.monotonic() - t0
+        self.progress(f"simulator back after {outage:.1f}s; waiting for the workload runner to send the lost loads")
+        self.wait_for_load()
+        self.progress("halfway: restarting the controller manager with CPU and GPU caps at 50 % and half the Nodes eco")
+        deploy.restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
+        wait = 90 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
+        caps = self.record(self.until("S09", lambda: checks.caps_match("S09", self.agent_twins(), self.hardware(), self.truth(), 50), wait))
+        after_env = self.env
+        after = {n: int(after_env[deploy.pid_key(n)]) for n in agent_pids if after_env.get(deploy.pid_key(n), "").isdigit()}
+        alive = {n: deploy.deployed_alive(n, p, after_env) for n, p in after.items()}
+        self.record(checks.restart_survived(agent_pids, after, alive, caps, outage))
+        power = self.until("S09", lambda: checks.power_honours_caps("S09", self.truth()), 20)
+        if power.status != "pass":
+            self.assertions.remove(caps)
+            self.record(Assertion("S09", "fail", f"{caps.observed}; but {power.observed}", caps.expected, caps.value))
+
+    def step_pods(self) -> None:
+        api = runtime.core_api(self.state.kubeconfig)
+        before = self.extender_counts()
+        created = []
+        for i, cls in enumerate(["performance", "performance", "performance", "standard", "standard", "standard"]):
+            name = f"smoke-{cls}-{i}"
+            body: dict[str, Any] = {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": TEST_NAMESPACE,
+                             "labels": {"app": "simcluster-smoke", names.ANNOTATION_WORKLOAD_CLASS: cls},
+                             "annotations": {names.ANNOTATION_WORKLOAD_CLASS: cls}},
+                "spec": {
+                    "nodeSelector": {names.LABEL_SIM_CLUSTER: self.spec.name},
+                    # Fake Nodes carry the KWOK taint and their profiles' own; placement is the extender's.
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "work", "image": "joulie.local/smoke-work:none",
+                                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                },
+            }
+            with contextlib.suppress(Exception):
+                api.delete_namespaced_pod(name, TEST_NAMESPACE, grace_period_seconds=0)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    api.create_namespaced_pod(TEST_NAMESPACE, body)  # type: ignore[arg-type]
+                    break
+                except Exception as e:  # - a pod of the same name still terminating: retry
+                    if time.monotonic() > deadline:
+                        raise runtime.RuntimeFailure(f"creating pod {name}: {e}") from e
+                    time.sleep(0.5)
+            created.append(name)
+        self.progress(f"created {len(created)} pods (3 performance, 3 standard) in namespace {TEST_NAMESPACE}")
+
+        def pods() -> list[dict[str, Any]]:
+            items = api.list_namespaced_pod(TEST_NAMESPACE, label_selector="app=simcluster-smoke").items
+            return [dict(api.api_client.sanitize_for_serialization(p)) for p in items]
+
+        def bound() -> Assertion:
+            return checks.extender_scored(before, self.extender_counts(), pods())
+
+        self.record(self.until("S10", bound, 90))
+        self.record(checks.performance_not_on_eco(pods(), self.twins()))
+        every = [dict(api.api_client.sanitize_for_serialization(p)) for p in api.list_pod_for_all_namespaces().items]
+        self.record(checks.only_classified_on_fake(every, self.node_names))
+
+
+def git_state() -> tuple[str, bool]:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, check=True).stdout.strip())
+        return sha, dirty
+    except (OSError, subprocess.CalledProcessError):
+        return "", False
+
+
+def collect(state: StateDir, run: Path, smoke: Smoke | None) -> None:
+    """k8s/ objects, logs/, the env files and the effective values into the run directory."""
+    (run / "k8s").mkdir(parents=True, exist_ok=True)
+    paths = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "events": "/api/v1/events",
+             "nodehardwares": deploy.NODEHARDWARES, "nodetwins": deploy.NODETWINS}
+    for name, path in paths.items():
+        with contextlib.suppress(Exception):
+            code, body = runtime.api_get(state.kubeconfig, path, timeout_s=10)
+            if code == 200:
+                (run / "k8s" / f"{name}.json").write_text(json.dumps(json.loads(body), indent=1))
+    if smoke is not None:
+        with contextlib.suppress(Exception):
+            (run / "k8s" / "emulate.json").write_text(json.dumps(smoke.truth(), indent=1))
+    if state.logs.is_dir():
+        shutil.copytree(state.logs, run / "logs", dirs_exist_ok=True)
+    for f in ("cluster.env", "deploy.env", "spec.yaml"):
+        if (state.root / f).is_file():
+            shutil.copy2(state.root / f, run / f)
+    eff = state.values / "values.effective.yaml"
+    if eff.is_file():
+        shutil.copy2(eff, run / "values.effective.yaml")
+
+
+def run_smoke(
+    state: StateDir, spec: ClusterSpec, spec_text: str, *, values_files: list[Path], daemonset: dict[str, Any],
+    mode: HwemuMode, timing: Timing, dist: Path, keep: bool, timeout_s: float, crd_dir: Path,
+    break_component: str | None = None, telemetry_mode: str = "otlp",
+) -> int:
+    started = dt.datetime.now(dt.UTC)
+    sha, dirty = git_state()
+    state.runs.mkdir(parents=True, exist_ok=True)
+    run = state.runs / run_dir_name(started, spec.name, mode if telemetry_mode == "otlp" else f"{mode}-{telemetry_mode}", sha, dirty)
+    run.mkdir(parents=True)
+    log = (run / "smoke.log").open("w")
+    out = Tee(sys.stdout, log)
+    progress = runtime.Progress(out=cast(TextIO, out))
+    progress(f"simcluster smoke: spec {spec.name}, hwemu {mode}, telemetry {telemetry_mode}, timing {timing.name}, "
+             f"results in {run}")
+    sampler = MemorySampler(state)
+    sampler.start()
+    smoke: Smoke | None = None
+    aborted: str | None = None
+    timed_out = False
+    images: dict[str, str] = {}
+    fired = threading.Event()
+
+    def _time_out() -> None:
+        fired.set()
+        os.kill(os.getpid(), 2)  # KeyboardInterrupt in the main thread, wherever it waits
+
+    deadline_timer = threading.Timer(timeout_s, _time_out)
+    deadline_timer.daemon = True
+    deadline_timer.start()
+    try:
+        runtime.up(state, spec, spec_text, crd_dir=crd_dir, progress=progress, telemetry_mode=telemetry_mode)
+        result = deploy.deploy(state, spec, dist=dist, values_files=values_files, daemonset=daemonset,
+                               mode=mode, timing=timing, progress=progress)
+        env = state.read_deploy_env() or {}
+        images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
+        smoke = Smoke(state, spec, timing, mode, progress)
+        if break_component:
+            # The workload runner is the simulator's binary too, but it is the load, not a component under test.
+            broken = [n for n, _ in deploy.recorded_deploy_pids(env)
+                      if env.get(f"COMPONENT_{n}") == break_component and n != "workload"]
+            if not broken:
+                raise runtime.RuntimeFailure(f"--break {break_component}: no such deployed component")
+            for name in broken:
+                os.killpg(int(env[deploy.pid_key(name)]), 9)
+            progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")
+        steps: list[tuple[list[str], Callable[[], None]]] = [
+            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: smoke.step_phase1(result.excluded)),
+            (["S08", "S09"], smoke.step_restart_and_lower),
+            (["S10", "S11", "S12"], smoke.step_pods),
+        ]
+        for ids, step in steps:
+            try:
+                step()
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # - a failed step fails its checks, the run goes on
+                smoke.failed(ids, e)
+    except KeyboardInterrupt:
+        if fired.is_set():
+            timed_out = True
+            progress(f"timed out after {timeout_s:.0f}s (SIMCLUSTER_TEST_TIMEOUT)")
+        else:
+            aborted = "interrupted"
+            progress("interrupted; stopping the cluster")
+    except runtime.RuntimeFailure as e:
+        aborted = str(e)
+        progress(f"aborted: {e}")
+    finally:
+        deadline_timer.cancel()
+        sampler.stopped.set()
+        with contextlib.suppress(Exception):
+            sampler.peak_kib = max(sampler.peak_kib, sampler.sample())
+    assertions = sorted(smoke.assertions if smoke else [], key=lambda a: a.id)
+    finished = dt.datetime.now(dt.UTC)
+    status = run_status(assertions, timed_out, aborted)
+    collect(state, run, smoke)
+    resources = {"peakRssMiB": round(sampler.peak_kib / 1024, 1), "agents": len(smoke.agent_nodes()) if smoke else 0,
+                 "nodes": len(render_nodes(spec))}
+    summary = build_summary(
+        assertions=assertions, status=status, spec=spec.name, mode=mode, scope=os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto"),
+        timing={**timing.as_env(), "SIMCLUSTER_TELEMETRY": telemetry_mode}, commit=sha, dirty=dirty, images=images, started=started, finished=finished,
+        resources=resources, aborted=aborted,
+    )
+    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (run / "otlp").mkdir(exist_ok=True)
+    (run / "otlp" / "harness.logs.jsonl").write_text(otlp_logs_line(assertions, spec.name, mode, finished) + "\n")
+    (run / "otlp" / "harness.metrics.jsonl").write_text(otlp_metrics_line(assertions, spec.name, mode, finished) + "\n")
+    latest = state.runs / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(run.name)
+    if not keep:
+        deploy.stop_deployed(state, progress)
+        runtime.down(state, keep=True, progress=progress)
+    else:
+        progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
+    print("", file=out)
+    print(checks_table(assertions), file=out)
+    print(f"\n{status.upper()}: {sum(a.status == 'pass' for a in assertions)}/{len(assertions)} checks passed "
+          f"in {summary['wallSeconds']:.0f}s, peak memory {resources['peakRssMiB']:.0f} MiB; {run / 'summary.json'}",
+          file=out)
+    out.flush()
+    log.close()
+    return int(summary["exitCode"])
