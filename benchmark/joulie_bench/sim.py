@@ -12,7 +12,8 @@ Everything that decides is the real code, driven in one process:
   the node label; score: kube-scheduler's LeastAllocated plus, under Joulie, the extender's real
   ``score_node`` x 10 as kube-scheduler weighs an extender of weight 1); ties by node name.
 
-Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods without
+Policies: A no Joulie (no caps written; GPUs at the profile's default limit, as an operator
+leaves them: ``_boards_at_default_limit``; Pods without
 power-profile affinity, since no node carries the label), B ``static_partition``, C
 ``queue_aware_v1``, D ``cluster_power_budget``.
 
@@ -209,6 +210,21 @@ class _Caps:
         self.writes += 1
 
 
+def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
+    """Every board starts at its profile's default limit (e.g. 310 of 400 W on an H100 NVL), not the
+    maximum a persistent board powers on with: the baseline is a cluster as operators run it. A
+    setup write, not a policy's cap write."""
+    for n in nodes:
+        g = n.profile.gpus
+        if g is None:
+            continue
+        for e in emu.node(n.name).entries:
+            if e.bind and e.bind[0] == "nvml_limit":
+                out = emu.write(n.name, e.path, f"{int(g.default_w * 1000)}\n".encode())
+                if not out.ok:
+                    raise RuntimeError(f"bench: default limit {n.name}:{e.path}={g.default_w} W refused: {out.detail}")
+
+
 def run(
     jobs: Sequence[Job],
     nodes: Sequence[BenchNode],
@@ -226,6 +242,7 @@ def run(
     clock = [0.0]
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=lambda: clock[0])
     emu.frozen = True
+    _boards_at_default_limit(emu, nodes)
     caps = _Caps(emu, nodes)
     by_name = {n.name: n for n in nodes}
     engine = Engine(list(jobs))

@@ -189,19 +189,27 @@ class GpuSpec(_Sourced):
         return self
 
 
-class CpuPhysics(_Strict):
-    idle_pkg_w: float = Field(ge=0)
-    max_pkg_w: float = Field(ge=0)
-    alpha_util: float = Field(gt=0)
-    beta_freq: float = Field(gt=0)
+class CpuPhysics(_Sourced):
+    """Package power versus busy cores and clock (formulas: joulie_simulator/physics_cpu.py)."""
+
+    idle_pkg_w: float = Field(ge=0, description="package power with every core idle, W")
+    max_pkg_w: float = Field(ge=0, description="package power with every core busy at the all-core turbo clock, W")
+    freq_power_exponent: float = Field(gt=0, description="k in per-core power ~ clock**k over the DVFS range (f * V(f)**2)")
+    allcore_turbo_khz: int = Field(default=0, ge=0, description="all-core turbo clock; 0: the cpufreq maximum (no turbo curve)")
     freq_ramp_s: float = Field(default=0.5, ge=0)
 
 
-class GpuPhysics(_Strict):
+class GpuPhysics(_Sourced):
+    """Board power versus clock, and the clock a power limit leaves (formulas: joulie_simulator/physics_gpu.py)."""
+
     idle_w: float = Field(ge=0)
     natural_max_w: float = Field(gt=0)
     util_gamma: float = Field(default=1.02, gt=0)
     cap_settle_tau_s: float = Field(default=0.15, ge=0)
+    clock_power_exponent: float = Field(gt=0, description="k in clock-following power ~ (clock / max clock)**k (f * V(f)**2)")
+    fixed_dynamic_frac: float = Field(ge=0, lt=1, description="share of the work's dynamic power that does not follow the SM clock (HBM, I/O)")
+    min_clock_ratio: float = Field(gt=0, le=1, description="lowest sustained SM clock over the maximum boost clock")
+    vmin_clock_ratio: float = Field(gt=0, le=1, description="SM clock (over the maximum) below which the voltage stays at its floor")
 
 
 class PhysicsSpec(_Sourced):
@@ -265,6 +273,9 @@ class Profile(_Strict):
             v = getattr(self, name)
             if isinstance(v, _Sourced):
                 out.append((name, v))
+        out.append(("physics.cpu", self.physics.cpu))
+        if self.physics.gpu is not None:
+            out.append(("physics.gpu", self.physics.gpu))
         return out
 
 

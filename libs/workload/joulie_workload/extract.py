@@ -6,12 +6,20 @@ one job per line, 18 whitespace-separated fields, ``-1`` for unknown, comment li
 ``;``. The fields read here (1-based):
 
   1 job number, 2 submit time (s), 4 run time (s), 5 allocated processors, 8 requested processors,
+  7 used memory (KB per processor), 10 requested memory (KB per processor),
   11 status (1 completed, 0 failed, 5 cancelled; others are kept), 15 queue number.
 
 Normalisation: submit offsets relative to the earliest kept job, divided by ``time_scale``; cores =
 allocated processors (else requested), at most ``max_cpus``; ``cpuUnits = cores x runtime /
 time_scale``; class ``general`` unless ``queue_classes`` maps the job's queue. Jobs with no
 runtime or no processors are skipped and counted (``Extracted.skipped``), never silently.
+
+Workload kind (SWF records CPU jobs only, and nothing about memory traffic; the working set is the
+closest field): ``cpu-memory`` when the memory per processor (field 7, else field 10 when 7 is
+unknown) is at least ``memory_bound_kb`` (``--memory-bound-kb``, default 2 GiB = 2097152 KB, about
+twice the per-core share of a typical HPC node, so the job's data cannot live in cache and
+streams from DRAM), else ``cpu-compute`` (also when both fields are unknown). The job's
+sensitivity (compute share) is its kind's mean (``kinds.SPECS``); utilisation is ``utilization``.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from joulie_workload.kinds import SPECS, WorkloadKind
 from joulie_workload.trace import CLASSES, Job, TraceError
 
 SWF_FIELDS = 18
@@ -32,6 +41,14 @@ class ExtractOptions:
     queue_classes: Mapping[int, str] = field(default_factory=dict)
     namespace: str = "default"
     limit: int = 0
+    memory_bound_kb: float = 2097152.0
+    """Memory per processor (KB) from which a job counts as ``cpu-memory``."""
+
+
+def swf_kind(used_kb: float, requested_kb: float, memory_bound_kb: float) -> WorkloadKind:
+    """The module docstring's rule: memory-bound when the per-processor working set is large."""
+    mem = used_kb if used_kb > 0 else requested_kb
+    return "cpu-memory" if mem > 0 and mem >= memory_bound_kb else "cpu-compute"
 
 
 @dataclass(frozen=True)
@@ -63,7 +80,7 @@ def extract_swf(lines: Iterable[str], source: str, opts: ExtractOptions) -> Extr
         raise ValueError(f"--time-scale: {opts.time_scale} must be > 0")
     if opts.max_cpus <= 0:
         raise ValueError(f"--max-cpus: {opts.max_cpus} must be > 0")
-    rows: list[tuple[str, float, float, int, int]] = []
+    rows: list[tuple[str, float, float, int, int, WorkloadKind]] = []
     skipped: dict[str, int] = {}
     for lineno, line in enumerate(lines, start=1):
         text = line.strip()
@@ -79,6 +96,8 @@ def extract_swf(lines: Iterable[str], source: str, opts: ExtractOptions) -> Extr
         if procs <= 0:
             procs = _num(fields, 8, source, lineno, "requested processors")
         queue = int(_num(fields, 15, source, lineno, "queue number"))
+        kind = swf_kind(_num(fields, 7, source, lineno, "used memory"), _num(fields, 10, source, lineno, "requested memory"),
+                        opts.memory_bound_kb)
         if submit < 0:
             skipped["no submit time"] = skipped.get("no submit time", 0) + 1
         elif runtime <= 0:
@@ -86,23 +105,25 @@ def extract_swf(lines: Iterable[str], source: str, opts: ExtractOptions) -> Extr
         elif procs <= 0:
             skipped["no processors"] = skipped.get("no processors", 0) + 1
         else:
-            rows.append((job_no, submit, runtime, int(procs), queue))
+            rows.append((job_no, submit, runtime, int(procs), queue, kind))
         if opts.limit and len(rows) >= opts.limit:
             break
     if not rows:
         return Extracted([], skipped)
     t0 = min(r[1] for r in rows)
     jobs = []
-    for job_no, submit, runtime, procs, queue in rows:
+    for job_no, submit, runtime, procs, queue, kind in rows:
         cores = min(procs, opts.max_cpus)
         jobs.append(Job.model_validate({
             "type": "job",
             "jobId": f"swf-{job_no}",
             "submitTimeOffsetSec": round((submit - t0) / opts.time_scale, 3),
             "class": opts.queue_classes.get(queue, "general"),
+            "workloadKind": kind,
             "namespace": opts.namespace,
             "requests": {"cpu": cores, "gpu": 0},
             "work": {"cpuUnits": round(cores * runtime / opts.time_scale, 3)},
             "utilization": {"cpu": opts.utilization, "gpu": 0.0},
+            "sensitivity": {"cpu": round(SPECS[kind].compute_share.mean, 3), "gpu": 0.0},
         }))
     return Extracted(sorted(jobs, key=lambda j: (j.submit_s, j.job_id)), skipped)

@@ -4,22 +4,29 @@ Model (every draw from one ``random.Random(seed)``, in a fixed order, so a seed 
 
 - arrivals: a Poisson process, exponential inter-arrival times with mean ``mean_interarrival_s``;
 - class: ``performance`` with probability ``perf_ratio``, ``eco`` with ``eco_ratio``, else ``general``;
-- kind: a GPU job with probability ``gpu_ratio``, else a CPU job;
+- kind (``kinds``): drawn with the shares of ``kind_shares`` (``--kind-shares``, e.g.
+  ``gpu-training=0.25,gpu-inference=0.15,cpu-compute=0.4,cpu-memory=0.2``); without it, from
+  ``gpu_ratio``: a GPU job with probability ``gpu_ratio`` (training 5/8, inference 3/8 of those),
+  else a CPU job (compute 2/3, memory 1/3). The default (``gpu_ratio`` 0.4) is exactly the shares
+  above;
 - CPU job: 4/8/16/32 cores (weights 4:3:2:1), runtime log-normal (median ``cpu_median_s``,
-  sigma 0.8, clamped to [30 s, 12 x median]), ``cpuUnits = cores x runtime``, CPU utilisation
-  U(0.6, 0.95), CPU sensitivity U(0.5, 1.0);
+  sigma 0.8, clamped to [30 s, 12 x median]), ``cpuUnits = cores x runtime``, CPU utilisation and
+  CPU sensitivity (compute share) drawn from the kind's Beta distributions (``kinds``);
 - GPU job: 1/2/4/8 GPUs with the original workloadgen's prior (0.80/0.10/0.07/0.03), 4 cores per
   GPU, runtime log-normal (median ``gpu_median_s``, sigma 0.8, clamped to [60 s, 12 x median]),
   ``gpuUnits = gpus x runtime``, ``cpuUnits = 0.2 x cores x runtime`` (the input pipeline), GPU
-  utilisation U(0.7, 0.95), GPU sensitivity U(0.5, 1.0), CPU sensitivity U(0.2, 0.5).
+  utilisation (natural draw) and GPU sensitivity (compute share) from the kind's distributions,
+  CPU utilisation 0.3 and CPU sensitivity from ``kinds.HOST_FEED_COMPUTE_SHARE``.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from joulie_workload.kinds import HOST_FEED_COMPUTE_SHARE, HOST_FEED_CPU_UTIL, KINDS, SPECS, WorkloadKind
 from joulie_workload.trace import Job
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -36,6 +43,8 @@ class GenOptions:
     perf_ratio: float = 0.3
     eco_ratio: float = 0.1
     gpu_ratio: float = 0.4
+    kind_shares: Mapping[WorkloadKind, float] | None = None
+    """Share of each kind (summing to 1); None: from ``gpu_ratio`` (see the module docstring)."""
     cpu_median_s: float = 300.0
     gpu_median_s: float = 600.0
     namespace: str = "default"
@@ -55,8 +64,17 @@ class GenOptions:
         for name, v in (("--cpu-median-s", self.cpu_median_s), ("--gpu-median-s", self.gpu_median_s)):
             if not (v > 0 and math.isfinite(v)):
                 problems.append(f"{name}: {v} must be a finite number > 0")
+        if self.kind_shares is not None and abs(sum(self.kind_shares.values()) - 1) > 1e-6:
+            problems.append(f"--kind-shares: shares sum to {sum(self.kind_shares.values()):g}, not 1")
         if problems:
             raise ValueError("; ".join(problems))
+
+    def shares(self) -> tuple[list[WorkloadKind], list[float]]:
+        """Kinds and their shares, in ``KINDS`` order."""
+        if self.kind_shares is not None:
+            return list(KINDS), [self.kind_shares.get(k, 0.0) for k in KINDS]
+        g = self.gpu_ratio
+        return list(KINDS), [g * 5 / 8, g * 3 / 8, (1 - g) * 2 / 3, (1 - g) / 3]
 
 
 def _runtime(rnd: random.Random, median_s: float, lo_s: float) -> float:
@@ -66,6 +84,7 @@ def _runtime(rnd: random.Random, median_s: float, lo_s: float) -> float:
 def generate(opts: GenOptions) -> list[Job]:
     opts.check()
     rnd = random.Random(opts.seed)
+    kinds, shares = opts.shares()
     jobs: list[Job] = []
     t = 0.0
     width = max(5, len(str(opts.jobs)))
@@ -74,15 +93,17 @@ def generate(opts: GenOptions) -> list[Job]:
             t += rnd.expovariate(1.0 / opts.mean_interarrival_s)
         u = rnd.random()
         cls = "performance" if u < opts.perf_ratio else "eco" if u < opts.perf_ratio + opts.eco_ratio else "general"
-        if rnd.random() < opts.gpu_ratio:
+        kind = rnd.choices(kinds, shares)[0]
+        spec = SPECS[kind]
+        if spec.gpu:
             gpus = rnd.choices(GPU_COUNTS, GPU_PRIOR)[0]
             cores = 4 * gpus
             runtime = _runtime(rnd, opts.gpu_median_s, 60.0)
             record = {
                 "requests": {"cpu": cores, "gpu": gpus, "memoryMi": 16384 * gpus},
                 "work": {"cpuUnits": round(0.2 * cores * runtime, 3), "gpuUnits": round(gpus * runtime, 3)},
-                "utilization": {"cpu": 0.3, "gpu": round(rnd.uniform(0.7, 0.95), 3)},
-                "sensitivity": {"cpu": round(rnd.uniform(0.2, 0.5), 3), "gpu": round(rnd.uniform(0.5, 1.0), 3)},
+                "utilization": {"cpu": HOST_FEED_CPU_UTIL, "gpu": round(spec.natural_draw.draw(rnd), 3)},
+                "sensitivity": {"cpu": round(HOST_FEED_COMPUTE_SHARE.draw(rnd), 3), "gpu": round(spec.compute_share.draw(rnd), 3)},
             }
         else:
             cores = rnd.choices(CPU_CORES, CPU_WEIGHTS)[0]
@@ -90,14 +111,15 @@ def generate(opts: GenOptions) -> list[Job]:
             record = {
                 "requests": {"cpu": cores, "gpu": 0, "memoryMi": 2048 * cores},
                 "work": {"cpuUnits": round(cores * runtime, 3), "gpuUnits": 0.0},
-                "utilization": {"cpu": round(rnd.uniform(0.6, 0.95), 3), "gpu": 0.0},
-                "sensitivity": {"cpu": round(rnd.uniform(0.5, 1.0), 3), "gpu": 0.0},
+                "utilization": {"cpu": round(spec.natural_draw.draw(rnd), 3), "gpu": 0.0},
+                "sensitivity": {"cpu": round(spec.compute_share.draw(rnd), 3), "gpu": 0.0},
             }
         jobs.append(Job.model_validate({
             "type": "job",
             "jobId": f"{opts.prefix}-{i:0{width}d}",
             "submitTimeOffsetSec": round(t, 3),
             "class": cls,
+            "workloadKind": kind,
             "namespace": opts.namespace,
             **record,
         }))

@@ -8,6 +8,9 @@
   ``NotIn [eco]``; eco: required ``In [eco]``; general: none), plus the label
   ``joulie.io/workload-class=<class>`` and the annotation Joulie reads (``performance`` or
   ``standard``);
+- the workload kind (``trace.Job.kind``: gpu-training, gpu-inference, cpu-compute, cpu-memory) as
+  the label and annotation ``joulie.io/workload-kind`` (a label so a selector can find it, an
+  annotation beside Joulie's workload-class one for readers of annotations);
 - CPU, memory and GPU (``requests.gpuResource``, default ``nvidia.com/gpu``) in requests and
   limits; the job's ``nodeSelector`` beside the cluster's; ``restartPolicy: Never``.
 """
@@ -27,6 +30,7 @@ LABEL_JOB: Final = "sim.joulie.io/job"
 ANNOTATION_JOB_ID: Final = "sim.joulie.io/jobId"
 KWOK_TAINT_KEY: Final = "kwok.x-k8s.io/node"
 IMAGE: Final = "registry.k8s.io/pause:3.9"
+LABEL_WORKLOAD_KIND: Final = "joulie.io/workload-kind"
 
 
 def pod_name(job_id: str) -> str:
@@ -72,8 +76,10 @@ def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True) ->
         "metadata": {
             "name": pod_name(job.job_id),
             "namespace": job.namespace,
-            "labels": {LABEL_PART_OF: PART_OF, names.ANNOTATION_WORKLOAD_CLASS: job.workload_class, LABEL_JOB: pod_name(job.job_id)},
-            "annotations": {ANNOTATION_JOB_ID: job.job_id, names.ANNOTATION_WORKLOAD_CLASS: joulie_class},
+            "labels": {LABEL_PART_OF: PART_OF, names.ANNOTATION_WORKLOAD_CLASS: job.workload_class, LABEL_JOB: pod_name(job.job_id),
+                       LABEL_WORKLOAD_KIND: job.kind},
+            "annotations": {ANNOTATION_JOB_ID: job.job_id, names.ANNOTATION_WORKLOAD_CLASS: joulie_class,
+                            LABEL_WORKLOAD_KIND: job.kind},
         },
         "spec": spec,
     }

@@ -3,7 +3,7 @@
 A job record (``schemaVersion`` ``v1``; names follow the original simulator's trace where it has one)::
 
     {"type": "job", "schemaVersion": "v1", "jobId": "j-00001", "submitTimeOffsetSec": 12.5,
-     "class": "performance", "requests": {"cpu": 8, "gpu": 1, "memoryMi": 4096},
+     "class": "performance", "workloadKind": "gpu-training", "requests": {"cpu": 8, "gpu": 1, "memoryMi": 4096},
      "work": {"cpuUnits": 4800, "gpuUnits": 600},
      "utilization": {"cpu": 0.95, "gpu": 0.9}, "sensitivity": {"cpu": 1.0, "gpu": 1.0}}
 
@@ -11,9 +11,19 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
   ``joulie.io/power-profile`` (seed "Demand model"): ``performance`` = required node affinity
   ``NotIn [eco]``, ``eco`` = ``In [eco]``, ``general`` = no constraint. Pods also carry the label
   ``joulie.io/workload-class``.
+- ``workloadKind`` is what the job does to the hardware (``kinds``: ``gpu-training``,
+  ``gpu-inference``, ``cpu-compute``, ``cpu-memory``), a different thing from ``class``. A record
+  without it (traces written before kinds) gets ``gpu-training`` when ``requests.gpu > 0``, else
+  ``cpu-compute``; written traces always carry it. Pods carry it as the label and annotation
+  ``joulie.io/workload-kind``.
 - ``work.cpuUnits`` are core-seconds at full speed, ``work.gpuUnits`` GPU-seconds at full speed
   (see ``engine`` for how caps slow them). A job is done when both are done.
-- ``sensitivity`` (0..1, default 1) is how much of a slowdown of the hardware the job feels.
+- ``sensitivity`` (0..1, default 1) is the job's compute-bound share per device: the share of its
+  time at full clock that scales with the clock (1: speed follows the clock; 0: memory-bound work
+  no clock slows). ``workloadgen`` draws it from the kind's distribution; the engine's
+  ``throughput(r, c) = 1 / (c / r + 1 - c)`` (joulie_simulator.physics_speed) uses it.
+- ``utilization`` is the job's natural draw: the busy share of its CPU cores' power, the GPU
+  board's share of its dynamic power range.
 - ``requests.gpuResource`` (default ``nvidia.com/gpu``; ``amd.com/gpu`` for AMD boards) and
   ``nodeSelector`` (extra node labels the Pod requires, e.g. ``kubernetes.io/hostname`` to pin a
   job to a node; the scheduler still places it) are optional, and so are ``tolerations`` (the
@@ -32,6 +42,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from joulie_workload.kinds import WorkloadKind, default_kind
 
 SCHEMA_VERSION = "v1"
 CLASSES = ("performance", "eco", "general")
@@ -97,6 +109,8 @@ class Job(_Strict):
     job_id: str = Field(alias="jobId", min_length=1, max_length=200)
     submit_s: float = Field(alias="submitTimeOffsetSec", ge=0, allow_inf_nan=False)
     workload_class: WorkloadClass = Field(default="general", alias="class")
+    kind: WorkloadKind = Field(default="cpu-compute", alias="workloadKind")
+    """What the job does to the hardware (``kinds``); see the module docstring for the default."""
     namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     requests: Requests = Field(default_factory=Requests)
     work: Work = Field(default_factory=Work)
@@ -106,6 +120,15 @@ class Job(_Strict):
     """Extra node labels the Pod requires (e.g. kubernetes.io/hostname to pin a job), beside the cluster's."""
     tolerations: list[Toleration] = Field(default_factory=list)
     """Taints the Pod tolerates beside the KWOK taint (e.g. a GPU node's nvidia.com/gpu)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_kind(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "workloadKind" not in raw and "kind" not in raw:
+            req = raw.get("requests")
+            gpus = req.get("gpu", 0) if isinstance(req, dict) else getattr(req, "gpu", 0)
+            return {**raw, "workloadKind": default_kind(gpus if isinstance(gpus, int) and gpus > 0 else 0)}
+        return raw
 
     @model_validator(mode="after")
     def _work_matches_requests(self) -> Job:

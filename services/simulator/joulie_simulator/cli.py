@@ -3,7 +3,8 @@
 ``emulate``: emulate the hardware of the nodes of a spec (trees under ``--root``, served by FUSE
 under ``<root>/fuse`` in fuse mode), step them on one tick, publish the truth (``/debug/emulate``,
 gRPC, OTLP). ``profiles``: list or check hardware profiles. ``nodes``: print the Node objects a
-spec implies.
+spec implies. ``curve``: throughput, power and energy per work versus a power cap, per workload
+kind (the device models; ``curve_cmd``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     from joulie_simulator.workload import commands as workload_commands
 
     workload_commands.add_parsers(sub)
+    from joulie_simulator import curve_cmd
+
+    curve_cmd.add_parser(sub)
     return parser
 
 
@@ -160,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             return workload_commands.run(args)
         if args.command == "emulate":
             return emulate(args)
+        if args.command == "curve":
+            from joulie_simulator import curve_cmd
+
+            return curve_cmd.run(args)
         if args.command == "profiles":
             if not args.files:
                 print("\n".join(builtin_profile_names()))

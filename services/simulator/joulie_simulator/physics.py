@@ -1,18 +1,15 @@
 """Physics of emulated hardware: pure functions of one tick.
 
-Formulas (one place; other modules and docs link here):
+The device models live beside this module, one per kind of device, with their formulas:
+``physics_cpu`` (a package under RAPL/HSMP: busy-core clock, turbo, power), ``physics_gpu`` (a board
+under a power limit: sustained clock, power) and ``physics_speed`` (work done at a clock). This
+module steps nodes with them and keeps the ledgers:
 
-- CPU package power: ``P = P_idle + (P_max - P_idle) * util**alpha * f**beta`` with ``f`` the
-  frequency scale (current kHz / cpuinfo_max kHz).
-- Under a cap the package runs at the frequency that meets it,
-  ``f = ((cap - P_idle) / ((P_max - P_idle) * util**alpha)) ** (1/beta)``, never below the lowest
-  frequency; there, power is the model's floor, possibly above the cap (a cap below the floor is
-  not met, as on hardware).
 - Limits settle first order: ``x += (target - x) * min(1, dt / tau)`` (RAPL: tau = the
-  constraint's time window; HSMP and GPU boards: their profile's tau). Frequency follows the
-  governor's target with the profile's ramp time.
-- GPU board power: ``natural = idle + (natural_max - idle) * util**gamma``, held to
-  ``min(natural, max(enforced_limit, idle))``: a board cannot be capped below idle.
+  constraint's time window; HSMP and GPU boards: their profile's tau). The shown frequency
+  (``cur_khz``, the policies' mean) follows the governor's target with the profile's ramp time;
+  under a limit it is scaled by the busy cores' clock ratio (``eff_khz``).
+- Host power = packages + DRAM + GPU boards + the rest of the platform (``platform_other_w``).
 - A board with persistence mode off and no client (utilisation 0) loses a written limit: it
   reads the default again (the driver's state is torn down when the last client closes).
 - Energy counters: ``energy_uj = (start_uj + floor(J * 1e6)) mod (max_energy_range_uj + 1)`` with
@@ -24,7 +21,8 @@ from __future__ import annotations
 
 import math
 
-from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, Profile
+from joulie_hwprofiles.schema import GpuPhysics, Profile
+from joulie_simulator import physics_cpu, physics_gpu
 from joulie_simulator.model import GpuTruth, NodeState, SocketState
 
 MIN_FREQ_SCALE_DEFAULT = 0.35
@@ -37,37 +35,9 @@ def settle(current: float, target: float, dt_s: float, tau_s: float) -> float:
     return current + (target - current) * (dt_s / tau_s)
 
 
-def cpu_power_w(p: CpuPhysics, util: float, freq_scale: float) -> float:
-    u = min(max(util, 0.0), 1.0)
-    f = min(max(freq_scale, 0.0), 1.0)
-    return float(p.idle_pkg_w + (p.max_pkg_w - p.idle_pkg_w) * (u**p.alpha_util) * (f**p.beta_freq))
-
-
-def freq_scale_for_cap(p: CpuPhysics, util: float, cap_w: float, min_scale: float) -> float:
-    """The frequency scale at which the package draws ``cap_w`` at ``util`` (clamped to [min_scale, 1])."""
-    dyn = (p.max_pkg_w - p.idle_pkg_w) * (min(max(util, 0.0), 1.0) ** p.alpha_util)
-    if dyn <= 0:
-        return 1.0
-    head = cap_w - p.idle_pkg_w
-    if head <= 0:
-        return min_scale
-    return min(1.0, max(min_scale, float((head / dyn) ** (1.0 / p.beta_freq))))
-
-
-def capped_package(p: CpuPhysics, util: float, natural_scale: float, cap_w: float, min_scale: float) -> tuple[float, float]:
-    """(power W, effective frequency scale) of one package under ``cap_w`` (``inf`` = uncapped)."""
-    natural = cpu_power_w(p, util, natural_scale)
-    if natural <= cap_w:
-        return natural, natural_scale
-    floor = cpu_power_w(p, util, min_scale)
-    scale = min(natural_scale, freq_scale_for_cap(p, util, cap_w, min_scale))
-    return min(natural, max(cap_w, floor)), scale
-
-
 def gpu_board_power_w(g: GpuPhysics, util: float, enforced_limit_w: float) -> float:
-    u = min(max(util, 0.0), 1.0)
-    natural = g.idle_w + (g.natural_max_w - g.idle_w) * (u**g.util_gamma)
-    return float(min(natural, max(enforced_limit_w, g.idle_w)))
+    """A board's power under its enforced limit (see ``physics_gpu``)."""
+    return physics_gpu.capped_board(g, util, enforced_limit_w)[0]
 
 
 def max_energy_range_uj(energy_unit_nj: int) -> int:
@@ -92,20 +62,25 @@ def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
     cpu = phys.cpu
     util = state.load.cpu_util
     cf = profile.cpufreq
-    max_khz = cf.max_khz if cf else 0
     min_khz = cf.min_khz if cf else 0
-    min_scale = (cf.min_khz / cf.max_khz) if cf else MIN_FREQ_SCALE_DEFAULT
+    if cf:
+        ac_khz = physics_cpu.allcore_khz(cpu, cf)
+        busy_target = physics_cpu.busy_khz(cpu, cf, math.inf, util)  # turbo-limited; the governor's cap below
+        min_ratio = min_khz / ac_khz
+    else:
+        ac_khz, busy_target, min_ratio = 1.0, 1.0, 1.0
     ramp_s = cpu.freq_ramp_s
     hsmp_tau_s = phys.hsmp_settle_tau_s
     dram_w = phys.dram_w_per_socket
     sockets: list[SocketState] = []
     for s in state.sockets:
         if cf is None:
-            cur_khz, natural_scale = 0.0, 1.0
+            cur_khz, busy_ratio = 0.0, 1.0
         else:
             target = s.freq_base_khz + s.freq_per_util_khz * util
             cur_khz = settle(s.cur_khz, target, dt_s, ramp_s)
-            natural_scale = cur_khz / max_khz
+            # A busy core runs at what the governor gives a fully busy policy, within turbo.
+            busy_ratio = max(min_khz, min(s.freq_base_khz + s.freq_per_util_khz, busy_target)) / ac_khz
         cap_w = math.inf
         rapl_settled = s.rapl_settled_w
         if s.rapl_requested_w is not None:
@@ -117,12 +92,11 @@ def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
         if s.hsmp_requested_w is not None:
             hsmp_settled = settle(hsmp_settled, s.hsmp_requested_w, dt_s, hsmp_tau_s)
             cap_w = min(cap_w, hsmp_settled)
-        power, scale = capped_package(cpu, util, natural_scale, cap_w, min_scale)
-        if cf:
-            eff_khz = max(scale * max_khz, min_khz)
-            eff_khz = min(eff_khz, cur_khz)
-        else:
-            eff_khz = 0.0
+        power, ratio = physics_cpu.capped_package(cpu, util, busy_ratio, min_ratio, cap_w)
+        # The shown frequency scales with the busy cores' clock, so shown/uncapped is their clock
+        # ratio (what the engine and the workload shell read); it may fall below cpuinfo_min as
+        # an aperf/mperf-derived scaling_cur_freq does under a limit.
+        eff_khz = cur_khz * (ratio / busy_ratio) if cf and busy_ratio > 0 else 0.0
         sockets.append(
             SocketState(
                 s.socket,
@@ -158,7 +132,7 @@ def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
                 limit_w = default_w
             target = min(max(limit_w, lo_w), hi_w)
             enforced = settle(g.enforced_w, target, dt_s, tau_s)
-            power = gpu_board_power_w(gphys, u, enforced)
+            power = physics_gpu.capped_board(gphys, u, enforced)[0]
             gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s))
     host_w = sum(s.power_w for s in sockets) + dram_w * len(sockets) + sum(g.power_w for g in gpus) + phys.platform_other_w
     return NodeState(

@@ -6,49 +6,68 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, builtin_profile
-from joulie_simulator import physics
+from joulie_simulator import physics, physics_cpu, physics_gpu
 from joulie_simulator.model import Load, initial_state
 from joulie_simulator.writes import apply_write
 
-CPU = CpuPhysics(idle_pkg_w=40, max_pkg_w=165, alpha_util=1.15, beta_freq=1.35)
-GPU = GpuPhysics(idle_w=58.6, natural_max_w=400)
+CPU = CpuPhysics(source="assumed:test", idle_pkg_w=40, max_pkg_w=165, freq_power_exponent=1.5, allcore_turbo_khz=3_100_000)
+GPU = GpuPhysics(source="assumed:test", idle_w=58.6, natural_max_w=400, clock_power_exponent=2.5, fixed_dynamic_frac=0.15,
+                 min_clock_ratio=0.2, vmin_clock_ratio=0.5)
 
 
 @pytest.mark.parametrize(
-    ("util", "scale", "watts"),
-    [(0.0, 1.0, 40.0), (1.0, 1.0, 165.0), (0.5, 1.0, 40 + 125 * 0.5**1.15), (1.0, 0.5, 40 + 125 * 0.5**1.35)],
+    ("util", "ratio", "watts"),
+    [(0.0, 1.0, 40.0), (1.0, 1.0, 165.0), (0.5, 1.0, 40 + 125 * 0.5), (1.0, 0.5, 40 + 125 * 0.5**1.5)],
 )
-def test_package_power_follows_the_documented_formula(util: float, scale: float, watts: float) -> None:
-    assert physics.cpu_power_w(CPU, util, scale) == pytest.approx(watts)
+def test_package_power_follows_the_documented_formula(util: float, ratio: float, watts: float) -> None:
+    assert physics_cpu.package_power_w(CPU, util, ratio) == pytest.approx(watts)
 
 
-def test_a_cap_lowers_frequency_until_power_meets_it() -> None:
-    power, scale = physics.capped_package(CPU, 1.0, 1.0, 120.0, min_scale=1000 / 3900)
+def test_fewer_busy_cores_turbo_higher_and_each_draws_more() -> None:
+    cf = builtin_profile("intel-xeon-2s-rapl").cpufreq
+    assert cf is not None
+    assert physics_cpu.turbo_khz(CPU, cf, 1.0) == 3_100_000 and physics_cpu.turbo_khz(CPU, cf, 0.0) == 3_900_000
+    assert physics_cpu.busy_khz(CPU, cf, 2_000_000, 0.5) == 2_000_000  # the governor's target when below turbo
+    quarter = physics_cpu.package_power_w(CPU, 0.25, physics_cpu.busy_khz(CPU, cf, math.inf, 0.25) / 3_100_000)
+    assert quarter > 40 + 125 * 0.25  # a quarter of the cores at 3.7 GHz draw more than a quarter of TDP's dynamic part
+
+
+def test_a_cap_lowers_the_busy_clock_until_power_meets_it() -> None:
+    power, ratio = physics_cpu.capped_package(CPU, 1.0, 1.0, 1000 / 3100, 120.0)
     assert power == pytest.approx(120.0)
-    assert physics.cpu_power_w(CPU, 1.0, scale) == pytest.approx(120.0)
-    assert scale < 1.0
+    assert physics_cpu.package_power_w(CPU, 1.0, ratio) == pytest.approx(120.0)
+    assert ratio < 1.0
 
 
-def test_a_cap_below_the_lowest_frequency_is_not_met() -> None:
-    min_scale = 1000 / 3900
-    power, scale = physics.capped_package(CPU, 1.0, 1.0, 41.0, min_scale)
-    assert scale == min_scale
-    assert power == pytest.approx(physics.cpu_power_w(CPU, 1.0, min_scale)) and power > 41.0
+def test_a_cap_below_the_lowest_clock_is_not_met() -> None:
+    lo = 1000 / 3100
+    power, ratio = physics_cpu.capped_package(CPU, 1.0, 1.0, lo, 41.0)
+    assert ratio == lo
+    assert power == pytest.approx(physics_cpu.package_power_w(CPU, 1.0, lo)) and power > 41.0
 
 
-@given(util=st.floats(0, 1), cap=st.floats(1, 400), scale=st.floats(0.3, 1))
-def test_capped_power_never_exceeds_natural_nor_the_cap_above_the_floor(util: float, cap: float, scale: float) -> None:
-    power, eff = physics.capped_package(CPU, util, scale, cap, 0.3)
-    assert power <= physics.cpu_power_w(CPU, util, scale) + 1e-9
-    assert power <= max(cap, physics.cpu_power_w(CPU, util, 0.3)) + 1e-9
-    assert 0.3 - 1e-12 <= eff <= scale + 1e-12
+@given(util=st.floats(0, 1), cap=st.floats(1, 400), busy=st.floats(0.4, 1.2))
+def test_capped_power_never_exceeds_natural_nor_the_cap_above_the_floor(util: float, cap: float, busy: float) -> None:
+    power, eff = physics_cpu.capped_package(CPU, util, busy, 0.3, cap)
+    assert power <= physics_cpu.package_power_w(CPU, util, busy) + 1e-9
+    assert power <= max(cap, physics_cpu.package_power_w(CPU, util, 0.3)) + 1e-9
+    assert 0.3 - 1e-12 <= eff <= busy + 1e-12
 
 
 @given(util=st.floats(0, 1), limit=st.floats(0, 800))
-def test_a_gpu_board_stays_between_idle_and_its_limit(util: float, limit: float) -> None:
+def test_a_gpu_board_stays_between_idle_and_its_limit_above_the_lowest_clock(util: float, limit: float) -> None:
     p = physics.gpu_board_power_w(GPU, util, limit)
+    floor = physics_gpu.power_at_clock_w(GPU, util, GPU.min_clock_ratio)
     assert p >= GPU.idle_w - 1e-9
-    assert p <= max(limit, GPU.idle_w) + 1e-9
+    assert p <= max(limit, floor) + 1e-9
+    assert p <= physics_gpu.natural_power_w(GPU, util) + 1e-9
+
+
+def test_a_gpu_limit_is_met_by_the_clock_it_leaves() -> None:
+    power, r = physics_gpu.capped_board(GPU, 1.0, 250.0)
+    assert power == pytest.approx(250.0) and 0.2 < r < 1.0
+    assert physics_gpu.power_at_clock_w(GPU, 1.0, r) == pytest.approx(250.0)
+    assert physics_gpu.capped_board(GPU, 0.5, 400.0) == (physics_gpu.natural_power_w(GPU, 0.5), 1.0)
 
 
 def test_settling_is_first_order_and_reaches_the_target_after_tau() -> None:

@@ -44,7 +44,8 @@ def test_debug_emulate_lists_every_node_with_host_power_zones_gpus_and_caps(emu:
         server.stop()
     assert [n["name"] for n in doc["nodes"]] == ["nvl-0", "xeon-0"]
     nvl = doc["nodes"][0]
-    parts = sum(p["powerW"] for p in nvl["packages"]) + sum(g["powerW"] for g in nvl["gpus"]) + 2 * 8
+    platform_w = builtin_profile("nvidia-h100-nvl-8gpu").physics.platform_other_w
+    parts = sum(p["powerW"] for p in nvl["packages"]) + sum(g["powerW"] for g in nvl["gpus"]) + 2 * 8 + platform_w
     assert nvl["host"]["powerW"] == pytest.approx(parts)
     assert nvl["gpus"][0]["powerW"] == pytest.approx(400) and nvl["gpus"][1]["powerW"] == pytest.approx(58.6)
     assert nvl["zones"][1] | {"energyJ": 0, "energyUJ": 0} == {
@@ -76,7 +77,7 @@ def test_grpc_drives_load_and_a_frozen_clock_and_reads_truth(stub: Any) -> None:
     assert clock.tick == 3
     t = stub.GetNode(pb.GetNodeRequest(node="xeon-0"))
     assert t.tick == 3 and t.profile == "intel-xeon-2s-rapl"
-    assert t.host_power_w == pytest.approx(2 * 165 + 2 * 8)
+    assert t.host_power_w == pytest.approx(2 * 165 + 2 * 8 + builtin_profile("intel-xeon-2s-rapl").physics.platform_other_w)
     assert [z.name for z in t.cpu_zones] == ["package-0", "dram", "package-1", "dram"]
     assert t.cpu_zones[1].cap_locked
     nodes = stub.ListNodes(pb.ListNodesRequest())

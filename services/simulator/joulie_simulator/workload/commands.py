@@ -12,6 +12,7 @@ from typing import Any
 
 from joulie_workload.extract import ExtractOptions, extract_swf, parse_queue_classes
 from joulie_workload.gen import GenOptions, generate
+from joulie_workload.kinds import parse_shares
 from joulie_workload.trace import TraceError, dump_lines, load_trace
 
 COMMANDS = ("workload", "workloadgen", "traceextract")
@@ -42,7 +43,11 @@ def add_parsers(sub: Any) -> None:
     gen.add_argument("--mean-interarrival-s", type=float, default=d.mean_interarrival_s)
     gen.add_argument("--perf-ratio", type=float, default=d.perf_ratio)
     gen.add_argument("--eco-ratio", type=float, default=d.eco_ratio)
-    gen.add_argument("--gpu-ratio", type=float, default=d.gpu_ratio)
+    gen.add_argument("--gpu-ratio", type=float, default=d.gpu_ratio,
+                     help="share of GPU jobs when --kind-shares is not given (training 5/8, inference 3/8 of them)")
+    gen.add_argument("--kind-shares", default="",
+                     help="KIND=SHARE,... of gpu-training, gpu-inference, cpu-compute, cpu-memory (normalised; "
+                          "default from --gpu-ratio: 0.25,0.15,0.4,0.2)")
     gen.add_argument("--cpu-median-s", type=float, default=d.cpu_median_s)
     gen.add_argument("--gpu-median-s", type=float, default=d.gpu_median_s)
     gen.add_argument("--namespace", default=d.namespace)
@@ -55,6 +60,8 @@ def add_parsers(sub: Any) -> None:
     ex.add_argument("--queue-classes", default="", help="QUEUE=CLASS,... (class performance, eco or general)")
     ex.add_argument("--namespace", default="default")
     ex.add_argument("--limit", type=int, default=0, help="keep the first N usable jobs (0 = all)")
+    ex.add_argument("--memory-bound-kb", type=float, default=ExtractOptions().memory_bound_kb,
+                    help="memory per processor (KB, SWF field 7 else 10) from which a job is cpu-memory (default 2 GiB)")
 
 
 def _emit(lines: list[str], out: str) -> None:
@@ -71,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
             jobs = generate(GenOptions(
                 jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s, perf_ratio=args.perf_ratio,
                 eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio, cpu_median_s=args.cpu_median_s,
-                gpu_median_s=args.gpu_median_s, namespace=args.namespace))
+                gpu_median_s=args.gpu_median_s, namespace=args.namespace,
+                kind_shares=parse_shares(args.kind_shares) if args.kind_shares else None))
             _emit(list(dump_lines(jobs)), args.out)
             print(f"workloadgen: {len(jobs)} jobs, seed {args.seed}", file=sys.stderr)
             return 0
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 raise TraceError(f"{args.input}: cannot read: {e.strerror or e}") from None
             got = extract_swf(text.splitlines(), str(args.input), ExtractOptions(
                 time_scale=args.time_scale, max_cpus=args.max_cpus, queue_classes=parse_queue_classes(args.queue_classes),
-                namespace=args.namespace, limit=args.limit))
+                namespace=args.namespace, limit=args.limit, memory_bound_kb=args.memory_bound_kb))
             _emit(list(dump_lines(got.jobs)), args.out)
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(got.skipped.items())) or "none"
             print(f"traceextract: {len(got.jobs)} jobs kept; skipped: {skipped}", file=sys.stderr)

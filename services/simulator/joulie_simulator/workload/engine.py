@@ -2,21 +2,24 @@
 
 Progress (one formula for the Kubernetes shell and the benchmark)::
 
-    cpu_rate = cores * (1 - s_cpu * (1 - f_cpu))        core-seconds of work per second
-    gpu_rate = gpus  * (1 - s_gpu * (1 - f_gpu))        GPU-seconds of work per second
-    f_cpu    = f_eff / f_uncapped                        the node's effective CPU frequency over the
-                                                         frequency its governor would run uncapped
-                                                         (1 when the node has no cpufreq)
-    f_gpu    = u_eff / u                                 mean over the job's boards; u_eff solves the
-                                                         board model idle + (max - idle) * u_eff**gamma
-                                                         = min(natural(u), max(cap, idle))
+    cpu_rate = cores * throughput(r_cpu, c_cpu)        core-seconds of work per second
+    gpu_rate = gpus  * throughput(r_gpu, c_gpu)        GPU-seconds of work per second
+    throughput(r, c) = 1 / (c / r + 1 - c)              physics_speed: the share c of the work's time
+                                                        follows the clock, the rest waits on memory
+    r_cpu    = f_eff / f_uncapped                       the busy cores' clock under the node's limit
+                                                        over their clock without it (physics_cpu;
+                                                        1 when the node has no cpufreq)
+    r_gpu    = the SM clock ratio the board sustains    physics_gpu.clock_ratio_for_limit, mean over
+               under its enforced limit at its util     the job's boards
     done     when cpuUnits and gpuUnits are both used up (the completion time is interpolated
              inside the tick, so results do not depend on the tick length to first order)
 
-``s_cpu``, ``s_gpu`` are the job's sensitivities (0..1). So an uncapped node runs a job at full
-speed, a RAPL cap that pulls the frequency down to 60 % of the governor's choice runs a fully
-sensitive CPU job at 60 % speed, and a GPU power cap slows a job in proportion to the utilisation
-the capped board can still sustain. Slowdown of a job = (finish - submit) / ideal runtime.
+``c_cpu``, ``c_gpu`` are the job's ``sensitivity`` (its compute-bound share, drawn from its workload
+kind: ``joulie_workload.kinds``). So an uncapped node runs a job at full speed; a RAPL limit that
+pulls the busy cores to 60 % of their clock runs compute-bound work (c = 1) at 60 % speed and
+memory-bound work (c = 0.35) at 81 %; a GPU limit that leaves 80 % of the SM clock costs
+training (c about 0.5) 11 % and decode (c about 0.25) 6 %. Slowdown of a job = (finish - submit) /
+ideal runtime.
 
 A node's load follows its jobs: ``cpu_util = min(1, sum(cores * u_cpu) / node cores)`` and each
 board carries the GPU utilisation of the job holding it (lowest free board indices first).
@@ -29,6 +32,8 @@ from dataclasses import dataclass, field
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
 from joulie_simulator.model import Load, NodeState
+from joulie_simulator.physics_gpu import clock_ratio_for_limit
+from joulie_simulator.physics_speed import throughput
 from joulie_workload.trace import Job
 
 EPS = 1e-9
@@ -36,7 +41,7 @@ EPS = 1e-9
 
 @dataclass(frozen=True)
 class NodeSpeed:
-    """Per-node speed factors in (0, 1]: CPU and, per board index, GPU."""
+    """Per-node clock ratios in (0, 1]: the CPU's busy cores and, per board index, the GPU's SM clock."""
 
     cpu: float = 1.0
     gpus: tuple[float, ...] = ()
@@ -56,17 +61,10 @@ def cpu_factor(eff_khz: float, uncapped_khz: float) -> float:
 
 
 def gpu_factor(g: GpuPhysics, util: float, enforced_cap_w: float) -> float:
-    """u_eff / u for a board asked to run at ``util`` under ``enforced_cap_w`` (the physics inverted)."""
-    u = min(max(util, 0.0), 1.0)
-    if u <= 0:
+    """The SM clock ratio a board running ``util`` sustains under ``enforced_cap_w`` (1: no slowdown)."""
+    if util <= 0:
         return 1.0
-    span = g.natural_max_w - g.idle_w
-    if span <= 0:
-        return 1.0
-    natural = g.idle_w + span * u**g.util_gamma
-    drawn = min(natural, max(enforced_cap_w, g.idle_w))
-    u_eff = max(0.0, (drawn - g.idle_w) / span) ** (1.0 / g.util_gamma)
-    return float(max(0.0, min(1.0, u_eff / u)))
+    return clock_ratio_for_limit(g, util, enforced_cap_w)
 
 
 def speed_from_state(profile: Profile, state: NodeState) -> NodeSpeed:
@@ -190,8 +188,8 @@ class Engine:
                 continue
             sp = speeds.get(r.node, FULL_SPEED)
             j = r.job
-            f_cpu = 1.0 - j.sensitivity.cpu * (1.0 - sp.cpu)
-            f_gpu = 1.0 - j.sensitivity.gpu * (1.0 - sp.gpu(r.gpu_indices))
+            f_cpu = throughput(sp.cpu, j.sensitivity.cpu)
+            f_gpu = throughput(sp.gpu(r.gpu_indices), j.sensitivity.gpu)
             cpu_rate = j.requests.cpu * max(f_cpu, EPS)
             gpu_rate = j.requests.gpu * max(f_gpu, EPS) if j.requests.gpu else 0.0
             need = max(r.cpu_left / cpu_rate if r.cpu_left > 0 else 0.0,

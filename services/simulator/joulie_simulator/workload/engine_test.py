@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator import physics
+from joulie_simulator import physics, physics_gpu
 from joulie_simulator.model import Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, gpu_factor, speed_from_state
 from joulie_workload.trace import Job
@@ -34,14 +34,14 @@ def test_full_speed_job_finishes_at_its_ideal_runtime_inside_the_tick() -> None:
     assert e.finished
 
 
-def test_a_cpu_at_half_frequency_halves_a_sensitive_job_and_less_an_insensitive_one() -> None:
+def test_a_cpu_at_half_clock_halves_a_compute_bound_job_and_less_a_memory_bound_one() -> None:
     e = Engine([job("s", cpu_units=40.0, s_cpu=1.0), job("i", cpu_units=40.0, s_cpu=0.5)])
     e.due(0.0)
     e.bind("s", "n", 0.0, 0)
     e.bind("i", "n", 0.0, 0)
     done = {c.job_id: c.at_s for t in range(40) for c in e.step(float(t), 1.0, {"n": NodeSpeed(cpu=0.5)})}
     assert done["s"] == pytest.approx(20.0)
-    assert done["i"] == pytest.approx(10.0 / 0.75)
+    assert done["i"] == pytest.approx(10.0 * (0.5 / 0.5 + 0.5))  # half the time follows the clock: 10 s -> 15 s
 
 
 def test_rapl_cap_in_the_physics_slows_the_job() -> None:
@@ -55,13 +55,25 @@ def test_rapl_cap_in_the_physics_slows_the_job() -> None:
     assert 0.3 < slow < 0.8, slow
 
 
-def test_gpu_cap_factor_inverts_the_board_model() -> None:
+def test_gpu_factor_is_the_clock_the_board_sustains_under_its_limit() -> None:
     g = builtin_profile("nvidia-h100-nvl-8gpu").physics.gpu
     assert g is not None
     assert gpu_factor(g, 0.9, 400.0) == pytest.approx(1.0)
-    half = gpu_factor(g, 1.0, g.idle_w + (g.natural_max_w - g.idle_w) * 0.5)
-    assert half == pytest.approx(0.5 ** (1 / g.util_gamma))
+    r = gpu_factor(g, 1.0, 250.0)
+    assert 0.5 < r < 1.0 and physics_gpu.power_at_clock_w(g, 1.0, r) == pytest.approx(250.0)
     assert gpu_factor(g, 0.0, 200.0) == 1.0
+
+
+def test_a_gpu_cap_slows_memory_bound_work_less_than_compute_bound_work() -> None:
+    e = Engine([Job.model_validate({"type": "job", "jobId": jid, "submitTimeOffsetSec": 0, "requests": {"cpu": 1, "gpu": 1},
+                                    "work": {"gpuUnits": 100.0}, "sensitivity": {"cpu": 0.0, "gpu": c}})
+                for jid, c in (("train", 0.52), ("decode", 0.26))])
+    e.due(0.0)
+    e.bind("train", "n", 0.0, 2)
+    e.bind("decode", "n", 0.0, 2)
+    done = {c.job_id: c.at_s for t in range(300) for c in e.step(float(t), 1.0, {"n": NodeSpeed(gpus=(0.8, 0.8))})}
+    assert done["train"] == pytest.approx(100.0 * (0.52 / 0.8 + 0.48))
+    assert done["decode"] == pytest.approx(100.0 * (0.26 / 0.8 + 0.74)) and done["decode"] < done["train"]
 
 
 def test_loads_follow_jobs_and_gpus_go_to_free_boards() -> None:
