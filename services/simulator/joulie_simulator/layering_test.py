@@ -8,11 +8,25 @@ from types import ModuleType
 import pytest
 
 from joulie_hwprofiles import nodeobject, schema
-from joulie_simulator import emulator, golden, model, physics, render, spec, writes
+from joulie_simulator import (
+    emulator,
+    golden,
+    model,
+    physics,
+    physics_calibration,
+    physics_cpu,
+    physics_curve,
+    physics_gpu,
+    physics_speed,
+    render,
+    spec,
+    writes,
+)
 
-PURE = [schema, model, physics, writes, render, nodeobject, emulator, spec, golden]
-SHELLS = {"fuse_view", "files_mode", "http_debug", "grpc_api", "otlp", "cli", "bench"}
-SHELL_LIBS = {"pyfuse3", "trio", "grpc", "opentelemetry", "http", "socket", "subprocess", "urllib"}
+PURE = [schema, model, physics, physics_cpu, physics_gpu, physics_speed, physics_curve, physics_calibration, writes, render, nodeobject,
+        emulator, spec, golden]
+SHELLS = {"fuse_view", "files_mode", "http_debug", "grpc_api", "otlp", "cli", "bench", "curve_cmd"}
+SHELL_LIBS = {"pyfuse3", "trio", "grpc", "opentelemetry", "http", "socket", "subprocess", "urllib", "matplotlib"}
 
 
 def _imports(module: ModuleType) -> set[str]:
