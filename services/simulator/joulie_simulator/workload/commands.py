@@ -140,7 +140,10 @@ def _workload(args: argparse.Namespace) -> int:
           f"{len(rec.errors)} errors", flush=True)
     if done and args.stay:
         print(f"workload: all {len(jobs)} jobs done; serving /metrics until stopped (--stay)", flush=True)
-        stop.wait()
+        # A timed wait: the signal may land on a gRPC thread while the main thread sleeps in an
+        # untimed lock acquire, and then the handler would only run once something else woke it.
+        while not stop.wait(0.5):
+            pass
     if not done and stop.is_set():
         # Stopped on purpose (simcluster down, Ctrl-C): not a failure unless the API refused something.
         print(f"workload: stopped by a signal with {len(jobs) - len(rec.deleted)} jobs unfinished", flush=True)
