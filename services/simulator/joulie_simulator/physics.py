@@ -65,10 +65,10 @@ def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
     min_khz = cf.min_khz if cf else 0
     if cf:
         ac_khz = physics_cpu.allcore_khz(cpu, cf)
-        busy_target = physics_cpu.busy_khz(cpu, cf, math.inf, util)  # turbo-limited; the governor's cap below
+        turbo_limit_khz = physics_cpu.turbo_khz(cpu, cf, util)  # what this many busy cores can turbo to
         min_ratio = min_khz / ac_khz
     else:
-        ac_khz, busy_target, min_ratio = 1.0, 1.0, 1.0
+        ac_khz, turbo_limit_khz, min_ratio = 1.0, 1.0, 1.0
     ramp_s = cpu.freq_ramp_s
     hsmp_tau_s = phys.hsmp_settle_tau_s
     dram_w = phys.dram_w_per_socket
@@ -80,7 +80,7 @@ def step_node(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
             target = s.freq_base_khz + s.freq_per_util_khz * util
             cur_khz = settle(s.cur_khz, target, dt_s, ramp_s)
             # A busy core runs at what the governor gives a fully busy policy, within turbo.
-            busy_ratio = max(min_khz, min(s.freq_base_khz + s.freq_per_util_khz, busy_target)) / ac_khz
+            busy_ratio = max(min_khz, min(s.freq_base_khz + s.freq_per_util_khz, turbo_limit_khz)) / ac_khz
         cap_w = math.inf
         rapl_settled = s.rapl_settled_w
         if s.rapl_requested_w is not None:
