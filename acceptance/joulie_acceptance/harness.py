@@ -25,7 +25,6 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome
@@ -33,6 +32,7 @@ from joulie_agent.runner import Agent, KubeShell
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_common.clock import FakeClock
 from joulie_hwprofiles.nodeobject import node_object
 from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import GPU_STATE_FILE, GpuState

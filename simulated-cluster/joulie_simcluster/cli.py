@@ -42,9 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from joulie_bench.sim import POLICIES
+from joulie_common.yamlload import YamlError, load_yaml_all
 from joulie_simcluster import deploy, k3s, livebench, runtime, smoke, telemetry
 from joulie_simcluster.agents import agent_daemonset, select_agents
 from joulie_simcluster.components import HwemuMode
@@ -63,11 +62,9 @@ CHART_DIR = Path("charts/joulie")
 
 def _load_daemonset(path: Path) -> dict[str, Any]:
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from e
+        docs = load_yaml_all(path)
+    except YamlError as e:
+        raise SpecError(str(e)) from e
     found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DaemonSet"]
     if len(found) != 1:
         raise SpecError(f"{path}: (top level): expected exactly one DaemonSet, found {len(found)}")

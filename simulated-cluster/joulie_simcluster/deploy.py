@@ -31,9 +31,11 @@ from typing import Any
 
 import yaml
 
-from joulie_agent.settings import owns_node  # the agent's own sharding rule, not a copy
 from joulie_api import names
 from joulie_api.backoff import Backoff
+from joulie_common.merge import deep_merge
+from joulie_common.sharding import owns_node  # the rule the agents shard by, not a copy
+from joulie_common.yamlload import YamlError, load_yaml
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import components as comp
 from joulie_simcluster import smokeload, telemetry
@@ -106,28 +108,13 @@ def install_binaries(state: StateDir, dist: Path) -> dict[str, Binary]:
 # --- values -----------------------------------------------------------------------------------
 
 
-def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's rule for several values files: maps merge key by key, anything else is replaced."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def load_values(files: list[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for path in files:
-        try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except OSError as e:
-            raise RuntimeFailure(f"values file {path}: cannot read: {e.strerror}") from e
-        except yaml.YAMLError as e:
-            raise RuntimeFailure(f"values file {path}: not valid YAML: {e}") from e
-        if not isinstance(raw, dict):
-            raise RuntimeFailure(f"values file {path}: (top level): expected a mapping, got {type(raw).__name__}")
+        try:  # Helm's rule for several values files: deep_merge
+            raw = load_yaml(path, source=f"values file {path}", mapping=True, empty={})
+        except YamlError as e:
+            raise RuntimeFailure(str(e)) from e
         merged = deep_merge(merged, raw)
     return merged
 

@@ -38,9 +38,9 @@ from typing import Any, Final
 import yaml
 
 from joulie_api import names
+from joulie_api.controller_env import env_name
 from joulie_bench.sim import POLICIES, BenchNode, RunResult, pue, settings_for
 from joulie_bench.sim import run as accelerated_run
-from joulie_controller.settings import env_name
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import deploy, runtime
 from joulie_simcluster.components import HwemuMode

@@ -8,13 +8,14 @@ from prometheus_client import generate_latest
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome
 from joulie_agent.runner import Agent, KubeShell
-from joulie_agent.settings import Settings, owns_node
+from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import FakeClock
+from joulie_common.sharding import owns_node
 
 
 class FakeKube:

@@ -15,7 +15,6 @@ import pytest
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.hostread import HostPaths
 from joulie_agent.metrics import AgentMetrics
@@ -23,6 +22,7 @@ from joulie_agent.node import MSG_NO_CPU_BACKEND, NodeController, NodeOptions
 from joulie_agent.sysfswrite import write_attr
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_common.clock import FakeClock
 
 
 def spec(cpu_w: float | None = None, cpu_pct: float | None = None, gpu_w: float | None = None,

@@ -10,7 +10,6 @@ from kubernetes import client as k8s
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.runner import Agent, KubeShell
 from joulie_agent.settings import Settings
@@ -24,6 +23,7 @@ from joulie_api.names import (
     VERSION,
     object_name_for_node,
 )
+from joulie_common.clock import FakeClock
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
