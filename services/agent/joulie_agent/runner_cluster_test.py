@@ -24,18 +24,13 @@ from joulie_api.names import (
     object_name_for_node,
 )
 from joulie_common.clock import FakeClock
+from joulie_testinfra.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
 
 def make_node(core: k8s.CoreV1Api, name: str) -> None:
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}, "capacity": {"cpu": "8", "memory": "32Gi"}},
-    })
-    assert node is not None
-    core.create_node(node)
+    create_node(core, name, {"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}, {"cpu": "8", "memory": "32Gi"})
 
 
 def raw(kube_api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:

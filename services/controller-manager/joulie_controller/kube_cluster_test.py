@@ -28,7 +28,8 @@ from joulie_controller.kube import KubeShell
 from joulie_controller.leader import LeaderElector
 from joulie_controller.prometheus import PowerReader
 from joulie_controller.settings import Settings
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.kwok import KWOK_TAINT_KEY
+from joulie_testinfra.nodes import create_node
 from joulie_testinfra.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
 
@@ -72,18 +73,8 @@ def node_meta(core: k8s.CoreV1Api, name: str) -> k8s.V1ObjectMeta:
 
 def make_node(core: k8s.CoreV1Api, name: str, tag: str, kwok: bool = False,
               labels: dict[str, str] | None = None) -> None:
-    meta: dict[str, Any] = {"name": name, "labels": {"test.joulie.io/suite": tag, "joulie.io/hw.cpu-model": "epyc",
-                                                     **(labels or {})}}
-    spec: dict[str, Any] = {}
-    if kwok:
-        meta["annotations"] = {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE}
-        spec["taints"] = [{"key": KWOK_TAINT_KEY, "value": "fake", "effect": "NoSchedule"}]
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec,
-        "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"},
-                   "capacity": {"cpu": "32", "memory": "64Gi", "pods": "110"}}})
-    assert node is not None
-    core.create_node(node)
+    create_node(core, name, {"test.joulie.io/suite": tag, "joulie.io/hw.cpu-model": "epyc", **(labels or {})},
+                {"cpu": "32", "memory": "64Gi", "pods": "110"}, kwok=kwok)
 
 
 def controller(api: k8s.ApiClient, tag: str, clock: FakeClock, elector: LeaderElector | None = None,
