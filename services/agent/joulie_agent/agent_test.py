@@ -10,7 +10,7 @@ from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.clock import FakeClock
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import CPUOutcome, GPUOutcome
+from joulie_agent.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.runner import Agent, KubeShell
 from joulie_agent.settings import Settings, owns_node
 from joulie_api.generated.nodehardware import NodeHardwareStatus

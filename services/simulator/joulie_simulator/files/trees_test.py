@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator import files_mode, physics
+from joulie_simulator import physics
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
-from joulie_simulator.files_mode import FileTrees, TreeConflict, load_states
+from joulie_simulator.files import changes
+from joulie_simulator.files.fanotify import FanWatch
+from joulie_simulator.files.ledger import TreeConflict, load_states
+from joulie_simulator.files.trees import FileTrees
 from joulie_simulator.model import Load, NodeState, initial_state
 
 PKG0 = "sys/class/powercap/intel-rapl:0"
@@ -186,7 +189,7 @@ def test_writes_in_place_and_by_rename_are_seen_with_or_without_inotify(tmp_path
     emu = Emulator(nodes, tick_s=1.0, clock=lambda: 0.0)
     trees = FileTrees(tmp_path, emu, watch=watch)
     trees.ensure()
-    assert (trees._dirwatch is not None) == watch
+    assert (trees.changes.dirwatch is not None) == watch
     trees.tick()
     _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "110000000")
     pol = tmp_path / "node-a/sys/devices/system/cpu/cpufreq/policy3"
@@ -207,7 +210,7 @@ def test_a_node_whose_directory_watch_is_lost_is_scanned(tmp_path: Path) -> None
     os.rename(zone, moved)  # the watched directory goes away (its watch with it) ...
     os.rename(moved, zone)  # ... and comes back: inotify no longer reports it
     trees.tick()
-    assert "node-a" in trees._unwatched
+    assert "node-a" in trees.changes.unwatched
     _write(tmp_path, "sys/class/powercap/intel-rapl:1/constraint_0_power_limit_uw", "100000000")
     trees.tick()
     assert emu.nodes["node-a"].state.zones[2].limits_uw[0] == 100_000_000
@@ -224,13 +227,13 @@ def test_the_combined_ledger_is_at_the_current_tick_and_node_ledgers_catch_up(tm
 
 def test_nodes_past_the_inotify_budget_are_watched_with_fanotify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
-        files_mode.FanWatch().close()
+        FanWatch().close()
     except OSError as e:
         pytest.skip(f"no fanotify here: {e}")
-    monkeypatch.setattr(files_mode, "_max_watches", lambda limit_file="inotify", default=0: 10_000 if "fanotify" in limit_file else 0)
+    monkeypatch.setattr(changes, "max_watches", lambda limit_file="inotify", default=0: 10_000 if "fanotify" in limit_file else 0)
     emu, trees = _start(tmp_path)
-    assert trees._fanwatch is not None and not trees._unwatched
-    assert all(isinstance(key, bytes) for key in trees._by_wd)
+    assert trees.changes.fanwatch is not None and not trees.changes.unwatched
+    assert all(isinstance(key, bytes) for key in trees.changes.by_wd)
     trees.tick()
     _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "120000000")
     pol = tmp_path / "node-a/sys/devices/system/cpu/cpufreq/policy5"
@@ -245,23 +248,13 @@ def test_nodes_past_the_inotify_budget_are_watched_with_fanotify(tmp_path: Path,
     trees.close()
 
 
-def test_a_replaced_file_keeps_its_mode_and_readers_see_whole_contents(tmp_path: Path) -> None:
-    path, scratch = str(tmp_path / "gpus.json"), str(tmp_path / "scratch")
-    files_mode._swap_in(scratch, path, b'{"a": 1}\n', 0o444)  # no file yet: a plain rename
-    first = os.stat(path).st_ino
-    files_mode._swap_in(scratch, path, b'{"a": 22}\n', 0o444)
-    files_mode._swap_in(scratch, path, b'{"b": 3}\n', 0o444)  # shorter than the scratch file's content
-    assert Path(path).read_bytes() == b'{"b": 3}\n' and os.stat(path).st_mode & 0o777 == 0o444
-    assert os.stat(path).st_ino == first  # the two files traded places twice
-
-
 def test_a_counter_replaced_for_a_new_length_is_still_rewritten_in_place_afterwards(tmp_path: Path) -> None:
     emu, trees = _start(tmp_path)
     f = next(s for s in trees._shown["node-a"] if s.bind[0] == "zone_energy")
-    trees._publish(f, "9" * (len(f.text) - 1) + "\n")  # same length: in place, the file kept open
+    trees.publisher.publish(f, "9" * (len(f.text) - 1) + "\n")  # same length: in place, the file kept open
     assert f.fd >= 0
-    trees._publish(f, "1" * (len(f.text) + 1) + "\n")  # longer: replaced, the descriptor dropped
+    trees.publisher.publish(f, "1" * (len(f.text) + 1) + "\n")  # longer: replaced, the descriptor dropped
     assert f.fd == -1
-    trees._publish(f, "2" * (len(f.text) - 1) + "\n")
+    trees.publisher.publish(f, "2" * (len(f.text) - 1) + "\n")
     assert Path(f.path).read_text() == f.text
     trees.close()
