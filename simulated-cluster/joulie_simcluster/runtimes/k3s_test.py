@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from joulie_simcluster import k3s
-from joulie_simcluster.k3s import K3sFailure, K3sPin, ServerConfig
+from joulie_simcluster.runtimes import k3s
+from joulie_simcluster.runtimes.k3s import K3sFailure, K3sPin, ServerConfig
 
 PIN = K3sPin("rancher/k3s:v1.34.1-k3s1", "v1.34.1+k3s1")
 PIN_135 = K3sPin("rancher/k3s:v1.35.0-k3s1", "v1.35.0+k3s1")

@@ -26,18 +26,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from kubernetes import client as k8s
 
-from joulie_simcluster.runtime import Progress, RuntimeFailure, apply_nodes, core_api, list_nodes, node_ready
-from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.context import RenderedSpec
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes.kube import apply_nodes, core_api, list_nodes, node_ready
+from joulie_simcluster.settings import HwemuMode
 from joulie_simcluster.state import StateDir
 from joulie_testinfra.controlplane import EXTENDED_RESOURCE_TOLERATION
 from joulie_testinfra.tools import parse_env_file
-
-HwemuMode = Literal["fuse", "files"]
 
 K3S_DATA = "/var/lib/rancher/k3s"
 HWEMU_ROOT = "/var/lib/joulie-hwemu"
@@ -431,7 +431,7 @@ def _copy_airgap(docker: Docker, name: str, bundle: Path) -> None:
 
 
 def default_airgap_bundle(state: StateDir) -> Path | None:
-    """``$SIMCLUSTER_DIR/images/k3s-airgap-images-amd64.tar[.zst]`` when present (SIMCLUSTER_AIRGAP=1)."""
+    """``$SIMCLUSTER_DIR/images/k3s-airgap-images-amd64.tar[.zst]`` when present."""
     for suffix in (".tar.zst", ".tar"):
         path = state.root / "images" / f"{AIRGAP_BUNDLE}{suffix}"
         if path.is_file():
@@ -496,28 +496,34 @@ def _wait_infra_ready(docker: Docker, state: StateDir, name: str, node: str, tim
         time.sleep(1.0)
 
 
-def up_k3s(
-    state: StateDir,
-    spec: ClusterSpec,
-    spec_text: str,
-    *,
-    name: str,
-    agents: int,
-    images: Sequence[str] = (),
-    hwemu: HwemuMode = "fuse",
-    versions_file: Path = Path("versions.env"),
-    docker_host: str | None = None,
-    airgap_bundle: Path | None = None,
-    scheduler_config: Path | None = None,
-    progress: Progress | None = None,
-    start_timeout_s: float = 300,
-    ready_timeout_s: float = 120,
-) -> str:
-    """Brings the k3s cluster `name` up (or reuses its container), imports `images` into its
-    containerd, applies the spec's Nodes (:func:`simcluster.runtime.apply_nodes`, which waits until
-    KWOK reports them Ready). Returns the summary line. Raises K3sFailure saying what is missing."""
+@dataclass(frozen=True)
+class K3sOptions:
+    """One k3s ``up``: the container and what goes into it."""
+
+    name: str
+    """The container's name (SIMCLUSTER_NAME); its volumes are ``<name>-k3s`` and ``<name>-hwemu``."""
+    agents: int
+    """How many emulated agents will run as pods on the infra Node (sizes max-pods and the inotify check)."""
+    images: Sequence[str] = ()
+    """Image references imported into the cluster's containerd, one at a time."""
+    hwemu: HwemuMode = "fuse"
+    versions_file: Path = Path("versions.env")
+    docker_host: str | None = None
+    """The engine's address; None: DOCKER_HOST or the default socket."""
+    airgap_bundle: Path | None = None
+    scheduler_config: Path | None = None
+    start_timeout_s: float = 300
+    ready_timeout_s: float = 120
+
+
+def up_k3s(state: StateDir, rendered: RenderedSpec, options: K3sOptions, progress: Progress | None = None) -> str:
+    """Brings the k3s cluster ``options.name`` up (or reuses its container), imports the images into its
+    containerd, applies the spec's Nodes (:func:`joulie_simcluster.runtimes.kube.apply_nodes`, which
+    waits until KWOK reports them Ready). Returns the summary line. Raises K3sFailure saying what is missing."""
     progress = progress or Progress()
-    pin = load_pin(versions_file)
+    spec, name, agents, images, hwemu = rendered.spec, options.name, options.agents, options.images, options.hwemu
+    docker_host, airgap_bundle, start_timeout_s = options.docker_host, options.airgap_bundle, options.start_timeout_s
+    pin = load_pin(options.versions_file)
     cap = pod_capacity(agents)
     if hwemu == "fuse" and not Path("/dev/fuse").exists():
         raise K3sFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse on the host (SIMCLUSTER_HWEMU=files needs none)")
@@ -527,7 +533,7 @@ def up_k3s(
     docker = find_docker(docker_host)
     progress(f"Docker engine {check_engine(docker)} at {docker.where}")
     ensure_image(docker, pin.image, progress)
-    cfg = ServerConfig(name, pin, agents, hwemu, is_cgroup_v1(host_cgroup_fs_type()), scheduler_config)
+    cfg = ServerConfig(name, pin, agents, hwemu, is_cgroup_v1(host_cgroup_fs_type()), options.scheduler_config)
     info = _inspect(docker, name)
     if info is not None:
         created_for = int(info["max_pods"]) if info["max_pods"].isdigit() else 0
@@ -591,10 +597,10 @@ def up_k3s(
         env["DOCKER_HOST"] = docker_host
     state.write_cluster_env(env)
     try:
-        applied, deleted, ready_s = apply_nodes(state, spec, progress, ready_timeout_s)
+        applied, deleted, ready_s = apply_nodes(state, rendered, progress, options.ready_timeout_s)
     except k8s.ApiException as e:
         raise K3sFailure(f"applying the Nodes failed: HTTP {e.status} {e.reason}: {e.body}") from e
-    state.spec.write_text(spec_text)
+    state.spec.write_text(rendered.text)
     summary = (
         f"simcluster up (k3s): container {name}, spec {spec.name}, {applied} Nodes applied, {len(deleted)} deleted, "
         f"Ready in {ready_s:.1f}s, {len(import_plan(images))} images imported, API {env['API_URL']}"
