@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "runtimes": 1,
     "deploy": 2,
     "smoke.run": 3,
+    "smoke.results": 3,
     "livebench": 4,
     "cli": 5,
 }

@@ -77,8 +77,51 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     """Starts every component and waits until each reports."""
     t0 = time.monotonic()
     state, progress, settings = ctx.state, ctx.progress, ctx.settings
-    spec, nodes = rendered.spec, rendered.nodes
-    mode, timing, wait_timeout_s = settings.hwemu, settings.timing, settings.deploy_timeout_s
+    cluster = _live_cluster(state, settings.hwemu)
+    stop_deployed(state, progress)
+    binaries = install_binaries(state, settings.dist)
+    progress("binaries: " + ", ".join(f"{b.component} {b.tag}" for b in binaries.values()))
+    values = load_values(options.values_files)
+    state.values.mkdir(parents=True, exist_ok=True)
+    (state.values / "values.effective.yaml").write_text(yaml.safe_dump(values, sort_keys=True))
+    eligible, excluded = select_agents(rendered.nodes, options.daemonset)
+    progress(f"agents: {len(eligible)} of {len(rendered.nodes)} Nodes eligible" +
+             "".join(f"; {n}: {why}" for n, why in excluded))
+    agents = agent_nodes(rendered.spec, rendered.nodes, eligible, values)
+    plan = _plan(ctx, rendered, cluster, {c: b.path for c, b in binaries.items()}, values, agents)
+    if options.workload:
+        plan = with_workload(plan, rendered.name, rendered.nodes, options.trace, options.workload_args)
+    _write_agent_files(plan)
+    env = _deploy_env(plan, rendered, cluster, options.values_files)
+    for b in binaries.values():
+        env[f"BINARY_{b.component}"] = str(b.path)
+        env[f"TAG_{b.component}"] = b.tag
+    cmds = comp.commands(plan)
+    render = state.root / "render"
+    render.mkdir(parents=True, exist_ok=True)
+    (render / "commands.json").write_text(json.dumps(
+        {c.name: {"component": c.component, "argv": c.argv, "env": c.env, "log": str(c.log), "url": c.metrics_url}
+         for c in cmds}, indent=1))
+    try:
+        started = _start(ctx, cmds, env)
+        shards = plan.agent_shards
+        how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
+        runner = f", workload runner on {len(load_trace(plan.workload_trace))} jobs" if plan.cluster else ", no workload runner"
+        progress(f"started {started} processes (simulator, extender, controller manager, {how}{runner})")
+        reports = wait_reports(state, env, rendered.managed, settings.deploy_timeout_s, progress)
+    except BaseException:
+        if not settings.keep_failed:
+            stop_deployed(state, progress)
+        raise
+    env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    state.write_deploy_env(env)
+    seconds = time.monotonic() - t0
+    progress(f"deploy: every component reports ({seconds:.1f}s)")
+    return DeployResult([a.name for a in agents], excluded, seconds, reports)
+
+
+def _live_cluster(state: StateDir, mode: str) -> dict[str, str]:
+    """cluster.env of the live cluster a deploy needs, or a RuntimeFailure saying what to run first."""
     live, why = cluster_live(state)
     cluster = state.read_cluster_env()
     if not live or cluster is None:
@@ -87,16 +130,14 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         raise RuntimeFailure(f"{state.cluster_env} is from an older simcluster (no Prometheus); run simcluster down, then up")
     if mode == "fuse" and not Path("/dev/fuse").exists():
         raise RuntimeFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse; use SIMCLUSTER_HWEMU=files on this machine")
-    stop_deployed(state, progress)
-    binaries = install_binaries(state, settings.dist)
-    progress("binaries: " + ", ".join(f"{b.component} {b.tag}" for b in binaries.values()))
-    values = load_values(options.values_files)
-    state.values.mkdir(parents=True, exist_ok=True)
-    (state.values / "values.effective.yaml").write_text(yaml.safe_dump(values, sort_keys=True))
-    eligible, excluded = select_agents(nodes, options.daemonset)
-    progress(f"agents: {len(eligible)} of {len(nodes)} Nodes eligible" +
-             "".join(f"; {n}: {why}" for n, why in excluded))
-    agents = agent_nodes(spec, nodes, eligible, values)
+    return cluster
+
+
+def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], binaries: dict[str, Path],
+          values: dict[str, Any], agents: list[comp.AgentNode]) -> comp.Plan:
+    """The plan of this deploy: ports (the extender's and the simulator's fixed at ``up``), the
+    settings, the telemetry mode's controller settings and OTLP target."""
+    state, settings = ctx.state, ctx.settings
     spec_file = state.root / "spec.yaml"
     if not spec_file.is_file():
         raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
@@ -106,10 +147,10 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
     ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
     plan = comp.Plan(
-        state=state.root, binaries={c: b.path for c, b in binaries.items()}, kubeconfig=state.kubeconfig,
-        prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=mode, timing=timing, ports=ports,
-        agents=agents, values=values, python_path_env=python_env(), python=interpreter(),
-        agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={spec.name},{names.LABEL_MANAGED}=true",
+        state=state.root, binaries=binaries, kubeconfig=state.kubeconfig,
+        prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=settings.hwemu, timing=settings.timing,
+        ports=ports, agents=agents, values=values, python_path_env=python_env(), python=interpreter(),
+        agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
         controller_env=tmode.joulie_env(settings.power_scope),
         otlp_endpoint=_otlp_endpoint(tmode, cluster),
     )
@@ -118,9 +159,12 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
             f"SIMCLUSTER_AGENT_SHARDS={shards}: pool agents own every managed Node of the spec, but the agent "
             f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
         )
-    if options.workload:
-        plan = with_workload(plan, spec.name, nodes, options.trace, options.workload_args)
-    for agent in agents:
+    return plan
+
+
+def _write_agent_files(plan: comp.Plan) -> None:
+    """Each agent's GPU tool wrappers and its tool-delivery stubs under a fresh ``host/``."""
+    for agent in plan.agents:
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
@@ -131,53 +175,41 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         for stub in comp.host_stubs(plan, agent):
             stub.parent.mkdir(parents=True, exist_ok=True)
             stub.touch()
-    env: dict[str, str] = {
-        "HWEMU_MODE": mode,
+
+
+def _deploy_env(plan: comp.Plan, rendered: RenderedSpec, cluster: Mapping[str, str], values_files: list[Path]) -> dict[str, str]:
+    """deploy.env before anything starts: the mode, the Nodes, the addresses, the timing."""
+    ports = plan.ports
+    return {
+        "HWEMU_MODE": plan.mode,
         "TELEMETRY": cluster.get("TELEMETRY", "otlp"),
-        "NODES": ",".join(n["metadata"]["name"] for n in nodes),
-        "AGENT_NODES": ",".join(a.name for a in agents),
-        "AGENT_SHARDS": str(shards),
-        "VALUES_FILES": ",".join(str(p) for p in options.values_files),
+        "NODES": ",".join(rendered.node_names),
+        "AGENT_NODES": ",".join(a.name for a in plan.agents),
+        "AGENT_SHARDS": str(plan.agent_shards),
+        "VALUES_FILES": ",".join(str(p) for p in values_files),
         "SIMULATOR_HTTP": f"127.0.0.1:{ports.simulator_http}",
         "SIMULATOR_GRPC": f"127.0.0.1:{ports.simulator_grpc}",
         "CONTROLLER_METRICS": f"127.0.0.1:{ports.controller_metrics}",
         "EXTENDER_ADDR": f"127.0.0.1:{ports.extender}",
-        **timing.as_env(),
+        **plan.timing.as_env(),
     }
-    for b in binaries.values():
-        env[f"BINARY_{b.component}"] = str(b.path)
-        env[f"TAG_{b.component}"] = b.tag
-    cmds = comp.commands(plan)
-    render = state.root / "render"
-    render.mkdir(parents=True, exist_ok=True)
-    (render / "commands.json").write_text(json.dumps(
-        {c.name: {"component": c.component, "argv": c.argv, "env": c.env, "log": str(c.log), "url": c.metrics_url}
-         for c in cmds}, indent=1))
-    started: list[ManagedProcess] = []
-    try:
-        for cmd in cmds:
-            proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
-            started.append(proc)
-            env[pid_key(cmd.name)] = str(proc.pid)
-            env[f"START_{cmd.name}"] = start_ticks(proc.pid)
-            env[f"COMPONENT_{cmd.name}"] = cmd.component
-            env[f"URL_{cmd.name}"] = cmd.metrics_url
-            state.write_deploy_env(env)
-            if cmd.name == "simulator":
-                _wait_simulator(state, proc, cmd.metrics_url, mode, progress, max(120.0, wait_timeout_s))
-        how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
-        runner = f", workload runner on {len(load_trace(plan.workload_trace))} jobs" if plan.cluster else ", no workload runner"
-        progress(f"started {len(started)} processes (simulator, extender, controller manager, {how}{runner})")
-        reports = wait_reports(state, env, rendered.managed, wait_timeout_s, progress)
-    except BaseException:
-        if not settings.keep_failed:
-            stop_deployed(state, progress)
-        raise
-    env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    state.write_deploy_env(env)
-    seconds = time.monotonic() - t0
-    progress(f"deploy: every component reports ({seconds:.1f}s)")
-    return DeployResult([a.name for a in agents], excluded, seconds, reports)
+
+
+def _start(ctx: Context, cmds: list[comp.Command], env: dict[str, str]) -> int:
+    """Starts `cmds` in order, recording each in deploy.env as it starts (a failed deploy can then be
+    stopped); the processes after the simulator only once it serves. Returns how many started."""
+    state, settings = ctx.state, ctx.settings
+    for cmd in cmds:
+        proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
+        env[pid_key(cmd.name)] = str(proc.pid)
+        env[f"START_{cmd.name}"] = start_ticks(proc.pid)
+        env[f"COMPONENT_{cmd.name}"] = cmd.component
+        env[f"URL_{cmd.name}"] = cmd.metrics_url
+        state.write_deploy_env(env)
+        if cmd.name == "simulator":
+            _wait_simulator(state, proc, cmd.metrics_url, settings.hwemu, ctx.progress,
+                            max(120.0, settings.deploy_timeout_s))
+    return len(cmds)
 
 
 def _otlp_endpoint(tmode: telemetry.Mode, cluster: Mapping[str, str]) -> str | None:

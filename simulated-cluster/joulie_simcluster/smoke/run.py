@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import io
 import json
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -51,16 +48,8 @@ from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
-from joulie_simcluster.smoke.summary import (
-    RunRecord,
-    build_summary,
-    checks_table,
-    otlp_logs_line,
-    otlp_metrics_line,
-    run_dir_name,
-    run_status,
-)
-from joulie_simcluster.state import StateDir
+from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
+from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
 from joulie_workload.trace import load_trace
 
 PHASE2_ENV = {
@@ -75,56 +64,6 @@ LOAD_TIMEOUT_S = 180.0
 """How long the workload's Pods may take to be bound and their load to reach the emulator: a
 scheduling cycle and a runner tick (1 s) when all goes well, the rest is room for a busy machine
 and for the runner's gRPC channel to reconnect after the simulator restart."""
-
-
-class Tee(io.TextIOBase):
-    """stdout and smoke.log at once."""
-
-    def __init__(self, *outs: TextIO) -> None:
-        self.outs = outs
-
-    def write(self, text: str) -> int:
-        for o in self.outs:
-            o.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for o in self.outs:
-            o.flush()
-
-
-class MemorySampler(threading.Thread):
-    """Peak resident memory of everything the run started (each process leads its own session)."""
-
-    def __init__(self, state: StateDir, period_s: float = 2.0) -> None:
-        super().__init__(daemon=True)
-        self.state, self.period_s = state, period_s
-        self.peak_kib = 0
-        self.stopped = threading.Event()
-
-    def sessions(self) -> set[int]:
-        out: set[int] = set()
-        for env in (self.state.read_cluster_env() or {}, self.state.read_deploy_env() or {}):
-            out |= {int(v) for k, v in env.items() if k.endswith("_PID") or k.startswith("PID_") if v.isdigit()}
-        return out
-
-    def sample(self) -> int:
-        sids, total = self.sessions(), 0
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(stat[3]) in sids:  # field 6 of stat: session id
-                    for line in (proc / "status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1])
-        return total
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.period_s):
-            with contextlib.suppress(Exception):
-                self.peak_kib = max(self.peak_kib, self.sample())
 
 
 @dataclass(frozen=True)
@@ -252,6 +191,21 @@ class Smoke:
 
     # --- the steps ----------------------------------------------------------------------------
 
+    def run_steps(self, excluded: list[tuple[str, str]]) -> None:
+        """The three steps in order; a step that raises fails its checks not yet recorded, and the run goes on."""
+        steps: list[tuple[list[str], Callable[[], None]]] = [
+            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: self.step_phase1(excluded)),
+            (["S08", "S09"], self.step_restart_and_lower),
+            (["S10", "S11", "S12"], self.step_pods),
+        ]
+        for ids, step in steps:
+            try:
+                step()
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # - a failed step fails its checks, the run goes on
+                self.failed(ids, e)
+
     def step_phase1(self, excluded: list[tuple[str, str]]) -> None:
         reports = component_reports(self.state, self.env, self.rendered.managed)
         collector = collector_report(self.state, self.state.read_cluster_env() or {})
@@ -360,44 +314,10 @@ class Smoke:
         self.record(checks.only_classified_on_fake(every, self.node_names))
 
 
-def git_state() -> tuple[str, bool]:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, check=True).stdout.strip())
-        return sha, dirty
-    except (OSError, subprocess.CalledProcessError):
-        return "", False
-
-
-def collect(state: StateDir, run: Path, smoke: Smoke | None) -> None:
-    """k8s/ objects, logs/, the env files and the effective values into the run directory."""
-    (run / "k8s").mkdir(parents=True, exist_ok=True)
-    paths = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "events": "/api/v1/events",
-             "nodehardwares": kube.NODEHARDWARES, "nodetwins": kube.NODETWINS}
-    for name, path in paths.items():
-        with contextlib.suppress(Exception):
-            code, body = kube.api_get(state.kubeconfig, path, timeout_s=10)
-            if code == 200:
-                (run / "k8s" / f"{name}.json").write_text(json.dumps(json.loads(body), indent=1))
-    if smoke is not None:
-        with contextlib.suppress(Exception):
-            (run / "k8s" / "emulate.json").write_text(json.dumps(smoke.truth(), indent=1))
-    if state.logs.is_dir():
-        shutil.copytree(state.logs, run / "logs", dirs_exist_ok=True)
-    for f in ("cluster.env", "deploy.env", "spec.yaml"):
-        if (state.root / f).is_file():
-            shutil.copy2(state.root / f, run / f)
-    eff = state.values / "values.effective.yaml"
-    if eff.is_file():
-        shutil.copy2(eff, run / "values.effective.yaml")
-
-
 def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> int:
     """The whole smoke; returns its exit code (summary.json's exitCode)."""
     settings, state, spec = ctx.settings, ctx.state, rendered.spec
     mode, timing, telemetry_mode, timeout_s = settings.hwemu, settings.timing, settings.telemetry, settings.smoke_timeout_s
-    break_component = options.break_component
     started = dt.datetime.now(dt.UTC)
     sha, dirty = git_state()
     state.runs.mkdir(parents=True, exist_ok=True)
@@ -430,27 +350,9 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         env = state.read_deploy_env() or {}
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
         smoke = Smoke(ctx, rendered)
-        if break_component:
-            # The workload runner is the simulator's binary too, but it is the load, not a component under test.
-            broken = [n for n, _ in recorded_deploy_pids(env)
-                      if env.get(f"COMPONENT_{n}") == break_component and n != "workload"]
-            if not broken:
-                raise RuntimeFailure(f"--break {break_component}: no such deployed component")
-            for name in broken:
-                os.killpg(int(env[pid_key(name)]), 9)
-            progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")
-        steps: list[tuple[list[str], Callable[[], None]]] = [
-            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: smoke.step_phase1(result.excluded)),
-            (["S08", "S09"], smoke.step_restart_and_lower),
-            (["S10", "S11", "S12"], smoke.step_pods),
-        ]
-        for ids, step in steps:
-            try:
-                step()
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # - a failed step fails its checks, the run goes on
-                smoke.failed(ids, e)
+        if options.break_component:
+            _break(env, options.break_component, progress)
+        smoke.run_steps(result.excluded)
     except KeyboardInterrupt:
         if fired.is_set():
             timed_out = True
@@ -469,7 +371,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     assertions = sorted(smoke.assertions if smoke else [], key=lambda a: a.id)
     finished = dt.datetime.now(dt.UTC)
     status = run_status(assertions, timed_out, aborted)
-    collect(state, run, smoke)
+    collect(state, run, smoke.truth if smoke else None)
     resources = {"peakRssMiB": round(sampler.peak_kib / 1024, 1), "agents": len(smoke.agent_nodes()) if smoke else 0,
                  "nodes": len(rendered.nodes)}
     summary = build_summary(RunRecord(
@@ -477,13 +379,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         timing={**timing.as_env(), "SIMCLUSTER_TELEMETRY": telemetry_mode}, commit=sha, dirty=dirty, images=images, started=started, finished=finished,
         resources=resources, aborted=aborted,
     ))
-    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run / "otlp").mkdir(exist_ok=True)
-    (run / "otlp" / "harness.logs.jsonl").write_text(otlp_logs_line(assertions, spec.name, mode, finished) + "\n")
-    (run / "otlp" / "harness.metrics.jsonl").write_text(otlp_metrics_line(assertions, spec.name, mode, finished) + "\n")
-    latest = state.runs / "latest"
-    latest.unlink(missing_ok=True)
-    latest.symlink_to(run.name)
+    write_results(state, run, summary, assertions, spec.name, mode, finished)
     if not settings.keep:
         stop_deployed(state, progress)
         process.down(state, keep=True, progress=progress)
@@ -497,3 +393,14 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     out.flush()
     log.close()
     return int(summary["exitCode"])
+
+
+def _break(env: Mapping[str, str], component: str, progress: Callable[[str], None]) -> None:
+    """``--break``: SIGKILL every deployed process of `component`, on purpose."""
+    # The workload runner is the simulator's binary too, but it is the load, not a component under test.
+    broken = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component and n != "workload"]
+    if not broken:
+        raise RuntimeFailure(f"--break {component}: no such deployed component")
+    for name in broken:
+        os.killpg(int(env[pid_key(name)]), 9)
+    progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")
