@@ -5,5 +5,6 @@
 ``pids``     processes by PID (alive, start time, stop its group)
 ``process``  the default runtime: etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus (and the
              Collector of some telemetry modes) as local processes on 127.0.0.1
-``k3s``      the seed's runtime: one privileged k3s container (simulated-cluster/K3S.md)
+``k3s``      the seed's runtime: one privileged k3s container (simulated-cluster/K3S.md), driven
+             through the docker CLI; ``k3s_config`` that container as data (pin, capacity, argv)
 """

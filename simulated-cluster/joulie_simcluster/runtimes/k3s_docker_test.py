@@ -23,8 +23,9 @@ import pytest
 from images.dockerd import private_engine
 from joulie_simcluster.context import RenderedSpec
 from joulie_simcluster.progress import Progress
-from joulie_simcluster.runtimes import k3s
-from joulie_simcluster.runtimes.k3s import K3sFailure, K3sOptions
+from joulie_simcluster.runtimes import k3s, k3s_config
+from joulie_simcluster.runtimes.k3s import K3sOptions
+from joulie_simcluster.runtimes.k3s_config import K3sFailure
 from joulie_simcluster.spec import parse_spec
 from joulie_simcluster.state import StateDir
 
@@ -45,7 +46,7 @@ def engine_root() -> Iterator[Path]:
 
 
 def test_up_k3s_stops_at_the_missing_k3s_image_and_says_how_to_provide_it(tmp_path: Path, engine_root: Path) -> None:
-    pin = k3s.load_pin(VERSIONS)
+    pin = k3s_config.load_pin(VERSIONS)
     assert pin.image == "rancher/k3s:v1.34.1-k3s1"
     state = StateDir(tmp_path / "state")
     name = "joulie-sim-k3s-boundary"
