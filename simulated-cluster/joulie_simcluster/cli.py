@@ -43,48 +43,27 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from joulie_bench.sim import POLICIES
 from joulie_simcluster import livebench, telemetry
-from joulie_simcluster.agents import agent_daemonset, select_agents
+from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy.daemonset import CHART_DIR, daemonset_for, load_daemonset
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.reload import reload
 from joulie_simcluster.deploy.reports import component_reports, print_reports
 from joulie_simcluster.deploy.start import DeployOptions, deploy
-from joulie_simcluster.deploy.values import load_values
 from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.logs import print_log, print_tree
 from joulie_simcluster.runtimes import k3s, process
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
-from joulie_testinfra.tools import ToolMissingError
-from joulie_workload.gen import GenOptions, generate
-from joulie_workload.trace import TraceError, load_trace, write_trace
+from joulie_workload.gen import GenOptions
 
 DEFAULT_SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
 DEFAULT_SMOKE_VALUES = Path("simulated-cluster/values/smoke-values.yaml")
-CHART_DIR = Path("charts/joulie")
-
-
-def _load_daemonset(path: Path) -> dict[str, Any]:
-    try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from e
-    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DaemonSet"]
-    if len(found) != 1:
-        raise SpecError(f"{path}: (top level): expected exactly one DaemonSet, found {len(found)}")
-    ds = found[0]
-    if not isinstance(((ds.get("spec") or {}).get("template") or {}).get("spec"), dict):
-        raise SpecError(f"{path}: spec.template.spec: required")
-    return ds
 
 
 def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
@@ -157,23 +136,6 @@ def _values_files(settings: Settings, arg: list[Path] | None, default: list[Path
     files = arg or (list(settings.values) if settings.values is not None else default)
     base = CHART_DIR / "values.yaml"
     return [base, *files] if base.is_file() else files
-
-
-def daemonset_for(values_files: list[Path]) -> dict[str, Any]:
-    """The agent DaemonSet the install would create: rendered by helm from the chart when both are
-    here, else the chart's defaults with the values' nodeSelector and tolerations applied."""
-    from joulie_simcluster import chart
-
-    if (CHART_DIR / "Chart.yaml").is_file():
-        try:
-            return chart.agent_daemonset_from_chart(values_files)
-        except (chart.ChartError, ToolMissingError) as e:
-            raise SpecError(f"rendering the agent DaemonSet from {CHART_DIR}: {e}") from e
-    values = load_values(values_files)
-    agent = values.get("agent") or {}
-    selector = (agent.get("daemonset") or {}).get("nodeSelector")
-    return agent_daemonset(node_selector=selector, tolerations=agent.get("tolerations") or [],
-                           host_network=agent.get("hostNetwork", True))
 
 
 def _runtime_command(args: argparse.Namespace, ctx: Context) -> int:
@@ -257,22 +219,9 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
         raise SpecError(f"--budget-frac {args.budget_frac}: must be in (0, 1]")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or state.runs / f"{stamp}-bench-live"
-    trace = args.trace
-    if trace is None:
-        opts = GenOptions(jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s,
-                          cpu_median_s=args.cpu_median_s, gpu_median_s=args.gpu_median_s)
-        try:
-            jobs = generate(opts)
-        except ValueError as e:
-            raise SpecError(str(e)) from None
-        out.mkdir(parents=True, exist_ok=True)
-        trace = out / "trace.jsonl"
-        write_trace(trace, jobs)
-    else:
-        try:
-            load_trace(trace)
-        except TraceError as e:
-            raise SpecError(f"--trace: {e}") from None
+    trace = livebench.prepare_trace(args.trace, GenOptions(
+        jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s, cpu_median_s=args.cpu_median_s,
+        gpu_median_s=args.gpu_median_s), out)
     return livebench.run(ctx, RenderedSpec.load(args.spec), livebench.LiveBenchOptions(
         trace=trace, policies=policies, budget_frac=args.budget_frac, crd_dir=args.crds, daemonset_for=daemonset_for,
         out=out, timeout_s=args.timeout_s))
@@ -296,7 +245,9 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
         return _runtime_command(args, ctx)
     if args.command in ("logs", "tree"):
         try:
-            return _logs(args, ctx) if args.command == "logs" else _tree(args, ctx)
+            if args.command == "logs":
+                return print_log(ctx.state, args.component, args.node, args.lines)
+            return print_tree(ctx.state, args.node)
         except BrokenPipeError:  # `simcluster tree N | head`
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
@@ -315,7 +266,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
             for node in nodes:
                 print(json.dumps(node, separators=(",", ":")))
             return 0
-        ds = _load_daemonset(args.daemonset) if args.daemonset else daemonset_for(_values_files(settings, args.values, []))
+        ds = load_daemonset(args.daemonset) if args.daemonset else daemonset_for(_values_files(settings, args.values, []))
     except SpecError as e:
         print(f"simcluster: {e}", file=sys.stderr)
         return 2
@@ -327,45 +278,6 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     print(f"excluded: {len(excluded)}")
     for name, reason in excluded:
         print(f"  {name:<{width}}  {reason}")
-    return 0
-
-
-def _logs(args: argparse.Namespace, ctx: Context) -> int:
-    state = ctx.state
-    name = args.component
-    if name == "agent":
-        if not args.node:
-            print("simcluster logs agent: --node NODE is required", file=sys.stderr)
-            return 2
-        name = f"agent-{args.node}"
-    path = state.log(name)
-    if not path.is_file():
-        known = sorted(p.stem for p in state.logs.glob("*.log")) if state.logs.is_dir() else []
-        print(f"simcluster logs: no log {path}; logs here: {', '.join(known) or 'none'}", file=sys.stderr)
-        return 1
-    lines = path.read_text(errors="replace").splitlines()
-    print("\n".join(lines[-args.lines:]))
-    return 0
-
-
-def _tree(args: argparse.Namespace, ctx: Context) -> int:
-    state = ctx.state
-    env = state.read_deploy_env() or {}
-    base = state.root / "hwemu" / ("fuse" if env.get("HWEMU_MODE", "fuse") == "fuse" else "") / args.node
-    if not base.is_dir():
-        print(f"simcluster tree: no tree for {args.node!r} at {base} (deployed nodes: {env.get('NODES', 'none')})", file=sys.stderr)
-        return 1
-    for path in sorted(base.rglob("*")):
-        rel = path.relative_to(base)
-        if path.is_symlink():
-            print(f"{rel} -> {os.readlink(path)}")
-        elif path.is_file():
-            try:
-                text = path.read_text().strip()
-            except (OSError, UnicodeDecodeError) as e:
-                text = f"<{type(e).__name__}>"
-            first = text.splitlines()[0] if text else ""
-            print(f"{rel} = {first[:80]}{' …' if len(text.splitlines()) > 1 else ''}")
     return 0
 
 

@@ -48,10 +48,11 @@ from joulie_simcluster.deploy.reports import http_ok, runner_counts
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes import kube, process
-from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.spec import ClusterSpec, SpecError
 from joulie_simcluster.state import StateDir
+from joulie_workload.gen import GenOptions, generate
 from joulie_workload.pods import LABEL_PART_OF, PART_OF
-from joulie_workload.trace import Job, load_trace
+from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
 DEFAULT_SPEC: Final = Path("simulated-cluster/specs/bench-live.yaml")
 SAMPLE_S: Final = 1.0
@@ -187,6 +188,25 @@ def write_results(out: Path, live: Mapping[str, LiveRun], accel: Mapping[str, Ru
 
 
 # --- the shell -------------------------------------------------------------------------------
+
+
+def prepare_trace(trace: Path | None, gen: GenOptions, out: Path) -> Path:
+    """The trace to run: `trace`, checked line by line, or one generated from `gen` into ``out/trace.jsonl``.
+    SpecError (exit 2, nothing started) naming the bad line or option."""
+    if trace is not None:
+        try:
+            load_trace(trace)
+        except TraceError as e:
+            raise SpecError(f"--trace: {e}") from None
+        return trace
+    try:
+        jobs = generate(gen)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    write_trace(out / "trace.jsonl", jobs)
+    return out / "trace.jsonl"
+
 
 
 def _get_json(url: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ By concern, in the order a deploy runs them:
                 the first 12 hex of their sha256 (the process runtime's image tag), so a reload can tell
                 an unchanged binary from a new one
 ``values``      the install values (helm's merge of several files)
+``daemonset``   the agent DaemonSet the install would create: which Nodes get an agent
 ``components``  what each component runs, as data: one command line and environment per process
 ``start``       :func:`start.deploy`: writes the plan's files, starts the processes, records binaries,
                 ports and PIDs in ``deploy.env`` (a new deploy first stops what the last one started)

@@ -232,6 +232,62 @@ def _wait_infra_ready(docker: Docker, state: StateDir, name: str, node: str, tim
         time.sleep(1.0)
 
 
+def _reuse(docker: Docker, info: dict[str, str], cfg: ServerConfig, max_pods: int, progress: Callable[[str], None]) -> None:
+    """The existing container, started if it stopped; refused when made for another image or fewer pods."""
+    name, image = cfg.name, cfg.pin.image
+    created_for = int(info["max_pods"]) if info["max_pods"].isdigit() else 0
+    if info["image"] != image or created_for < max_pods:
+        raise K3sFailure(
+            f"the container {name} was created with {info['image']} for {created_for} pods; this run needs "
+            f"{image} and {max_pods} pods. A running container is never resized: recreate it "
+            f"(simcluster down, then up)"
+        )
+    if info["status"] != "running":
+        r = docker.run("start", name)
+        if r.returncode != 0:
+            raise K3sFailure(f"docker start {name}: {r.stderr.decode(errors='replace').strip()}")
+    progress(f"reusing the container {name}")
+
+
+def _create(docker: Docker, cfg: ServerConfig, airgap_bundle: Path | None, progress: Callable[[str], None]) -> None:
+    """A new container: ``docker run``, or with an air-gap bundle ``create``, copy the bundle in, ``start``."""
+    name = cfg.name
+    bundles = [airgap_bundle] if airgap_bundle is not None else []
+    argv = ["create", *container_args(cfg)] if bundles else run_argv(cfg)
+    progress("docker " + " ".join(argv))
+    r = docker.run(*argv)
+    if r.returncode != 0:
+        docker.run("rm", "-f", name)  # a container created but not started: the next up starts clean
+        raise K3sFailure(f"docker {argv[0]} {name} failed: {r.stderr.decode(errors='replace').strip()}")
+    for bundle in bundles:
+        _copy_airgap(docker, name, bundle)
+    if bundles:
+        r = docker.run("start", name)
+        if r.returncode != 0:
+            docker.run("rm", "-f", name)
+            raise K3sFailure(f"docker start {name} failed: {r.stderr.decode(errors='replace').strip()}")
+
+
+def _kubeconfig_and_infra(docker: Docker, state: StateDir, cfg: ServerConfig, timeout_s: float,
+                          progress: Callable[[str], None]) -> int:
+    """Writes the kubeconfig (server at the published port), waits for the infra Node, shares the hwemu
+    mount in fuse mode. Returns the API's port on 127.0.0.1."""
+    name = cfg.name
+    kubeconfig = _wait_kubeconfig(docker, name, timeout_s)
+    port = published_port(docker.out("port", name, f"{API_PORT}/tcp")[1])
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.kubeconfig.write_text(rewrite_kubeconfig(kubeconfig, port))
+    state.kubeconfig.chmod(0o600)
+    progress(f"kubeconfig {state.kubeconfig} (API https://127.0.0.1:{port})")
+    _wait_infra_ready(docker, state, name, cfg.node_name, timeout_s)
+    progress(f"Node {cfg.node_name} Ready")
+    if cfg.hwemu == "fuse":
+        rc, out = docker.out(*shared_mount_argv(name))
+        if rc != 0:
+            raise K3sFailure(f"making {HWEMU_ROOT} a shared mount in {name} failed: {out.strip()}")
+    return port
+
+
 @dataclass(frozen=True)
 class K3sOptions:
     """One k3s ``up``: the container and what goes into it."""
@@ -272,45 +328,10 @@ def up_k3s(state: StateDir, rendered: RenderedSpec, options: K3sOptions, progres
     cfg = ServerConfig(name, pin, agents, hwemu, is_cgroup_v1(host_cgroup_fs_type()), options.scheduler_config)
     info = _inspect(docker, name)
     if info is not None:
-        created_for = int(info["max_pods"]) if info["max_pods"].isdigit() else 0
-        if info["image"] != pin.image or created_for < cap.max_pods:
-            raise K3sFailure(
-                f"the container {name} was created with {info['image']} for {created_for} pods; this run needs "
-                f"{pin.image} and {cap.max_pods} pods. A running container is never resized: recreate it "
-                f"(simcluster down, then up)"
-            )
-        if info["status"] != "running":
-            r = docker.run("start", name)
-            if r.returncode != 0:
-                raise K3sFailure(f"docker start {name}: {r.stderr.decode(errors='replace').strip()}")
-        progress(f"reusing the container {name}")
+        _reuse(docker, info, cfg, cap.max_pods, progress)
     else:
-        bundles = [airgap_bundle] if airgap_bundle is not None else []
-        argv = ["create", *container_args(cfg)] if bundles else run_argv(cfg)
-        progress("docker " + " ".join(argv))
-        r = docker.run(*argv)
-        if r.returncode != 0:
-            docker.run("rm", "-f", name)  # a container created but not started: the next up starts clean
-            raise K3sFailure(f"docker {argv[0]} {name} failed: {r.stderr.decode(errors='replace').strip()}")
-        for bundle in bundles:
-            _copy_airgap(docker, name, bundle)
-        if bundles:
-            r = docker.run("start", name)
-            if r.returncode != 0:
-                docker.run("rm", "-f", name)
-                raise K3sFailure(f"docker start {name} failed: {r.stderr.decode(errors='replace').strip()}")
-    kubeconfig = _wait_kubeconfig(docker, name, start_timeout_s)
-    port = published_port(docker.out("port", name, f"{API_PORT}/tcp")[1])
-    state.root.mkdir(parents=True, exist_ok=True)
-    state.kubeconfig.write_text(rewrite_kubeconfig(kubeconfig, port))
-    state.kubeconfig.chmod(0o600)
-    progress(f"kubeconfig {state.kubeconfig} (API https://127.0.0.1:{port})")
-    _wait_infra_ready(docker, state, name, cfg.node_name, start_timeout_s)
-    progress(f"Node {cfg.node_name} Ready")
-    if hwemu == "fuse":
-        rc, out = docker.out(*shared_mount_argv(name))
-        if rc != 0:
-            raise K3sFailure(f"making {HWEMU_ROOT} a shared mount in {name} failed: {out.strip()}")
+        _create(docker, cfg, airgap_bundle, progress)
+    port = _kubeconfig_and_infra(docker, state, cfg, start_timeout_s, progress)
     if airgap_bundle is not None:
         deadline = time.monotonic() + start_timeout_s
         while not airgap_imported(docker.out("logs", name)[1], [airgap_bundle.name]):
