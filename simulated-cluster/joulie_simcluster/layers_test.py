@@ -19,7 +19,7 @@ LAYERS: dict[str, int] = {
     "smoke.run": 3,
     "smoke.results": 3,
     "livebench": 4,
-    "logs": 1,
+    "logs": 4,
     "cli": 5,
 }
 

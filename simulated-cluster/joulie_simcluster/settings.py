@@ -39,7 +39,7 @@ def _env(name: str) -> dict[str, Any]:
 class Settings:
     name: str = field(default=DEFAULT_NAME, metadata=_env("NAME"))
     """SIMCLUSTER_NAME: the cluster's name (state dir, k3s container). Default ``joulie-sim``."""
-    dir: Path = field(default=Path("~/.cache/joulie/simcluster/joulie-sim"), metadata=_env("DIR"))
+    dir: Path = field(default_factory=lambda: _default_dir(Path.home(), DEFAULT_NAME), metadata=_env("DIR"))
     """SIMCLUSTER_DIR: the state directory (``joulie_simcluster.state``). Default
     ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``."""
     spec: Path | None = field(default=None, metadata=_env("SPEC"))
@@ -113,11 +113,13 @@ class Settings:
                 problems.append(f"{key}={raw!r}: expected {e}")
         if problems:
             raise SettingsError("; ".join(problems))
-        name = values.get("name", DEFAULT_NAME)
         if "dir" not in values:
-            home = Path(environ.get("HOME") or Path.home())
-            values["dir"] = home / ".cache" / "joulie" / "simcluster" / name
+            values["dir"] = _default_dir(Path(environ.get("HOME") or Path.home()), values.get("name", DEFAULT_NAME))
         return cls(**values)
+
+
+def _default_dir(home: Path, name: str) -> Path:
+    return home / ".cache" / "joulie" / "simcluster" / name
 
 
 def env_names() -> list[str]:
