@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from joulie_simcluster import smokeload
-from joulie_simcluster.deploy import workload_detail
+from joulie_simcluster.deploy.reports import workload_detail
 from joulie_simcluster.nodes import render_nodes
+from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.spec import load_spec
 from joulie_workload.pods import pod_manifest
 from joulie_workload.trace import load_trace, write_trace

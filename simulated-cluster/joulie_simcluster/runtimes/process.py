@@ -4,169 +4,40 @@
 the telemetry modes otel-collector and otel-bridge, an OpenTelemetry Collector through
 :mod:`joulie_testinfra` with the state directory as work dir, records their PIDs in cluster.env and
 leaves them running; a later ``up`` reuses a live recorded cluster. ``up`` then applies the spec's
-fake Nodes (server-side apply), deletes simulated Nodes the spec no longer names, and waits until
-KWOK reports every one Ready. ``status`` and ``down`` work from the state directory alone.
+fake Nodes (server-side apply, :func:`joulie_simcluster.runtimes.kube.apply_nodes`), deletes simulated
+Nodes the spec no longer names, and waits until KWOK reports every one Ready. ``status`` and ``down``
+work from the state directory alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import shutil
-import signal
-import ssl
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
-from joulie_api import names
 from joulie_simcluster import telemetry
-from joulie_simcluster.nodes import render_nodes
-from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes.kube import api_ready, apply_nodes, core_api, list_nodes, node_ready
+from joulie_simcluster.runtimes.pids import pid_alive, stop_pid
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key, recorded_pids
-from joulie_simcluster.timing import Timing, duration, timing
+from joulie_simcluster.timing import Timing, duration
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
 from joulie_testinfra.otelcol import Otelcol, start_otelcol
-from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port, tail
+from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port
 from joulie_testinfra.prometheus import PrometheusSettings, start_prometheus
 from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
 from joulie_testinfra.tools import ToolMissingError, load_tools
 
-FIELD_MANAGER = "simcluster"
 DEFAULT_CRD_DIR = Path("charts/joulie/crds")
-
-
-class RuntimeFailure(RuntimeError):
-    """Something the runtime could not do; the message names what, with logs where there are."""
-
-
-# --- processes by PID -------------------------------------------------------------------------
-
-
-def pid_alive(pid: int, process: str | None = None) -> bool:
-    """True if `pid` runs (not a zombie) and, given `process`, its argv[0] is that tool."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    if state in ("Z", "X"):
-        return False
-    if process is None:
-        return True
-    argv0 = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name
-    return argv0 == process or argv0.startswith(process + "-v")
-
-
-def _reap(pid: int) -> None:
-    # When the caller is the processes' parent (an in-process `up`), collect the exit status.
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def start_ticks(pid: int) -> str:
-    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the PID it
-    names one process for good, through an exec (a PEX re-executes from its unzipped copy)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def stop_pid(pid: int, process: str | None, grace_s: float = 10.0) -> bool:
-    """SIGTERM the process group `pid` leads (each process has its own session), SIGKILL after
-    `grace_s`. Returns False when it was not running. Only a PID still running `process` is signalled
-    (None: the caller has checked who it is)."""
-    if not pid_alive(pid, process):
-        return False
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            _reap(pid)
-            if not pid_alive(pid):
-                return True
-            time.sleep(0.05)
-    _reap(pid)
-    if pid_alive(pid):
-        raise RuntimeFailure(f"{process} (pid {pid}) survived SIGKILL")
-    return True
-
-
-# --- the API server ---------------------------------------------------------------------------
-
-
-def _kubeconfig_parts(kubeconfig: Path) -> tuple[str, str, str, str]:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    cluster = cfg["clusters"][0]["cluster"]
-    user = cfg["users"][0]["user"]
-    return cluster["server"], cluster["certificate-authority"], user["client-certificate"], user["client-key"]
-
-
-def api_get(kubeconfig: Path, path: str, timeout_s: float = 3.0) -> tuple[int, str]:
-    url, ca, crt, key = _kubeconfig_parts(kubeconfig)
-    ctx = ssl.create_default_context(cafile=ca)
-    ctx.load_cert_chain(crt, key)
-    try:
-        with urllib.request.urlopen(url + path, context=ctx, timeout=timeout_s) as resp:
-            return int(resp.status), resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return int(err.code), err.read().decode(errors="replace")
-
-
-def api_ready(kubeconfig: Path) -> bool:
-    try:
-        return api_get(kubeconfig, "/readyz")[0] == 200
-    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError, ssl.SSLError):
-        return False
-
-
-def core_api(kubeconfig: Path) -> k8s.CoreV1Api:
-    api_client: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-    return k8s.CoreV1Api(api_client)
-
-
-def list_nodes(api: k8s.CoreV1Api, label_selector: str = "") -> list[dict[str, Any]]:
-    """The Nodes as plain JSON-shaped dicts (camelCase keys, as the API serves them)."""
-    items = api.list_node(label_selector=label_selector).items
-    return [dict(api.api_client.sanitize_for_serialization(n)) for n in items]
-
-
-def node_ready(node: dict[str, Any]) -> bool:
-    conds = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-
-
-def node_name(node: dict[str, Any]) -> str:
-    return str(node["metadata"]["name"])
-
-
-# --- progress ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    out: TextIO = field(default_factory=lambda: sys.stdout)
-    started: float = field(default_factory=time.monotonic)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def __call__(self, msg: str) -> None:
-        print(f"[{self.elapsed():6.1f}s] {msg}", file=self.out, flush=True)
 
 
 # --- cluster liveness -------------------------------------------------------------------------
@@ -223,7 +94,7 @@ def _port_of(argv: list[str], flag: str) -> str:
 
 
 def _start_processes(
-    state: StateDir, crd_dir: Path, progress: Callable[[str], None], telemetry_mode: str = "otlp"
+    state: StateDir, crd_dir: Path, progress: Callable[[str], None], telemetry_mode: str, timing: Timing
 ) -> dict[str, str]:
     try:
         tools = load_tools()
@@ -254,10 +125,10 @@ def _start_processes(
         progress(f"kube-scheduler healthy (extender at 127.0.0.1:{extender_port})")
         start_kwok(tools, cp, timeout_s=60)
         progress("kwok healthy")
-        prom = start_prometheus(tools, state.root, cp.group, _prometheus_settings(telemetry_mode, simulator_port),
+        prom = start_prometheus(tools, state.root, cp.group, _prometheus_settings(telemetry_mode, simulator_port, timing),
                                 timeout_s=60)
         progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode})")
-        col = _start_collector(state, cp.group, telemetry_mode, prom.url, simulator_port, progress)
+        col = _start_collector(state, cp.group, telemetry_mode, prom.url, simulator_port, timing, progress)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         if cp is not None:
             cp.stop()
@@ -285,7 +156,7 @@ def _start_processes(
 
 def _start_collector(
     state: StateDir, group: ProcessGroup, telemetry_mode: str, prometheus_url: str, simulator_port: int,
-    progress: Callable[[str], None],
+    timing: Timing, progress: Callable[[str], None],
 ) -> Otelcol | None:
     """The OpenTelemetry Collector of a mode that has one (config <state>/otelcol.yaml), else None."""
     m = telemetry.mode(telemetry_mode)
@@ -293,7 +164,7 @@ def _start_collector(
         return None
     settings = m.collector_settings(
         prometheus_url, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", f"127.0.0.1:{simulator_port}",
-        duration(timing_for_env().otlp_interval_s))
+        duration(timing.otlp_interval_s))
     col = start_otelcol(load_tools(), state.root, group, settings.mode, prometheus_url, settings=settings, timeout_s=60)
     where = (f"OTLP in at {col.otlp_url}" if settings.otlp_http_endpoint
              else f"scraping 127.0.0.1:{simulator_port}{settings.metrics_path}")
@@ -309,72 +180,14 @@ def _collector_env(col: Otelcol | None) -> dict[str, str]:
             "OTELCOL_OTLP_URL": col.otlp_url if col.settings.otlp_http_endpoint else ""}
 
 
-def _node_failure(state: StateDir, what: str) -> RuntimeFailure:
-    return RuntimeFailure(f"{what}; last log lines of {state.log('kwok')}:\n{tail(state.log('kwok'), 20)}")
-
-
-def apply_nodes(
-    state: StateDir, spec: ClusterSpec, progress: Callable[[str], None], ready_timeout_s: float = 120
-) -> tuple[int, list[str], float]:
-    """Applies the spec's Nodes, deletes simulated Nodes it no longer names, waits for Ready.
-    Returns (applied, deleted names, seconds until all Ready)."""
-    t0 = time.monotonic()
-    api = core_api(state.kubeconfig)
-    nodes = render_nodes(spec)
-    wanted = {n["metadata"]["name"] for n in nodes}
-    for node in nodes:
-        body = {k: v for k, v in node.items() if k != "status"}
-        api.patch_node(
-            node["metadata"]["name"], body, field_manager=FIELD_MANAGER, force=True,
-            _content_type="application/apply-patch+yaml",
-        )
-        # KWOK keeps conditions and heartbeats; capacity and nodeInfo come from the spec.
-        status = {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": node["metadata"]["name"]},
-            "status": {k: v for k, v in node.get("status", {}).items() if k != "conditions"},
-        }
-        if status["status"]:
-            api.patch_node_status(
-                node["metadata"]["name"], status, field_manager=FIELD_MANAGER, force=True,
-                _content_type="application/apply-patch+yaml",
-            )
-    progress(f"applied {len(nodes)} Nodes of spec {spec.name}")
-    # Every simulated Node (any spec) the spec no longer names: another spec replaces the last one.
-    deleted = []
-    for listed_node in list_nodes(api, names.LABEL_SIM_CLUSTER):
-        if node_name(listed_node) not in wanted:
-            api.delete_node(node_name(listed_node))
-            deleted.append(node_name(listed_node))
-    if deleted:
-        progress(f"deleted {len(deleted)} Nodes the spec no longer names: {', '.join(sorted(deleted))}")
-    deadline = time.monotonic() + ready_timeout_s
-    last = -1
-    while True:
-        listed = list_nodes(api, f"{names.LABEL_SIM_CLUSTER}={spec.name}")
-        ready = {node_name(n) for n in listed if node_ready(n)} & wanted
-        if len(ready) != last:
-            progress(f"{len(ready)}/{len(wanted)} Nodes Ready")
-            last = len(ready)
-        if ready == wanted:
-            break
-        if time.monotonic() > deadline:
-            raise _node_failure(
-                state, f"Nodes not Ready after {ready_timeout_s:.0f} s: {sorted(wanted - ready)}"
-            )
-        time.sleep(0.2)
-    return len(nodes), deleted, time.monotonic() - t0
-
-
-def _prometheus_settings(telemetry_mode: str, simulator_port: int) -> PrometheusSettings:
-    interval = duration(timing_for_env().otlp_interval_s)
+def _prometheus_settings(telemetry_mode: str, simulator_port: int, timing: Timing) -> PrometheusSettings:
+    interval = duration(timing.otlp_interval_s)
     return telemetry.mode(telemetry_mode).prometheus_settings(f"127.0.0.1:{simulator_port}", interval)
 
 
-def timing_for_env() -> Timing:
-    return timing(os.environ.get("SIMCLUSTER_TIMING", "ci"))
-
-
-def _restart_telemetry(state: StateDir, env: dict[str, str], telemetry_mode: str, progress: Callable[[str], None]) -> None:
+def _restart_telemetry(
+    state: StateDir, env: dict[str, str], telemetry_mode: str, timing: Timing, progress: Callable[[str], None]
+) -> None:
     """Another telemetry mode on a live cluster: Prometheus (and the Collector, if the mode has one)
     again with that mode's settings. A deploy afterwards points the simulator at the new path."""
     for proc in ("otelcol", "prometheus"):
@@ -387,22 +200,22 @@ def _restart_telemetry(state: StateDir, env: dict[str, str], telemetry_mode: str
     group = ProcessGroup()
     try:
         prom = start_prometheus(load_tools(), state.root, group,
-                                _prometheus_settings(telemetry_mode, int(env.get("SIMULATOR_HTTP_PORT") or 0)), timeout_s=60)
+                                _prometheus_settings(telemetry_mode, int(env.get("SIMULATOR_HTTP_PORT") or 0), timing),
+                                timeout_s=60)
         env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
         env.update(_collector_env(_start_collector(state, group, telemetry_mode, prom.url,
-                                                   int(env.get("SIMULATOR_HTTP_PORT") or 0), progress)))
+                                                   int(env.get("SIMULATOR_HTTP_PORT") or 0), timing, progress)))
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         group.stop_all()  # nothing unrecorded may outlive a failed restart
         raise RuntimeFailure(f"restarting the telemetry path for mode {telemetry_mode} failed: {e}") from e
     progress(f"prometheus restarted at {prom.url} for telemetry mode {telemetry_mode}")
 
 
-def up(
-    state: StateDir, spec: ClusterSpec, spec_text: str, *, crd_dir: Path = DEFAULT_CRD_DIR,
-    progress: Progress | None = None, telemetry_mode: str = "otlp",
-) -> str:
-    """Brings the cluster up (or reuses it) with `spec`; returns the summary line."""
-    progress = progress or Progress()
+def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR, telemetry_mode: str = "otlp") -> str:
+    """Brings the cluster up (or reuses it) with the spec's Nodes; returns the summary line. The
+    telemetry mode is the caller's (``smoke`` and ``up``: SIMCLUSTER_TELEMETRY; ``bench-live``: otlp)."""
+    state, progress, timing = ctx.state, ctx.progress, ctx.settings.timing
+    spec = rendered.spec
     try:
         telemetry.mode(telemetry_mode)
     except telemetry.TelemetryError as e:
@@ -414,24 +227,24 @@ def up(
         progress(f"reusing the running cluster at {env.get('API_URL')} ({state.root})")
         reused = True
         if env.get("TELEMETRY", "otlp") != telemetry_mode:
-            _restart_telemetry(state, env, telemetry_mode, progress)
+            _restart_telemetry(state, env, telemetry_mode, timing, progress)
     else:
         progress(f"no live cluster in {state.root} ({why}); starting one")
         if env is not None:
             stop_recorded(state, env, progress)
             state.cluster_env.unlink(missing_ok=True)
-        env = _start_processes(state, crd_dir, progress, telemetry_mode)
+        env = _start_processes(state, crd_dir, progress, telemetry_mode, timing)
         reused = False
     env["SPEC_NAME"] = spec.name
     state.write_cluster_env(env)
     try:
-        applied, deleted, ready_s = apply_nodes(state, spec, progress)
+        applied, deleted, ready_s = apply_nodes(state, rendered, progress)
     except k8s.ApiException as e:
         raise RuntimeFailure(
             f"applying the Nodes failed: HTTP {e.status} {e.reason}: {e.body}; "
             f"kube-apiserver log {state.log('kube-apiserver')}"
         ) from e
-    state.spec.write_text(spec_text)
+    state.spec.write_text(rendered.text)
     env["SPEC_APPLIED_AT"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     state.write_cluster_env(env)
     summary = (

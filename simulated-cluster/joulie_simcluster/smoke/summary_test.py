@@ -1,8 +1,9 @@
 import datetime as dt
 import json
 
-from joulie_simcluster.checks import Assertion
-from joulie_simcluster.summary import (
+from joulie_simcluster.smoke.checks import Assertion
+from joulie_simcluster.smoke.summary import (
+    RunRecord,
     build_summary,
     checks_table,
     otlp_logs_line,
@@ -24,9 +25,9 @@ def test_run_directory_and_status() -> None:
 
 
 def test_summary_has_the_schema_fields() -> None:
-    s = build_summary(assertions=A, status="failure", spec="smoke", mode="fuse", scope="auto", timing={"SIMCLUSTER_TIMING": "ci"},
-                      commit="abc", dirty=False, images={"agent": "dev-0123"}, started=T0, finished=T0 + dt.timedelta(seconds=200),
-                      resources={"peakRssMiB": 1200.0})
+    s = build_summary(RunRecord(assertions=A, status="failure", spec="smoke", mode="fuse", scope="auto",
+                                timing={"SIMCLUSTER_TIMING": "ci"}, commit="abc", dirty=False, images={"agent": "dev-0123"},
+                                started=T0, finished=T0 + dt.timedelta(seconds=200), resources={"peakRssMiB": 1200.0}))
     assert s["schema"] == "joulie.simcluster.summary/v1" and s["test.suite.run.status"] == "failure" and s["exitCode"] == 1
     assert s["failures"] == ["S11 performance-not-on-eco: p on e (eco)"]
     assert s["assertions"][0]["test.case.name"] == "S06 measured-power-matches-truth"

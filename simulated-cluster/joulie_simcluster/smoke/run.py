@@ -3,7 +3,7 @@
 The sequence (caps as the smoke values set them: every Node performance, CPU and GPU at 80 %):
 
 1. load on every emulated Node from real Pods: ``deploy`` started the workload runner on the smoke
-   trace (``simcluster.smokeload``: one Pod per Node, pinned to it, asking all but 2 of its cores and
+   trace (:mod:`joulie_simcluster.smoke.load`: one Pod per Node, pinned to it, asking all but 2 of its cores and
    every GPU at utilisation 1), the real kube-scheduler binds them and the runner sets each Node's
    load on the emulator; the smoke waits until the emulator's truth shows it, so caps bind;
 2. S01-S07 at 80 %: components, placement, NodeHardware, caps in the files, power under caps,
@@ -23,36 +23,33 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import io
 import json
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
 
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simcluster import checks, deploy, runtime, smokeload, telemetry
-from joulie_simcluster.checks import Assertion
-from joulie_simcluster.components import HwemuMode
-from joulie_simcluster.nodes import render_nodes
-from joulie_simcluster.spec import ClusterSpec
-from joulie_simcluster.state import StateDir
-from joulie_simcluster.summary import (
-    build_summary,
-    checks_table,
-    otlp_logs_line,
-    otlp_metrics_line,
-    run_dir_name,
-    run_status,
-)
-from joulie_simcluster.timing import Timing
+from joulie_simcluster import telemetry
+from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids, stop_deployed
+from joulie_simcluster.deploy.reload import restart_process
+from joulie_simcluster.deploy.reports import collector_report, component_reports, http_ok
+from joulie_simcluster.deploy.start import DeployOptions, deploy
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.smoke import checks
+from joulie_simcluster.smoke import load as smokeload
+from joulie_simcluster.smoke.checks import Assertion
+from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
+from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
 from joulie_workload.trace import load_trace
 
 PHASE2_ENV = {
@@ -69,62 +66,29 @@ scheduling cycle and a runner tick (1 s) when all goes well, the rest is room fo
 and for the runner's gRPC channel to reconnect after the simulator restart."""
 
 
-class Tee(io.TextIOBase):
-    """stdout and smoke.log at once."""
+@dataclass(frozen=True)
+class SmokeOptions:
+    """What one smoke run uses beyond the settings (hwemu, timing, telemetry, keep and timeout come from there)."""
 
-    def __init__(self, *outs: TextIO) -> None:
-        self.outs = outs
-
-    def write(self, text: str) -> int:
-        for o in self.outs:
-            o.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for o in self.outs:
-            o.flush()
-
-
-class MemorySampler(threading.Thread):
-    """Peak resident memory of everything the run started (each process leads its own session)."""
-
-    def __init__(self, state: StateDir, period_s: float = 2.0) -> None:
-        super().__init__(daemon=True)
-        self.state, self.period_s = state, period_s
-        self.peak_kib = 0
-        self.stopped = threading.Event()
-
-    def sessions(self) -> set[int]:
-        out: set[int] = set()
-        for env in (self.state.read_cluster_env() or {}, self.state.read_deploy_env() or {}):
-            out |= {int(v) for k, v in env.items() if k.endswith("_PID") or k.startswith("PID_") if v.isdigit()}
-        return out
-
-    def sample(self) -> int:
-        sids, total = self.sessions(), 0
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(stat[3]) in sids:  # field 6 of stat: session id
-                    for line in (proc / "status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1])
-        return total
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.period_s):
-            with contextlib.suppress(Exception):
-                self.peak_kib = max(self.peak_kib, self.sample())
+    values_files: list[Path]
+    """The values files in helm's order (the chart's values.yaml first)."""
+    daemonset: dict[str, Any]
+    """The agent DaemonSet the install would create."""
+    crd_dir: Path
+    break_component: str | None = None
+    """Kill this component after deploy on purpose, to see the checks fail and say why."""
 
 
 class Smoke:
-    def __init__(self, state: StateDir, spec: ClusterSpec, timing: Timing, mode: str, progress: Callable[[str], None]) -> None:
-        self.state, self.spec, self.timing, self.mode, self.progress = state, spec, timing, mode, progress
+    """The three steps of checks against a deployed cluster; each records its Assertions."""
+
+    def __init__(self, ctx: Context, rendered: RenderedSpec) -> None:
+        self.state, self.spec, self.timing = ctx.state, rendered.spec, ctx.settings.timing
+        self.progress: Callable[[str], None] = ctx.progress
+        self.rendered = rendered
         self.assertions: list[Assertion] = []
-        self.nodes = render_nodes(spec)
-        self.node_names = [n["metadata"]["name"] for n in self.nodes]
+        self.nodes = rendered.nodes
+        self.node_names = rendered.node_names
 
     # --- reading the cluster and the truth ----------------------------------------------------
 
@@ -134,8 +98,8 @@ class Smoke:
 
     def process_alive(self, name: str) -> bool:
         env = self.env
-        pid = env.get(deploy.pid_key(name), "")
-        return pid.isdigit() and deploy.deployed_alive(name, int(pid), env)
+        pid = env.get(pid_key(name), "")
+        return pid.isdigit() and deployed_alive(name, int(pid), env)
 
     def truth(self) -> dict[str, dict[str, Any]]:
         url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
@@ -143,13 +107,13 @@ class Smoke:
             return {n["name"]: n for n in json.loads(resp.read())["nodes"]}
 
     def by_node(self, path: str) -> dict[str, dict[str, Any]]:
-        return {o["spec"]["nodeName"]: o for o in deploy.kube_list(self.state.kubeconfig, path)}
+        return {o["spec"]["nodeName"]: o for o in kube.kube_list(self.state.kubeconfig, path)}
 
     def twins(self) -> dict[str, dict[str, Any]]:
-        return self.by_node(deploy.NODETWINS)
+        return self.by_node(kube.NODETWINS)
 
     def hardware(self) -> dict[str, dict[str, Any]]:
-        return self.by_node(deploy.NODEHARDWARES)
+        return self.by_node(kube.NODEHARDWARES)
 
     def truth_scope(self) -> str:
         """What S06 compares with: whole-host power, or the components' sum where the mode has no host power."""
@@ -176,23 +140,23 @@ class Smoke:
                 return
             dead = [n for n in ("simulator", "workload") if not self.process_alive(n)]
             if dead:  # no use waiting out the timeout for what a dead process would have sent
-                raise runtime.RuntimeFailure(
+                raise RuntimeFailure(
                     f"{len(lacking)} of {len(want)} Nodes lack the workload's load, and "
                     + ", ".join(f"{n} (log {self.state.log(n)})" for n in dead) + " is not running")
             if time.monotonic() - t0 > timeout_s:
                 break
             time.sleep(1.0)
         try:
-            pods = smokeload.pod_states(deploy.kube_list(self.state.kubeconfig, smokeload.PODS_PATH))
-        except (OSError, ValueError, runtime.RuntimeFailure) as e:
+            pods = smokeload.pod_states(kube.kube_list(self.state.kubeconfig, smokeload.PODS_PATH))
+        except (OSError, ValueError, RuntimeFailure) as e:
             pods = dict.fromkeys(lacking, f"pods unreadable: {e}")
         lines = "\n".join("  " + line for line in smokeload.describe_lacking(lacking, pods))
-        raise runtime.RuntimeFailure(
+        raise RuntimeFailure(
             f"{len(lacking)} of {len(want)} Nodes lack the workload's load after {timeout_s:.0f}s:\n{lines}\n"
             f"see the workload runner's log {self.state.log('workload')}")
 
     def extender_counts(self) -> dict[str, float]:
-        ok, body = deploy.http_ok(f"http://{self.env['EXTENDER_ADDR']}/metrics")
+        ok, body = http_ok(f"http://{self.env['EXTENDER_ADDR']}/metrics")
         out = {"filter": 0.0, "prioritize": 0.0}
         for line in body.splitlines() if ok else []:
             for verb in out:
@@ -218,7 +182,7 @@ class Smoke:
         while True:
             try:
                 result = evaluate()
-            except (OSError, KeyError, TypeError, ValueError, runtime.RuntimeFailure) as e:
+            except (OSError, KeyError, TypeError, ValueError, RuntimeFailure) as e:
                 result = Assertion(check_id, "fail", f"reading the cluster failed: {type(e).__name__}: {e}",
                                    checks.CHECKS[check_id][1])
             if result.status == "pass" or time.monotonic() > deadline:
@@ -227,16 +191,30 @@ class Smoke:
 
     # --- the steps ----------------------------------------------------------------------------
 
+    def run_steps(self, excluded: list[tuple[str, str]]) -> None:
+        """The three steps in order; a step that raises fails its checks not yet recorded, and the run goes on."""
+        steps: list[tuple[list[str], Callable[[], None]]] = [
+            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: self.step_phase1(excluded)),
+            (["S08", "S09"], self.step_restart_and_lower),
+            (["S10", "S11", "S12"], self.step_pods),
+        ]
+        for ids, step in steps:
+            try:
+                step()
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # - a failed step fails its checks, the run goes on
+                self.failed(ids, e)
+
     def step_phase1(self, excluded: list[tuple[str, str]]) -> None:
-        managed = [n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"]
-        reports = deploy.component_reports(self.state, self.env, managed)
-        collector = deploy.collector_report(self.state, self.state.read_cluster_env() or {})
+        reports = component_reports(self.state, self.env, self.rendered.managed)
+        collector = collector_report(self.state, self.state.read_cluster_env() or {})
         if collector is not None:  # the Collector modes: the power path runs through it
             reports.append(collector)
         self.record(checks.components_report((r.name, r.ok, r.detail) for r in reports))
         arch = {n["metadata"]["name"]: n["metadata"]["labels"].get("kubernetes.io/arch", "") for n in self.nodes}
         self.record(checks.agent_placement(self.agent_nodes(), self.agent_nodes(), excluded, arch))
-        profiles = {n: builtin_profile(self.spec.pool(self.pool_of(n)).profile) for n in self.agent_nodes()}
+        profiles = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}
         self.record(self.until("S03", lambda: checks.nodehardware_matches(profiles, self.hardware()), 60))
         self.wait_for_load()
         wait = 60 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
@@ -247,18 +225,12 @@ class Smoke:
         self.record(self.until("S06", lambda: checks.measured_power(self.managed_twins(), self.truth(), self.truth_scope()), 3 * self.timing.settle_s + 30))
         self.record(self.until("S07", lambda: checks.profile_labels(self.cluster_nodes(), self.twins()), 30))
 
-    def pool_of(self, node: str) -> str:
-        for n in self.nodes:
-            if n["metadata"]["name"] == node:
-                return str(n["metadata"]["labels"][names.LABEL_SIM_POOL])
-        raise KeyError(node)
-
     def agent_twins(self) -> dict[str, dict[str, Any]]:
         agents = set(self.agent_nodes())
         return {n: t for n, t in self.twins().items() if n in agents}
 
     def managed_twins(self) -> dict[str, dict[str, Any]]:
-        managed = {n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"].get(names.LABEL_MANAGED) == "true"}
+        managed = set(self.rendered.managed)
         twins = self.twins()
         missing = managed - set(twins)
         if missing:
@@ -266,30 +238,30 @@ class Smoke:
         return {n: twins[n] for n in managed}
 
     def cluster_nodes(self) -> list[dict[str, Any]]:
-        return runtime.list_nodes(runtime.core_api(self.state.kubeconfig), f"{names.LABEL_SIM_CLUSTER}={self.spec.name}")
+        return kube.list_nodes(kube.core_api(self.state.kubeconfig), f"{names.LABEL_SIM_CLUSTER}={self.spec.name}")
 
     def step_restart_and_lower(self) -> None:
         env = self.env
-        agent_pids = {n: int(env[deploy.pid_key(n)]) for n, _ in deploy.recorded_deploy_pids(env) if n.startswith("agent-")}
+        agent_pids = {n: int(env[pid_key(n)]) for n, _ in recorded_deploy_pids(env) if n.startswith("agent-")}
         self.progress("killing the simulator (SIGKILL) and starting it again; the agents keep running")
         t0 = time.monotonic()
-        deploy.restart_process(self.state, "simulator", kill=True)
+        restart_process(self.state, "simulator", kill=True)
         url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
         deadline = time.monotonic() + 120
-        while not deploy.http_ok(url)[0]:
+        while not http_ok(url)[0]:
             if time.monotonic() > deadline:
-                raise runtime.RuntimeFailure(f"the restarted simulator did not serve {url}; log {self.state.log('simulator')}")
+                raise RuntimeFailure(f"the restarted simulator did not serve {url}; log {self.state.log('simulator')}")
             time.sleep(0.2)
         outage = time.monotonic() - t0
         self.progress(f"simulator back after {outage:.1f}s; waiting for the workload runner to send the lost loads")
         self.wait_for_load()
         self.progress("halfway: restarting the controller manager with CPU and GPU caps at 50 % and half the Nodes eco")
-        deploy.restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
+        restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
         wait = 90 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
         caps = self.record(self.until("S09", lambda: checks.caps_match("S09", self.agent_twins(), self.hardware(), self.truth(), 50), wait))
         after_env = self.env
-        after = {n: int(after_env[deploy.pid_key(n)]) for n in agent_pids if after_env.get(deploy.pid_key(n), "").isdigit()}
-        alive = {n: deploy.deployed_alive(n, p, after_env) for n, p in after.items()}
+        after = {n: int(after_env[pid_key(n)]) for n in agent_pids if after_env.get(pid_key(n), "").isdigit()}
+        alive = {n: deployed_alive(n, p, after_env) for n, p in after.items()}
         self.record(checks.restart_survived(agent_pids, after, alive, caps, outage))
         power = self.until("S09", lambda: checks.power_honours_caps("S09", self.truth()), 20)
         if power.status != "pass":
@@ -297,7 +269,7 @@ class Smoke:
             self.record(Assertion("S09", "fail", f"{caps.observed}; but {power.observed}", caps.expected, caps.value))
 
     def step_pods(self) -> None:
-        api = runtime.core_api(self.state.kubeconfig)
+        api = kube.core_api(self.state.kubeconfig)
         before = self.extender_counts()
         created = []
         for i, cls in enumerate(["performance", "performance", "performance", "standard", "standard", "standard"]):
@@ -324,7 +296,7 @@ class Smoke:
                     break
                 except Exception as e:  # - a pod of the same name still terminating: retry
                     if time.monotonic() > deadline:
-                        raise runtime.RuntimeFailure(f"creating pod {name}: {e}") from e
+                        raise RuntimeFailure(f"creating pod {name}: {e}") from e
                     time.sleep(0.5)
             created.append(name)
         self.progress(f"created {len(created)} pods (3 performance, 3 standard) in namespace {TEST_NAMESPACE}")
@@ -342,44 +314,10 @@ class Smoke:
         self.record(checks.only_classified_on_fake(every, self.node_names))
 
 
-def git_state() -> tuple[str, bool]:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, check=True).stdout.strip())
-        return sha, dirty
-    except (OSError, subprocess.CalledProcessError):
-        return "", False
-
-
-def collect(state: StateDir, run: Path, smoke: Smoke | None) -> None:
-    """k8s/ objects, logs/, the env files and the effective values into the run directory."""
-    (run / "k8s").mkdir(parents=True, exist_ok=True)
-    paths = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "events": "/api/v1/events",
-             "nodehardwares": deploy.NODEHARDWARES, "nodetwins": deploy.NODETWINS}
-    for name, path in paths.items():
-        with contextlib.suppress(Exception):
-            code, body = runtime.api_get(state.kubeconfig, path, timeout_s=10)
-            if code == 200:
-                (run / "k8s" / f"{name}.json").write_text(json.dumps(json.loads(body), indent=1))
-    if smoke is not None:
-        with contextlib.suppress(Exception):
-            (run / "k8s" / "emulate.json").write_text(json.dumps(smoke.truth(), indent=1))
-    if state.logs.is_dir():
-        shutil.copytree(state.logs, run / "logs", dirs_exist_ok=True)
-    for f in ("cluster.env", "deploy.env", "spec.yaml"):
-        if (state.root / f).is_file():
-            shutil.copy2(state.root / f, run / f)
-    eff = state.values / "values.effective.yaml"
-    if eff.is_file():
-        shutil.copy2(eff, run / "values.effective.yaml")
-
-
-def run_smoke(
-    state: StateDir, spec: ClusterSpec, spec_text: str, *, values_files: list[Path], daemonset: dict[str, Any],
-    mode: HwemuMode, timing: Timing, dist: Path, keep: bool, timeout_s: float, crd_dir: Path,
-    break_component: str | None = None, telemetry_mode: str = "otlp",
-) -> int:
+def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> int:
+    """The whole smoke; returns its exit code (summary.json's exitCode)."""
+    settings, state, spec = ctx.settings, ctx.state, rendered.spec
+    mode, timing, telemetry_mode, timeout_s = settings.hwemu, settings.timing, settings.telemetry, settings.smoke_timeout_s
     started = dt.datetime.now(dt.UTC)
     sha, dirty = git_state()
     state.runs.mkdir(parents=True, exist_ok=True)
@@ -387,7 +325,8 @@ def run_smoke(
     run.mkdir(parents=True)
     log = (run / "smoke.log").open("w")
     out = Tee(sys.stdout, log)
-    progress = runtime.Progress(out=cast(TextIO, out))
+    progress = Progress(out=cast(TextIO, out))
+    ctx = ctx.with_progress(progress)
     progress(f"simcluster smoke: spec {spec.name}, hwemu {mode}, telemetry {telemetry_mode}, timing {timing.name}, "
              f"results in {run}")
     sampler = MemorySampler(state)
@@ -406,33 +345,14 @@ def run_smoke(
     deadline_timer.daemon = True
     deadline_timer.start()
     try:
-        runtime.up(state, spec, spec_text, crd_dir=crd_dir, progress=progress, telemetry_mode=telemetry_mode)
-        result = deploy.deploy(state, spec, dist=dist, values_files=values_files, daemonset=daemonset,
-                               mode=mode, timing=timing, progress=progress)
+        process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
+        result = deploy(ctx, rendered, DeployOptions(options.values_files, options.daemonset))
         env = state.read_deploy_env() or {}
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
-        smoke = Smoke(state, spec, timing, mode, progress)
-        if break_component:
-            # The workload runner is the simulator's binary too, but it is the load, not a component under test.
-            broken = [n for n, _ in deploy.recorded_deploy_pids(env)
-                      if env.get(f"COMPONENT_{n}") == break_component and n != "workload"]
-            if not broken:
-                raise runtime.RuntimeFailure(f"--break {break_component}: no such deployed component")
-            for name in broken:
-                os.killpg(int(env[deploy.pid_key(name)]), 9)
-            progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")
-        steps: list[tuple[list[str], Callable[[], None]]] = [
-            (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: smoke.step_phase1(result.excluded)),
-            (["S08", "S09"], smoke.step_restart_and_lower),
-            (["S10", "S11", "S12"], smoke.step_pods),
-        ]
-        for ids, step in steps:
-            try:
-                step()
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # - a failed step fails its checks, the run goes on
-                smoke.failed(ids, e)
+        smoke = Smoke(ctx, rendered)
+        if options.break_component:
+            _break(env, options.break_component, progress)
+        smoke.run_steps(result.excluded)
     except KeyboardInterrupt:
         if fired.is_set():
             timed_out = True
@@ -440,7 +360,7 @@ def run_smoke(
         else:
             aborted = "interrupted"
             progress("interrupted; stopping the cluster")
-    except runtime.RuntimeFailure as e:
+    except RuntimeFailure as e:
         aborted = str(e)
         progress(f"aborted: {e}")
     finally:
@@ -451,24 +371,18 @@ def run_smoke(
     assertions = sorted(smoke.assertions if smoke else [], key=lambda a: a.id)
     finished = dt.datetime.now(dt.UTC)
     status = run_status(assertions, timed_out, aborted)
-    collect(state, run, smoke)
+    collect(state, run, smoke.truth if smoke else None)
     resources = {"peakRssMiB": round(sampler.peak_kib / 1024, 1), "agents": len(smoke.agent_nodes()) if smoke else 0,
-                 "nodes": len(render_nodes(spec))}
-    summary = build_summary(
-        assertions=assertions, status=status, spec=spec.name, mode=mode, scope=os.environ.get("SIMCLUSTER_POWER_SCOPE", "auto"),
+                 "nodes": len(rendered.nodes)}
+    summary = build_summary(RunRecord(
+        assertions=assertions, status=status, spec=spec.name, mode=mode, scope=settings.power_scope,
         timing={**timing.as_env(), "SIMCLUSTER_TELEMETRY": telemetry_mode}, commit=sha, dirty=dirty, images=images, started=started, finished=finished,
         resources=resources, aborted=aborted,
-    )
-    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run / "otlp").mkdir(exist_ok=True)
-    (run / "otlp" / "harness.logs.jsonl").write_text(otlp_logs_line(assertions, spec.name, mode, finished) + "\n")
-    (run / "otlp" / "harness.metrics.jsonl").write_text(otlp_metrics_line(assertions, spec.name, mode, finished) + "\n")
-    latest = state.runs / "latest"
-    latest.unlink(missing_ok=True)
-    latest.symlink_to(run.name)
-    if not keep:
-        deploy.stop_deployed(state, progress)
-        runtime.down(state, keep=True, progress=progress)
+    ))
+    write_results(state, run, summary, assertions, spec.name, mode, finished)
+    if not settings.keep:
+        stop_deployed(state, progress)
+        process.down(state, keep=True, progress=progress)
     else:
         progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
     print("", file=out)
@@ -479,3 +393,14 @@ def run_smoke(
     out.flush()
     log.close()
     return int(summary["exitCode"])
+
+
+def _break(env: Mapping[str, str], component: str, progress: Callable[[str], None]) -> None:
+    """``--break``: SIGKILL every deployed process of `component`, on purpose."""
+    # The workload runner is the simulator's binary too, but it is the load, not a component under test.
+    broken = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component and n != "workload"]
+    if not broken:
+        raise RuntimeFailure(f"--break {component}: no such deployed component")
+    for name in broken:
+        os.killpg(int(env[pid_key(name)]), 9)
+    progress(f"--break: killed {', '.join(broken)} on purpose; the checks must say so")

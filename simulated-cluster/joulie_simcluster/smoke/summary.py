@@ -7,9 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from joulie_simcluster.checks import Assertion
+from joulie_simcluster.smoke.checks import Assertion
 
 SCHEMA = "joulie.simcluster.summary/v1"
 SEMCONV_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -30,47 +31,56 @@ def run_status(assertions: Sequence[Assertion], timed_out: bool, aborted: str | 
     return "failure" if any(a.status == "fail" for a in assertions) else "success"
 
 
-def build_summary(
-    *,
-    assertions: Sequence[Assertion],
-    status: RunStatus,
-    spec: str,
-    mode: str,
-    scope: str,
-    timing: Mapping[str, str],
-    commit: str,
-    dirty: bool,
-    images: Mapping[str, str],
-    started: dt.datetime,
-    finished: dt.datetime,
-    resources: Mapping[str, Any],
-    warnings: Sequence[str] = (),
-    known_defects: Sequence[str] = (),
-    aborted: str | None = None,
-) -> dict[str, Any]:
-    failures = [f"{a.id} {a.name}: {a.observed}" for a in assertions if a.status == "fail"]
-    if aborted:
-        failures.insert(0, f"aborted: {aborted}")
+@dataclass(frozen=True)
+class RunRecord:
+    """What a smoke run found and how it ran: everything ``summary.json`` says."""
+
+    assertions: Sequence[Assertion]
+    status: RunStatus
+    spec: str
+    mode: str
+    """The hwemu mode (fuse or files)."""
+    scope: str
+    """SIMCLUSTER_POWER_SCOPE."""
+    timing: Mapping[str, str]
+    """The timing's settings by name, and the telemetry mode."""
+    commit: str
+    dirty: bool
+    images: Mapping[str, str]
+    """component -> the tag of the binary it ran."""
+    started: dt.datetime
+    finished: dt.datetime
+    resources: Mapping[str, Any]
+    """peakRssMiB, agents, nodes."""
+    warnings: Sequence[str] = ()
+    known_defects: Sequence[str] = ()
+    aborted: str | None = None
+
+
+def build_summary(run: RunRecord) -> dict[str, Any]:
+    failures = [f"{a.id} {a.name}: {a.observed}" for a in run.assertions if a.status == "fail"]
+    if run.aborted:
+        failures.insert(0, f"aborted: {run.aborted}")
     return {
         "schema": SCHEMA,
         "test.suite.name": SUITE,
-        "test.suite.run.status": status,
-        "exitCode": 0 if status == "success" else 1,
+        "test.suite.run.status": run.status,
+        "exitCode": 0 if run.status == "success" else 1,
         "failures": failures,
-        "warnings": list(warnings),
-        "knownDefects": list(known_defects),
-        "assertions": [a.as_json() for a in assertions],
-        "spec": spec,
-        "mode": mode,
-        "scope": scope,
-        "timing": dict(timing),
-        "git": {"commit": commit, "dirty": dirty},
-        "images": dict(images),
+        "warnings": list(run.warnings),
+        "knownDefects": list(run.known_defects),
+        "assertions": [a.as_json() for a in run.assertions],
+        "spec": run.spec,
+        "mode": run.mode,
+        "scope": run.scope,
+        "timing": dict(run.timing),
+        "git": {"commit": run.commit, "dirty": run.dirty},
+        "images": dict(run.images),
         "runtime": "process",
-        "startedAt": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "finishedAt": finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "wallSeconds": round((finished - started).total_seconds(), 1),
-        "resources": dict(resources),
+        "startedAt": run.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "finishedAt": run.finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wallSeconds": round((run.finished - run.started).total_seconds(), 1),
+        "resources": dict(run.resources),
         "semconvSchemaUrl": SEMCONV_SCHEMA_URL,
     }
 

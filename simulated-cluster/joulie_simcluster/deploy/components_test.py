@@ -1,19 +1,14 @@
-import contextlib
-import http.server
-import os
-import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from joulie_simcluster import components as comp
-from joulie_simcluster import deploy
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy.start import with_workload
+from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import render_nodes
-from joulie_simcluster.runtime import RuntimeFailure
+from joulie_simcluster.settings import HwemuMode
 from joulie_simcluster.spec import load_spec
-from joulie_simcluster.state import StateDir
 from joulie_simcluster.timing import timing
 from joulie_workload.gen import GenOptions, generate
 from joulie_workload.trace import load_trace, write_trace
@@ -21,7 +16,7 @@ from joulie_workload.trace import load_trace, write_trace
 SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
 
 
-def plan(tmp: Path, mode: comp.HwemuMode = "fuse") -> comp.Plan:
+def plan(tmp: Path, mode: HwemuMode = "fuse") -> comp.Plan:
     bins = {c: tmp / "bin" / f"joulie-{c}-0123456789ab.pex" for c in ("agent", "controller-manager", "extender", "simulator", "fakesmi")}
     agents = [comp.AgentNode("h100-0", "mounted", ("/lib64/ld-linux-x86-64.so.2", "/usr/lib/libnvidia-ml.so.1")),
               comp.AgentNode("intel-0", "none")]
@@ -104,48 +99,15 @@ def test_the_workload_runner_starts_last_on_the_smoke_trace_with_this_clusters_p
 def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_the_line(tmp_path: Path) -> None:
     base = plan(tmp_path)
     nodes = render_nodes(load_spec(SMOKE_SPEC))
-    smoke = deploy.with_workload(base, "smoke", nodes, None)
+    smoke = with_workload(base, "smoke", nodes, None)
     assert smoke.cluster == "smoke" and smoke.ports.workload_metrics > 0
     assert len(load_trace(smoke.workload_trace)) == len(nodes)  # one pinned job per Node
     mine = tmp_path / "mine.jsonl"
     write_trace(mine, generate(GenOptions(jobs=7, seed=3)))
-    assert [j.job_id for j in load_trace(deploy.with_workload(base, "smoke", nodes, mine).workload_trace)] == \
+    assert [j.job_id for j in load_trace(with_workload(base, "smoke", nodes, mine).workload_trace)] == \
         [j.job_id for j in load_trace(mine)]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type":"job","jobId":"x","submitTimeOffsetSec":-1,"work":{"cpuUnits":1}}\n')
     with pytest.raises(RuntimeFailure, match=rf"--trace: {bad}:1: submitTimeOffsetSec"):
-        deploy.with_workload(base, "smoke", nodes, bad)
+        with_workload(base, "smoke", nodes, bad)
     assert len(load_trace(smoke.workload_trace)) == 7  # the last good trace is still there
-
-
-def test_the_collector_reports_only_in_its_modes_alive_and_healthy(tmp_path: Path) -> None:
-    state = StateDir(tmp_path)
-    assert deploy.collector_report(state, {}) is None  # otlp and the other direct modes
-    with _serving(200) as url:
-        assert deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": str(os.getpid())}) == \
-            deploy.Report("otelcol", True, "health check answers")
-        dead = deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": "999999999"})
-        assert dead == deploy.Report("otelcol", False, f"pid 999999999 not running; log {tmp_path / 'logs' / 'otelcol.log'}")
-    with _serving(503) as url:
-        sick = deploy.collector_report(state, {"OTELCOL_HEALTH_URL": url, "OTELCOL_PID": str(os.getpid())})
-        assert sick is not None and not sick.ok and sick.detail.startswith(url)
-
-
-@contextlib.contextmanager
-def _serving(status: int) -> Iterator[str]:
-    class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(status)
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()

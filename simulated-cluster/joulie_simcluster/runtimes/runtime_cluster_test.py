@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from joulie_api import names
-from joulie_simcluster.runtime import core_api, list_nodes, node_name, node_ready, pid_alive
+from joulie_simcluster.runtimes.kube import core_api, list_nodes, node_name, node_ready
+from joulie_simcluster.runtimes.pids import pid_alive
 from joulie_simcluster.state import PROCESSES, StateDir, pid_key, recorded_pids
 
 SMOKE = Path("simulated-cluster/specs/smoke.yaml")

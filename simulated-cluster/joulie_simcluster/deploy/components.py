@@ -1,7 +1,7 @@
 """What ``deploy`` starts on the process runtime, as data: one command line and environment per
 component, built from the state directory, the binaries, the timing and the install values.
 
-Pure: no process is started here (``deploy.py`` does that), so the command lines are testable.
+Pure: no process is started here (``deploy/start.py`` does that), so the command lines are testable.
 
 - ``simulator``: ``emulate`` over every Node of the spec, FUSE views (or plain trees) under
   ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus (or the
@@ -11,7 +11,7 @@ Pure: no process is started here (``deploy.py`` does that), so the command lines
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
 - ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
 - ``workload``: the simulator's ``workload`` runner on the deploy's trace (by default the smoke's,
-  ``simcluster.smokeload``: one pinned Pod per Node): Pods through the real kube-scheduler, each
+  ``joulie_simcluster.smoke.load``: one pinned Pod per Node): Pods through the real kube-scheduler, each
   Node's load on the emulator (gRPC) following its Pods; /metrics on 127.0.0.1. Started last: it
   needs the emulator and the scheduler's extender, and retries until both answer.
 """
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from joulie_simcluster import smokeload
+from joulie_simcluster.settings import HwemuMode
+from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.timing import Timing, duration
 
-HwemuMode = Literal["fuse", "files"]
 COMPONENTS = ("simulator", "extender", "controller-manager", "agent")
 GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
 
@@ -117,7 +117,7 @@ class Plan:
 
     @property
     def workload_trace(self) -> Path:
-        """The trace ``deploy`` writes for the runner (``simcluster.smokeload.trace_path``)."""
+        """The trace ``deploy`` writes for the runner (``joulie_simcluster.smoke.load.trace_path``)."""
         return smokeload.trace_path(self.state)
 
 

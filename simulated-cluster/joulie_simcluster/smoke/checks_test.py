@@ -3,7 +3,7 @@ from pathlib import Path
 from typing import Any
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simcluster import checks
+from joulie_simcluster.smoke import checks
 
 README = Path("simulated-cluster/README.md")
 
@@ -129,4 +129,4 @@ def test_nodehardware_is_compared_with_the_profile() -> None:
 def test_the_readme_lists_every_check() -> None:
     text = README.read_text()
     rows = dict(re.findall(r"^\| (S\d\d) \| `[a-z-]+` \| (.+) \|$", text, re.M))
-    assert rows == {k: v[1] for k, v in checks.CHECKS.items()}, "regenerate the table from joulie_simcluster.checks.CHECKS"
+    assert rows == {k: v[1] for k, v in checks.CHECKS.items()}, "regenerate the table from joulie_simcluster.smoke.checks.CHECKS"

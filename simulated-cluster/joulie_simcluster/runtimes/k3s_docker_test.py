@@ -1,7 +1,7 @@
 """The k3s runtime against a real Docker engine, up to the boundary of a machine without a registry.
 
 Starts a private dockerd (ci/images/dockerd.py) with a fresh data root, so the k3s image is surely
-not in it, and calls :func:`simcluster.k3s.up_k3s` for the smoke spec's eight agents. Here nothing
+not in it, and calls :func:`joulie_simcluster.runtimes.k3s.up_k3s` for the smoke spec's eight agents. Here nothing
 can be pulled: up_k3s must stop at the k3s image with a message naming it (K3S_IMAGE of
 versions.env) and how to provide it, with no container or volume created and no kubeconfig or
 cluster.env written. Needs root (dockerd; apt-get install docker.io when missing).
@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 
 from images.dockerd import private_engine
-from joulie_simcluster import k3s
-from joulie_simcluster.k3s import K3sFailure
-from joulie_simcluster.runtime import Progress
+from joulie_simcluster.context import RenderedSpec
+from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes import k3s, k3s_config
+from joulie_simcluster.runtimes.k3s import K3sOptions
+from joulie_simcluster.runtimes.k3s_config import K3sFailure
 from joulie_simcluster.spec import parse_spec
 from joulie_simcluster.state import StateDir
 
@@ -44,7 +46,7 @@ def engine_root() -> Iterator[Path]:
 
 
 def test_up_k3s_stops_at_the_missing_k3s_image_and_says_how_to_provide_it(tmp_path: Path, engine_root: Path) -> None:
-    pin = k3s.load_pin(VERSIONS)
+    pin = k3s_config.load_pin(VERSIONS)
     assert pin.image == "rancher/k3s:v1.34.1-k3s1"
     state = StateDir(tmp_path / "state")
     name = "joulie-sim-k3s-boundary"
@@ -52,8 +54,9 @@ def test_up_k3s_stops_at_the_missing_k3s_image_and_says_how_to_provide_it(tmp_pa
     with private_engine(print, root=engine_root) as engine:
         host = engine.paths.host
         try:
-            k3s.up_k3s(state, spec, SPEC_TEXT, name=name, agents=8, versions_file=VERSIONS, docker_host=host,
-                       hwemu="files", progress=Progress(), start_timeout_s=60, ready_timeout_s=10)
+            k3s.up_k3s(state, RenderedSpec.of(spec, SPEC_TEXT),
+                       K3sOptions(name=name, agents=8, versions_file=VERSIONS, docker_host=host, hwemu="files",
+                                  start_timeout_s=60, ready_timeout_s=10), Progress())
         except K3sFailure as e:
             msg = str(e)
             if "is not in the Docker engine" not in msg:
@@ -83,5 +86,6 @@ def test_no_engine_at_docker_host_is_named(tmp_path: Path) -> None:
     spec = parse_spec({"name": "k3s-boundary", "pools": []}, "test")
     host = f"unix://{tmp_path}/no-engine.sock"
     with pytest.raises(K3sFailure, match="no Docker engine answers at unix://") as exc:
-        k3s.up_k3s(state, spec, "", name="joulie-sim-none", agents=0, versions_file=VERSIONS, docker_host=host, hwemu="files")
+        k3s.up_k3s(state, RenderedSpec.of(spec), K3sOptions(name="joulie-sim-none", agents=0, versions_file=VERSIONS,
+                                                            docker_host=host, hwemu="files"))
     assert "no-engine.sock" in str(exc.value) and "DOCKER_HOST" in str(exc.value)
