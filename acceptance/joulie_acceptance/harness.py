@@ -27,7 +27,7 @@ from typing import Any, cast
 from joulie_agent.catalog import load_catalog
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import CPUOutcome, GPUOutcome
+from joulie_agent.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.runner import Agent, KubeShell
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
@@ -37,7 +37,7 @@ from joulie_hwprofiles.nodeobject import node_object
 from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import GPU_STATE_FILE, GpuState
 from joulie_simulator.emulator import Emulator
-from joulie_simulator.files_mode import FileTrees
+from joulie_simulator.files.trees import FileTrees
 from joulie_simulator.fuse_view import FuseServer
 from joulie_simulator.model import Load, initial_state
 

@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import CPUOutcome, GPUOutcome
+from joulie_agent.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.runner import Agent, KubeShell
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus

@@ -1,6 +1,6 @@
 """The emulator: every emulated node, stepped on one tick, read and written by path.
 
-No I/O here: ``files_mode`` mirrors the nodes to disk, ``fuse_view`` serves them, ``http_debug``,
+No I/O here: ``files`` mirrors the nodes to disk, ``fuse_view`` serves them, ``http_debug``,
 ``grpc_api`` and ``otlp`` publish the truth. Time comes from an injected clock (seconds, float);
 while the clock is frozen, time moves only through :meth:`Emulator.step`.
 """
