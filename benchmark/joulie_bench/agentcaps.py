@@ -46,12 +46,6 @@ def _files(emu: Emulator, node: str) -> _NodeFiles:
     return _NodeFiles(zones, nvml)
 
 
-def _cap_range_w(hw: NodeHardware | None) -> tuple[float, float] | None:
-    # As the agent reads it from the NodeHardware it published.
-    cr = hw.status.cpu.cap_range if hw and hw.status and hw.status.cpu else None
-    return (cr.min_watts_per_socket or 0.0, cr.max_watts_per_socket or 0.0) if cr else None
-
-
 @dataclass
 class AgentCaps:
     """Each node's NodeTwin spec applied to the emulator the way the agent applies it."""
@@ -92,7 +86,8 @@ class AgentCaps:
         """Write what the agent would write for ``spec``: nothing where there is no intent."""
         if spec is None:
             return
-        cap = cpucontrol.resolve_cpu_cap(spec.cpu, _cap_range_w(self.hardware.get(node)))
+        hw = self.hardware.get(node)
+        cap = cpucontrol.resolve_cpu_cap(spec.cpu, cpucontrol.published_cap_range_w(hw.status if hw else None))
         if cap is not None and cap.socket_w is not None:
             zones = self._files[node].zone_files
             for w in cpucontrol.plan_rapl(self._zones[node], cap.socket_w).writes:

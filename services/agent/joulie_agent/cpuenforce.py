@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from joulie_agent import cpucontrol, cpufreq, hostread, powercap
-from joulie_agent.clock import Clock
 from joulie_agent.discovery import HostFacts
 from joulie_agent.nodemetrics import NodeMetrics
 from joulie_agent.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome
 from joulie_agent.sysfswrite import read_int
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,7 @@ class CPUEnforcer:
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts, hardware: NodeHardwareStatus | None) -> CPUOutcome:
         """Enforce the spec's CPU cap (or restore the limits found when it goes away)."""
-        cap_range = None
-        if hardware and hardware.cpu and hardware.cpu.cap_range:
-            cr = hardware.cpu.cap_range
-            cap_range = (cr.min_watts_per_socket or 0.0, cr.max_watts_per_socket or 0.0)
-        cap = cpucontrol.resolve_cpu_cap(spec.cpu if spec else None, cap_range)
+        cap = cpucontrol.resolve_cpu_cap(spec.cpu if spec else None, cpucontrol.published_cap_range_w(hardware))
         observed = self.package_power_w(facts.zones)
         if cap is None:
             if not self.simulate_only:

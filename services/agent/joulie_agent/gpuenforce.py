@@ -7,12 +7,12 @@ cap on which device) comes from the pure ``gpucontrol``, the tool arguments and 
 from __future__ import annotations
 
 from joulie_agent import gpucontrol, gputools, hostread
-from joulie_agent.clock import Clock
 from joulie_agent.discovery import HostFacts, expected_gpu_vendor
 from joulie_agent.nvml import NVML
 from joulie_agent.outcomes import GPUBackend, GPUOutcome
 from joulie_agent.toolrun import Runner
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import Clock
 
 
 class GPUEnforcer:

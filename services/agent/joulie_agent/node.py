@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from joulie_agent import cpucontrol, hostread
 from joulie_agent.catalog import Catalog
-from joulie_agent.clock import Clock
 from joulie_agent.cpuenforce import CPUEnforcer, Writer
 from joulie_agent.discovery import HostFacts, build_status
 from joulie_agent.gpuenforce import GPUEnforcer
@@ -24,6 +23,7 @@ from joulie_agent.sysfswrite import write_attr
 from joulie_agent.toolrun import Runner
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import Clock
 
 # ``runner`` imports the outcomes from here (one import for everything about a node's control).
 __all__ = ["CPUOutcome", "GPUOutcome", "NodeController", "NodeOptions"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from joulie_agent.clock import Clock
 from joulie_api.generated.nodetwin import CPUControlStatus, GPUControlStatus
+from joulie_common.clock import Clock
 
 CPUBackend = Literal["rapl", "dvfs", "http", "none"]
 GPUBackend = Literal["host-nvidia", "host-amd", "http", "none"]

@@ -49,7 +49,7 @@ class SkipUnchanged:
         self.last[key] = (payload, now_s)
 
 
-class KubeShell:
+class AgentKube:
     """The agent's only Kubernetes reads and writes."""
 
     def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0):
@@ -97,7 +97,7 @@ class KubeShell:
 class Agent:
     """One process: one node (daemonset, emulated) or a shard of a pool."""
 
-    def __init__(self, settings: Settings, kube: KubeShell, catalog: Catalog, clock: Clock,
+    def __init__(self, settings: Settings, kube: AgentKube, catalog: Catalog, clock: Clock,
                  metrics: AgentMetrics, nvml: NVML | None = None):
         self.s = settings
         self.kube = kube
@@ -231,7 +231,7 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     from joulie_api.kubeconfig import api_client
 
     api = api_client()
-    kube = KubeShell(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
+    kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
     agent = Agent(settings, kube, load_catalog(), clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None)
     stop, wake = threading.Event(), threading.Event()

@@ -11,7 +11,7 @@ from kubernetes import client as k8s
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.runner import Agent, KubeShell
+from joulie_agent.runner import Agent, AgentKube
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
@@ -41,7 +41,7 @@ def raw(kube_api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:
 
 def agent_for(kube_api: k8s.ApiClient, node: str, root: Path, clock: FakeClock) -> Agent:
     settings = Settings(mode="daemonset", node_name=node, root=str(root))
-    kube = KubeShell(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
+    kube = AgentKube(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
     return Agent(settings, kube, load_catalog(), clock, AgentMetrics())
 
 

@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from joulie_api.kubeconfig import api_client
     from joulie_controller.controller import Controller
-    from joulie_controller.kube import KubeShell
+    from joulie_controller.kube import ControllerKube
     from joulie_controller.leader import LeaderElector
     from joulie_controller.metrics import Metrics
     from joulie_controller.prometheus import FacilityReader, PowerReader
@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
         elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
     facility = FacilityReader(settings) if settings.enable_facility_metrics else None
-    controller = Controller(settings, KubeShell(api), PowerReader(settings), metrics, elector, facility=facility)
+    controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility)
     if args.once:
         summary = controller.tick()
         return 0 if summary.failures == 0 else 1

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.facility import pue
-from joulie_controller.kube import KubeShell
+from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
 from joulie_controller.metrics import Metrics
 from joulie_controller.prometheus import FacilityReader, PowerReader
@@ -29,7 +29,7 @@ class TickSummary:
 
 
 class Controller:
-    def __init__(self, settings: Settings, kube: KubeShell, power: PowerReader, metrics: Metrics | None = None,
+    def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None):
         self.settings = settings

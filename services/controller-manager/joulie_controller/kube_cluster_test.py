@@ -24,7 +24,7 @@ from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.kube import KubeShell
+from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
 from joulie_controller.prometheus import PowerReader
 from joulie_controller.settings import Settings
@@ -80,7 +80,7 @@ def make_node(core: k8s.CoreV1Api, name: str, tag: str, kwok: bool = False,
 def controller(api: k8s.ApiClient, tag: str, clock: FakeClock, elector: LeaderElector | None = None,
                **overrides: Any) -> Controller:
     s = Settings(node_selector=f"test.joulie.io/suite={tag}", prometheus_address="", **overrides)
-    shell = KubeShell(api, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1, 0.2))))
+    shell = ControllerKube(api, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1, 0.2))))
     return Controller(s, shell, PowerReader(s), elector=elector, clock=clock)
 
 
@@ -243,7 +243,7 @@ def test_a_failed_write_is_reported_and_other_nodes_still_written(
     make_node(core, good, suite)
     make_node(core, bad, suite)
     ctl = controller(kube_api, suite, fake_clock(), static_hp_frac=1.0)
-    ctl.kube = KubeShell(kube_api, FailingForNode(kube_api, bad))
+    ctl.kube = ControllerKube(kube_api, FailingForNode(kube_api, bad))
     summary = ctl.tick()
     assert summary.failures == 1 and summary.writes == 3
     assert twin_raw(kube_api, good)["spec"]["profile"] == "performance"
