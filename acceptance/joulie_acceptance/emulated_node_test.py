@@ -17,7 +17,7 @@ import pytest
 
 from joulie_acceptance.harness import CPUFREQ, POWERCAP, Bench
 from joulie_agent.cpucontrol import DvfsConfig
-from joulie_agent.node import MSG_NO_CPU_BACKEND
+from joulie_agent.outcomes import MSG_NO_CPU_BACKEND
 from joulie_hwprofiles.schema import GpuTool, Profile, builtin_profile
 
 PL1 = "constraint_0_power_limit_uw"

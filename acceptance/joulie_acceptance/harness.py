@@ -25,19 +25,19 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import CPUOutcome, GPUOutcome
-from joulie_agent.runner import Agent, KubeShell
+from joulie_agent.outcomes import CPUOutcome, GPUOutcome
+from joulie_agent.runner import Agent, AgentKube
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_common.clock import FakeClock
 from joulie_hwprofiles.nodeobject import node_object
 from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import GPU_STATE_FILE, GpuState
 from joulie_simulator.emulator import Emulator
-from joulie_simulator.files_mode import FileTrees
+from joulie_simulator.files.trees import FileTrees
 from joulie_simulator.fuse_view import FuseServer
 from joulie_simulator.model import Load, initial_state
 
@@ -138,7 +138,7 @@ class Bench:
         settings = Settings(mode="emulated", node_name=node, root=str(self.root / "{node}"), tool_path=str(tool_dir),
                             tool_timeout_s=60.0, metrics_addr="", dvfs=dvfs or DvfsConfig())
         self.metrics = AgentMetrics()
-        self.agent = Agent(settings, cast(KubeShell, cast(Any, self.kube)), load_catalog(), self.clock, self.metrics)
+        self.agent = Agent(settings, cast(AgentKube, cast(Any, self.kube)), load_catalog(), self.clock, self.metrics)
 
     def close(self) -> None:
         """Unmount the FUSE view, if any (files mode has nothing running)."""

@@ -2,8 +2,8 @@
 
 Everything that decides is the real code, driven in one process:
 - the hardware: the simulator's ``Emulator`` (``physics.step_node``), clock frozen and stepped
-  by ``dt_s`` virtual seconds per tick; caps reach it as the agent writes them (RAPL
-  ``constraint_0_power_limit_uw`` in µW, the NVML limit file in mW) through ``Emulator.write``;
+  by ``dt_s`` virtual seconds per tick; caps reach it as the agent writes them, planned by the
+  agent's own functions from the NodeTwin spec (``agentcaps``: RAPL limits in µW, NVML in mW);
 - the jobs: the simulator's workload ``Engine`` (progress from frequency and caps) and the Pods
   of ``workload.pods`` (so the controller and extender read the same Pod objects a cluster has);
 - the controller: ``joulie_controller.reconcile.reconcile`` every ``reconcile_s`` (policy, FSM
@@ -12,8 +12,7 @@ Everything that decides is the real code, driven in one process:
   the node label; score: kube-scheduler's LeastAllocated plus, under Joulie, the extender's real
   ``score_node`` x 10 as kube-scheduler weighs an extender of weight 1); ties by node name.
 
-Policies: A no Joulie (no caps written; GPUs at the profile's default limit, as an operator
-leaves them: ``_boards_at_default_limit``; Pods without
+Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods without
 power-profile affinity, since no node carries the label), B ``static_partition``, C
 ``queue_aware_v1``, D ``cluster_power_budget``.
 
@@ -35,8 +34,10 @@ from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.names import LABEL_MANAGED, LABEL_POWER_PROFILE, PROFILE_ECO, object_name_for_node
+from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.stats import percentile
-from joulie_controller.hardware import NodeInfo, from_node_hardware
+from joulie_common.clock import FakeClock
+from joulie_controller.hardware import NodeInfo
 from joulie_controller.kube import pod_info
 from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
 from joulie_controller.settings import Settings
@@ -173,43 +174,6 @@ class RunResult:
         self.window_facility_energy_kwh = self.facility_energy_kwh + self.idle_it_w * self.idle_pue * tail_s / 3.6e6
 
 
-class _Caps:
-    """Writes caps into the emulator as the agent does, once per change."""
-
-    def __init__(self, emu: Emulator, nodes: Sequence[BenchNode]) -> None:
-        self.emu = emu
-        self.paths: dict[str, tuple[list[str], list[str]]] = {}
-        self.last: dict[str, tuple[float, float]] = {}
-        self.writes = 0
-        for n in nodes:
-            en = emu.node(n.name)
-            rapl = [e.path for e in en.entries if e.bind and e.bind[0] == "zone_limit" and e.bind[2] == 0
-                    and en.state.zones[e.bind[1]].kind == "package"]
-            nvml = [e.path for e in sorted(en.entries, key=lambda e: e.bind[1] if e.bind else 0)
-                    if e.bind and e.bind[0] == "nvml_limit"]
-            self.paths[n.name] = (rapl, nvml)
-
-    def apply(self, n: BenchNode, cpu_pct: float, gpu_pct: float) -> None:
-        if self.last.get(n.name) == (cpu_pct, gpu_pct):
-            return
-        self.last[n.name] = (cpu_pct, gpu_pct)
-        rapl, nvml = self.paths[n.name]
-        uw = int(n.cpu_max_w_per_socket * min(cpu_pct, 100.0) / 100.0 * 1e6)
-        for path in rapl:
-            self._write(n.name, path, f"{uw}\n")
-        if n.profile.gpus is not None:
-            g = n.profile.gpus
-            mw = int(max(g.min_w, min(g.max_w, g.max_w * gpu_pct / 100.0)) * 1000)
-            for path in nvml:
-                self._write(n.name, path, f"{mw}\n")
-
-    def _write(self, node: str, path: str, data: str) -> None:
-        out = self.emu.write(node, path, data.encode())
-        if not out.ok:
-            raise RuntimeError(f"bench: cap write {node}:{path}={data.strip()} refused: {out.detail}")
-        self.writes += 1
-
-
 def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
     """Every board starts at its profile's default limit (e.g. 310 of 400 W on an H100 NVL), not the
     maximum a persistent board powers on with: the baseline is a cluster as operators run it. A
@@ -239,17 +203,16 @@ def run(
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     joulie = policy != "A"
     s = settings_for(policy, nodes, budget_frac, reconcile_s)
-    clock = [0.0]
-    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=lambda: clock[0])
+    clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
+    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
     emu.frozen = True
     _boards_at_default_limit(emu, nodes)
-    caps = _Caps(emu, nodes)
     by_name = {n.name: n for n in nodes}
     engine = Engine(list(jobs))
     manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=joulie) for j in jobs}
     hardware = {n.name: node_hardware(n) for n in nodes}
+    caps = AgentCaps.for_nodes(emu, [(n.name, n.profile) for n in nodes], hardware)
     hw_info: dict[str, HardwareInfo] = {name: hardware_info(h) for name, h in hardware.items()}
-    hw_views = {n.name: from_node_hardware(hardware[n.name], n.gpus) for n in nodes}
     labels: dict[str, str] = {}
     twins: dict[str, Any] = {}
     memory = Memory()
@@ -285,7 +248,8 @@ def run(
             twins = dict(apply_in_memory(snap, result, s.power_profile_label).twins)
             for o in result.outcomes:
                 labels[o.node] = o.profile
-                caps.apply(by_name[o.node], o.caps.cpu_pct_in_effect(hw_views[o.node]), o.caps.gpu_pct_in_effect())
+                twin = twins.get(object_name_for_node(o.node))
+                caps.apply(o.node, twin.spec if twin is not None else None)
         # Schedule in submit order; each job takes the best node it fits on, one that fits nowhere waits
         # (later jobs may start before it: backfill without reservations).
         if pending:
@@ -329,7 +293,7 @@ def run(
             if last_load.get(name) != load:
                 emu.set_load(name, load)
                 last_load[name] = load
-        clock[0] = t + dt_s
+        clock.t = t + dt_s
         emu.tick(dt_s)
         it_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
         it_j += it_w * dt_s
@@ -345,7 +309,7 @@ def run(
     for name in by_name:
         emu.set_load(name, Load(cpu_util=0.0, gpu_util=(0.0,) * by_name[name].gpus))
     for _ in range(3):
-        clock[0] += dt_s
+        clock.advance(dt_s)
         emu.tick(dt_s)
     idle_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
     done = [r for r in engine.runs.values() if r.done_s is not None]

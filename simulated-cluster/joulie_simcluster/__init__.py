@@ -1,4 +1,5 @@
-"""simcluster: the simulated cluster harness (issue 8). Pure groundwork so far: the cluster spec
-(``spec.py``), the fake Node objects it implies (``nodes.py``), which Nodes the agent DaemonSet
-would reach (``agents.py``) and the ``render-nodes`` / ``agents`` CLI (``cli.py``).
+"""simcluster: the simulated cluster harness behind ``./simcluster`` (simulated-cluster/README.md,
+"Layout", says which module holds what). ``cli.py`` parses and dispatches; ``settings.py`` reads every
+SIMCLUSTER_* variable once; ``runtimes/`` starts the cluster, ``deploy/`` the components, ``smoke/``
+checks them.
 """

@@ -569,16 +569,15 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
         control_plane: Any, kube_api: k8s.ApiClient, installed_rbac: list[dict[str, Any]], tmp_path: Path) -> None:
     from joulie_agent import testtrees
     from joulie_agent.catalog import load_catalog
-    from joulie_agent.clock import FakeClock
     from joulie_agent.metrics import AgentMetrics
-    from joulie_agent.runner import Agent
-    from joulie_agent.runner import KubeShell as AgentKube
+    from joulie_agent.runner import Agent, AgentKube
     from joulie_agent.settings import Settings as AgentSettings
     from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec
     from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
     from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
+    from joulie_common.clock import FakeClock
     from joulie_controller.controller import Controller
-    from joulie_controller.kube import KubeShell as ControllerKube
+    from joulie_controller.kube import ControllerKube
     from joulie_controller.leader import LeaderElector
     from joulie_controller.prometheus import PowerReader
     from joulie_controller.settings import Settings as ControllerSettings

@@ -60,3 +60,15 @@ def test_bench_live_refuses_an_unknown_policy_or_a_bad_trace_before_starting_any
     assert main(["bench-live", "--trace", str(bad)]) == 2
     assert f"--trace: {bad}:1:" in capsys.readouterr().err
     assert not (tmp_path / "state").exists()  # nothing started, nothing written
+
+
+def test_a_bad_or_unknown_setting_exits_2_naming_it_before_anything_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SIMCLUSTER_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SIMCLUSTER_HWEMU", "fusee")
+    assert main(["render-nodes", "--spec", SMOKE]) == 2
+    assert capsys.readouterr().err == "simcluster: SIMCLUSTER_HWEMU='fusee': expected one of fuse, files\n"
+    monkeypatch.delenv("SIMCLUSTER_HWEMU")
+    assert main(["down"], environ={"SIMCLUSTER_DIR": str(tmp_path / "state"), "SIMCLUSTER_KEPE": "1"}) == 2
+    assert "SIMCLUSTER_KEPE='1': unknown variable; expected one of SIMCLUSTER_NAME" in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()

@@ -38,18 +38,21 @@ from typing import Any, Final
 import yaml
 
 from joulie_api import names
+from joulie_api.controller_env import env_name
 from joulie_bench.sim import POLICIES, BenchNode, RunResult, pue, settings_for
 from joulie_bench.sim import run as accelerated_run
-from joulie_controller.settings import env_name
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simcluster import deploy, runtime
-from joulie_simcluster.components import HwemuMode
-from joulie_simcluster.nodes import render_nodes
-from joulie_simcluster.spec import ClusterSpec
+from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy.processes import stop_deployed
+from joulie_simcluster.deploy.reports import http_ok, runner_counts
+from joulie_simcluster.deploy.start import DeployOptions, deploy
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.spec import ClusterSpec, SpecError
 from joulie_simcluster.state import StateDir
-from joulie_simcluster.timing import Timing
+from joulie_workload.gen import GenOptions, generate
 from joulie_workload.pods import LABEL_PART_OF, PART_OF
-from joulie_workload.trace import Job, load_trace
+from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
 DEFAULT_SPEC: Final = Path("simulated-cluster/specs/bench-live.yaml")
 SAMPLE_S: Final = 1.0
@@ -76,10 +79,11 @@ class LiveRun:
     jobs_per_node: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
-def bench_nodes(spec: ClusterSpec) -> list[BenchNode]:
+def bench_nodes(rendered: RenderedSpec) -> list[BenchNode]:
     """The spec's Nodes as the accelerated benchmark models them (same names, same profiles)."""
+    spec = rendered.spec
     out = []
-    for node in render_nodes(spec):
+    for node in rendered.nodes:
         meta = node["metadata"]
         out.append(BenchNode(meta["name"], builtin_profile(spec.pool(meta["labels"][names.LABEL_SIM_POOL]).profile)))
     return out
@@ -186,16 +190,35 @@ def write_results(out: Path, live: Mapping[str, LiveRun], accel: Mapping[str, Ru
 # --- the shell -------------------------------------------------------------------------------
 
 
+def prepare_trace(trace: Path | None, gen: GenOptions, out: Path) -> Path:
+    """The trace to run: `trace`, checked line by line, or one generated from `gen` into ``out/trace.jsonl``.
+    SpecError (exit 2, nothing started) naming the bad line or option."""
+    if trace is not None:
+        try:
+            load_trace(trace)
+        except TraceError as e:
+            raise SpecError(f"--trace: {e}") from None
+        return trace
+    try:
+        jobs = generate(gen)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    write_trace(out / "trace.jsonl", jobs)
+    return out / "trace.jsonl"
+
+
+
 def _get_json(url: str) -> dict[str, Any]:
-    ok, body = deploy.http_ok(url)
+    ok, body = http_ok(url)
     if not ok:
-        raise runtime.RuntimeFailure(f"{url}: {body}")
+        raise RuntimeFailure(f"{url}: {body}")
     return dict(json.loads(body))
 
 
 def _delete_workload_pods(state: StateDir, jobs: Sequence[Job]) -> None:
     """A run cut short leaves its Pods; the next policy's runner would find their names taken."""
-    core = runtime.core_api(state.kubeconfig)
+    core = kube.core_api(state.kubeconfig)
     for ns in sorted({j.namespace for j in jobs}):
         core.delete_collection_namespaced_pod(ns, label_selector=f"{LABEL_PART_OF}={PART_OF}", grace_period_seconds=0)
 
@@ -220,9 +243,9 @@ def measure(
         _, it_w = truth_totals(_get_json(emulate_url))
         facility_j += it_w * pue(it_w, nameplate_w, now - t0) * (now - last_t)
         last_t = now
-        ok, got = deploy.http_ok(runner_url)
+        ok, got = http_ok(runner_url)
         if ok:
-            body, counts = got, deploy.runner_counts(got)
+            body, counts = got, runner_counts(got)
         done = int(counts.get("completed", 0))
         if done >= len(jobs) or now - t0 > timeout_s:
             break
@@ -239,16 +262,32 @@ def measure(
                    (e1 - e0) / wall if wall else 0.0, completed_per_node(body))
 
 
-def run(
-    state: StateDir, spec: ClusterSpec, spec_text: str, *, trace: Path, policies: Sequence[str], budget_frac: float,
-    timing: Timing, dist: Path, crd_dir: Path, mode: HwemuMode, daemonset_for: Callable[[list[Path]], dict[str, Any]],
-    out: Path, keep: bool, timeout_s: float, progress: runtime.Progress,
-) -> int:
+@dataclass(frozen=True)
+class LiveBenchOptions:
+    """One bench-live run beyond the settings (timing, hwemu, binaries and keep come from there)."""
+
+    trace: Path
+    policies: Sequence[str]
+    budget_frac: float
+    """D's budget as a share of the Nodes' TDP sum."""
+    crd_dir: Path
+    daemonset_for: Callable[[list[Path]], dict[str, Any]]
+    """The agent DaemonSet the install of these values files would create."""
+    out: Path
+    """The results directory."""
+    timeout_s: float
+    """Most wall seconds one policy's run may take."""
+
+
+def run(ctx: Context, rendered: RenderedSpec, options: LiveBenchOptions) -> int:
+    state, progress, timing, spec = ctx.state, ctx.progress, ctx.settings.timing, rendered.spec
+    trace, policies, budget_frac, out, timeout_s = (options.trace, options.policies, options.budget_frac, options.out,
+                                                   options.timeout_s)
     jobs = load_trace(trace)
-    nodes = bench_nodes(spec)
+    nodes = bench_nodes(rendered)
     blind = gpu_pools_without_tools(spec, values_for("D", nodes, budget_frac))
     if blind:
-        raise runtime.RuntimeFailure(
+        raise RuntimeFailure(
             f"spec {spec.name}: the agents of pool(s) {', '.join(blind)} get no GPU tools (toolDelivery none), so no GPU "
             f"cap would be written; set harness.pools.<pool>.toolDelivery: mounted")
     nameplate = sum(n.tdp_w for n in nodes)
@@ -259,7 +298,7 @@ def run(
              f"({', '.join(n.name for n in nodes)}), policies {', '.join(policies)}, timing {timing.name}; results in {out}")
     live: dict[str, LiveRun] = {}
     try:
-        runtime.up(state, spec, spec_text, crd_dir=crd_dir, progress=progress)
+        process.up(ctx, rendered, crd_dir=options.crd_dir)  # otlp, whatever SIMCLUSTER_TELEMETRY says
         for policy in policies:
             values = out / f"values-{policy}.yaml"
             values.write_text(yaml.safe_dump(values_for(policy, nodes, budget_frac), sort_keys=True))
@@ -268,17 +307,17 @@ def run(
             _delete_workload_pods(state, jobs)
             go_file = state.root / "workload" / f"go-{policy}"
             go_file.unlink(missing_ok=True)
-            deploy.deploy(state, spec, dist=dist, values_files=[values], daemonset=daemonset_for([values]), mode=mode,
-                          timing=timing, progress=progress, trace=trace, workload_args=runner_args(policy, go_file))
+            deploy(ctx, rendered, DeployOptions([values], options.daemonset_for([values]), trace=trace,
+                                                workload_args=runner_args(policy, go_file)))
             live[policy] = measure(state, policy, jobs, nameplate, timeout_s, progress, go_file)
             lv = live[policy]
             progress(f"{policy}: {lv.jobs_completed}/{lv.jobs_total} jobs in {lv.makespan_s:.0f}s, IT {lv.it_energy_kwh:.4f} kWh, "
                      f"mean {lv.mean_it_power_w:.0f} W")
-            deploy.stop_deployed(state, progress)
+            stop_deployed(state, progress)
     finally:
-        if not keep:
-            deploy.stop_deployed(state, progress)
-            runtime.down(state, keep=True, progress=progress)
+        if not ctx.settings.keep:
+            stop_deployed(state, progress)
+            process.down(state, keep=True, progress=progress)
     progress(f"accelerated clock: the same trace and Nodes, dt 1 s, reconcile every {timing.controller_interval_s:g} s")
     accel = {p: accelerated_run(jobs, nodes, p, seed=0, dt_s=1.0, budget_frac=budget_frac,
                                 reconcile_s=timing.controller_interval_s) for p in live}

@@ -6,21 +6,23 @@ from pathlib import Path
 
 from joulie_bench.sim import RunResult, settings_for
 from joulie_controller.settings import Settings
-from joulie_simcluster import deploy, livebench
+from joulie_simcluster import livebench
+from joulie_simcluster.context import RenderedSpec
+from joulie_simcluster.deploy import reports
 from joulie_simcluster.spec import load_spec
 
 SPEC = Path("simulated-cluster/specs/bench-live.yaml")
 
 
 def test_the_live_nodes_are_the_specs_with_their_profiles() -> None:
-    nodes = livebench.bench_nodes(load_spec(SPEC))
+    nodes = livebench.bench_nodes(RenderedSpec.of(load_spec(SPEC)))
     assert [(n.name, n.profile.name, n.gpus) for n in nodes] == [
         ("xeon-0", "intel-xeon-2s-rapl", 0), ("xeon-1", "intel-xeon-2s-rapl", 0),
         ("h100-0", "nvidia-h100-nvl-8gpu", 8), ("h100-1", "nvidia-h100-nvl-8gpu", 8)]
 
 
 def test_the_controller_manager_reads_back_the_accelerated_runs_settings() -> None:
-    nodes = livebench.bench_nodes(load_spec(SPEC))
+    nodes = livebench.bench_nodes(RenderedSpec.of(load_spec(SPEC)))
     for policy in "BCD":
         live = Settings.from_env(livebench.controller_env(policy, nodes, 0.6))
         want = settings_for(policy, nodes, 0.6)
@@ -35,7 +37,7 @@ def test_only_policy_a_runs_pods_without_class_constraints_and_writes_no_cap(tmp
     go = tmp_path / "go"
     assert livebench.runner_args("A", go) == ["--go-file", str(go), "--no-class-constraints"]
     assert livebench.runner_args("D", go) == ["--go-file", str(go)]
-    nodes = livebench.bench_nodes(load_spec(SPEC))
+    nodes = livebench.bench_nodes(RenderedSpec.of(load_spec(SPEC)))
     values = livebench.values_for("D", nodes, 0.6)
     assert values["agent"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert "env" not in values["agent"]  # D's agents write the caps
@@ -49,7 +51,7 @@ def test_runner_counts_sum_the_per_class_and_node_series() -> None:
             'joulie_sim_job_completed_total{class="general",node="xeon-0"} 2.0\n'
             'joulie_sim_job_completed_total{class="eco",node="h100-0"} 1.0\n'
             'joulie_sim_job_completed_created{class="eco",node="h100-0"} 1.7e9\n')
-    assert deploy.runner_counts(body) == {"submitted": 7.0, "running": 3.0, "pending": 1.0, "completed": 3.0}
+    assert reports.runner_counts(body) == {"submitted": 7.0, "running": 3.0, "pending": 1.0, "completed": 3.0}
     assert livebench.completed_per_node(body + 'joulie_sim_job_completed_total{class="eco",node="xeon-0"} 4.0\n') == \
         {"h100-0": 1, "xeon-0": 6}
 
@@ -78,7 +80,7 @@ def test_the_comparison_shows_each_policy_both_ways_and_the_change_against_a() -
 
 def test_a_spec_whose_gpu_agents_get_no_tools_is_refused_as_it_would_cap_no_gpu(tmp_path: Path) -> None:
     spec = load_spec(SPEC)
-    values = livebench.values_for("D", livebench.bench_nodes(spec), 0.6)
+    values = livebench.values_for("D", livebench.bench_nodes(RenderedSpec.of(spec)), 0.6)
     assert livebench.gpu_pools_without_tools(spec, values) == []
     blind = tmp_path / "blind.yaml"
     blind.write_text(SPEC.read_text().split("harness:")[0])

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from joulie_api import names
+from joulie_common.yamlload import YamlError, load_yaml
 from joulie_hwprofiles.schema import builtin_profile_names
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -178,9 +178,7 @@ def parse_spec(raw: object, source: str) -> ClusterSpec:
 
 def load_spec(path: Path) -> ClusterSpec:
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from e
+        raw = load_yaml(path)
+    except YamlError as e:
+        raise SpecError(str(e)) from e
     return parse_spec(raw, str(path))

@@ -1,6 +1,7 @@
 """The simcluster state directory and its ``cluster.env``.
 
-``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME`` (name default ``joulie-sim``):
+``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME`` (name default ``joulie-sim``;
+``Settings.dir`` in ``settings.py`` says which):
 
 ``kubeconfig``   admin kubeconfig of the API server on 127.0.0.1
 ``cluster.env``  KEY=value: how the running cluster was started (API URL, ports, PIDs, spec, time)
@@ -17,14 +18,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from joulie_testinfra.tools import parse_env_file
 
-DEFAULT_NAME = "joulie-sim"
 # The processes of the process runtime, in start order (``down`` stops them in reverse).
 PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "prometheus")
 # Started only by some telemetry modes (otel-collector, otel-bridge), after Prometheus.
@@ -34,20 +33,6 @@ OPTIONAL_PROCESSES = ("otelcol",)
 def pid_key(process: str) -> str:
     """``kube-apiserver`` -> ``KUBE_APISERVER_PID``."""
     return process.upper().replace("-", "_") + "_PID"
-
-
-def cluster_name(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get("SIMCLUSTER_NAME") or DEFAULT_NAME
-
-
-def state_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    explicit = env.get("SIMCLUSTER_DIR")
-    if explicit:
-        return Path(explicit)
-    home = Path(env.get("HOME") or Path.home())
-    return home / ".cache" / "joulie" / "simcluster" / cluster_name(env)
 
 
 @dataclass(frozen=True)

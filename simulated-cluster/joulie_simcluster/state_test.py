@@ -4,15 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_simcluster.state import StateDir, format_env, parse_env, pid_key, recorded_pids, state_dir
-
-
-def test_state_dir_from_the_environment() -> None:
-    assert state_dir({"SIMCLUSTER_DIR": "/x/y", "HOME": "/h"}) == Path("/x/y")
-    assert state_dir({"HOME": "/h"}) == Path("/h/.cache/joulie/simcluster/joulie-sim")
-    assert state_dir({"HOME": "/h", "SIMCLUSTER_NAME": "joulie-sim-smoke"}) == Path(
-        "/h/.cache/joulie/simcluster/joulie-sim-smoke"
-    )
+from joulie_simcluster.state import StateDir, format_env, parse_env, pid_key, recorded_pids
 
 
 def test_cluster_env_round_trips(tmp_path: Path) -> None:

@@ -18,12 +18,13 @@ Units are in field names: ``_w`` watts, ``_uw`` microwatts, ``_us`` microseconds
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from joulie_common.merge import deep_merge
+from joulie_common.yamlload import YamlError, load_yaml
 
 SCHEMA_VERSION = 1
 _SOURCE = re.compile(r"^(published|corpus|derived|assumed):(\S.*)$")
@@ -279,42 +280,11 @@ class Profile(_Strict):
         return out
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def _read_raw(path: Path) -> dict[str, Any]:
     try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # - a SafeLoader subclass
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise ProfileError(f"{path}: not valid YAML: {e}") from e
-    if not isinstance(raw, dict):
-        raise ProfileError(f"{path}: (top level): expected a mapping")
+        raw: dict[str, Any] = load_yaml(path, mapping=True)
+    except YamlError as e:
+        raise ProfileError(str(e)) from e
     return raw
 
 
@@ -334,7 +304,7 @@ def load_profile(path: Path, search: Path | None = None) -> Profile:
         chain.append(_read_raw((search or path.parent) / f"{parent}.yaml"))
     merged: dict[str, Any] = {}
     for layer in reversed(chain):
-        merged = _merge(merged, {k: v for k, v in layer.items() if k not in ("extends", "name", "description")})
+        merged = deep_merge(merged, {k: v for k, v in layer.items() if k not in ("extends", "name", "description")})
     merged.update(name=raw["name"], description=raw.get("description", ""))
     try:
         return Profile.model_validate(merged)

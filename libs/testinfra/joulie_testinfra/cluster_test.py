@@ -21,7 +21,8 @@ from joulie_api.generated.nodetwin import (
 from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
 from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.kwok import KWOK_TAINT_KEY
+from joulie_testinfra.nodes import node_body
 from joulie_testinfra.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
 
@@ -31,18 +32,8 @@ pytest_plugins = ["joulie_testinfra.fixtures"]
 
 
 def fake_node(name: str) -> k8s.V1Node:
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
-            "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE},
-        },
-        "spec": {"taints": [{"key": KWOK_TAINT_KEY, "value": "fake", "effect": "NoSchedule"}]},
-        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                   "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
-    })
+    node = k8s.V1Node.from_dict(node_body(name, {"kubernetes.io/hostname": name, "type": "kwok"},
+                                          {"cpu": "32", "memory": "256Gi", "pods": "110"}, kwok=True))
     assert node is not None
     return node
 

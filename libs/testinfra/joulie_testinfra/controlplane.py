@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
+from joulie_api.kubeconfig import api_client
+from joulie_common.yamlload import load_yaml_all
 from joulie_testinfra.certs import Pki, make_pki
 from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port
 from joulie_testinfra.tools import Tools
@@ -34,8 +35,7 @@ class ControlPlane:
     ready_s: float = 0.0
 
     def api_client(self) -> k8s.ApiClient:
-        client: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
-        return client
+        return api_client(self.kubeconfig)
 
     def get(self, path: str, timeout_s: float = 5.0) -> tuple[int, str]:
         """GET a path on the apiserver as the admin user."""
@@ -204,8 +204,8 @@ def start_controller_manager(tools: Tools, cp: ControlPlane, timeout_s: float) -
 def load_crds(crd_dir: Path) -> list[dict[str, Any]]:
     crds = []
     for path in sorted(crd_dir.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc.get("kind") == "CustomResourceDefinition":
+        for doc in load_yaml_all(path):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 crds.append(doc)
     if not crds:
         raise FileNotFoundError(f"no CustomResourceDefinition in {crd_dir}/*.yaml")

@@ -8,13 +8,14 @@ from prometheus_client import generate_latest
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import CPUOutcome, GPUOutcome
-from joulie_agent.runner import Agent, KubeShell
-from joulie_agent.settings import Settings, owns_node
+from joulie_agent.outcomes import CPUOutcome, GPUOutcome
+from joulie_agent.runner import Agent, AgentKube
+from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import FakeClock
+from joulie_common.sharding import owns_node
 
 
 class FakeKube:
@@ -46,7 +47,7 @@ def test_pool_replica_reconciles_only_its_shard_and_survives_a_failing_node(tmp_
     shard = next(k for k in range(2) if owns_node("broken-0", 2, k))
     settings = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_shards=2, pool_shard_id=shard)
     kube, metrics = FakeKube(nodes), AgentMetrics()
-    agent = Agent(settings, cast(KubeShell, cast(Any, kube)), load_catalog(), FakeClock(), metrics)
+    agent = Agent(settings, cast(AgentKube, cast(Any, kube)), load_catalog(), FakeClock(), metrics)
     assert agent.tick() == 1
     mine = {n for n in nodes if owns_node(n, 2, shard)}
     assert set(kube.published) == mine
@@ -73,7 +74,7 @@ def test_unreadable_twin_keeps_the_cap_for_a_while_then_relaxes_it(tmp_path: Pat
     kube = FlakyKube(NodeTwinSpec(node_name="n1", profile="eco", cpu=CPUCapSpec(package_power_cap_watts=120)))
     clock = FakeClock()
     settings = Settings(mode="pool", root=str(tmp_path / "{node}"), spec_read_timeout_s=300)
-    agent = Agent(settings, cast(KubeShell, cast(Any, kube)), load_catalog(), clock, AgentMetrics())
+    agent = Agent(settings, cast(AgentKube, cast(Any, kube)), load_catalog(), clock, AgentMetrics())
     assert agent.tick() == 0
     assert testtrees.pl1(tmp_path / "n1", "intel-rapl:0") == "120000000"
     kube.fail = True

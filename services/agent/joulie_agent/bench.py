@@ -18,7 +18,6 @@ from pathlib import Path
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.discovery import status_document
 from joulie_agent.hostread import HostPaths
 from joulie_agent.metrics import AgentMetrics
@@ -26,6 +25,7 @@ from joulie_agent.node import NodeController, NodeOptions
 from joulie_agent.runner import REDISCOVER_S, SkipUnchanged
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_common.clock import FakeClock
 
 LOOP_S = 10.0
 

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from joulie_common.yamlload import YamlError, parse_yaml
 
 Exactness = Literal["exact", "proxy", "generic"]
 
@@ -86,9 +86,9 @@ def _section(doc: dict[str, Any], name: str, source: str) -> tuple[dict[str, str
 
 def parse_catalog(text: str, source: str = "hardware catalog") -> Catalog:
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise CatalogError(f"{source}: not YAML: {err}") from None
+        doc = parse_yaml(text, source)
+    except YamlError as err:
+        raise CatalogError(str(err)) from None
     if not isinstance(doc, dict) or doc.get("schemaVersion") != 1:
         raise CatalogError(f"{source}: schemaVersion: expected 1")
     cpu_aliases, cpu_fams = _section(doc, "cpu", source)

@@ -26,7 +26,7 @@ def test_unknown_model_of_a_known_family_is_a_proxy_and_nothing_is_generic() -> 
     ("schemaVersion: 1\ncpus: {X: {aliases: 3}}", "cpus.X.aliases"),
     ("schemaVersion: 1\ncpus: {X: {aliases: []}}\ncpuFamilies: [{pattern: '(', key: X}]", "cpuFamilies[0].pattern"),
     ("schemaVersion: 1\ncpus: {}\ncpuFamilies: [{pattern: 'a', key: NOPE}]", "cpuFamilies[0]"),
-    (": : :", "not YAML"),
+    (": : :", "not valid YAML"),
 ])
 def test_malformed_catalog_errors_name_the_field(text: str, field: str) -> None:
     with pytest.raises(CatalogError, match=field.replace("[", r"\[").replace("]", r"\]")):

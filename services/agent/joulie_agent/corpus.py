@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from joulie_agent import gputools, powercap
 from joulie_agent.catalog import Catalog
 from joulie_agent.discovery import build_status, status_json
 from joulie_agent.hostread import HostPaths, read_facts
 from joulie_agent.toolrun import make_runner
+from joulie_common.yamlload import YamlError, load_yaml
 
 MACHINE_FILES = {"machine.yaml", "cpuinfo", "node-labels.json", "expected.json", "cpufreq-driver",
                  "nvidia-smi.txt", "rocm-smi.txt", "amd-smi.txt", "README.md"}
@@ -80,9 +79,10 @@ def load_machine(d: Path) -> Machine:
     for req in ("machine.yaml", "cpuinfo", "node-labels.json"):
         if not (d / req).is_file():
             raise CorpusError(f"{d / req}: required file missing")
-    meta = yaml.safe_load((d / "machine.yaml").read_text())
-    if not isinstance(meta, dict):
-        raise CorpusError(f"{d / 'machine.yaml'}: expected a mapping")
+    try:
+        meta = load_yaml(d / "machine.yaml", mapping=True)
+    except YamlError as err:
+        raise CorpusError(str(err)) from None
     if extra := set(meta) - MACHINE_KEYS:
         raise CorpusError(f"{d / 'machine.yaml'}: unknown keys {sorted(extra)}")
     for key in ("description", "source"):

@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from joulie_agent import powercap
+from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec
+
+
+def published_cap_range_w(hardware: NodeHardwareStatus | None) -> tuple[float, float] | None:
+    """The per-socket (min, max) cap range the agent published in NodeHardware, or None."""
+    cr = hardware.cpu.cap_range if hardware and hardware.cpu else None
+    return (cr.min_watts_per_socket or 0.0, cr.max_watts_per_socket or 0.0) if cr else None
 
 
 @dataclass(frozen=True)

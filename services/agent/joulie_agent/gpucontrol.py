@@ -44,6 +44,11 @@ def plan_gpu_caps(cap: GPUPowerCap, devices: list[GPUDevice]) -> GPUPlan:
     return GPUPlan({}, "")
 
 
+def nvml_limit_mw(watts: float) -> int:
+    """The milliwatts NVML takes for a target in watts (nvmlDeviceSetPowerManagementLimit)."""
+    return round(watts * 1000)
+
+
 def changed_targets(plan: GPUPlan, devices: list[GPUDevice]) -> dict[int, float]:
     """The GPUs whose current limit differs from the target (skip unchanged writes)."""
     current = {d.index: d.current_cap_w for d in devices}

@@ -6,12 +6,12 @@ from prometheus_client import generate_latest
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.hostread import HostPaths
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import NodeController
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwinSpec
+from joulie_common.clock import FakeClock
 
 
 def test_rapl_and_backend_metrics_after_two_reconciles(tmp_path: Path) -> None:

@@ -15,14 +15,15 @@ import pytest
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.hostread import HostPaths
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.node import MSG_NO_CPU_BACKEND, NodeController, NodeOptions
+from joulie_agent.node import NodeController, NodeOptions
+from joulie_agent.outcomes import MSG_NO_CPU_BACKEND
 from joulie_agent.sysfswrite import write_attr
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_common.clock import FakeClock
 
 
 def spec(cpu_w: float | None = None, cpu_pct: float | None = None, gpu_w: float | None = None,
@@ -146,12 +147,12 @@ def test_a08_power_across_an_energy_wrap_counts_each_package_once(tmp_path: Path
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 50_000_000))
     clock = FakeClock()
     c = controller(tmp_path, clock=clock)
-    assert c._package_power_w() is None  # first sample only
+    assert c.cpu.package_power_w(c.facts.zones) is None  # first sample only
     clock.advance(1.0)
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(50_000_000))  # wrapped: +100 J
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(80_000_000))  # +80 J
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:2/energy_uj", str(10**9))  # psys: ignored
-    total = c._package_power_w()
+    total = c.cpu.package_power_w(c.facts.zones)
     assert total == pytest.approx(180.0, rel=0.01)
 
 
@@ -190,7 +191,7 @@ def test_a04_dvfs_holds_an_energy_only_node_near_its_cap(tmp_path: Path) -> None
         powers.append(plant.advance(1.0))
         out = c.reconcile_cpu(spec(cpu_w=cap_socket_w))
         assert (out.backend, out.result) == ("dvfs", "applied")
-        actions.append(c.dvfs.throttle_pct)
+        actions.append(c.cpu.dvfs.throttle_pct)
     assert powers[0] == pytest.approx(400.0)
     assert actions[-1] in (30.0, 40.0)
     assert 2 * cap_socket_w - 15 <= sum(powers[-10:]) / 10 <= 2 * cap_socket_w + 10
@@ -206,10 +207,10 @@ def test_rapl_taking_over_restores_dvfs_frequencies(tmp_path: Path) -> None:
     testtrees.cpufreq_node(tmp_path, policies=4)
     c = controller(tmp_path, writer=locked("intel-rapl:0", "intel-rapl:1"))
     assert c.reconcile_cpu(spec(cpu_w=120)).backend == "dvfs"  # locked: DVFS throttles
-    c.dvfs.throttle_pct = 50
-    c._apply_throttle(50)
+    c.cpu.dvfs.throttle_pct = 50
+    c.cpu.apply_throttle(c.facts.policies, 50)
     assert 1_500_000 in testtrees.scaling_max(tmp_path).values()
-    c.write = write_attr
+    c.cpu.write = write_attr
     assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
     assert set(testtrees.scaling_max(tmp_path).values()) == {3_000_000}
 

@@ -10,6 +10,7 @@ import importlib
 import logging
 from typing import Any
 
+from joulie_agent.gpucontrol import nvml_limit_mw
 from joulie_agent.gputools import GPUDevice, Inventory
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class NVML:
         """Set one GPU's limit; None on success, else the error message."""
         try:
             h = self.lib.nvmlDeviceGetHandleByIndex(index)
-            self.lib.nvmlDeviceSetPowerManagementLimit(h, round(watts * 1000))
+            self.lib.nvmlDeviceSetPowerManagementLimit(h, nvml_limit_mw(watts))
         except Exception as err:
             return f"nvml: gpu {index}: set power limit {watts:.0f} W: {err}"
         return None

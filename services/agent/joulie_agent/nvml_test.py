@@ -71,11 +71,11 @@ def test_set_reports_the_refusing_gpu() -> None:
 def test_controller_sets_gpu_caps_through_nvml_and_reports_partial_failure(tmp_path: Any) -> None:
     from joulie_agent import testtrees
     from joulie_agent.catalog import load_catalog
-    from joulie_agent.clock import FakeClock
     from joulie_agent.hostread import HostPaths
     from joulie_agent.node import NodeController
     from joulie_agent.toolrun import make_runner
     from joulie_api.generated.nodetwin import GPUCapSpec, GPUPowerCap, NodeTwinSpec
+    from joulie_common.clock import FakeClock
 
     testtrees.cpuinfo(tmp_path)
     lib: Any = FakeNVML()

@@ -8,25 +8,25 @@ so managedFields show the agent owning nothing else of a NodeTwin.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from joulie_agent.catalog import Catalog, load_catalog
-from joulie_agent.clock import Clock, SystemClock
 from joulie_agent.discovery import status_document
 from joulie_agent.hostread import HostPaths
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome, NodeController, NodeOptions
 from joulie_agent.nvml import NVML, open_nvml
-from joulie_agent.settings import Settings, owns_node
+from joulie_agent.settings import Settings
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
 from joulie_api.generated.nodetwin import ControlStatus, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, object_name_for_node
+from joulie_common.clock import Clock, SystemClock
+from joulie_common.sharding import owns_node
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class SkipUnchanged:
         self.last[key] = (payload, now_s)
 
 
-class KubeShell:
+class AgentKube:
     """The agent's only Kubernetes reads and writes."""
 
     def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0):
@@ -97,7 +97,7 @@ class KubeShell:
 class Agent:
     """One process: one node (daemonset, emulated) or a shard of a pool."""
 
-    def __init__(self, settings: Settings, kube: KubeShell, catalog: Catalog, clock: Clock,
+    def __init__(self, settings: Settings, kube: AgentKube, catalog: Catalog, clock: Clock,
                  metrics: AgentMetrics, nvml: NVML | None = None):
         self.s = settings
         self.kube = kube
@@ -220,29 +220,18 @@ class TwinWatcher:
                 w.stop()
 
 
-def api_client() -> Any:
-    from kubernetes import client as k8s
-    from kubernetes import config
-
-    cfg: Any = config  # the loaders are untyped
-    try:
-        cfg.load_incluster_config()
-    except config.ConfigException:
-        # Read KUBECONFIG now: the client library reads it once, at import.
-        cfg.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
-    return k8s.ApiClient()
-
-
 def main_loop(settings: Settings, once: bool = False) -> int:
     from prometheus_client import start_http_server
 
-    clock = SystemClock()
+    clock = SystemClock(whole_seconds=True)  # status timestamps in whole seconds
     metrics = AgentMetrics()
     if settings.metrics_addr and not once:
         host, _, port = settings.metrics_addr.rpartition(":")
         start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
+    from joulie_api.kubeconfig import api_client
+
     api = api_client()
-    kube = KubeShell(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
+    kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
     agent = Agent(settings, kube, load_catalog(), clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None)
     stop, wake = threading.Event(), threading.Event()

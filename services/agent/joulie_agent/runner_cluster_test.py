@@ -10,9 +10,8 @@ from kubernetes import client as k8s
 
 from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
-from joulie_agent.clock import FakeClock
 from joulie_agent.metrics import AgentMetrics
-from joulie_agent.runner import Agent, KubeShell
+from joulie_agent.runner import Agent, AgentKube
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
@@ -24,18 +23,14 @@ from joulie_api.names import (
     VERSION,
     object_name_for_node,
 )
+from joulie_common.clock import FakeClock
+from joulie_testinfra.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
 
 def make_node(core: k8s.CoreV1Api, name: str) -> None:
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}, "capacity": {"cpu": "8", "memory": "32Gi"}},
-    })
-    assert node is not None
-    core.create_node(node)
+    create_node(core, name, {"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}, {"cpu": "8", "memory": "32Gi"})
 
 
 def raw(kube_api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:
@@ -46,7 +41,7 @@ def raw(kube_api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:
 
 def agent_for(kube_api: k8s.ApiClient, node: str, root: Path, clock: FakeClock) -> Agent:
     settings = Settings(mode="daemonset", node_name=node, root=str(root))
-    kube = KubeShell(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
+    kube = AgentKube(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
     return Agent(settings, kube, load_catalog(), clock, AgentMetrics())
 
 

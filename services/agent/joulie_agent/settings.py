@@ -144,15 +144,3 @@ class Settings:
                 trip_count=int(num("DVFS_TRIP_COUNT", 2, 1)),
             ),
         )
-
-
-def fnv1a32(s: str) -> int:
-    h = 0x811C9DC5
-    for b in s.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
-def owns_node(node: str, shards: int, shard_id: int) -> bool:
-    """Pool sharding: a node belongs to replica FNV-1a-32(name) mod shards."""
-    return shards <= 1 or fnv1a32(node) % shards == shard_id

@@ -34,12 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here so `--version` and `--help` work without a cluster client.
-    from kubernetes import client as k8s
-    from kubernetes import config as k8s_config
     from prometheus_client import start_http_server
 
+    from joulie_api.kubeconfig import api_client
     from joulie_controller.controller import Controller
-    from joulie_controller.kube import KubeShell
+    from joulie_controller.kube import ControllerKube
     from joulie_controller.leader import LeaderElector
     from joulie_controller.metrics import Metrics
     from joulie_controller.prometheus import FacilityReader, PowerReader
@@ -51,21 +50,14 @@ def _run(args: argparse.Namespace) -> int:
     except SettingsError as err:
         print(f"{NAME}: {err}", file=sys.stderr)
         return 2
-    if args.kubeconfig:
-        k8s_config.load_kube_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
-    else:
-        try:
-            k8s_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except k8s_config.ConfigException:
-            k8s_config.load_kube_config()  # type: ignore[no-untyped-call]
-    api = k8s.ApiClient()
+    api = api_client(args.kubeconfig)
     metrics = Metrics()
     elector = None
     if settings.leader_elect:
         identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
         elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
     facility = FacilityReader(settings) if settings.enable_facility_metrics else None
-    controller = Controller(settings, KubeShell(api), PowerReader(settings), metrics, elector, facility=facility)
+    controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility)
     if args.once:
         summary = controller.tick()
         return 0 if summary.failures == 0 else 1

@@ -1,19 +1,12 @@
-import re
-from pathlib import Path
 
 import pytest
 
-from joulie_controller.cli import NAME, main
+from joulie_controller.cli import main
+from joulie_testinfra.versioncheck import assert_version_output
 
 
 def test_version_prints_service_name_and_its_version_file(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["--version"])
-    assert exit_.value.code == 0
-    out = capsys.readouterr().out.strip()
-    expected = Path("services/controller-manager/joulie_controller/VERSION").read_text().strip()
-    assert out == f"{NAME} {expected}"
-    assert re.fullmatch(r"joulie-controller-manager \d+\.\d+\.\d+", out)
+    assert_version_output(main, "joulie-controller-manager", "services/controller-manager/joulie_controller/VERSION", capsys)
 
 
 def test_run_refuses_bad_settings_naming_the_variable(monkeypatch: pytest.MonkeyPatch,

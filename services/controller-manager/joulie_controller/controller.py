@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.facility import pue
-from joulie_controller.kube import KubeShell
-from joulie_controller.leader import LeaderElector, utc_now
+from joulie_controller.kube import ControllerKube
+from joulie_controller.leader import LeaderElector
 from joulie_controller.metrics import Metrics
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
@@ -29,8 +29,8 @@ class TickSummary:
 
 
 class Controller:
-    def __init__(self, settings: Settings, kube: KubeShell, power: PowerReader, metrics: Metrics | None = None,
-                 elector: LeaderElector | None = None, clock: Callable[[], datetime] = utc_now,
+    def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
+                 elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None):
         self.settings = settings
         self.kube = kube
@@ -69,7 +69,7 @@ class Controller:
         started = time.perf_counter()
         if not self._lead():
             return TickSummary(False, None, 0, 0)
-        now = self.clock()
+        now = self.clock.now()
         self.poll_facility(now)
         reading = self.power.read()
         snap = self.kube.snapshot(now, reading.measurements, self.facility)

@@ -89,7 +89,7 @@ class WriteReport:
     failures: int = 0
 
 
-class KubeShell:
+class ControllerKube:
     def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None):
         self.core = k8s.CoreV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,12 +22,14 @@ from joulie_api.backoff import Backoff
 from joulie_api.generated.nodetwin import ControlStatus, CPUControlStatus, NodeTwinStatus
 from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
+from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.kube import KubeShell
+from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
 from joulie_controller.prometheus import PowerReader
 from joulie_controller.settings import Settings
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.kwok import KWOK_TAINT_KEY
+from joulie_testinfra.nodes import create_node
 from joulie_testinfra.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
 
@@ -38,15 +40,8 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 
-class FakeClock:
-    def __init__(self, start: datetime = T0):
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+def fake_clock() -> FakeClock:
+    return FakeClock(t=0.0, start=T0)
 
 
 @pytest.fixture
@@ -78,24 +73,14 @@ def node_meta(core: k8s.CoreV1Api, name: str) -> k8s.V1ObjectMeta:
 
 def make_node(core: k8s.CoreV1Api, name: str, tag: str, kwok: bool = False,
               labels: dict[str, str] | None = None) -> None:
-    meta: dict[str, Any] = {"name": name, "labels": {"test.joulie.io/suite": tag, "joulie.io/hw.cpu-model": "epyc",
-                                                     **(labels or {})}}
-    spec: dict[str, Any] = {}
-    if kwok:
-        meta["annotations"] = {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE}
-        spec["taints"] = [{"key": KWOK_TAINT_KEY, "value": "fake", "effect": "NoSchedule"}]
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec,
-        "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"},
-                   "capacity": {"cpu": "32", "memory": "64Gi", "pods": "110"}}})
-    assert node is not None
-    core.create_node(node)
+    create_node(core, name, {"test.joulie.io/suite": tag, "joulie.io/hw.cpu-model": "epyc", **(labels or {})},
+                {"cpu": "32", "memory": "64Gi", "pods": "110"}, kwok=kwok)
 
 
 def controller(api: k8s.ApiClient, tag: str, clock: FakeClock, elector: LeaderElector | None = None,
                **overrides: Any) -> Controller:
     s = Settings(node_selector=f"test.joulie.io/suite={tag}", prometheus_address="", **overrides)
-    shell = KubeShell(api, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1, 0.2))))
+    shell = ControllerKube(api, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1, 0.2))))
     return Controller(s, shell, PowerReader(s), elector=elector, clock=clock)
 
 
@@ -112,7 +97,7 @@ def fields_of(obj: dict[str, Any], manager: str) -> list[dict[str, Any]]:
 def test_managed_fields_show_controller_and_agent_apart(kube_api: k8s.ApiClient, suite: str) -> None:
     core = k8s.CoreV1Api(kube_api)
     make_node(core, f"own-{suite}", suite)
-    clock = FakeClock()
+    clock = fake_clock()
     ctl = controller(kube_api, suite, clock)
     assert ctl.tick().writes == 3  # spec, label, status
     agent = JoulieClient(kube_api, FIELD_MANAGER_AGENT)
@@ -140,7 +125,7 @@ def test_idle_node_twin_is_not_rewritten_across_ten_ticks(kube_api: k8s.ApiClien
     core = k8s.CoreV1Api(kube_api)
     for i in range(3):
         make_node(core, f"idle-{i}-{suite}", suite)
-    clock = FakeClock()
+    clock = fake_clock()
     ctl = controller(kube_api, suite, clock, static_hp_frac=0.5)
     assert ctl.tick().writes == 9
     before = {i: twin_raw(kube_api, f"idle-{i}-{suite}")["metadata"]["resourceVersion"] for i in range(3)}
@@ -166,7 +151,7 @@ def test_downgrade_guard_holds_while_a_performance_pod_runs(
     keep, drain = f"guard-a-{suite}", f"guard-b-{suite}"
     make_node(core, keep, suite, kwok=True)
     make_node(core, drain, suite, kwok=True)
-    clock = FakeClock()
+    clock = fake_clock()
     controller(kube_api, suite, clock, static_hp_frac=1.0).tick()
     pod_name = f"trainer-{suite}"
     pod = k8s.V1Pod.from_dict({
@@ -212,7 +197,7 @@ def test_two_replicas_one_writer(kube_api: k8s.ApiClient, suite: str, caplog: py
     caplog.set_level(logging.INFO)
     core = k8s.CoreV1Api(kube_api)
     make_node(core, f"ha-{suite}", suite)
-    clock = FakeClock()
+    clock = fake_clock()
     lease = f"joulie-cm-{suite}"
     a = controller(kube_api, suite, clock, LeaderElector(kube_api, "default", lease, "replica-a", 15, clock))
     b = controller(kube_api, suite, clock, LeaderElector(kube_api, "default", lease, "replica-b", 15, clock))
@@ -257,8 +242,8 @@ def test_a_failed_write_is_reported_and_other_nodes_still_written(
     good, bad = f"w-good-{suite}", f"w-bad-{suite}"
     make_node(core, good, suite)
     make_node(core, bad, suite)
-    ctl = controller(kube_api, suite, FakeClock(), static_hp_frac=1.0)
-    ctl.kube = KubeShell(kube_api, FailingForNode(kube_api, bad))
+    ctl = controller(kube_api, suite, fake_clock(), static_hp_frac=1.0)
+    ctl.kube = ControllerKube(kube_api, FailingForNode(kube_api, bad))
     summary = ctl.tick()
     assert summary.failures == 1 and summary.writes == 3
     assert twin_raw(kube_api, good)["spec"]["profile"] == "performance"
@@ -270,7 +255,7 @@ def test_a_failed_write_is_reported_and_other_nodes_still_written(
 def test_run_loop_stops_on_request_and_hands_the_lease_back(kube_api: k8s.ApiClient, suite: str) -> None:
     make_node(k8s.CoreV1Api(kube_api), f"loop-{suite}", suite)
     lease = f"joulie-loop-{suite}"
-    ctl = controller(kube_api, suite, FakeClock(), LeaderElector(kube_api, "default", lease, "replica-a", 15),
+    ctl = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-a", 15),
                      reconcile_interval_s=0.2)
     stop = threading.Event()
     thread = threading.Thread(target=ctl.run, args=(stop,))
@@ -289,9 +274,9 @@ def test_run_loop_stops_on_request_and_hands_the_lease_back(kube_api: k8s.ApiCli
 def test_lease_is_renewed_between_ticks_longer_than_the_lease(kube_api: k8s.ApiClient, suite: str) -> None:
     make_node(k8s.CoreV1Api(kube_api), f"renew-{suite}", suite)
     lease = f"joulie-renew-{suite}"
-    a = controller(kube_api, suite, FakeClock(), LeaderElector(kube_api, "default", lease, "replica-a", 2),
+    a = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-a", 2),
                    reconcile_interval_s=60, lease_duration_s=2)
-    b = controller(kube_api, suite, FakeClock(), LeaderElector(kube_api, "default", lease, "replica-b", 2),
+    b = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-b", 2),
                    lease_duration_s=2)
     stop = threading.Event()
     thread = threading.Thread(target=a.run, args=(stop,))
@@ -311,7 +296,7 @@ def test_crd_schema_accepts_what_the_controller_writes_and_rejects_garbage(kube_
     core = k8s.CoreV1Api(kube_api)
     name = f"schema-{suite}"
     make_node(core, name, suite)
-    controller(kube_api, suite, FakeClock()).tick()
+    controller(kube_api, suite, fake_clock()).tick()
     client = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=()))
     for source in ("kepler", "utilization", "static", "http", "http-error", "http-no-endpoint", "prometheus",
                    "prometheus-no-data"):

@@ -9,20 +9,14 @@ carries the resourceVersion we read, so two replicas racing for an expired lease
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from joulie_common.clock import SYSTEM_CLOCK, Clock
+
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
 
 def _rv(lease: k8s.V1Lease) -> str:
     return str(lease.metadata.resource_version if lease.metadata else "")
@@ -35,7 +29,7 @@ def micro_time(t: datetime) -> str:
 
 class LeaderElector:
     def __init__(self, api: k8s.ApiClient, namespace: str, name: str, identity: str, lease_duration_s: float,
-                 clock: Clock = utc_now):
+                 clock: Clock = SYSTEM_CLOCK):
         self.coord = k8s.CoordinationV1Api(api)
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration_s = max(1, int(lease_duration_s))
@@ -59,7 +53,7 @@ class LeaderElector:
                                           _content_type="application/merge-patch+json")
 
     def try_acquire(self) -> bool:
-        now = self.clock()
+        now = self.clock.now()
         try:
             lease = self.coord.read_namespaced_lease(self.name, self.namespace)
         except ApiException as exc:

@@ -19,7 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.kube import NODE_HARDWARE, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT
-from joulie_controller.kube_cluster_test import FakeClock, controller, make_node, suite_nodes, twin_raw
+from joulie_controller.kube_cluster_test import controller, fake_clock, make_node, suite_nodes, twin_raw
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.settings import Settings
 from joulie_testinfra.procs import ProcessGroup
@@ -97,7 +97,7 @@ def test_measured_power_reaches_the_twin_and_garbage_is_rejected(
     wait_for(prometheus, f'hw_host_power_watts{{k8s_node_name="{negative}"}}')
     wait_for(prometheus, f'hw_power_watts{{k8s_node_name="{parts}"}}')
 
-    ctl = controller(kube_api, suite, FakeClock())
+    ctl = controller(kube_api, suite, fake_clock())
     ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prometheus.url,
                             power_rate_window="1m")
     ctl.power = PowerReader(ctl.settings)
@@ -139,7 +139,7 @@ def test_prometheus_down_means_no_data_not_a_crash(kube_api: k8s.ApiClient, suit
                                                    caplog: pytest.LogCaptureFixture) -> None:
     core = k8s.CoreV1Api(kube_api)
     make_node(core, f"down-{suite}", suite)
-    ctl = controller(kube_api, suite, FakeClock())
+    ctl = controller(kube_api, suite, fake_clock())
     ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address="http://127.0.0.1:9",
                             prometheus_timeout_s=1)
     ctl.power = PowerReader(ctl.settings)
@@ -168,7 +168,7 @@ def test_unpromoted_node_attribute_is_joined_from_target_info(
         assert not prom.query(f'{power}{", " if utf8 else ""}{label}="{node}"}}')  # really not promoted
         assert prom.query(f"{power}}}")  # but there, under this spelling
         for promoted, expected in ((True, "prometheus-no-data"), (False, "prometheus")):
-            ctl = controller(kube_api, suite, FakeClock())
+            ctl = controller(kube_api, suite, fake_clock())
             ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prom.url,
                                     node_attributes_promoted=promoted, metric_naming=naming)
             ctl.power = PowerReader(ctl.settings)
@@ -222,7 +222,7 @@ def test_facility_readings_shape_the_twin(kube_api: k8s.ApiClient, prometheus: P
                                                          "capRange": {"maxWattsPerSocket": 300}}})
     s = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prometheus.url,
                  enable_facility_metrics=True, static_hp_frac=1.0)
-    ctl = controller(kube_api, suite, FakeClock())
+    ctl = controller(kube_api, suite, fake_clock())
     ctl.settings, ctl.power, ctl.facility_reader = s, PowerReader(s), FacilityReader(s)
     ctl.tick()
 
@@ -242,5 +242,5 @@ def test_facility_readings_shape_the_twin(kube_api: k8s.ApiClient, prometheus: P
 def test_no_facility_lines_by_default(kube_api: k8s.ApiClient, suite: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     make_node(k8s.CoreV1Api(kube_api), f"nofac-{suite}", suite)
-    controller(kube_api, suite, FakeClock()).tick()
+    controller(kube_api, suite, fake_clock()).tick()
     assert not [r for r in caplog.records if "[facility]" in r.getMessage()]

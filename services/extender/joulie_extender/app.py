@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_extender.cache import StateCache
 from joulie_extender.decisions import failed_nodes, node_scores
 from joulie_extender.metrics import Metrics, class_label
@@ -37,13 +36,6 @@ from joulie_extender.wire import (
 )
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
 
 # Written by hand: the request is parsed by wire.parse_extender_args (case-insensitive keys),
 # not by a pydantic model, so the schema documents the canonical spelling.
@@ -108,7 +100,7 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(cache: StateCache, settings: Settings, *, clock: Clock = utc_now, metrics: Metrics | None = None) -> FastAPI:
+def create_app(cache: StateCache, settings: Settings, *, clock: Clock = SYSTEM_CLOCK, metrics: Metrics | None = None) -> FastAPI:
     app = FastAPI(
         title="joulie-extender",
         description="kube-scheduler extender: filters and scores nodes from NodeTwin and NodeHardware.",
@@ -122,7 +114,7 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = utc_now,
     def latest_scores() -> dict[tuple[str, str], int]:
         return {(node, cls): score for cls, scores in list(last_scores.items()) for node, score in scores.items()}
 
-    m.add_node_gauges(cache, latest_scores, clock, settings.staleness)
+    m.add_node_gauges(cache, latest_scores, clock.now, settings.staleness)
     app.state.metrics = m
     app.state.cache = cache
 
@@ -149,7 +141,7 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = utc_now,
         cls = class_label(args.workload_class)
         m.filter_requests.labels(cls).inc()
         try:
-            failed = failed_nodes(args, cache, now=clock(), staleness=settings.staleness)
+            failed = failed_nodes(args, cache, now=clock.now(), staleness=settings.staleness)
         except Exception:
             log.exception("filter failed internally; letting every node pass")
             m.internal_errors.labels("filter").inc()
@@ -173,7 +165,7 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = utc_now,
         m.prioritize_requests.labels(cls).inc()
         try:
             breakdown = node_scores(
-                args, cache, now=clock(), staleness=settings.staleness, coeffs=settings.coefficients
+                args, cache, now=clock.now(), staleness=settings.staleness, coeffs=settings.coefficients
             )
             scores = {name: b.score for name, b in breakdown.items()}
         except Exception:
@@ -195,7 +187,7 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = utc_now,
 
     @app.get("/debug/scoring")
     async def debug_scoring() -> Response:
-        now = clock()
+        now = clock.now()
         hardware = cache.hardware_all()
         nodes = []
         for twin in sorted(cache.twins(), key=lambda t: t.node_name):

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from joulie_common.clock import FakeClock
 from joulie_extender.app import create_app
 from joulie_extender.cache import StateCache
 from joulie_extender.powerest import HardwareInfo
@@ -41,7 +42,7 @@ def cache() -> StateCache:
 
 @pytest.fixture
 def client(cache: StateCache) -> TestClient:
-    return TestClient(create_app(cache, Settings(max_body_bytes=64 * 1024), clock=lambda: NOW))
+    return TestClient(create_app(cache, Settings(max_body_bytes=64 * 1024), clock=FakeClock(t=0.0, start=NOW)))
 
 
 ALL = ["eco-1", "perf-1", "perf-busy", "drain-1", "eco-stale", "no-twin"]

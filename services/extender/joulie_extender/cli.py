@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imported here so --version and --help stay fast.
     import uvicorn
-    from kubernetes import config as k8s_config
 
+    from joulie_api.kubeconfig import api_client
     from joulie_extender.app import create_app
     from joulie_extender.cache import CacheEvents, StateCache, WatchCache
     from joulie_extender.metrics import Metrics
@@ -76,16 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = StateCache()
     else:
         try:
-            if args.kubeconfig:
-                api = k8s_config.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
-            else:
-                try:
-                    k8s_config.load_incluster_config()  # type: ignore[no-untyped-call]
-                except k8s_config.ConfigException:
-                    k8s_config.load_kube_config()  # type: ignore[no-untyped-call]
-                from kubernetes import client as k8s
-
-                api = k8s.ApiClient()
+            api = api_client(args.kubeconfig)
         except Exception as err:  # any config problem ends start-up with its message
             print(f"{NAME}: cannot load a Kubernetes configuration: {err}", file=sys.stderr)
             return 2

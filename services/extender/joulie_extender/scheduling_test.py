@@ -28,7 +28,8 @@ from joulie_extender.server import ServerThread
 from joulie_extender.settings import Settings
 from joulie_extender.wire import ExtenderArgs, parse_extender_args
 from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.kwok import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY
+from joulie_testinfra.kwok import KWOK_TAINT_KEY
+from joulie_testinfra.nodes import create_node
 from joulie_testinfra.procs import ManagedProcess, free_port
 from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
 from joulie_testinfra.tools import Tools
@@ -85,15 +86,7 @@ def make_node(core: k8s.CoreV1Api, name: str, group: str, gpus: int = 0) -> None
     alloc = {"cpu": "64", "memory": "512Gi", "pods": "110"}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
-    body = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "joulie-test": group},
-                     "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE}},
-        "spec": {"taints": [{"key": KWOK_TAINT_KEY, "value": "fake", "effect": "NoSchedule"}]},
-        "status": {"allocatable": alloc, "capacity": alloc},
-    })
-    assert body is not None
-    core.create_node(body)
+    create_node(core, name, {"kubernetes.io/hostname": name, "joulie-test": group}, alloc, kwok=True)
 
 
 def publish(api: k8s.ApiClient, node: str, profile: str, *, measured_w: float, capped_w: float, gpus: int = 0) -> None:

@@ -1,16 +1,9 @@
-import re
-from pathlib import Path
 
 import pytest
 
-from joulie_fakesmi.cli import NAME, main
+from joulie_fakesmi.cli import main
+from joulie_testinfra.versioncheck import assert_version_output
 
 
 def test_version_prints_service_name_and_its_version_file(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["--version"])
-    assert exit_.value.code == 0
-    out = capsys.readouterr().out.strip()
-    expected = Path("services/fakesmi/joulie_fakesmi/VERSION").read_text().strip()
-    assert out == f"{NAME} {expected}"
-    assert re.fullmatch(r"joulie-fakesmi \d+\.\d+\.\d+", out)
+    assert_version_output(main, "joulie-fakesmi", "services/fakesmi/joulie_fakesmi/VERSION", capsys)

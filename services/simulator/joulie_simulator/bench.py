@@ -25,7 +25,7 @@ from pathlib import Path
 
 from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
 from joulie_simulator.emulator import Emulator
-from joulie_simulator.files_mode import FileTrees
+from joulie_simulator.files.trees import FileTrees
 from joulie_simulator.model import Load
 
 

@@ -77,7 +77,8 @@ def _addr(text: str) -> tuple[str, int]:
 
 def emulate(args: argparse.Namespace) -> int:
     from joulie_simulator.emulator import Emulator
-    from joulie_simulator.files_mode import FileTrees, load_states
+    from joulie_simulator.files.ledger import load_states
+    from joulie_simulator.files.trees import FileTrees
 
     pairs = [(e.name, p) for e, p in _entries(args)]
     if args.mode == "fuse" and not os.path.exists("/dev/fuse"):

@@ -1,6 +1,6 @@
 """The emulator: every emulated node, stepped on one tick, read and written by path.
 
-No I/O here: ``files_mode`` mirrors the nodes to disk, ``fuse_view`` serves them, ``http_debug``,
+No I/O here: ``files`` mirrors the nodes to disk, ``fuse_view`` serves them, ``http_debug``,
 ``grpc_api`` and ``otlp`` publish the truth. Time comes from an injected clock (seconds, float);
 while the clock is frozen, time moves only through :meth:`Emulator.step`.
 """
@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import errno
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from joulie_common.clock import SYSTEM_CLOCK
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator import physics
 from joulie_simulator.model import Load, NodeState, initial_state
 from joulie_simulator.render import Entry, content, layout
 from joulie_simulator.writes import WriteOutcome, apply_write
-
-Clock = Callable[[], float]
 
 EVENT_WRITE_REJECTED = "joulie.sim.write.rejected"
 EVENT_CPU_CAP = "joulie.sim.cpu.cap.written"
@@ -73,7 +71,7 @@ class Emulator:
         self,
         nodes: Iterable[tuple[str, Profile]],
         tick_s: float = 1.0,
-        clock: Clock = time.monotonic,
+        clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,  # seconds: a joulie_common Clock's monotonic
         states: dict[str, NodeState] | None = None,
     ) -> None:
         self.tick_s = tick_s

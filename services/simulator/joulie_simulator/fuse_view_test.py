@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from joulie_common.clock import FakeClock
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulator import EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.fuse_view import FuseServer
@@ -26,18 +27,10 @@ PKG0 = "sys/class/powercap/intel-rapl:0"
 DRAM0 = "sys/class/powercap/intel-rapl:0:0"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 @pytest.fixture
-def mounted(tmp_path: Path) -> Iterator[tuple[Emulator, Path, Clock]]:
-    clock = Clock()
-    emu = Emulator([("node-a", builtin_profile("intel-xeon-2s-rapl")), ("gpu-a", builtin_profile("nvidia-h100-nvl-8gpu"))], clock=clock)
+def mounted(tmp_path: Path) -> Iterator[tuple[Emulator, Path, FakeClock]]:
+    clock = FakeClock(t=100.0)
+    emu = Emulator([("node-a", builtin_profile("intel-xeon-2s-rapl")), ("gpu-a", builtin_profile("nvidia-h100-nvl-8gpu"))], clock=clock.monotonic)
     mnt = tmp_path / "fuse"
     server = FuseServer(emu, mnt)
     server.start()
@@ -52,7 +45,7 @@ def sh(script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
 
 
-def test_another_process_reads_the_tree_and_counters_move_at_read_time(mounted: tuple[Emulator, Path, Clock]) -> None:
+def test_another_process_reads_the_tree_and_counters_move_at_read_time(mounted: tuple[Emulator, Path, FakeClock]) -> None:
     emu, mnt, clock = mounted
     assert sorted(os.listdir(mnt)) == ["gpu-a", "node-a"]
     assert sh(f"cat {mnt}/node-a/{PKG0}/name").stdout == "package-0\n"
@@ -60,13 +53,13 @@ def test_another_process_reads_the_tree_and_counters_move_at_read_time(mounted: 
     emu.set_load("node-a", Load(cpu_util=1.0))
     emu.tick()
     first = int(sh(f"cat {mnt}/node-a/{PKG0}/energy_uj").stdout)
-    clock.t += 0.5  # half a tick later, no tick in between
+    clock.advance(0.5)  # half a tick later, no tick in between
     second = int(sh(f"cat {mnt}/node-a/{PKG0}/energy_uj").stdout)
     power = emu.truth("node-a")["zones"][0]["powerW"]
     assert second - first == pytest.approx(power * 0.5e6, rel=1e-3)
 
 
-def test_a_write_takes_effect_at_once_and_a_refused_one_fails_with_the_kernel_errno(mounted: tuple[Emulator, Path, Clock]) -> None:
+def test_a_write_takes_effect_at_once_and_a_refused_one_fails_with_the_kernel_errno(mounted: tuple[Emulator, Path, FakeClock]) -> None:
     emu, mnt, _ = mounted
     ok = sh(f"/bin/echo 120000000 > {mnt}/node-a/{PKG0}/constraint_0_power_limit_uw")
     assert ok.returncode == 0, ok.stderr
@@ -81,7 +74,7 @@ def test_a_write_takes_effect_at_once_and_a_refused_one_fails_with_the_kernel_er
     assert [e.error_type for e in emu.events if e.name == EVENT_WRITE_REJECTED] == ["enodata", "einval"]
 
 
-def test_nvidia_limit_file_and_gpu_state_are_served(mounted: tuple[Emulator, Path, Clock]) -> None:
+def test_nvidia_limit_file_and_gpu_state_are_served(mounted: tuple[Emulator, Path, FakeClock]) -> None:
     emu, mnt, _ = mounted
     assert os.path.isfile(mnt / "gpu-a/dev/nvidiactl")
     assert sh(f"/bin/echo 250000 > {mnt}/gpu-a/state/nvml/gpu2/power_limit_mw").returncode == 0

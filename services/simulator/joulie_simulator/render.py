@@ -1,7 +1,7 @@
 """A node's tree as data: every path the agent can see, who owns it, and its content.
 
 ``layout(profile, node)`` lists the entries; ``content(profile, state, bind)`` gives a bound
-file's current text. Neither touches the filesystem: ``files_mode`` writes them to disk and
+file's current text. Neither touches the filesystem: ``files`` writes them to disk and
 ``fuse_view`` serves them.
 
 Owners: **R** rendered once (read-only to the agent); **S** emulator-owned, moves with the

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from joulie_common.yamlload import YamlError, load_document
 from joulie_hwprofiles.schema import BUILTIN_DIR, Profile, ProfileError, load_profile
 
 _DNS = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -80,16 +80,9 @@ def parse_inline(text: str, source: str = "--nodes") -> list[NodeEntry]:
 
 def load_spec(path: Path) -> list[NodeEntry]:
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from e
-    try:
-        spec = NodeSpecFile.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise SpecError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from e
+        spec = load_document(path).validate(NodeSpecFile)
+    except YamlError as e:
+        raise SpecError(str(e)) from e
     return _check_unique(expand(spec), str(path))
 
 

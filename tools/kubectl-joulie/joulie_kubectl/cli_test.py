@@ -17,6 +17,7 @@ from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
 from joulie_kubectl.cli import NO_TWINS, run
 from joulie_testinfra.controlplane import ControlPlane
+from joulie_testinfra.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
@@ -45,10 +46,7 @@ def cluster(kube_api: k8s.ApiClient) -> Iterator[dict[str, str]]:
     names = {"eco": f"eco.node-{run_id}", "perf": f"perf-{run_id}"}
     for key, node in names.items():
         alloc = {"cpu": "32", "memory": "128Gi", "pods": "110", **({"nvidia.com/gpu": "4"} if key == "perf" else {})}
-        node_body = k8s.V1Node.from_dict({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
-                                          "status": {"allocatable": alloc, "capacity": alloc}})
-        assert node_body is not None
-        core.create_node(node_body)
+        create_node(core, node, {}, alloc)
         obj = object_name_for_node(node)
         profile = "eco" if key == "eco" else "performance"
         spec: dict[str, object] = {"nodeName": node, "profile": profile}

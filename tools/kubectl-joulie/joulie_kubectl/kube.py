@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from joulie_api.kube import response_json
+from joulie_api.kubeconfig import api_client as kubeconfig_client
 from joulie_api.names import GROUP, PLURAL_NODE_HARDWARE, PLURAL_NODE_TWIN, VERSION
 
 TIMEOUT_S = 10
@@ -23,8 +23,8 @@ class ClusterState:
 
 
 def api_client(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
-    client: k8s.ApiClient = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-    return client
+    # A kubectl plugin runs where kubectl does: never as a Pod's service account.
+    return kubeconfig_client(kubeconfig, context=context, in_cluster=False)
 
 
 def _items(resp: Any) -> list[dict[str, Any]]:

@@ -102,20 +102,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    from kubernetes import client as k8s
-    from kubernetes import config as kconfig
     from prometheus_client import start_http_server
 
+    from joulie_api.kubeconfig import api_client
     from joulie_simulator.workload.shell import JobMetrics, WorkloadRunner
 
     if not args.tick > 0 or not args.time_scale > 0:
         raise ValueError("--tick and --time-scale: must be > 0")
     jobs = load_trace(args.trace)
-    if args.kubeconfig:
-        api: k8s.ApiClient = kconfig.new_client_from_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
-    else:
-        kconfig.load_incluster_config()  # type: ignore[no-untyped-call]
-        api = k8s.ApiClient()
+    # --kubeconfig defaults to $KUBECONFIG; without either, only the Pod's service account.
+    api = api_client(args.kubeconfig or None, in_cluster_only=True)
     metrics = JobMetrics()
     if args.metrics:
         host, _, port = args.metrics.rpartition(":")

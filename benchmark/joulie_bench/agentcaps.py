@@ -1,0 +1,111 @@
+"""The agent's cap writes, for the accelerated benchmark: planned by the agent's own pure
+functions from the NodeTwin spec the controller wrote, then written into the emulator.
+
+The planning is the agent's (``cpucontrol.resolve_cpu_cap`` → ``cpucontrol.plan_rapl`` for RAPL
+package limits in µW, ``gpucontrol.plan_gpu_caps`` → ``gpucontrol.changed_targets`` →
+``gpucontrol.nvml_limit_mw`` for NVIDIA limits in mW), so the benchmark cannot drift from what a
+real agent writes. What stays here is the I/O the agent's shell does on a real node: read the
+powercap zones (parsed with the agent's ``powercap.parse_zone``), skip unchanged limits, write.
+Discovery is not what the benchmark measures: GPU limits come from the profile, as NVML reports
+them on an emulated node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from joulie_agent import cpucontrol, gpucontrol, powercap
+from joulie_agent.gputools import GPUDevice
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_hwprofiles.schema import Profile
+from joulie_simulator.emulator import Emulator
+
+
+@dataclass(frozen=True)
+class _NodeFiles:
+    zone_files: dict[str, dict[str, str]]  # zone id -> file name -> emulator path
+    nvml_limits: dict[int, str]  # GPU index -> emulator path of its NVML limit (mW)
+
+
+def _files(emu: Emulator, node: str) -> _NodeFiles:
+    zones: dict[str, dict[str, str]] = {}
+    nvml: dict[int, str] = {}
+    for e in emu.node(node).entries:
+        if e.kind != "file":
+            continue
+        if e.bind and e.bind[0] == "nvml_limit":
+            nvml[e.bind[1]] = e.path
+            continue
+        p = PurePosixPath(e.path)
+        if "powercap" in p.parts and powercap.ZONE_DIR_RE.match(p.parent.name) and (
+                p.name in powercap.ZONE_FILES or powercap.CONSTRAINT_FILE_RE.match(p.name)):
+            zones.setdefault(p.parent.name, {})[p.name] = e.path
+    return _NodeFiles(zones, nvml)
+
+
+@dataclass
+class AgentCaps:
+    """Each node's NodeTwin spec applied to the emulator the way the agent applies it."""
+
+    emu: Emulator
+    profiles: dict[str, Profile]
+    hardware: dict[str, NodeHardware]
+    writes: int = 0
+    _files: dict[str, _NodeFiles] = field(default_factory=dict)
+    # Parsed once, as the agent discovers them at start; limits are read again before each write.
+    _zones: dict[str, list[powercap.Zone]] = field(default_factory=dict)
+
+    @classmethod
+    def for_nodes(cls, emu: Emulator, nodes: Sequence[tuple[str, Profile]], hardware: dict[str, NodeHardware]) -> AgentCaps:
+        caps = cls(emu, dict(nodes), hardware)
+        caps._files = {name: _files(emu, name) for name, _ in nodes}
+        caps._zones = {name: caps.zones(name) for name, _ in nodes}
+        return caps
+
+    def zones(self, node: str) -> list[powercap.Zone]:
+        """The node's powercap zones as the agent parses them from their files."""
+        out = []
+        for zone_id, files in sorted(self._files[node].zone_files.items()):
+            text: dict[str, str | None] = {n: self.emu.read(node, p).decode() for n, p in files.items()}
+            zone = powercap.parse_zone(zone_id, text).zone
+            if zone is not None:
+                out.append(zone)
+        return out
+
+    def gpu_devices(self, node: str) -> list[GPUDevice]:
+        g = self.profiles[node].gpus
+        if g is None:
+            return []
+        return [GPUDevice(index=t.index, min_w=g.min_w, max_w=g.max_w, current_cap_w=t.limit_w)
+                for t in self.emu.node(node).state.gpus]
+
+    def apply(self, node: str, spec: NodeTwinSpec | None) -> None:
+        """Write what the agent would write for ``spec``: nothing where there is no intent."""
+        if spec is None:
+            return
+        hw = self.hardware.get(node)
+        cap = cpucontrol.resolve_cpu_cap(spec.cpu, cpucontrol.published_cap_range_w(hw.status if hw else None))
+        if cap is not None and cap.socket_w is not None:
+            zones = self._files[node].zone_files
+            for w in cpucontrol.plan_rapl(self._zones[node], cap.socket_w).writes:
+                path = zones[w.zone_id][f"constraint_{w.constraint}_power_limit_uw"]
+                if self.emu.read(node, path).decode().strip() != str(w.limit_uw):  # the agent skips unchanged limits
+                    self._write(node, path, f"{w.limit_uw}\n")
+        gpu_cap = spec.gpu.power_cap if spec.gpu else None
+        nvml = self._files[node].nvml_limits
+        if gpu_cap is not None and nvml:
+            devices = self.gpu_devices(node)
+            plan = gpucontrol.plan_gpu_caps(gpu_cap, devices)
+            if plan.blocked:
+                raise RuntimeError(f"bench: {node}: GPU cap blocked: {plan.blocked}")
+            for index, watts in sorted(gpucontrol.changed_targets(plan, devices).items()):
+                self._write(node, nvml[index], f"{gpucontrol.nvml_limit_mw(watts)}\n")
+
+    def _write(self, node: str, path: str, data: str) -> None:
+        out = self.emu.write(node, path, data.encode())
+        if not out.ok:
+            raise RuntimeError(f"bench: cap write {node}:{path}={data.strip()} refused: {out.detail}")
+        self.writes += 1

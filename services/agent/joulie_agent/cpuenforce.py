@@ -1,0 +1,191 @@
+"""CPU cap enforcement on one node: RAPL PL1 on every package zone, and where RAPL cannot (absent,
+locked, refused) the DVFS fallback that holds package power under the cap through
+``scaling_max_freq``. A shell: it reads and writes the node's files; the decisions (which limit,
+which throttle) come from the pure ``cpucontrol`` and ``cpufreq``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from joulie_agent import cpucontrol, cpufreq, hostread, powercap
+from joulie_agent.discovery import HostFacts
+from joulie_agent.nodemetrics import NodeMetrics
+from joulie_agent.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome
+from joulie_agent.sysfswrite import read_int
+from joulie_api.generated.nodehardware import NodeHardwareStatus
+from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import Clock
+
+log = logging.getLogger(__name__)
+
+# Writes one host file; returns None, or why the kernel refused (see ``sysfswrite.write_attr``).
+Writer = Callable[[Path, str], str | None]
+
+
+class CPUEnforcer:
+    def __init__(self, paths: hostread.HostPaths, clock: Clock, record: NodeMetrics, write: Writer,
+                 dvfs: cpucontrol.DvfsConfig, simulate_only: bool):
+        self.paths = paths
+        self.clock = clock
+        self.record = record
+        # The one way host files are written (tests inject kernel refusals root cannot provoke).
+        self.write = write
+        self.dvfs_config = dvfs
+        self.simulate_only = simulate_only
+        self.dvfs = cpucontrol.DvfsController(dvfs)
+        self.meter = cpucontrol.PowerMeter()
+        # PL1 values found before the agent's first write, restored when the intent goes away.
+        self.rapl_original_uw: dict[str, int] = {}
+        self.dvfs_active = False
+
+    def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts, hardware: NodeHardwareStatus | None) -> CPUOutcome:
+        """Enforce the spec's CPU cap (or restore the limits found when it goes away)."""
+        cap = cpucontrol.resolve_cpu_cap(spec.cpu if spec else None, cpucontrol.published_cap_range_w(hardware))
+        observed = self.package_power_w(facts.zones)
+        if cap is None:
+            if not self.simulate_only:
+                self._restore_rapl(facts.zones)
+                self._restore_dvfs(facts.policies)
+            self.record.backend("none")
+            return CPUOutcome("none", "none", "no CPU cap intent")
+        if cap.socket_w is not None:
+            self.record.policy_cap((spec.policy.name if spec and spec.policy else "") or "", cap.socket_w)
+        if self.simulate_only:
+            what = f"{cap.socket_w:.1f}W per socket" if cap.socket_w is not None else f"{cap.pct:.0f}% of max"
+            return CPUOutcome("none", "none", f"simulate-only mode: CPU cap {what} not enforced")
+
+        rapl_note = ""
+        if cap.socket_w is not None and cpucontrol.plan_rapl(facts.zones, cap.socket_w).writes:
+            written, rejected = self._apply_rapl(facts.zones, cap.socket_w)
+            if written and not rejected:
+                self._restore_dvfs(facts.policies)
+                self.record.backend("rapl")
+                return CPUOutcome("rapl", "applied",
+                                  f"RAPL package cap {cap.socket_w:.1f}W per socket applied on {', '.join(written)}")
+            if written:
+                self.record.backend("rapl")
+                return CPUOutcome("rapl", "error",
+                                  f"RAPL package cap {cap.socket_w:.1f}W per socket applied on {len(written)} of "
+                                  f"{len(written) + len(rejected)} package zones; rejected: {'; '.join(rejected)}")
+            rapl_note = f"RAPL limit rejected ({'; '.join(rejected)}); "
+        elif cap.socket_w is not None:
+            unwritable = cpucontrol.plan_rapl(facts.zones, cap.socket_w).unwritable
+            if unwritable:
+                rapl_note = f"RAPL PL1 not writable on {', '.join(unwritable)}; "
+        return self._reconcile_dvfs(cap, observed, rapl_note, facts, _sockets(hardware))
+
+    # ----- RAPL -----
+    def package_power_w(self, zones: list[powercap.Zone]) -> float | None:
+        """The node's package power from the energy counters (None until every package has two samples)."""
+        pkgs = powercap.energy_zones(zones)
+        readings = hostread.read_energy(self.paths, [z.zone_id for z in pkgs])
+        watts = self.meter.update(self.clock.monotonic(), readings, {z.zone_id: z.max_energy_range_uj for z in pkgs})
+        self.record.rapl(readings, watts)
+        if not watts or len(watts) < len(pkgs):
+            return None
+        total = sum(watts.values())
+        self.record.package_total(total)
+        return total
+
+    def _limit_path(self, w: cpucontrol.RaplWrite) -> Path:
+        return self.paths.powercap / w.zone_id / f"constraint_{w.constraint}_power_limit_uw"
+
+    def _apply_rapl(self, zones: list[powercap.Zone], socket_w: float) -> tuple[list[str], list[str]]:
+        """Write PL1 on every package zone; (written zones, rejected 'zone: reason')."""
+        plan = cpucontrol.plan_rapl(zones, socket_w)
+        written: list[str] = []
+        rejected = [f"{z}: {'PL1 not writable'}" for z in plan.unwritable]
+        for w in plan.writes:
+            path = self._limit_path(w)
+            current = read_int(path)
+            if current == w.limit_uw:
+                written.append(w.zone_id)
+                continue
+            err = self.write(path, str(w.limit_uw))
+            if err is None:
+                # Read back: a kernel that silently keeps the old value has not applied the cap.
+                # The hardware's power unit quantises the limit (e.g. 125000 µW), so allow one unit.
+                after = read_int(path)
+                if after is None or abs(after - w.limit_uw) > 125_000:
+                    err = f"limit reads back {after} µW after writing {w.limit_uw} µW (locked?)"
+            if err is None:
+                if current is not None:
+                    self.rapl_original_uw.setdefault(w.zone_id, current)
+                written.append(w.zone_id)
+            else:
+                rejected.append(f"{w.zone_id}: {err}")
+        return written, rejected
+
+    def _restore_rapl(self, zones: list[powercap.Zone]) -> None:
+        for zid, uw in list(self.rapl_original_uw.items()):
+            path = self.paths.powercap / zid / "constraint_0_power_limit_uw"
+            zone = next((z for z in zones if z.zone_id == zid), None)
+            c = zone.long_term() if zone else None
+            if c is not None:
+                path = self.paths.powercap / zid / f"constraint_{c.index}_power_limit_uw"
+            if self.write(path, str(uw)) is None:
+                del self.rapl_original_uw[zid]
+
+    # ----- DVFS -----
+    def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str]]:
+        """Set scaling_max_freq per policy; (policies held low, failures)."""
+        plan = cpufreq.throttle_plan(policies, pct, self.dvfs_config.min_freq_khz)
+        low = 0
+        failures: list[str] = []
+        by_id = {p.policy_id: p for p in policies}
+        for pid, khz in plan.items():
+            p = by_id[pid]
+            if p.cpuinfo_max_khz and khz < p.cpuinfo_max_khz:
+                low += 1
+            self.record.dvfs_policy(pid, khz, p.scaling_cur_khz)
+            path = self.paths.cpufreq / pid / "scaling_max_freq"
+            if read_int(path) == khz:
+                continue
+            err = self.write(path, str(khz))
+            if err:
+                failures.append(f"{pid}: {err}")
+        return low, failures
+
+    def _restore_dvfs(self, policies: list[cpufreq.Policy]) -> None:
+        if self.dvfs_active:
+            self.apply_throttle(policies, 0)
+            self.dvfs.reset()
+            self.dvfs_active = False
+
+    def _reconcile_dvfs(self, cap: cpucontrol.CPUCap, observed: float | None, note: str, facts: HostFacts,
+                        sockets: int) -> CPUOutcome:
+        if not cpufreq.controllable(facts.policies):
+            self.record.backend("none")
+            return CPUOutcome("none", "blocked", note + MSG_NO_CPU_BACKEND)
+        if cap.socket_w is None:
+            assert cap.pct is not None
+            pct = float(round(100 - cap.pct))
+            self.dvfs.throttle_pct = pct
+            action = "percent"
+            band = f"cap {cap.pct:.0f}% of max (no RAPL cap range): throttle {pct:.0f}%"
+        else:
+            if observed is None and self.dvfs.ema_w is None and not powercap.energy_zones(facts.zones):
+                self.record.backend("none")
+                return CPUOutcome("none", "blocked", note + "DVFS fallback needs package power, and no package "
+                                  "energy counter is readable")
+            node_cap = cap.socket_w * sockets
+            action = self.dvfs.step(self.clock.monotonic(), observed, node_cap)
+            band = (f"holding package power under {node_cap:.1f}W ({sockets}x{cap.socket_w:.1f}W per "
+                    f"socket): throttle {self.dvfs.throttle_pct:.0f}%")
+            self.record.dvfs_step(observed, self.dvfs.ema_w, self.dvfs.above, self.dvfs.below, action)
+        low, failures = self.apply_throttle(facts.policies, self.dvfs.throttle_pct)
+        self.dvfs_active = True
+        self.record.backend("dvfs")
+        self.record.throttle(self.dvfs.throttle_pct)
+        n = len(cpufreq.controllable(facts.policies))
+        if failures:
+            return CPUOutcome("dvfs", "error", f"{note}DVFS fallback {band}; scaling_max_freq write failed on "
+                              f"{len(failures)} of {n} policies: {'; '.join(failures[:3])}")
+        log.debug("node %s dvfs action %s", self.record.node, action)
+        return CPUOutcome("dvfs", "applied", f"{note}DVFS fallback {band} on {low} of {n} cpufreq policies")
+
+
+def _sockets(hardware: NodeHardwareStatus | None) -> int:
+    return (hardware.cpu.sockets if hardware and hardware.cpu else None) or 1

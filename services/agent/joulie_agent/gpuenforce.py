@@ -1,0 +1,108 @@
+"""GPU cap enforcement on one node: through NVML where it is loaded, else the vendor's tool
+(``nvidia-smi``, ``amd-smi``, ``rocm-smi``), re-reading the GPU inventory when the intent changes
+or the last reading is older than the verify interval. A shell: it runs the tools; the plan (which
+cap on which device) comes from the pure ``gpucontrol``, the tool arguments and parsers from
+``gputools``."""
+
+from __future__ import annotations
+
+from joulie_agent import gpucontrol, gputools, hostread
+from joulie_agent.discovery import HostFacts, expected_gpu_vendor
+from joulie_agent.nvml import NVML
+from joulie_agent.outcomes import GPUBackend, GPUOutcome
+from joulie_agent.toolrun import Runner
+from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_common.clock import Clock
+
+
+class GPUEnforcer:
+    def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool):
+        self.run = run
+        self.nvml = nvml
+        self.clock = clock
+        # GPU limits are re-read from the tools at most this often when the intent is unchanged.
+        self.verify_interval_s = verify_interval_s
+        self.simulate_only = simulate_only
+        self.checked_s: float | None = None
+        self.intent: tuple[float | None, float | None] | None = None
+
+    def _inventory(self, facts: HostFacts, intent: tuple[float | None, float | None]) -> gputools.Inventory | None:
+        """The node's GPUs, re-read (into ``facts.gpu``) when stale or the intent changed."""
+        now = self.clock.monotonic()
+        stale = self.checked_s is None or now - self.checked_s >= self.verify_interval_s
+        if stale or intent != self.intent:
+            vendor = facts.gpu.vendor if facts.gpu and facts.gpu.devices else expected_gpu_vendor(
+                facts.labels, facts.nvidiactl)
+            facts.gpu = hostread.gpu_inventory(vendor, self.run, self.nvml)
+            self.checked_s = now
+        return facts.gpu
+
+    def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
+        """Enforce the spec's GPU cap on every device (only those whose cap differs are set)."""
+        cap = spec.gpu.power_cap if spec and spec.gpu else None
+        if cap is None or (cap.cap_watts_per_gpu is None and cap.cap_pct_of_max is None):
+            self.intent = None
+            return GPUOutcome("none", "none", "no GPU cap intent")
+        intent = (cap.cap_watts_per_gpu, cap.cap_pct_of_max)
+        inv = self._inventory(facts, intent)
+        self.intent = intent
+        if inv is None or not inv.devices:
+            if inv is not None and inv.warnings:
+                return GPUOutcome("none", "error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")
+            return GPUOutcome("none", "blocked", "node has no GPUs: no allocatable GPU resources and no device "
+                              "answered NVML or the GPU tools")
+        backend: GPUBackend = "host-nvidia" if inv.vendor == "nvidia" else "host-amd"
+        plan = gpucontrol.plan_gpu_caps(cap, inv.devices)
+        if plan.blocked:
+            return GPUOutcome("none", "blocked", plan.blocked)
+        todo = gpucontrol.changed_targets(plan, inv.devices)
+        watts = sorted(set(plan.targets.values()))
+        label = f"{watts[0]:.1f}W" if len(watts) == 1 else f"{watts[0]:.1f}-{watts[-1]:.1f}W"
+        if self.simulate_only:
+            return GPUOutcome("none", "none", f"simulate-only mode: gpu cap {label} on {len(plan.targets)} devices "
+                              "not enforced")
+        failures = self._set_caps(inv, todo)
+        if failures:
+            ok = len(plan.targets) - len(failures)
+            return GPUOutcome(backend, "error", f"gpu cap {label} applied on {ok} of {len(plan.targets)} devices; "
+                              f"failed: {'; '.join(failures)[:400]}")
+        return GPUOutcome(backend, "applied", f"applied gpu cap {label} on {len(plan.targets)} devices")
+
+    def _set_one(self, inv: gputools.Inventory, idx: int, w: float) -> str | None:
+        """Set one device's cap; None, or why not."""
+        if inv.source == "nvml" and self.nvml is not None:
+            return self.nvml.set_power_limit(idx, w)
+        if inv.vendor == "nvidia":
+            res = self.run(gputools.nvidia_set_argv(idx, w))
+            return None if res.ok else res.describe()
+        if inv.source == "amd-smi":
+            res = self.run(gputools.amdsmi_set_argv(idx, w, inv.amdsmi_ppt))
+            return None if res.ok and not gputools.amdsmi_set_failed(res.output) else res.describe()
+        res = self.run(gputools.rocmsmi_set_argv(idx, w))
+        if res.ok and gputools.rocmsmi_set_succeeded(res.output):
+            return None
+        if not res.ok:
+            return f"{res.describe()}"
+        return f"{' '.join(res.argv)}: cap not set: {gputools.rocmsmi_failure_reason(res.output)[:160]}"
+
+    def _set_caps(self, inv: gputools.Inventory, todo: dict[int, float]) -> list[str]:
+        failures: list[str] = []
+        done: dict[int, float] = {}
+        for idx, w in sorted(todo.items()):
+            err = self._set_one(inv, idx, w)
+            if err:
+                failures.append(f"gpu {idx}: {err}")
+            else:
+                done[idx] = w
+        if done and inv.source == "amd-smi":
+            # amd-smi exits 0 whatever happened: trust only what it reads back.
+            again = gputools.parse_amdsmi_limits(self.run(gputools.AMDSMI_LIMITS).output)
+            now = {d.index: d.current_cap_w for d in again.devices}
+            for idx, w in list(done.items()):
+                got = now.get(idx)
+                if got is None or abs(got - w) > 1.0:
+                    failures.append(f"gpu {idx}: amd-smi reports cap {got} W after setting {w:.0f} W")
+                    del done[idx]
+        inv.devices = [gputools.GPUDevice(d.index, d.name, d.min_w, d.max_w, done.get(d.index, d.current_cap_w),
+                                          d.default_w, d.draw_w) for d in inv.devices]
+        return failures

@@ -1,0 +1,294 @@
+"""What ``deploy`` starts on the process runtime, as data: one command line and environment per
+component, built from the state directory, the binaries, the timing and the install values.
+
+Pure: no process is started here (``deploy/start.py`` does that), so the command lines are testable.
+
+- ``simulator``: ``emulate`` over every Node of the spec, FUSE views (or plain trees) under
+  ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus (or the
+  telemetry mode's Collector, or nothing where /metrics is scraped).
+- ``agent-<node>``: the released agent binary in ``emulated`` mode, literal ``NODE_NAME``, its tree
+  as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
+- ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
+- ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
+- ``workload``: the simulator's ``workload`` runner on the deploy's trace (by default the smoke's,
+  ``joulie_simcluster.smoke.load``: one pinned Pod per Node): Pods through the real kube-scheduler, each
+  Node's load on the emulator (gRPC) following its Pods; /metrics on 127.0.0.1. Started last: it
+  needs the emulator and the scheduler's extender, and retries until both answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from joulie_simcluster.settings import HwemuMode
+from joulie_simcluster.smoke import load as smokeload
+from joulie_simcluster.timing import Timing, duration
+
+COMPONENTS = ("simulator", "extender", "controller-manager", "agent")
+GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process of the deploy. ``name`` is unique (``agent-<node>`` per agent)."""
+
+    name: str
+    component: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    metrics_url: str = ""
+    node: str = ""
+
+
+@dataclass(frozen=True)
+class AgentNode:
+    name: str
+    tool_delivery: Literal["mounted", "none"]
+    tool_requirements: tuple[str, ...] = ()
+    """Files the node's real GPU tools need (ELF loader, libraries, NVML): what ``mounted`` provides."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    simulator_http: int
+    simulator_grpc: int
+    extender: int
+    controller_metrics: int
+    agent_metrics: dict[str, int] = field(default_factory=dict)
+    workload_metrics: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    state: Path
+    binaries: Mapping[str, Path]
+    """component → PEX (``agent``, ``controller-manager``, ``extender``, ``simulator``, ``fakesmi``)."""
+    kubeconfig: Path
+    prometheus_url: str
+    spec_file: Path
+    mode: HwemuMode
+    timing: Timing
+    ports: Ports
+    agents: list[AgentNode]
+    values: Mapping[str, Any] = field(default_factory=dict)
+    python_path_env: Mapping[str, str] = field(default_factory=dict)
+    """Passed to every process (PATH, HOME, PEX_ROOT); nothing else of the caller's environment leaks in."""
+    python: str = "python3.11"
+    """The interpreter the GPU tool wrappers run fakesmi with (resolved once: a pyenv shim costs a
+    process per call)."""
+    agent_shards: int = 0
+    """0: one agent process per eligible Node (the emulated agents of the seed). N > 0: N agent
+    processes in the chart's ``pool`` mode, each owning the Nodes FNV-1a-32(name) mod N assigns it
+    (SIMCLUSTER_AGENT_SHARDS; for scale runs, where one Python process per Node costs ~90 MB each)."""
+    pool_selector: str = ""
+    """POOL_NODE_SELECTOR of the pool agents: the Nodes of this cluster that are managed."""
+    otlp_endpoint: str | None = None
+    """Where the simulator pushes OTLP metrics: None means Prometheus' own receiver; "" means no push
+    (telemetry modes scrape and otel-bridge: its /metrics is scraped); otel-collector: the Collector's."""
+    controller_env: Mapping[str, str] = field(default_factory=dict)
+    """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
+    gpu_tool_timeout_s: float = 15.0
+    """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
+    here every agent, the control plane and the simulator share the machine's cores, so a tool
+    call can wait its turn for seconds. A timeout is reported, never retried forever."""
+    cluster: str = ""
+    """The spec's name: the workload runner's Pods select ``sim.joulie.io/cluster=<cluster>``. Empty:
+    no workload runner."""
+    workload_args: tuple[str, ...] = ()
+    """More arguments of the workload runner (``simcluster bench-live``: ``--go-file``, ``--no-class-constraints``)."""
+
+    @property
+    def hwemu_root(self) -> Path:
+        return self.state / "hwemu"
+
+    def node_root(self, node: str) -> Path:
+        """Where the agent of `node` finds its tree: the FUSE view, or the plain tree in files mode."""
+        return self.hwemu_root / "fuse" / node if self.mode == "fuse" else self.hwemu_root / node
+
+    def agent_dir(self, node: str) -> Path:
+        return self.state / "agents" / node
+
+    def log(self, name: str) -> Path:
+        return self.state / "logs" / f"{name}.log"
+
+    @property
+    def workload_trace(self) -> Path:
+        """The trace ``deploy`` writes for the runner (``joulie_simcluster.smoke.load.trace_path``)."""
+        return smokeload.trace_path(self.state)
+
+
+def _env_values(values: Mapping[str, Any], *path: str) -> dict[str, str]:
+    node: Any = values
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    if not isinstance(node, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in node.items() if v is not None}
+
+
+def simulator_command(plan: Plan) -> Command:
+    return Command(
+        name="simulator",
+        component="simulator",
+        argv=[
+            str(plan.binaries["simulator"]), "emulate",
+            "--spec", str(plan.spec_file),
+            "--root", str(plan.hwemu_root),
+            "--mode", plan.mode,
+            "--tick", f"{plan.timing.sim_tick_s:g}",
+            "--http", f"127.0.0.1:{plan.ports.simulator_http}",
+            "--grpc", f"127.0.0.1:{plan.ports.simulator_grpc}",
+            "--otlp-endpoint", (f"{plan.prometheus_url}/api/v1/otlp/v1/metrics" if plan.otlp_endpoint is None
+                                else plan.otlp_endpoint),
+            "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
+        ],
+        env=dict(plan.python_path_env),
+        log=plan.log("simulator"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.simulator_http}/debug/emulate",
+    )
+
+
+def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
+    """The GPU tool commands of one agent: shell wrappers running fakesmi for the node's tree.
+    With ``toolDelivery: none`` the host root is empty, so a tool with requirements fails as on a
+    node without the driver's files; ``mounted`` puts one stub at each required path."""
+    root = plan.node_root(node.name)
+    tools_dir = plan.agent_dir(node.name) / "tools"
+    env = {
+        "HWEMU_STATE_ROOT": str(root / "state"),
+        "HWEMU_SYS_ROOT": str(root / "sys"),
+        "HWEMU_HOST_ROOT": str(plan.agent_dir(node.name) / "host"),
+    }
+    exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
+    return {
+        tools_dir / tool: f"#!/bin/sh\n{exports}exec '{plan.python}' '{plan.binaries['fakesmi']}' {tool} \"$@\"\n"
+        for tool in GPU_TOOLS
+    }
+
+
+def host_stubs(plan: Plan, node: AgentNode) -> list[Path]:
+    """Stub files standing in for what the chart's hooks deliver (``mounted`` only)."""
+    if node.tool_delivery != "mounted":
+        return []
+    host = plan.agent_dir(node.name) / "host"
+    return [host / req.lstrip("/") for req in node.tool_requirements]
+
+
+def _agent_env(plan: Plan, port: int, own: Mapping[str, str]) -> dict[str, str]:
+    """An agent's environment: the values' agent.env, then what the harness owns (`own` and the rest)."""
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "agent", "env"))
+    env.update(own)
+    env.update({
+        "KUBECONFIG": str(plan.kubeconfig),
+        "METRICS_ADDR": f"127.0.0.1:{port}",
+        "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
+        "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
+    })
+    return env
+
+
+def agent_command(plan: Plan, node: AgentNode) -> Command:
+    port = plan.ports.agent_metrics[node.name]
+    env = _agent_env(plan, port, {
+        "AGENT_MODE": "emulated",
+        "NODE_NAME": node.name,
+        "ROOT": str(plan.node_root(node.name)),
+        "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
+    })
+    return _agent_run(plan, f"agent-{node.name}", port, env, node.name)
+
+
+def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
+    """One pool-mode agent: the same binary, every Node of its shard, each Node's tree and tools by `{node}`."""
+    root = plan.hwemu_root / "fuse" if plan.mode == "fuse" else plan.hwemu_root
+    env = _agent_env(plan, port, {
+        "AGENT_MODE": "pool",
+        "POOL_NODE_SELECTOR": plan.pool_selector,
+        "POOL_SHARDS": str(plan.agent_shards),
+        "POOL_SHARD_ID": str(shard),
+        "ROOT": str(root / "{node}"),
+        "GPU_TOOL_PATH": str(plan.state / "agents" / "{node}" / "tools"),
+    })
+    return _agent_run(plan, f"agent-pool-{shard}", port, env, f"shard {shard}/{plan.agent_shards}")
+
+
+def _agent_run(plan: Plan, name: str, port: int, env: dict[str, str], node: str) -> Command:
+    """`joulie-agent run`, the released binary, in either mode."""
+    return Command(name=name, component="agent", argv=[str(plan.binaries["agent"]), "run"], env=env,
+                   log=plan.log(name), metrics_url=f"http://127.0.0.1:{port}/metrics", node=node)
+
+
+def controller_command(plan: Plan) -> Command:
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "controllerManager", "env"))
+    env.update({
+        "NODE_POWER_SOURCE": "prometheus",
+        "NODE_POWER_PROMETHEUS_ADDRESS": plan.prometheus_url,
+        "NODE_POWER_RATE_WINDOW": duration(plan.timing.rate_window_s),
+        "RECONCILE_INTERVAL": duration(plan.timing.controller_interval_s),
+        "STATUS_REFRESH_INTERVAL": duration(plan.timing.status_refresh_s),
+        "METRICS_ADDR": f"127.0.0.1:{plan.ports.controller_metrics}",
+        **plan.controller_env,
+    })
+    return Command(
+        name="controller-manager",
+        component="controller-manager",
+        argv=[str(plan.binaries["controller-manager"]), "run", "--kubeconfig", str(plan.kubeconfig)],
+        env=env,
+        log=plan.log("controller-manager"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.controller_metrics}/metrics",
+    )
+
+
+def extender_command(plan: Plan) -> Command:
+    env = dict(plan.python_path_env)
+    env.update(_env_values(plan.values, "schedulerExtender", "env"))
+    env["TWIN_STALENESS_THRESHOLD"] = duration(plan.timing.staleness_s)
+    return Command(
+        name="extender",
+        component="extender",
+        argv=[str(plan.binaries["extender"]), "--addr", f"127.0.0.1:{plan.ports.extender}",
+              "--kubeconfig", str(plan.kubeconfig)],
+        env=env,
+        log=plan.log("extender"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.extender}/metrics",
+    )
+
+
+def workload_command(plan: Plan) -> Command:
+    """`joulie-simulator workload` (the simulator's PEX) on the deploy's trace: Pods of this cluster,
+    loads to the emulator's gRPC address."""
+    return Command(
+        name="workload",
+        component="simulator",
+        argv=[
+            str(plan.binaries["simulator"]), "workload",
+            "--trace", str(plan.workload_trace),
+            "--cluster", plan.cluster,
+            "--kubeconfig", str(plan.kubeconfig),
+            "--emulator", f"127.0.0.1:{plan.ports.simulator_grpc}",
+            "--metrics", f"127.0.0.1:{plan.ports.workload_metrics}",
+            "--stay",  # a finished trace is no crash: /metrics and status stay up until down
+            *plan.workload_args,
+        ],
+        env=dict(plan.python_path_env),
+        log=plan.log("workload"),
+        metrics_url=f"http://127.0.0.1:{plan.ports.workload_metrics}/metrics",
+    )
+
+
+def commands(plan: Plan) -> list[Command]:
+    """Every process of the deploy, in start order: the simulator first (the agents read its
+    views), then the extender and controller manager, then one agent per eligible node, then
+    (with ``plan.cluster``) the workload runner."""
+    if plan.agent_shards > 0:
+        agents = [agent_pool_command(plan, i, plan.ports.agent_metrics[f"shard-{i}"]) for i in range(plan.agent_shards)]
+    else:
+        agents = [agent_command(plan, n) for n in plan.agents]
+    workload = [workload_command(plan)] if plan.cluster else []
+    return [simulator_command(plan), extender_command(plan), controller_command(plan), *agents, *workload]

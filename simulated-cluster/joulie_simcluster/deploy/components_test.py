@@ -1,0 +1,113 @@
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy.start import with_workload
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.nodes import render_nodes
+from joulie_simcluster.settings import HwemuMode
+from joulie_simcluster.spec import load_spec
+from joulie_simcluster.timing import timing
+from joulie_workload.gen import GenOptions, generate
+from joulie_workload.trace import load_trace, write_trace
+
+SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
+
+
+def plan(tmp: Path, mode: HwemuMode = "fuse") -> comp.Plan:
+    bins = {c: tmp / "bin" / f"joulie-{c}-0123456789ab.pex" for c in ("agent", "controller-manager", "extender", "simulator", "fakesmi")}
+    agents = [comp.AgentNode("h100-0", "mounted", ("/lib64/ld-linux-x86-64.so.2", "/usr/lib/libnvidia-ml.so.1")),
+              comp.AgentNode("intel-0", "none")]
+    return comp.Plan(
+        state=tmp, binaries=bins, kubeconfig=tmp / "kubeconfig", prometheus_url="http://127.0.0.1:9090",
+        spec_file=tmp / "spec.yaml", mode=mode, timing=timing("ci"),
+        ports=comp.Ports(18080, 18081, 9876, 8081, {"h100-0": 20001, "intel-0": 20002}), agents=agents,
+        values={"agent": {"env": {"RECONCILE_INTERVAL": "20s", "SIMULATE_ONLY": "false"}},
+                "controllerManager": {"env": {"STATIC_HP_FRAC": "1", "NODE_POWER_PROMETHEUS_ADDRESS": "http://in-cluster:9090"}}},
+        python_path_env={"PATH": "/usr/bin"},
+    )
+
+
+def test_agents_run_emulated_on_their_own_view_with_fakesmi_first(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    cmd = comp.agent_command(p, p.agents[0])
+    assert cmd.argv == [str(p.binaries["agent"]), "run"]
+    assert cmd.env["AGENT_MODE"] == "emulated" and cmd.env["NODE_NAME"] == "h100-0"
+    assert cmd.env["ROOT"] == str(tmp_path / "hwemu" / "fuse" / "h100-0")
+    assert cmd.env["GPU_TOOL_PATH"] == str(tmp_path / "agents" / "h100-0" / "tools")
+    # The timing wins over the values' production interval; other values pass through.
+    assert cmd.env["RECONCILE_INTERVAL"] == "3s" and cmd.env["SIMULATE_ONLY"] == "false"
+    assert cmd.metrics_url == "http://127.0.0.1:20001/metrics"
+    assert comp.agent_command(plan(tmp_path, "files"), p.agents[0]).env["ROOT"] == str(tmp_path / "hwemu" / "h100-0")
+
+
+def test_tool_delivery_decides_what_the_gpu_tools_find(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    wrappers = comp.fakesmi_wrappers(p, p.agents[0])
+    nvsmi = wrappers[tmp_path / "agents" / "h100-0" / "tools" / "nvidia-smi"]
+    assert f"export HWEMU_STATE_ROOT='{tmp_path}/hwemu/fuse/h100-0/state'" in nvsmi
+    assert nvsmi.endswith(f"exec 'python3.11' '{p.binaries['fakesmi']}' nvidia-smi \"$@\"\n")
+    assert comp.host_stubs(p, p.agents[0]) == [tmp_path / "agents/h100-0/host/lib64/ld-linux-x86-64.so.2",
+                                                tmp_path / "agents/h100-0/host/usr/lib/libnvidia-ml.so.1"]
+    assert comp.host_stubs(p, p.agents[1]) == []
+
+
+def test_the_controller_manager_reads_this_clusters_prometheus(tmp_path: Path) -> None:
+    cmd = comp.controller_command(plan(tmp_path))
+    assert cmd.env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
+    assert cmd.env["NODE_POWER_RATE_WINDOW"] == "12s" and cmd.env["STATIC_HP_FRAC"] == "1"
+    assert cmd.argv[-2:] == ["--kubeconfig", str(tmp_path / "kubeconfig")]
+
+
+def test_the_simulator_starts_first_and_pushes_otlp_at_the_timings_interval(tmp_path: Path) -> None:
+    cmds = comp.commands(plan(tmp_path))
+    assert [c.name for c in cmds] == ["simulator", "extender", "controller-manager", "agent-h100-0", "agent-intel-0"]
+    sim = cmds[0].argv
+    assert sim[sim.index("--otlp-endpoint") + 1] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
+    assert sim[sim.index("--otlp-interval") + 1] == "2" and sim[sim.index("--mode") + 1] == "fuse"
+    assert cmds[1].argv[1:3] == ["--addr", "127.0.0.1:9876"]
+
+
+def test_pool_agents_share_the_nodes_by_shard_with_per_node_roots_and_tools(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    p = comp.Plan(**{**base.__dict__, "agent_shards": 2, "pool_selector": "sim.joulie.io/cluster=s,joulie.io/managed=true",
+                     "ports": comp.Ports(1, 2, 3, 4, {"shard-0": 5, "shard-1": 6})})
+    agents = [c for c in comp.commands(p) if c.component == "agent"]
+    assert [c.name for c in agents] == ["agent-pool-0", "agent-pool-1"]
+    env = agents[1].env
+    assert (env["AGENT_MODE"], env["POOL_SHARDS"], env["POOL_SHARD_ID"]) == ("pool", "2", "1")
+    assert env["ROOT"] == f"{tmp_path}/hwemu/fuse/{{node}}" and env["GPU_TOOL_PATH"] == f"{tmp_path}/agents/{{node}}/tools"
+    assert env["POOL_NODE_SELECTOR"] == "sim.joulie.io/cluster=s,joulie.io/managed=true"
+
+
+def test_the_workload_runner_starts_last_on_the_smoke_trace_with_this_clusters_pods(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    assert "workload" not in [c.name for c in comp.commands(base)]  # no cluster named: no runner
+    p = comp.Plan(**{**base.__dict__, "cluster": "smoke", "ports": replace(base.ports, workload_metrics=18090)})
+    cmds = comp.commands(p)
+    wl = cmds[-1]
+    assert (wl.name, wl.component) == ("workload", "simulator")
+    assert wl.argv == [str(p.binaries["simulator"]), "workload", "--trace", str(tmp_path / "workload" / "trace.jsonl"),
+                       "--cluster", "smoke", "--kubeconfig", str(tmp_path / "kubeconfig"),
+                       "--emulator", "127.0.0.1:18081", "--metrics", "127.0.0.1:18090", "--stay"]
+    assert wl.metrics_url == "http://127.0.0.1:18090/metrics" and wl.log == tmp_path / "logs" / "workload.log"
+    assert wl.env == {"PATH": "/usr/bin"}
+
+
+def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_the_line(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    nodes = render_nodes(load_spec(SMOKE_SPEC))
+    smoke = with_workload(base, "smoke", nodes, None)
+    assert smoke.cluster == "smoke" and smoke.ports.workload_metrics > 0
+    assert len(load_trace(smoke.workload_trace)) == len(nodes)  # one pinned job per Node
+    mine = tmp_path / "mine.jsonl"
+    write_trace(mine, generate(GenOptions(jobs=7, seed=3)))
+    assert [j.job_id for j in load_trace(with_workload(base, "smoke", nodes, mine).workload_trace)] == \
+        [j.job_id for j in load_trace(mine)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"job","jobId":"x","submitTimeOffsetSec":-1,"work":{"cpuUnits":1}}\n')
+    with pytest.raises(RuntimeFailure, match=rf"--trace: {bad}:1: submitTimeOffsetSec"):
+        with_workload(base, "smoke", nodes, bad)
+    assert len(load_trace(smoke.workload_trace)) == 7  # the last good trace is still there

@@ -1,0 +1,132 @@
+import re
+from pathlib import Path
+from typing import Any
+
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_simcluster.smoke import checks
+
+README = Path("simulated-cluster/README.md")
+
+
+def twin(profile: str = "performance", cpu_pct: float | None = 80, gpu_pct: float | None = 80,
+         measured: float | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeName": "n", "profile": profile}
+    if cpu_pct is not None:
+        spec["cpu"] = {"packagePowerCapPctOfMax": cpu_pct}
+    if gpu_pct is not None:
+        spec["gpu"] = {"powerCap": {"scope": "perGpu", "capPctOfMax": gpu_pct}}
+    status: dict[str, Any] = {}
+    if measured is not None:
+        status["powerMeasurement"] = {"source": "prometheus", "measuredNodePowerW": measured}
+    return {"spec": spec, "status": status}
+
+
+HW = {"status": {"cpu": {"controlAvailable": True, "capRange": {"minWattsPerSocket": 70, "maxWattsPerSocket": 250}},
+                 "gpu": {"controlAvailable": True, "capRangePerGpu": {"minWatts": 200, "maxWatts": 400}}}}
+
+
+def truth(pkg_caps: list[float | None], gpu_caps: list[float], pkg_w: float = 150, gpu_w: float = 300, host_w: float = 1000) -> dict[str, Any]:
+    return {
+        "host": {"powerW": host_w},
+        "packages": [{"socket": i, "powerW": pkg_w} for i in range(len(pkg_caps))],
+        "caps": {"cpuPackageW": pkg_caps, "hsmpW": [], "gpuW": gpu_caps},
+        "gpus": [{"index": i, "capW": c, "powerW": min(gpu_w, c)} for i, c in enumerate(gpu_caps)],
+    }
+
+
+def test_caps_in_the_files_are_compared_with_the_spec_in_watts() -> None:
+    ok = checks.caps_match("S04", {"n": twin(gpu_pct=None)}, {"n": HW}, {"n": truth([200.0, 200.0], [])}, want_pct=80)
+    assert ok.status == "pass" and ok.observed == "2 caps match NodeTwin.spec"
+    bad = checks.caps_match("S04", {"n": twin(gpu_pct=None)}, {"n": HW}, {"n": truth([200.0, 250.0], [])}, want_pct=80)
+    assert bad.status == "fail" and bad.observed == "n: package 1 cap 250.0 W ≠ 200.0 W"
+    # A GPU node keeps its CPU at 100 % (the controller's rule); its GPUs carry the asked pct.
+    gpu = checks.caps_match("S04", {"n": twin(cpu_pct=100)}, {"n": HW}, {"n": truth([250.0, 250.0], [320.0])}, want_pct=80)
+    assert gpu.status == "pass" and gpu.observed == "3 caps match NodeTwin.spec"
+    gpu_cpu80 = checks.caps_match("S04", {"n": twin()}, {"n": HW}, {"n": truth([200.0, 200.0], [320.0])}, want_pct=80)
+    assert gpu_cpu80.status == "fail" and "spec cpu 80 % ≠ 100 %" in gpu_cpu80.observed
+    stale_spec = checks.caps_match("S09", {"n": twin(cpu_pct=80, gpu_pct=None)}, {"n": HW}, {"n": truth([125.0], [])}, want_pct=50)
+    assert stale_spec.status == "fail" and "spec cpu 80 % ≠ 50 %" in stale_spec.observed
+
+
+def test_a_check_that_checked_nothing_fails() -> None:
+    no_ctl = {"status": {"cpu": {"controlAvailable": False}}}
+    r = checks.caps_match("S04", {"n": twin(gpu_pct=None)}, {"n": no_ctl}, {"n": truth([None], [])})
+    assert r.status == "fail" and "no cap was checked" in r.observed
+
+
+def test_power_over_a_cap_fails_with_the_numbers() -> None:
+    assert checks.power_honours_caps("S05", {"n": truth([200.0], [320.0], pkg_w=201.5)}).status == "pass"
+    r = checks.power_honours_caps("S05", {"n": truth([200.0], [], pkg_w=210.0)})
+    assert r.status == "fail" and r.observed == "n: package 0 draws 210.0 W over its 200.0 W cap"
+
+
+def test_measured_power_within_three_percent_never_closer_than_one_watt() -> None:
+    assert checks.measurement_error(1029, 1000)[1] and not checks.measurement_error(1031, 1000)[1]
+    assert checks.measurement_error(20.9, 20)[1], "0.9 W off a 20 W node is within the 1 W floor"
+    r = checks.measured_power({"a": twin(measured=1020), "b": twin(measured=None)}, {"a": truth([], []), "b": truth([], [])})
+    assert r.status == "fail" and "b: no measuredNodePowerW" in r.observed
+    r = checks.measured_power({"a": twin(measured=1020)}, {"a": truth([], [])})
+    assert r.status == "pass" and r.value is not None and abs(r.value - 2.0) < 1e-9
+
+
+def test_without_host_power_the_truth_is_the_components_sum() -> None:
+    t = {**truth([None, None], [700.0] * 2, pkg_w=150, gpu_w=300), "zones": [
+        {"name": "dram", "path": "intel-rapl:0:0", "powerW": 20.0, "energyJ": 1.0},
+        {"name": "package-0", "path": "intel-rapl:0", "powerW": 150.0, "energyJ": 1.0}]}
+    for p in t["packages"] + t["gpus"]:
+        p["energyJ"] = 1.0
+    assert checks.true_power(t, "components") == 150 * 2 + 20 + 300 * 2
+    assert checks.true_power(t, "host") == 1000
+    r = checks.measured_power({"a": twin(measured=925)}, {"a": t}, "components")
+    assert r.status == "pass" and "truth: components power" in r.observed
+    assert checks.measured_power({"a": twin(measured=925)}, {"a": t}).status == "fail", "925 W is 7.5 % under the host's 1000 W"
+
+
+def test_performance_pods_on_eco_nodes_fail_and_a_check_without_eco_nodes_cannot_pass() -> None:
+    pod = {"metadata": {"name": "p", "annotations": {"joulie.io/workload-class": "performance"}}, "spec": {"nodeName": "e"}}
+    r = checks.performance_not_on_eco([pod], {"e": twin("eco")})
+    assert r.status == "fail" and r.observed == "p on e (eco)"
+    r = checks.performance_not_on_eco([pod], {"e": twin("performance")})
+    assert r.status == "fail" and "could not fail" in r.observed
+    r = checks.performance_not_on_eco([pod], {"e": twin("performance"), "x": twin("eco")})
+    assert r.status == "pass"
+
+
+def test_unclassified_pods_on_fake_nodes_are_named() -> None:
+    pods: list[dict[str, Any]] = [{"metadata": {"name": "ok", "namespace": "d", "annotations": {"joulie.io/workload-class": "standard"}}, "spec": {"nodeName": "f"}},
+            {"metadata": {"name": "stray", "namespace": "d"}, "spec": {"nodeName": "f"}},
+            {"metadata": {"name": "infra", "namespace": "d"}, "spec": {"nodeName": "real"}}]
+    r = checks.only_classified_on_fake(pods, ["f"])
+    assert r.status == "fail" and r.observed == "d/stray on f"
+
+
+def test_the_extender_must_have_been_called_for_every_pod() -> None:
+    pods = [{"metadata": {"name": f"p{i}"}, "spec": {"nodeName": "n"}} for i in range(3)]
+    assert checks.extender_scored({"filter": 1, "prioritize": 1}, {"filter": 4, "prioritize": 4}, pods).status == "pass"
+    r = checks.extender_scored({"filter": 0, "prioritize": 0}, {"filter": 0, "prioritize": 0}, pods)
+    assert r.status == "fail" and "prioritize requests grew by 0 for 3 pods" in r.observed
+
+
+def test_a_restarted_agent_fails_the_restart_check() -> None:
+    caps = checks.Assertion("S09", "pass", "", "")
+    assert checks.restart_survived({"agent-a": 10}, {"agent-a": 10}, {"agent-a": True}, caps, 2.0).status == "pass"
+    r = checks.restart_survived({"agent-a": 10}, {"agent-a": 11}, {"agent-a": True}, caps, 2.0)
+    assert r.status == "fail" and r.observed == "agent-a: pid 10 → 11"
+
+
+def test_nodehardware_is_compared_with_the_profile() -> None:
+    p = builtin_profile("nvidia-h100-sxm-8gpu")
+    good: dict[str, Any] = {"status": {"cpu": {"sockets": p.cpu.sockets, "totalCores": p.cpu.sockets * p.cpu.cores_per_socket,
+                               "controlAvailable": checks.profile_can_cap_cpu(p)},
+                       "gpu": {"present": True, "vendor": "nvidia", "count": 8,
+                               "capRangePerGpu": {"minWatts": p.gpus.min_w if p.gpus else 0, "maxWatts": p.gpus.max_w if p.gpus else 0}}}}
+    assert checks.nodehardware_matches({"h": p}, {"h": good}).status == "pass"
+    good["status"]["gpu"]["count"] = 4
+    r = checks.nodehardware_matches({"h": p}, {"h": good})
+    assert r.status == "fail" and r.observed == "h: gpu.count 4 ≠ 8"
+
+
+def test_the_readme_lists_every_check() -> None:
+    text = README.read_text()
+    rows = dict(re.findall(r"^\| (S\d\d) \| `[a-z-]+` \| (.+) \|$", text, re.M))
+    assert rows == {k: v[1] for k, v in checks.CHECKS.items()}, "regenerate the table from joulie_simcluster.smoke.checks.CHECKS"

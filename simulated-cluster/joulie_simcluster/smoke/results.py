@@ -1,0 +1,117 @@
+"""What a smoke run leaves behind and how it is measured: the run directory's copies of the cluster
+(k8s/ objects, logs/, env files, effective values), summary.json and the OTLP lines, the
+``runs/latest`` link, smoke.log beside stdout, the peak memory of everything the run started."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from joulie_simcluster.runtimes import kube
+from joulie_simcluster.smoke.checks import Assertion
+from joulie_simcluster.smoke.summary import otlp_logs_line, otlp_metrics_line
+from joulie_simcluster.state import StateDir
+
+
+class Tee(io.TextIOBase):
+    """stdout and smoke.log at once."""
+
+    def __init__(self, *outs: TextIO) -> None:
+        self.outs = outs
+
+    def write(self, text: str) -> int:
+        for o in self.outs:
+            o.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for o in self.outs:
+            o.flush()
+
+
+class MemorySampler(threading.Thread):
+    """Peak resident memory of everything the run started (each process leads its own session)."""
+
+    def __init__(self, state: StateDir, period_s: float = 2.0) -> None:
+        super().__init__(daemon=True)
+        self.state, self.period_s = state, period_s
+        self.peak_kib = 0
+        self.stopped = threading.Event()
+
+    def sessions(self) -> set[int]:
+        out: set[int] = set()
+        for env in (self.state.read_cluster_env() or {}, self.state.read_deploy_env() or {}):
+            out |= {int(v) for k, v in env.items() if k.endswith("_PID") or k.startswith("PID_") if v.isdigit()}
+        return out
+
+    def sample(self) -> int:
+        sids, total = self.sessions(), 0
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[3]) in sids:  # field 6 of stat: session id
+                    for line in (proc / "status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+        return total
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.period_s):
+            with contextlib.suppress(Exception):
+                self.peak_kib = max(self.peak_kib, self.sample())
+
+
+def git_state() -> tuple[str, bool]:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, check=True).stdout.strip())
+        return sha, dirty
+    except (OSError, subprocess.CalledProcessError):
+        return "", False
+
+
+def collect(state: StateDir, run: Path, truth: Callable[[], dict[str, Any]] | None) -> None:
+    """k8s/ objects, logs/, the env files and the effective values into the run directory; `truth`:
+    the emulator's, when a deploy got that far."""
+    (run / "k8s").mkdir(parents=True, exist_ok=True)
+    paths = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "events": "/api/v1/events",
+             "nodehardwares": kube.NODEHARDWARES, "nodetwins": kube.NODETWINS}
+    for name, path in paths.items():
+        with contextlib.suppress(Exception):
+            code, body = kube.api_get(state.kubeconfig, path, timeout_s=10)
+            if code == 200:
+                (run / "k8s" / f"{name}.json").write_text(json.dumps(json.loads(body), indent=1))
+    if truth is not None:
+        with contextlib.suppress(Exception):
+            (run / "k8s" / "emulate.json").write_text(json.dumps(truth(), indent=1))
+    if state.logs.is_dir():
+        shutil.copytree(state.logs, run / "logs", dirs_exist_ok=True)
+    for f in ("cluster.env", "deploy.env", "spec.yaml"):
+        if (state.root / f).is_file():
+            shutil.copy2(state.root / f, run / f)
+    eff = state.values / "values.effective.yaml"
+    if eff.is_file():
+        shutil.copy2(eff, run / "values.effective.yaml")
+
+
+def write_results(state: StateDir, run: Path, summary: Mapping[str, Any], assertions: Sequence[Assertion], spec: str,
+                  mode: str, finished: dt.datetime) -> None:
+    """summary.json and the OTLP lines into `run`, and ``runs/latest`` pointed at it."""
+    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (run / "otlp").mkdir(exist_ok=True)
+    (run / "otlp" / "harness.logs.jsonl").write_text(otlp_logs_line(assertions, spec, mode, finished) + "\n")
+    (run / "otlp" / "harness.metrics.jsonl").write_text(otlp_metrics_line(assertions, spec, mode, finished) + "\n")
+    latest = state.runs / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(run.name)
