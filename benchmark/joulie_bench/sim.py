@@ -201,137 +201,168 @@ def run(
 ) -> RunResult:
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
-    joulie = policy != "A"
-    s = settings_for(policy, nodes, budget_frac, reconcile_s)
-    clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
-    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
-    emu.frozen = True
-    _boards_at_default_limit(emu, nodes)
-    by_name = {n.name: n for n in nodes}
-    engine = Engine(list(jobs))
-    manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=joulie) for j in jobs}
-    hardware = {n.name: node_hardware(n) for n in nodes}
-    caps = AgentCaps.for_nodes(emu, [(n.name, n.profile) for n in nodes], hardware)
-    hw_info: dict[str, HardwareInfo] = {name: hardware_info(h) for name, h in hardware.items()}
-    labels: dict[str, str] = {}
-    twins: dict[str, Any] = {}
-    memory = Memory()
-    coeffs = Coefficients()
-    nameplate = sum(n.tdp_w for n in nodes)
-    free_cpu = {n.name: n.cpus for n in nodes}
-    free_gpu = {n.name: n.gpus for n in nodes}
-    pending: list[Job] = []
-    last_load: dict[str, Load] = {}
-    it_j = fac_j = 0.0
-    reconciles = 0
-    next_reconcile = 0.0
+    r = _Run(jobs, nodes, policy, settings_for(policy, nodes, budget_frac, reconcile_s), dt_s)
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
-    while not engine.finished and t < horizon:
-        pending.extend(engine.due(t))
-        if joulie and t >= next_reconcile:
-            next_reconcile += s.reconcile_interval_s
-            reconciles += 1
-            now = EPOCH + timedelta(seconds=t)
-            infos = [NodeInfo(n.name, {LABEL_MANAGED: "true", **({LABEL_POWER_PROFILE: labels[n.name]} if n.name in labels else {})},
-                              allocatable_gpus=n.gpus, capacity_cpu=n.profile.node.cpu) for n in nodes]
-            pods = []
-            for r in engine.runs.values():
-                if r.submitted and r.done_s is None:
-                    m = manifests[r.job.job_id]
-                    obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": {"phase": "Running" if r.running else "Pending"}}
-                    pods.append(pod_info(obj))
-            meas = {n.name: Measurement(emu.node(n.name).state.host_power_w) for n in nodes}
-            snap = Snapshot(now, infos, pods, hardware, twins, meas)
-            result = reconcile(snap, s, memory)
-            twins = dict(apply_in_memory(snap, result, s.power_profile_label).twins)
-            for o in result.outcomes:
-                labels[o.node] = o.profile
-                twin = twins.get(object_name_for_node(o.node))
-                caps.apply(o.node, twin.spec if twin is not None else None)
-        # Schedule in submit order; each job takes the best node it fits on, one that fits nowhere waits
-        # (later jobs may start before it: backfill without reservations).
-        if pending:
-            now = EPOCH + timedelta(seconds=t)
-            views = {n.name: twin_view(twins[object_name_for_node(n.name)]) for n in nodes
-                     if object_name_for_node(n.name) in twins} if joulie else {}
-            ctx = cluster_context(views.values(), now, STALENESS) if joulie else None
-            still: list[Job] = []
-            for j in pending:
-                m = manifests[j.job_id]
-                best: tuple[float, str] | None = None
-                for n in nodes:
-                    if free_cpu[n.name] + 1e-9 < j.requests.cpu or free_gpu[n.name] < j.requests.gpu:
-                        continue
-                    prof = labels.get(n.name, "")
-                    if joulie and j.workload_class == "performance" and prof == PROFILE_ECO:
-                        continue
-                    if joulie and j.workload_class == "eco" and prof != PROFILE_ECO:
-                        continue
-                    la = (free_cpu[n.name] - j.requests.cpu) / n.cpus
-                    if n.gpus:
-                        la = (la + (free_gpu[n.name] - j.requests.gpu) / n.gpus) / 2
-                    score = 100.0 * la
-                    if joulie and ctx is not None:
-                        wc = extender_workload_class(m)
-                        demand = extract_pod_demand(m, wc)
-                        mw = marginal_watts(demand, hw_info.get(n.name), wc, coeffs)
-                        score += 10.0 * score_node(views.get(n.name), mw, wc, ctx, now=now, staleness=STALENESS).score
-                    if best is None or score > best[0] + 1e-9:
-                        best = (score, n.name)
-                if best is None:
-                    still.append(j)
-                    continue
-                node = best[1]
-                free_cpu[node] -= j.requests.cpu
-                free_gpu[node] -= j.requests.gpu
-                engine.bind(j.job_id, node, t, by_name[node].gpus)
-            pending = still
-        loads = engine.loads({n.name: n.cpus for n in nodes}, {n.name: n.gpus for n in nodes})
+    while not r.engine.finished and t < horizon:
+        r.pending.extend(r.engine.due(t))
+        if r.joulie and t >= r.next_reconcile:
+            r.reconcile(t)
+        if r.pending:
+            r.schedule(t)
+        r.step(t)
+        t += dt_s
+    return r.result(seed, t)
+
+
+class _Run:
+    """One policy's run of one trace: the emulator, the job engine, the controller's memory and the
+    scheduler's free capacity, advanced one tick at a time by :func:`run`."""
+
+    def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], policy: str, s: Settings, dt_s: float) -> None:
+        self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, policy, s, dt_s
+        self.joulie = policy != "A"
+        self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
+        self.emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=self.clock.monotonic)
+        self.emu.frozen = True
+        _boards_at_default_limit(self.emu, nodes)
+        self.by_name = {n.name: n for n in nodes}
+        self.engine = Engine(list(jobs))
+        self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=self.joulie) for j in jobs}
+        self.hardware = {n.name: node_hardware(n) for n in nodes}
+        self.caps = AgentCaps.for_nodes(self.emu, [(n.name, n.profile) for n in nodes], self.hardware)
+        self.hw_info: dict[str, HardwareInfo] = {name: hardware_info(h) for name, h in self.hardware.items()}
+        self.labels: dict[str, str] = {}
+        self.twins: dict[str, Any] = {}
+        self.memory = Memory()
+        self.coeffs = Coefficients()
+        self.nameplate = sum(n.tdp_w for n in nodes)
+        self.free_cpu = {n.name: n.cpus for n in nodes}
+        self.free_gpu = {n.name: n.gpus for n in nodes}
+        self.pending: list[Job] = []
+        self.last_load: dict[str, Load] = {}
+        self.it_j = self.fac_j = 0.0
+        self.reconciles = 0
+        self.next_reconcile = 0.0
+
+    def reconcile(self, t: float) -> None:
+        """The controller's reconcile on what runs now; its NodeTwin specs applied as the agent does."""
+        self.next_reconcile += self.s.reconcile_interval_s
+        self.reconciles += 1
+        now = EPOCH + timedelta(seconds=t)
+        infos = [NodeInfo(n.name, {LABEL_MANAGED: "true", **({LABEL_POWER_PROFILE: self.labels[n.name]} if n.name in self.labels else {})},
+                          allocatable_gpus=n.gpus, capacity_cpu=n.profile.node.cpu) for n in self.nodes]
+        pods = []
+        for r in self.engine.runs.values():
+            if r.submitted and r.done_s is None:
+                m = self.manifests[r.job.job_id]
+                obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": {"phase": "Running" if r.running else "Pending"}}
+                pods.append(pod_info(obj))
+        meas = {n.name: Measurement(self.emu.node(n.name).state.host_power_w) for n in self.nodes}
+        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas)
+        result = reconcile(snap, self.s, self.memory)
+        self.twins = dict(apply_in_memory(snap, result, self.s.power_profile_label).twins)
+        for o in result.outcomes:
+            self.labels[o.node] = o.profile
+            twin = self.twins.get(object_name_for_node(o.node))
+            self.caps.apply(o.node, twin.spec if twin is not None else None)
+
+    def schedule(self, t: float) -> None:
+        """Pending jobs in submit order; each takes the best node it fits on, one that fits nowhere waits
+        (later jobs may start before it: backfill without reservations)."""
+        now = EPOCH + timedelta(seconds=t)
+        views = {n.name: twin_view(self.twins[object_name_for_node(n.name)]) for n in self.nodes
+                 if object_name_for_node(n.name) in self.twins} if self.joulie else {}
+        ctx = cluster_context(views.values(), now, STALENESS) if self.joulie else None
+        still: list[Job] = []
+        for j in self.pending:
+            node = self._best_node(j, views, ctx, now)
+            if node is None:
+                still.append(j)
+                continue
+            self.free_cpu[node] -= j.requests.cpu
+            self.free_gpu[node] -= j.requests.gpu
+            self.engine.bind(j.job_id, node, t, self.by_name[node].gpus)
+        self.pending = still
+
+    def _best_node(self, j: Job, views: dict[str, Any], ctx: Any, now: datetime) -> str | None:
+        """The kube-scheduler's choice as the bench models it: fit, the policy's class rules, least
+        allocated, plus the extender's score (weight 10) under Joulie."""
+        m = self.manifests[j.job_id]
+        best: tuple[float, str] | None = None
+        for n in self.nodes:
+            if self.free_cpu[n.name] + 1e-9 < j.requests.cpu or self.free_gpu[n.name] < j.requests.gpu:
+                continue
+            prof = self.labels.get(n.name, "")
+            if self.joulie and j.workload_class == "performance" and prof == PROFILE_ECO:
+                continue
+            if self.joulie and j.workload_class == "eco" and prof != PROFILE_ECO:
+                continue
+            la = (self.free_cpu[n.name] - j.requests.cpu) / n.cpus
+            if n.gpus:
+                la = (la + (self.free_gpu[n.name] - j.requests.gpu) / n.gpus) / 2
+            score = 100.0 * la
+            if self.joulie and ctx is not None:
+                wc = extender_workload_class(m)
+                demand = extract_pod_demand(m, wc)
+                mw = marginal_watts(demand, self.hw_info.get(n.name), wc, self.coeffs)
+                score += 10.0 * score_node(views.get(n.name), mw, wc, ctx, now=now, staleness=STALENESS).score
+            if best is None or score > best[0] + 1e-9:
+                best = (score, n.name)
+        return best[1] if best is not None else None
+
+    def step(self, t: float) -> None:
+        """One tick: the jobs' loads into the emulator, its physics, the energy counted, the jobs advanced
+        at the speed their nodes' state allows."""
+        dt_s, nodes, emu = self.dt_s, self.nodes, self.emu
+        loads = self.engine.loads({n.name: n.cpus for n in nodes}, {n.name: n.gpus for n in nodes})
         for name, load in loads.items():
-            if last_load.get(name) != load:
+            if self.last_load.get(name) != load:
                 emu.set_load(name, load)
-                last_load[name] = load
-        clock.t = t + dt_s
+                self.last_load[name] = load
+        self.clock.t = t + dt_s
         emu.tick(dt_s)
         it_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
-        it_j += it_w * dt_s
-        fac_j += it_w * pue(it_w, nameplate, t) * dt_s
+        self.it_j += it_w * dt_s
+        self.fac_j += it_w * pue(it_w, self.nameplate, t) * dt_s
         speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
-        for c in engine.step(t, dt_s, speeds):
-            r = engine.runs[c.job_id]
-            free_cpu[c.node] += r.job.requests.cpu
-            free_gpu[c.node] += r.job.requests.gpu
-        t += dt_s
-    end_s = t
-    # Idle power after the run (not counted in the run's energy): a few ticks with no load.
-    for name in by_name:
-        emu.set_load(name, Load(cpu_util=0.0, gpu_util=(0.0,) * by_name[name].gpus))
-    for _ in range(3):
-        clock.advance(dt_s)
-        emu.tick(dt_s)
-    idle_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
-    done = [r for r in engine.runs.values() if r.done_s is not None]
-    first = min((j.submit_s for j in jobs), default=0.0)
-    makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else t
-    slow = [r.slowdown for r in done if r.slowdown is not None]
-    return RunResult(
-        policy=policy,
-        seed=seed,
-        it_energy_kwh=it_j / 3.6e6,
-        facility_energy_kwh=fac_j / 3.6e6,
-        makespan_s=makespan,
-        jobs_total=len(jobs),
-        jobs_completed=len(done),
-        p95_slowdown=percentile(slow, 95),
-        mean_it_power_w=it_j / t if t > 0 else 0.0,
-        reconciles=reconciles,
-        cap_writes=caps.writes,
-        end_s=end_s,
-        idle_it_w=idle_w,
-        idle_pue=pue(idle_w, nameplate, end_s),
-        slowdowns=slow,
-        jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
-    )
+        for c in self.engine.step(t, dt_s, speeds):
+            r = self.engine.runs[c.job_id]
+            self.free_cpu[c.node] += r.job.requests.cpu
+            self.free_gpu[c.node] += r.job.requests.gpu
+
+    def idle_power_w(self) -> float:
+        """Idle power after the run (not counted in the run's energy): a few ticks with no load."""
+        for name, n in self.by_name.items():
+            self.emu.set_load(name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
+        for _ in range(3):
+            self.clock.advance(self.dt_s)
+            self.emu.tick(self.dt_s)
+        return sum(self.emu.node(n.name).state.host_power_w for n in self.nodes)
+
+    def result(self, seed: int, end_s: float) -> RunResult:
+        idle_w = self.idle_power_w()
+        done = [r for r in self.engine.runs.values() if r.done_s is not None]
+        first = min((j.submit_s for j in self.jobs), default=0.0)
+        makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else end_s
+        slow = [r.slowdown for r in done if r.slowdown is not None]
+        return RunResult(
+            policy=self.policy,
+            seed=seed,
+            it_energy_kwh=self.it_j / 3.6e6,
+            facility_energy_kwh=self.fac_j / 3.6e6,
+            makespan_s=makespan,
+            jobs_total=len(self.jobs),
+            jobs_completed=len(done),
+            p95_slowdown=percentile(slow, 95),
+            mean_it_power_w=self.it_j / end_s if end_s > 0 else 0.0,
+            reconciles=self.reconciles,
+            cap_writes=self.caps.writes,
+            end_s=end_s,
+            idle_it_w=idle_w,
+            idle_pue=pue(idle_w, self.nameplate, end_s),
+            slowdowns=slow,
+            jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
+        )
 
