@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from joulie_bench.cli import main, parse_nodes
+from joulie_bench.cli import main, parse_nodes, parse_policies
+from joulie_bench.paired import METRICS as PAIRED_METRICS
+from joulie_bench.paired import REGIMES
 from joulie_bench.sim import run
 from joulie_workload.gen import GenOptions, generate
+from joulie_workload.trace import write_trace
 
 
 def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,6 +34,43 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
     png = out / "energy_vs_makespan.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "traces" / "seed-1.jsonl").is_file()
+    lines = (out / "paired.csv").read_text().splitlines()
+    assert lines[0] == "policy,regime,metric,mean_change_pct,ci95_low_pct,ci95_high_pct,n_seeds"
+    paired = list(csv.DictReader(lines))
+    assert len(paired) == 3 * len(REGIMES) * len(PAIRED_METRICS)
+    assert {(r["policy"], r["regime"], r["metric"]) for r in paired} == {
+        (p, g, m) for p in "BCD" for g in REGIMES for m in PAIRED_METRICS}
+    for r in paired:
+        assert r["n_seeds"] == "2"
+        assert float(r["ci95_low_pct"]) <= float(r["mean_change_pct"]) <= float(r["ci95_high_pct"]), r
+
+
+def test_a_trace_directory_runs_each_file_as_one_paired_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for seed in (4, 5):
+        write_trace(traces / f"mix-{seed}.jsonl", generate(GenOptions(jobs=6, seed=seed, mean_interarrival_s=20, eco_ratio=0)))
+    out = tmp_path / "bench"
+    rc = main(["--trace", str(traces), "--policies", "D", "--nodes", "intel-xeon-2s-rapl*2,nvidia-h100-nvl-8gpu*1",
+               "--dt", "10", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    rows = list(csv.DictReader((out / "runs.csv").open()))
+    # A is always run: it is the baseline of paired.csv.
+    assert sorted((r["trace"], r["policy"]) for r in rows) == [
+        ("mix-4.jsonl", "A"), ("mix-4.jsonl", "D"), ("mix-5.jsonl", "A"), ("mix-5.jsonl", "D")]
+    assert all(r["jobs_total"] == "6" for r in rows)
+    paired = list(csv.DictReader((out / "paired.csv").open()))
+    assert len(paired) == len(REGIMES) * len(PAIRED_METRICS) and {r["n_seeds"] for r in paired} == {"2"}
+    assert main(["--trace", str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert "--trace:" in capsys.readouterr().err
+
+
+def test_policies_are_ids_or_letters_and_a_comes_first() -> None:
+    assert parse_policies("A,B,D") == parse_policies("abd") == ["A", "B", "D"]
+    assert parse_policies("D,C") == ["A", "D", "C"]
+    with pytest.raises(ValueError, match="--policies"):
+        parse_policies("A,E")
 
 
 def test_joulie_writes_caps_and_they_cost_a_cpu_bound_job_time() -> None:

@@ -7,7 +7,10 @@ ACCELERATED (virtual) clock: the emulator is frozen and stepped ``--dt`` virtual
 time, while the real controller code (``reconcile``: policy, FSM guard, caps, twin), the real
 extender scoring and the simulator's physics and workload engine decide everything. Writes
 ``runs.csv`` (one row per policy and seed), ``summary.csv`` (mean and 95 % CI per policy),
-``energy_vs_makespan.png`` and the traces under ``--out``.
+``paired.csv`` (per-seed change against A with its 95 % CI, regimes ``completion`` and ``open``;
+format in benchmark/README.md), ``energy_vs_makespan.png`` and the traces under ``--out``.
+``--trace PATH`` runs a trace file, or each ``*.jsonl`` file of a directory, instead of generated
+traces (each file is one paired unit, numbered like a seed).
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from joulie_bench.paired import PAIRED_HEADER, paired_rows
 from joulie_bench.sim import POLICIES, BenchNode, RunResult, describe_settings, run
 from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
 from joulie_workload.gen import GenOptions, generate
-from joulie_workload.trace import write_trace
+from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
 METRICS = (
     ("it_energy_kwh", "IT energy kWh", 2),
@@ -61,7 +68,7 @@ def parse_nodes(text: str) -> list[BenchNode]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="joulie-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, default=5, help="number of seeds (traces), 1..N (default 5)")
+    p.add_argument("--seeds", type=int, default=20, help="number of seeds (generated traces), 1..N (default 20)")
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=120, help="jobs per trace (default 120)")
     p.add_argument("--mean-interarrival-s", type=float, default=40.0)
@@ -69,14 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eco-ratio", type=float, default=0.1)
     p.add_argument("--gpu-ratio", type=float, default=0.4)
     p.add_argument("--nodes", default="intel-xeon-2s-rapl*4,nvidia-h100-nvl-8gpu*2", help="profile*count,... (builtin profiles)")
-    p.add_argument("--policies", default="ABCD")
+    p.add_argument("--policies", default="ABCD", help="policy ids, 'A,B,D' or 'ABD' (A, the baseline of paired.csv, "
+                   "is always run)")
+    p.add_argument("--trace", type=Path, help="a trace file (JSONL), or a directory whose *.jsonl files each run as one "
+                   "trace; replaces the generated traces (--seeds, --jobs and the ratios are then unused)")
     p.add_argument("--dt", type=float, default=5.0, help="virtual seconds per tick (default 5)")
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
     p.add_argument("--out", type=Path, required=True)
     return p
 
 
-def summarise(results: Sequence[RunResult], policies: str) -> dict[str, dict[str, Estimate]]:
+def summarise(results: Sequence[RunResult], policies: Sequence[str]) -> dict[str, dict[str, Estimate]]:
     out: dict[str, dict[str, Estimate]] = {}
     for pol in policies:
         rows = [r for r in results if r.policy == pol]
@@ -92,17 +102,18 @@ def paired(results: Sequence[RunResult], pol: str, key: str) -> Estimate | None:
     return ci95(diffs) if diffs else None
 
 
-def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[str, Estimate]]) -> None:
+def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[str, Estimate]],
+               trace_of: dict[int, str]) -> None:
     with (out / "runs.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "seed", "it_energy_kwh", "facility_energy_kwh", "makespan_s", "jobs_total", "jobs_completed",
                     "p95_slowdown", "mean_it_power_w", "reconciles", "cap_writes", "end_s", "idle_it_w",
-                    "window_it_energy_kwh", "window_facility_energy_kwh"])
+                    "window_it_energy_kwh", "window_facility_energy_kwh", "trace"])
         for r in results:
             w.writerow([r.policy, r.seed, f"{r.it_energy_kwh:.4f}", f"{r.facility_energy_kwh:.4f}", f"{r.makespan_s:.1f}",
                         r.jobs_total, r.jobs_completed, f"{r.p95_slowdown:.4f}", f"{r.mean_it_power_w:.1f}", r.reconciles,
                         r.cap_writes, f"{r.end_s:.0f}", f"{r.idle_it_w:.1f}", f"{r.window_it_energy_kwh:.4f}",
-                        f"{r.window_facility_energy_kwh:.4f}"])
+                        f"{r.window_facility_energy_kwh:.4f}", trace_of.get(r.seed, "")])
     with (out / "summary.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "name", "metric", "mean", "ci95_low", "ci95_high", "n"])
@@ -136,55 +147,109 @@ def plot(out: Path, summary: dict[str, dict[str, Estimate]]) -> Path:
     return path
 
 
+def parse_policies(text: str) -> list[str]:
+    """``A,B,D`` (ids) or ``ABD`` (one letter each); A first, added when missing: it is paired.csv's baseline."""
+    raw = text.split(",") if "," in text else list(text)
+    ids = list(dict.fromkeys(p.strip().upper() for p in raw if p.strip()))
+    bad = [p for p in ids if p not in POLICIES]
+    if bad or not ids:
+        raise ValueError(f"--policies: {text!r}: each id must be one of {', '.join(POLICIES)}")
+    return ["A", *(p for p in ids if p != "A")]
+
+
+def trace_files(path: Path) -> list[Path]:
+    """``--trace``: the file itself, or every ``*.jsonl`` file of a directory (sorted), each one trace."""
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise ValueError(f"--trace: {path}: no *.jsonl files in this directory")
+        return files
+    if not path.is_file():
+        raise ValueError(f"--trace: {path}: no such file or directory")
+    return [path]
+
+
+def load_traces(args: argparse.Namespace, out: Path) -> list[tuple[int, str, list[Job]]]:
+    """``(seed, trace name, jobs)`` per paired unit: the ``--trace`` files (numbered from ``--first-seed``)
+    or one generated trace per seed, written under ``out/traces``."""
+    if args.trace is not None:
+        return [(args.first_seed + i, f.name, load_trace(f)) for i, f in enumerate(trace_files(args.trace))]
+    units = []
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        jobs = generate(GenOptions(jobs=args.jobs, seed=seed, mean_interarrival_s=args.mean_interarrival_s,
+                                   perf_ratio=args.perf_ratio, eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio))
+        name = f"seed-{seed}.jsonl"
+        write_trace(out / "traces" / name, jobs)
+        units.append((seed, name, jobs))
+    return units
+
+
+def progress_bar(total: int) -> Progress:
+    """A bar on stderr while the runs go; none when stderr is not a terminal (logs, CI, tests)."""
+    console = Console(stderr=True)
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=console, disable=not console.is_terminal)
+
+
+def write_paired(out: Path, results: Sequence[RunResult], policies: Sequence[str]) -> Path:
+    path = out / "paired.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAIRED_HEADER)
+        w.writerows(paired_rows(results, policies))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    out: Path = args.out
     try:
         nodes = parse_nodes(args.nodes)
-        policies = "".join(dict.fromkeys(args.policies.upper()))
-        bad = [p for p in policies if p not in POLICIES]
-        if bad or not policies:
-            raise ValueError(f"--policies: {args.policies!r}: each letter must be one of {''.join(POLICIES)}")
+        policies = parse_policies(args.policies)
         if args.seeds < 1:
-            raise ValueError("--seeds: need at least 1 (5 or more for meaningful CIs)")
+            raise ValueError("--seeds: need at least 1 (20 or more for meaningful CIs)")
         if not args.dt > 0:
             raise ValueError("--dt: must be > 0")
-    except (ValueError, ProfileError) as e:
+        (out / "traces").mkdir(parents=True, exist_ok=True)
+        units = load_traces(args, out)
+    except (ValueError, ProfileError, TraceError) as e:
         print(f"joulie-bench: {e}", file=sys.stderr)
         return 2
-    out: Path = args.out
-    (out / "traces").mkdir(parents=True, exist_ok=True)
     print(ACCELERATED_NOTE.format(dt=args.dt))
-    print(f"cluster: {len(nodes)} nodes ({args.nodes}); trace: {args.jobs} jobs, mean inter-arrival {args.mean_interarrival_s:g} s, "
-          f"perf {args.perf_ratio:g} / eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}; seeds {args.first_seed}.."
-          f"{args.first_seed + args.seeds - 1}; policies {policies}")
+    if args.trace is not None:
+        source = f"traces: {len(units)} from {args.trace} ({', '.join(f'{s}={n}' for s, n, _ in units)})"
+    else:
+        source = (f"trace: {args.jobs} jobs, mean inter-arrival {args.mean_interarrival_s:g} s, perf {args.perf_ratio:g} / "
+                  f"eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+    print(f"cluster: {len(nodes)} nodes ({args.nodes}); {source}; policies {','.join(policies)}; dt {args.dt:g} s")
     for pol in policies:
         print("  " + describe_settings(pol, nodes, args.budget_frac))
     results: list[RunResult] = []
+    trace_of: dict[int, str] = {}
     started = time.monotonic()
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        try:
-            jobs = generate(GenOptions(jobs=args.jobs, seed=seed, mean_interarrival_s=args.mean_interarrival_s,
-                                       perf_ratio=args.perf_ratio, eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio))
-        except ValueError as e:
-            print(f"joulie-bench: {e}", file=sys.stderr)
-            return 2
-        write_trace(out / "traces" / f"seed-{seed}.jsonl", jobs)
-        for pol in policies:
-            t0 = time.monotonic()
-            r = run(jobs, nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac)
-            results.append(r)
-            print(f"  seed {seed} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
-                  f"{r.jobs_completed}/{r.jobs_total} jobs, p95 slowdown {r.p95_slowdown:.2f}, {r.cap_writes} cap writes "
-                  f"({time.monotonic() - t0:.1f} s wall)", flush=True)
+    with progress_bar(len(units) * len(policies)) as bar:
+        task = bar.add_task("runs", total=len(units) * len(policies))
+        for seed, name, jobs in units:
+            trace_of[seed] = name
+            for pol in policies:
+                bar.update(task, description=f"{name} {pol}")
+                t0 = time.monotonic()
+                r = run(jobs, nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac)
+                results.append(r)
+                bar.advance(task)
+                print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
+                      f"{r.jobs_completed}/{r.jobs_total} jobs, p95 slowdown {r.p95_slowdown:.2f}, {r.cap_writes} cap writes "
+                      f"({time.monotonic() - t0:.1f} s wall)", flush=True)
     for seed in {r.seed for r in results}:
         window = max(r.end_s for r in results if r.seed == seed)
         for r in results:
             if r.seed == seed:
                 r.extend_to_window(window)
     summary = summarise(results, policies)
-    write_csvs(out, results, summary)
+    write_csvs(out, results, summary, trace_of)
+    paired_csv = write_paired(out, results, policies)
     png = plot(out, summary)
-    n = args.seeds
+    n = len(units)
     print(f"\nResults over {n} seeds: mean ± 95 % CI half-width (Student t, {n - 1} df)")
     header = f"{'policy':<24}" + "".join(f"{label:>21}" for _, label, _ in METRICS)
     print(header)
@@ -206,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  (changes vs A; negative energy = saved, positive makespan = slower. 'to completion' integrates each run\n"
               "   until its last job ends; 'common window' runs every policy of a seed to that seed's longest run, a\n"
               "   faster run idling for the rest, as a fixed-window experiment measures it)")
-    print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {png} ({time.monotonic() - started:.0f} s wall)")
+    print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {png} ({time.monotonic() - started:.0f} s wall)")
     return 0
 
 

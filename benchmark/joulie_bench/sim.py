@@ -165,6 +165,10 @@ class RunResult:
     window_facility_energy_kwh: float = 0.0
     jobs_per_node: dict[str, int] = field(default_factory=dict)
     """Completed jobs by the node they ran on (where the policy and scoring put the work)."""
+    first_submit_s: float = 0.0
+    completions: list[tuple[float, float]] = field(default_factory=list)
+    """``(done_s, slowdown)`` of every completed job, by completion time (the open regime's window
+    counts the jobs done by a given time)."""
 
     def extend_to_window(self, window_end_s: float) -> None:
         """Energy up to ``window_end_s`` (the seed's longest run): a run that finished earlier sits idle
@@ -364,5 +368,7 @@ class _Run:
             idle_pue=pue(idle_w, self.nameplate, end_s),
             slowdowns=slow,
             jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
+            first_submit_s=first,
+            completions=sorted((r.done_s, r.slowdown) for r in done if r.done_s is not None and r.slowdown is not None),
         )
 
