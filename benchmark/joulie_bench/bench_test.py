@@ -24,11 +24,19 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
     printed = capsys.readouterr().out
     assert rc == 0, printed
     assert "accelerated clock" in printed and "joulie_controller.reconcile" in printed
-    assert "Energy saved vs A" in printed
+    assert "Energy saved vs A" in printed and "Energy split" in printed
     rows = list(csv.DictReader((out / "runs.csv").open()))
     assert sorted({r["policy"] for r in rows}) == ["A", "B", "C", "D"] and len(rows) == 8
     assert all(r["jobs_completed"] == "10" for r in rows), rows
     assert all(float(r["it_energy_kwh"]) > 0 and float(r["makespan_s"]) > 0 for r in rows)
+    for r in rows:
+        it, idle, dyn = float(r["it_energy_kwh"]), float(r["idle_it_energy_kwh"]), float(r["dynamic_it_energy_kwh"])
+        assert idle > 0 and dyn > 0 and idle + dyn == pytest.approx(it, abs=2e-4), r
+        assert sum(float(r[f"{k}_energy_kwh"]) for k in ("cpu", "gpu", "other")) == pytest.approx(it, abs=5e-4), r
+        assert sum(float(r[f"{k}_idle_kwh"]) for k in ("cpu", "gpu", "other")) == pytest.approx(idle, abs=5e-4), r
+        assert float(r["gpu_idle_kwh"]) > 0 and float(r["cpu_idle_kwh"]) > 0
+        assert float(r["energy_per_job_kwh"]) == pytest.approx(float(r["facility_energy_kwh"]) / 10, abs=1e-4)
+        assert 1.0 - 1e-6 <= float(r["p50_slowdown"]) <= float(r["p95_slowdown"]) <= float(r["p99_slowdown"]), r
     summary = list(csv.DictReader((out / "summary.csv").open()))
     assert {r["metric"] for r in summary} >= {"it_energy_kwh", "facility_energy_kwh", "makespan_s", "p95_slowdown"}
     png = out / "energy_vs_makespan.png"

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from joulie_bench.paired import PAIRED_HEADER, paired_rows
-from joulie_bench.sim import POLICIES, BenchNode, RunResult, describe_settings, run
+from joulie_bench.sim import DEVICE_KINDS, POLICIES, BenchNode, RunResult, describe_settings, run
 from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
 from joulie_workload.gen import GenOptions, generate
@@ -41,6 +41,14 @@ METRICS = (
     ("jobs_completed", "jobs completed", 1),
     ("p95_slowdown", "p95 slowdown", 2),
 )
+EXTRA_METRICS = (
+    ("idle_energy_kwh", "idle IT kWh", 2),
+    ("dynamic_energy_kwh", "dynamic IT kWh", 2),
+    ("energy_per_job_kwh", "facility kWh/job", 3),
+    ("p50_slowdown", "p50 slowdown", 2),
+    ("p99_slowdown", "p99 slowdown", 2),
+)
+"""In summary.csv and the second printed table: the energy split and the slowdown spread."""
 ACCELERATED_NOTE = (
     "NOTE: accelerated clock. Virtual time, stepped {dt:g} s per tick in one process; the decisions come from the\n"
     "real code: joulie_controller.reconcile (policy, FSM guard, caps, twin) every 60 s, joulie_extender.scoring for\n"
@@ -86,11 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _figure(r: RunResult, key: str) -> float:
+    if key in ("p50_slowdown", "p99_slowdown"):
+        return r.slowdown_pct(float(key[1:3]))
+    return float(getattr(r, key))
+
+
 def summarise(results: Sequence[RunResult], policies: Sequence[str]) -> dict[str, dict[str, Estimate]]:
     out: dict[str, dict[str, Estimate]] = {}
     for pol in policies:
         rows = [r for r in results if r.policy == pol]
-        out[pol] = {key: ci95([float(getattr(r, key)) for r in rows]) for key, _, _ in METRICS}
+        out[pol] = {key: ci95([_figure(r, key) for r in rows]) for key, _, _ in METRICS + EXTRA_METRICS}
     return out
 
 
@@ -108,17 +122,22 @@ def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[
         w = csv.writer(f)
         w.writerow(["policy", "seed", "it_energy_kwh", "facility_energy_kwh", "makespan_s", "jobs_total", "jobs_completed",
                     "p95_slowdown", "mean_it_power_w", "reconciles", "cap_writes", "end_s", "idle_it_w",
-                    "window_it_energy_kwh", "window_facility_energy_kwh", "trace"])
+                    "window_it_energy_kwh", "window_facility_energy_kwh", "trace", "idle_it_energy_kwh",
+                    "dynamic_it_energy_kwh", *(f"{k}_{part}_kwh" for k in DEVICE_KINDS for part in ("energy", "idle")),
+                    "energy_per_job_kwh", "p50_slowdown", "p99_slowdown"])
         for r in results:
             w.writerow([r.policy, r.seed, f"{r.it_energy_kwh:.4f}", f"{r.facility_energy_kwh:.4f}", f"{r.makespan_s:.1f}",
                         r.jobs_total, r.jobs_completed, f"{r.p95_slowdown:.4f}", f"{r.mean_it_power_w:.1f}", r.reconciles,
                         r.cap_writes, f"{r.end_s:.0f}", f"{r.idle_it_w:.1f}", f"{r.window_it_energy_kwh:.4f}",
-                        f"{r.window_facility_energy_kwh:.4f}", trace_of.get(r.seed, "")])
+                        f"{r.window_facility_energy_kwh:.4f}", trace_of.get(r.seed, ""), f"{r.idle_energy_kwh:.4f}",
+                        f"{r.dynamic_energy_kwh:.4f}",
+                        *(f"{d.get(k, 0.0):.4f}" for k in DEVICE_KINDS for d in (r.energy_by_kind_kwh, r.idle_by_kind_kwh)),
+                        f"{r.energy_per_job_kwh:.5f}", f"{r.slowdown_pct(50):.4f}", f"{r.slowdown_pct(99):.4f}"])
     with (out / "summary.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "name", "metric", "mean", "ci95_low", "ci95_high", "n"])
         for pol, est in summary.items():
-            for key, _, _ in METRICS:
+            for key, _, _ in METRICS + EXTRA_METRICS:
                 e = est[key]
                 w.writerow([pol, POLICIES[pol][0], key, f"{e.mean:.6g}", f"{e.low:.6g}", f"{e.high:.6g}", e.n])
 
@@ -255,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     for pol, est in summary.items():
         print(f"{pol + ' ' + POLICIES[pol][0]:<24}" + "".join(f"{est[k].fmt(d):>21}" for k, _, d in METRICS))
+    print("\nEnergy split (idle = each node's unloaded, uncapped power x the run's duration; dynamic = the rest) and "
+          "slowdown spread, to completion:")
+    print(f"{'policy':<24}" + "".join(f"{label:>21}" for _, label, _ in EXTRA_METRICS))
+    for pol, est in summary.items():
+        print(f"{pol + ' ' + POLICIES[pol][0]:<24}" + "".join(f"{est[k].fmt(d):>21}" for k, _, d in EXTRA_METRICS))
     if "A" in policies:
         print("\nEnergy saved vs A, and at what makespan cost (paired per seed, mean ± 95 % CI):")
         for pol in policies:

@@ -58,6 +58,8 @@ POLICIES = {
     "C": ("queue-aware", "queue_aware_v1"),
     "D": ("power budget", "cluster_power_budget"),
 }
+DEVICE_KINDS = ("cpu", "gpu", "other")
+"""How the IT power splits: CPU packages (RAPL), GPU boards, and the rest of the host (DRAM, platform)."""
 CLUSTER = "bench"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 STALENESS = timedelta(minutes=5)
@@ -169,6 +171,28 @@ class RunResult:
     completions: list[tuple[float, float]] = field(default_factory=list)
     """``(done_s, slowdown)`` of every completed job, by completion time (the open regime's window
     counts the jobs done by a given time)."""
+    energy_by_kind_kwh: dict[str, float] = field(default_factory=dict)
+    """IT energy to completion by device kind (``DEVICE_KINDS``: CPU packages, GPU boards, the rest)."""
+    idle_by_kind_kwh: dict[str, float] = field(default_factory=dict)
+    """The idle share of ``energy_by_kind_kwh``: each node's idle power (unloaded, uncapped, boards at
+    their default limit) x the run's duration ``end_s``. Dynamic = energy - idle (may dip below 0
+    where a cap holds a device under its uncapped idle draw)."""
+
+    @property
+    def idle_energy_kwh(self) -> float:
+        return sum(self.idle_by_kind_kwh.values())
+
+    @property
+    def dynamic_energy_kwh(self) -> float:
+        return self.it_energy_kwh - self.idle_energy_kwh
+
+    @property
+    def energy_per_job_kwh(self) -> float:
+        """Facility energy to completion per completed job."""
+        return self.facility_energy_kwh / self.jobs_completed if self.jobs_completed else math.nan
+
+    def slowdown_pct(self, q: float) -> float:
+        return percentile([sd for _, sd in self.completions], q)
 
     def extend_to_window(self, window_end_s: float) -> None:
         """Energy up to ``window_end_s`` (the seed's longest run): a run that finished earlier sits idle
@@ -176,6 +200,42 @@ class RunResult:
         tail_s = max(0.0, window_end_s - self.end_s)
         self.window_it_energy_kwh = self.it_energy_kwh + self.idle_it_w * tail_s / 3.6e6
         self.window_facility_energy_kwh = self.facility_energy_kwh + self.idle_it_w * self.idle_pue * tail_s / 3.6e6
+
+
+def _power_by_kind_w(emu: Emulator, nodes: Sequence[BenchNode]) -> dict[str, float]:
+    cpu = gpu = host = 0.0
+    for n in nodes:
+        st = emu.node(n.name).state
+        cpu += sum(sk.power_w for sk in st.sockets)
+        gpu += sum(g.power_w for g in st.gpus)
+        host += st.host_power_w
+    return {"cpu": cpu, "gpu": gpu, "other": host - cpu - gpu}
+
+
+_IDLE_CACHE: dict[tuple[tuple[str, ...], float], dict[str, float]] = {}
+
+
+def idle_power_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
+    """The cluster's idle power by device kind: its own emulator, no load, no cap, boards at their
+    default limit (A's baseline), a few ticks to settle. Cached per cluster (building an emulator
+    costs more than a short run's ticks)."""
+    key = (tuple(f"{n.name}={n.profile.name}" for n in nodes), dt_s)
+    if key not in _IDLE_CACHE:
+        _IDLE_CACHE[key] = _measure_idle_by_kind_w(nodes, dt_s)
+    return dict(_IDLE_CACHE[key])
+
+
+def _measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
+    clock = FakeClock(t=0.0)
+    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
+    emu.frozen = True
+    _boards_at_default_limit(emu, nodes)
+    for n in nodes:
+        emu.set_load(n.name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
+    for _ in range(3):
+        clock.advance(dt_s)
+        emu.tick(dt_s)
+    return _power_by_kind_w(emu, nodes)
 
 
 def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
@@ -247,6 +307,8 @@ class _Run:
         self.pending: list[Job] = []
         self.last_load: dict[str, Load] = {}
         self.it_j = self.fac_j = 0.0
+        self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
+        self.idle_kind_w = idle_power_by_kind_w(nodes, dt_s)
         self.reconciles = 0
         self.next_reconcile = 0.0
 
@@ -327,6 +389,9 @@ class _Run:
                 self.last_load[name] = load
         self.clock.t = t + dt_s
         emu.tick(dt_s)
+        by_kind = _power_by_kind_w(emu, nodes)
+        for kind, w in by_kind.items():
+            self.kind_j[kind] += w * dt_s
         it_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
         self.it_j += it_w * dt_s
         self.fac_j += it_w * pue(it_w, self.nameplate, t) * dt_s
@@ -369,6 +434,8 @@ class _Run:
             slowdowns=slow,
             jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
             first_submit_s=first,
+            energy_by_kind_kwh={k: j / 3.6e6 for k, j in self.kind_j.items()},
+            idle_by_kind_kwh={k: w * end_s / 3.6e6 for k, w in self.idle_kind_w.items()},
             completions=sorted((r.done_s, r.slowdown) for r in done if r.done_s is not None and r.slowdown is not None),
         )
 
