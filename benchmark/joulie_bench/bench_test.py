@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_bench.cli import main, parse_nodes, parse_policies
+from joulie_bench.cli import main, parse_nodes, parse_policies, progress_bar
 from joulie_bench.paired import METRICS as PAIRED_METRICS
 from joulie_bench.paired import REGIMES
 from joulie_bench.sim import run
@@ -112,3 +112,8 @@ def test_the_baseline_starts_every_board_at_its_profiles_default_limit() -> None
     assert {g.limit_w for g in emu.node(gpu_node.name).state.gpus} == {400.0}  # a persistent board powers on at max
     _boards_at_default_limit(emu, nodes)
     assert {g.limit_w for g in emu.node(gpu_node.name).state.gpus} == {310.0}
+
+
+def test_the_progress_bar_stays_off_when_stderr_is_not_a_terminal() -> None:
+    # pytest captures stderr: not a terminal, so no bar codes end up in logs or CI output.
+    assert progress_bar(4).disable
