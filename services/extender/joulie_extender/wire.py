@@ -71,12 +71,25 @@ def _type_name(value: object) -> str:
     )
 
 
+MAX_INT_DIGITS = 64
+"""No field of a Pod or a Node needs a longer integer; without this bound a huge one reaches
+Python's own limit, whose message (a ``sys.set_int_max_str_digits()`` hint) is no answer for a client."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise WireError(f"body: an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
 def parse_extender_args(body: bytes) -> ExtenderArgs:
     """Parse and validate a request body. Raises `WireError` with a message naming the field."""
     if not body.strip():
         raise WireError("empty body: expected ExtenderArgs JSON {\"Pod\": ..., \"Nodes\"|\"NodeNames\": ...}")
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_int=_bounded_int)
+    except WireError:
+        raise
     except (ValueError, RecursionError) as err:
         # ValueError covers JSONDecodeError and bad UTF-8; RecursionError absurdly deep nesting.
         raise WireError(f"body is not valid JSON: {err}") from None
