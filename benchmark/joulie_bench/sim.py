@@ -202,14 +202,24 @@ class RunResult:
         self.window_facility_energy_kwh = self.facility_energy_kwh + self.idle_it_w * self.idle_pue * tail_s / 3.6e6
 
 
-def _power_by_kind_w(emu: Emulator, nodes: Sequence[BenchNode]) -> dict[str, float]:
+def _power_w(emu: Emulator, nodes: Sequence[BenchNode]) -> tuple[float, dict[str, float]]:
+    """The cluster's IT power now, and how it splits by device kind (``DEVICE_KINDS``)."""
     cpu = gpu = host = 0.0
     for n in nodes:
         st = emu.node(n.name).state
         cpu += sum(sk.power_w for sk in st.sockets)
         gpu += sum(g.power_w for g in st.gpus)
         host += st.host_power_w
-    return {"cpu": cpu, "gpu": gpu, "other": host - cpu - gpu}
+    return host, {"cpu": cpu, "gpu": gpu, "other": host - cpu - gpu}
+
+
+def _settle_idle(emu: Emulator, clock: FakeClock, nodes: Sequence[BenchNode], dt_s: float) -> None:
+    """No load on any node, then a few ticks for the power to settle."""
+    for n in nodes:
+        emu.set_load(n.name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
+    for _ in range(3):
+        clock.advance(dt_s)
+        emu.tick(dt_s)
 
 
 _IDLE_CACHE: dict[tuple[tuple[str, ...], float], dict[str, float]] = {}
@@ -230,12 +240,8 @@ def _measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
     emu.frozen = True
     _boards_at_default_limit(emu, nodes)
-    for n in nodes:
-        emu.set_load(n.name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
-    for _ in range(3):
-        clock.advance(dt_s)
-        emu.tick(dt_s)
-    return _power_by_kind_w(emu, nodes)
+    _settle_idle(emu, clock, nodes, dt_s)
+    return _power_w(emu, nodes)[1]
 
 
 def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
@@ -389,10 +395,9 @@ class _Run:
                 self.last_load[name] = load
         self.clock.t = t + dt_s
         emu.tick(dt_s)
-        by_kind = _power_by_kind_w(emu, nodes)
+        it_w, by_kind = _power_w(emu, nodes)
         for kind, w in by_kind.items():
             self.kind_j[kind] += w * dt_s
-        it_w = sum(emu.node(n.name).state.host_power_w for n in nodes)
         self.it_j += it_w * dt_s
         self.fac_j += it_w * pue(it_w, self.nameplate, t) * dt_s
         speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
@@ -402,13 +407,9 @@ class _Run:
             self.free_gpu[c.node] += r.job.requests.gpu
 
     def idle_power_w(self) -> float:
-        """Idle power after the run (not counted in the run's energy): a few ticks with no load."""
-        for name, n in self.by_name.items():
-            self.emu.set_load(name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
-        for _ in range(3):
-            self.clock.advance(self.dt_s)
-            self.emu.tick(self.dt_s)
-        return sum(self.emu.node(n.name).state.host_power_w for n in self.nodes)
+        """Idle power after the run (not counted in the run's energy), caps as the policy left them."""
+        _settle_idle(self.emu, self.clock, self.nodes, self.dt_s)
+        return _power_w(self.emu, self.nodes)[0]
 
     def result(self, seed: int, end_s: float) -> RunResult:
         idle_w = self.idle_power_w()
