@@ -1,4 +1,4 @@
-"""joulie-bench: the same generated trace under policies A-D, over several seeds, with 95 % CIs.
+"""joulie-bench: the same trace under policies A, A-placement, B-E, over several seeds, with 95 % CIs.
 
     ./pants run benchmark:bench -- --seeds 5 --jobs 120 --out /tmp/bench
 
@@ -8,9 +8,11 @@ time, while the real controller code (``reconcile``: policy, FSM guard, caps, tw
 extender scoring and the simulator's physics and workload engine decide everything. Writes
 ``runs.csv`` (one row per policy and seed), ``summary.csv`` (mean and 95 % CI per policy),
 ``paired.csv`` (per-seed change against A with its 95 % CI, regimes ``completion`` and ``open``;
-format in benchmark/README.md), ``energy_vs_makespan.png`` and the traces under ``--out``.
-``--trace PATH`` runs a trace file, or each ``*.jsonl`` file of a directory, instead of generated
-traces (each file is one paired unit, numbered like a seed).
+format in benchmark/README.md), ``paired_seeds.csv`` (every seed's own change), ``results.md``
+(the tables in Markdown), ``energy_vs_makespan.png``, ``energy_split.png`` and the traces under
+``--out``. ``--trace PATH`` runs a trace file (JSONL, or an SWF log through ``traceextract``), or
+each ``*.jsonl``/``*.swf`` file of a directory, instead of generated traces (each file is one
+paired unit, numbered like a seed).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from joulie_bench.paired import PAIRED_HEADER, paired_rows
+from joulie_bench.paired import PAIRED_HEADER, paired_rows, per_seed_changes
+from joulie_bench.report import markdown_report, plot_energy_split
 from joulie_bench.sim import DEVICE_KINDS, POLICIES, BenchNode, RunResult, describe_settings, run
 from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
+from joulie_workload.extract import ExtractOptions, extract_swf
 from joulie_workload.gen import GenOptions, generate
 from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
@@ -84,10 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eco-ratio", type=float, default=0.1)
     p.add_argument("--gpu-ratio", type=float, default=0.4)
     p.add_argument("--nodes", default="intel-xeon-2s-rapl*4,nvidia-h100-nvl-8gpu*2", help="profile*count,... (builtin profiles)")
-    p.add_argument("--policies", default="ABCD", help="policy ids, 'A,B,D' or 'ABD' (A, the baseline of paired.csv, "
-                   "is always run)")
-    p.add_argument("--trace", type=Path, help="a trace file (JSONL), or a directory whose *.jsonl files each run as one "
-                   "trace; replaces the generated traces (--seeds, --jobs and the ratios are then unused)")
+    p.add_argument("--policies", default="A,A-placement,B,C,D,E",
+                   help=f"comma-separated policy ids of {', '.join(POLICIES)} (letters alone, 'ABD', also work; A, the "
+                   "baseline of paired.csv, is always run)")
+    p.add_argument("--trace", type=Path, help="a trace file (JSONL, or an SWF log: *.swf), or a directory whose *.jsonl and "
+                   "*.swf files each run as one trace; replaces the generated traces (--seeds, --jobs and the ratios are "
+                   "then unused)")
+    p.add_argument("--swf-time-scale", type=float, default=1.0,
+                   help="SWF logs: divide submit and run times by this (compress a long log; default 1)")
+    p.add_argument("--swf-max-jobs", type=int, default=300, help="SWF logs: keep the first N jobs (default 300)")
     p.add_argument("--dt", type=float, default=5.0, help="virtual seconds per tick (default 5)")
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
     p.add_argument("--out", type=Path, required=True)
@@ -167,32 +176,51 @@ def plot(out: Path, summary: dict[str, dict[str, Estimate]]) -> Path:
 
 
 def parse_policies(text: str) -> list[str]:
-    """``A,B,D`` (ids) or ``ABD`` (one letter each); A first, added when missing: it is paired.csv's baseline."""
-    raw = text.split(",") if "," in text else list(text)
-    ids = list(dict.fromkeys(p.strip().upper() for p in raw if p.strip()))
+    """``A,A-placement,E`` (ids, any case) or ``ABD`` (one letter each, single-letter ids only); A first,
+    added when missing: it is paired.csv's baseline."""
+    by_lower = {k.lower(): k for k in POLICIES}
+    raw = text.split(",") if "," in text or text.strip().lower() in by_lower else list(text.strip())
+    ids = list(dict.fromkeys(by_lower.get(p.strip().lower(), p.strip()) for p in raw if p.strip()))
     bad = [p for p in ids if p not in POLICIES]
     if bad or not ids:
-        raise ValueError(f"--policies: {text!r}: each id must be one of {', '.join(POLICIES)}")
+        raise ValueError(f"--policies: {text!r}: {', '.join(map(repr, bad)) or 'no id'} is not a policy id; ids: "
+                         f"{', '.join(POLICIES)} (comma-separated)")
     return ["A", *(p for p in ids if p != "A")]
 
 
 def trace_files(path: Path) -> list[Path]:
-    """``--trace``: the file itself, or every ``*.jsonl`` file of a directory (sorted), each one trace."""
+    """``--trace``: the file itself, or every ``*.jsonl`` and ``*.swf`` file of a directory (sorted), each one trace."""
     if path.is_dir():
-        files = sorted(path.glob("*.jsonl"))
+        files = sorted([*path.glob("*.jsonl"), *path.glob("*.swf")])
         if not files:
-            raise ValueError(f"--trace: {path}: no *.jsonl files in this directory")
+            raise ValueError(f"--trace: {path}: no *.jsonl or *.swf files in this directory")
         return files
     if not path.is_file():
         raise ValueError(f"--trace: {path}: no such file or directory")
     return [path]
 
 
-def load_traces(args: argparse.Namespace, out: Path) -> list[tuple[int, str, list[Job]]]:
+def read_trace(path: Path, args: argparse.Namespace, max_cpus: int) -> list[Job]:
+    """A JSONL trace, or an SWF log through ``traceextract`` (cores capped to the largest node, so every
+    job fits somewhere; the first ``--swf-max-jobs`` jobs)."""
+    if path.suffix != ".swf":
+        return load_trace(path)
+    with path.open(encoding="utf-8", errors="replace") as f:
+        lines = [line for line in f]
+    got = extract_swf(lines, str(path), ExtractOptions(time_scale=args.swf_time_scale, max_cpus=max_cpus))
+    if not got.jobs:
+        raise ValueError(f"--trace: {path}: no usable job in this SWF log ({got.skipped} skipped)")
+    jobs = got.jobs[: args.swf_max_jobs]
+    print(f"  {path.name}: SWF, {len(got.jobs)} jobs extracted ({got.skipped} skipped), first {len(jobs)} kept, "
+          f"time scale 1/{args.swf_time_scale:g}, cores capped at {max_cpus}")
+    return jobs
+
+
+def load_traces(args: argparse.Namespace, out: Path, max_cpus: int = 64) -> list[tuple[int, str, list[Job]]]:
     """``(seed, trace name, jobs)`` per paired unit: the ``--trace`` files (numbered from ``--first-seed``)
     or one generated trace per seed, written under ``out/traces``."""
     if args.trace is not None:
-        return [(args.first_seed + i, f.name, load_trace(f)) for i, f in enumerate(trace_files(args.trace))]
+        return [(args.first_seed + i, f.name, read_trace(f, args, max_cpus)) for i, f in enumerate(trace_files(args.trace))]
     units = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         jobs = generate(GenOptions(jobs=args.jobs, seed=seed, mean_interarrival_s=args.mean_interarrival_s,
@@ -230,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.dt > 0:
             raise ValueError("--dt: must be > 0")
         (out / "traces").mkdir(parents=True, exist_ok=True)
-        units = load_traces(args, out)
+        units = load_traces(args, out, max_cpus=int(max(n.cpus for n in nodes)))
     except (ValueError, ProfileError, TraceError) as e:
         print(f"joulie-bench: {e}", file=sys.stderr)
         return 2
@@ -267,7 +295,15 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(results, policies)
     write_csvs(out, results, summary, trace_of)
     paired_csv = write_paired(out, results, policies)
+    with (out / "paired_seeds.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(("policy", "seed", "regime", "metric", "change_pct"))
+        w.writerows(per_seed_changes(results, policies))
     png = plot(out, summary)
+    split_png = plot_energy_split(out, results, policies)
+    settings = [describe_settings(pol, nodes, args.budget_frac) for pol in policies]
+    (out / "results.md").write_text(markdown_report(results, policies, summary_note=f"{len(nodes)} nodes ({args.nodes}); "
+                                                    f"{source}; dt {args.dt:g} s", settings=settings))
     n = len(units)
     print(f"\nResults over {n} seeds: mean ± 95 % CI half-width (Student t, {n - 1} df)")
     header = f"{'policy':<24}" + "".join(f"{label:>21}" for _, label, _ in METRICS)
@@ -295,7 +331,14 @@ def main(argv: list[str] | None = None) -> int:
         print("  (changes vs A; negative energy = saved, positive makespan = slower. 'to completion' integrates each run\n"
               "   until its last job ends; 'common window' runs every policy of a seed to that seed's longest run, a\n"
               "   faster run idling for the rest, as a fixed-window experiment measures it)")
-    print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {png} ({time.monotonic() - started:.0f} s wall)")
+    print("\nOpen system in steady state (window: warm-up over to the last arrival), paired change vs A:")
+    for row in paired_rows(results, policies):
+        if row[1] == "open" and row[2] in ("facility_energy", "throughput", "p95_slowdown"):
+            print(f"  {row[0]:<12} {row[2]:<16} {float(row[3]):+7.2f} % [{float(row[4]):+.2f}, {float(row[5]):+.2f}]"
+                  f" (n={row[6]})")
+    print("  (open facility_energy = facility kWh per ideal job-hour done inside the window; throughput = job-hours per hour)")
+    print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {out / 'paired_seeds.csv'}, "
+          f"{out / 'results.md'}, {png}, {split_png} ({time.monotonic() - started:.0f} s wall)")
     return 0
 
 

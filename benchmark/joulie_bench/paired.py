@@ -8,11 +8,13 @@ Regimes (benchmark/README.md says the same, for readers of the file):
 - ``completion``: the finite trace run to its last job. Energy integrated until the run stops;
   makespan = last completion - first submit; throughput = jobs completed / makespan, per hour;
   p95 slowdown over every completed job.
-- ``open`` (for now the common-window view, until a steady-state open system lands): energy over
-  the seed's common window, i.e. every policy's run extended to the seed's longest run, a faster
-  run idling for the rest; throughput = jobs completed within the seed's fastest makespan
-  (counted from the first submit), per hour of that window; p95 slowdown over those same jobs;
-  makespan as in ``completion``.
+- ``open``: an open system in steady state. The window runs from the end of a warm-up (a quarter
+  of the trace's arrival span) to the last arrival, so jobs keep arriving through all of it and no
+  straggler after the last arrival counts. Energy = energy used inside the window per unit of work
+  done inside it (kWh per ideal job-hour: each job's progress in the window x its ideal runtime);
+  throughput = ideal job-hours done per hour of window; p95 slowdown over the jobs completed inside
+  the window; energy per job = window facility energy / jobs completed in the window; makespan as
+  in ``completion``.
 """
 
 from __future__ import annotations
@@ -35,15 +37,13 @@ class SeedWindows:
 
     common_end_s: float
     """End of the common energy window: the latest ``end_s`` of the seed's runs."""
-    fast_makespan_s: float
-    """The throughput window: the shortest makespan of the seed's runs."""
 
 
 def seed_windows(results: Sequence[RunResult]) -> dict[int, SeedWindows]:
     out: dict[int, SeedWindows] = {}
     for seed in sorted({r.seed for r in results}):
         rs = [r for r in results if r.seed == seed]
-        out[seed] = SeedWindows(max(r.end_s for r in rs), min(r.makespan_s for r in rs))
+        out[seed] = SeedWindows(max(r.end_s for r in rs))
     return out
 
 
@@ -63,15 +63,15 @@ def metric(r: RunResult, regime: str, name: str, w: SeedWindows) -> float:
             "energy_per_job": lambda: r.facility_energy_kwh / r.jobs_completed if r.jobs_completed else float("nan"),
         }
     elif regime == "open":
-        cutoff = r.first_submit_s + w.fast_makespan_s
-        in_window = [sd for done, sd in r.completions if done <= cutoff + 1e-9]
+        in_window = r.open_slowdowns()
+        work_h = r.open_work_h
         values = {
-            "facility_energy": lambda: r.window_facility_energy_kwh,
-            "it_energy": lambda: r.window_it_energy_kwh,
+            "facility_energy": lambda: r.open_facility_energy_kwh / work_h if work_h > 0 else float("nan"),
+            "it_energy": lambda: r.open_it_energy_kwh / work_h if work_h > 0 else float("nan"),
             "makespan": lambda: r.makespan_s,
-            "throughput": lambda: _per_hour(len(in_window), w.fast_makespan_s),
+            "throughput": lambda: work_h * 3600.0 / r.open_window_s if r.open_window_s > 0 else float("nan"),
             "p95_slowdown": lambda: percentile(in_window, 95),
-            "energy_per_job": lambda: r.window_facility_energy_kwh / r.jobs_completed if r.jobs_completed else float("nan"),
+            "energy_per_job": lambda: r.open_facility_energy_kwh / len(in_window) if in_window else float("nan"),
         }
     else:
         raise ValueError(f"regime: {regime!r} is not one of {', '.join(REGIMES)}")
@@ -93,6 +93,26 @@ def paired_change(results: Sequence[RunResult], policy: str, regime: str, name: 
         if x == x:
             diffs.append((x - b) / b * 100.0)
     return ci95(diffs) if diffs else None
+
+
+def per_seed_changes(results: Sequence[RunResult], policies: Sequence[str]) -> list[tuple[str, ...]]:
+    """``paired_seeds.csv``'s rows: every seed's own change against A (policy, seed, regime, metric,
+    change_pct), the values ``paired.csv`` averages."""
+    windows = seed_windows(results)
+    base = {(r.seed, reg, m): metric(r, reg, m, windows[r.seed]) for r in results if r.policy == BASELINE
+            for reg in REGIMES for m in METRICS}
+    rows: list[tuple[str, ...]] = []
+    for pol in policies:
+        if pol == BASELINE:
+            continue
+        for r in sorted((x for x in results if x.policy == pol), key=lambda x: x.seed):
+            for reg in REGIMES:
+                for m in METRICS:
+                    b = base.get((r.seed, reg, m))
+                    x = metric(r, reg, m, windows[r.seed])
+                    ok = b is not None and b == b and b != 0 and x == x
+                    rows.append((pol, str(r.seed), reg, m, f"{(x - b) / b * 100.0:.4f}" if ok and b else "nan"))
+    return rows
 
 
 def paired_rows(results: Sequence[RunResult], policies: Sequence[str]) -> list[tuple[str, ...]]:

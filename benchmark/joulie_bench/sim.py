@@ -14,7 +14,9 @@ Everything that decides is the real code, driven in one process:
 
 Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods without
 power-profile affinity, since no node carries the label), B ``static_partition``, C
-``queue_aware_v1``, D ``cluster_power_budget``.
+``queue_aware_v1``, D ``cluster_power_budget``, E ``work_aware_v1`` (caps from the work on each
+node, soft placement, the budget on measured power), and A-placement: E's labels and placement
+with no cap ever written, so E's change against A splits into placement and caps.
 
 Facility model (reference joulie-node-sim.md §3.1.4, with the load fraction against the
 cluster's nameplate instead of a running peak, so policies compare on one scale):
@@ -41,6 +43,7 @@ from joulie_controller.hardware import NodeInfo
 from joulie_controller.kube import pod_info
 from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
 from joulie_controller.settings import Settings
+from joulie_extender.podmeta import eco_class, workload_kind
 from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
 from joulie_extender.scoring import cluster_context, marginal_watts, score_node
 from joulie_extender.views import hardware_info, twin_view
@@ -57,7 +60,15 @@ POLICIES = {
     "B": ("static partition", "static_partition"),
     "C": ("queue-aware", "queue_aware_v1"),
     "D": ("power budget", "cluster_power_budget"),
+    "E": ("work-aware", "work_aware_v1"),
+    "A-placement": ("A + E's placement", "work_aware_v1"),
 }
+SOFT_PLACEMENT = frozenset({"E", "A-placement"})
+"""Policies whose Pods carry no hard affinity but the performance one (the extender steers the rest)."""
+NO_CAPS = frozenset({"A", "A-placement"})
+OPEN_WARMUP_FRAC = 0.25
+"""The open regime's window starts this far into the trace's arrival span (warm-up) and ends at the
+last arrival, so jobs keep arriving through all of it."""
 DEVICE_KINDS = ("cpu", "gpu", "other")
 """How the IT power splits: CPU packages (RAPL), GPU boards, and the rest of the host (DRAM, platform)."""
 CLUSTER = "bench"
@@ -104,7 +115,8 @@ def node_hardware(n: BenchNode) -> NodeHardware:
     }
     if p.gpus is not None:
         status["gpu"] = {"present": True, "vendor": p.gpus.vendor, "model": p.gpus.product, "count": p.gpus.count,
-                         "capRangePerGpu": {"minWatts": p.gpus.min_w, "maxWatts": p.gpus.max_w}}
+                         "capRangePerGpu": {"minWatts": p.gpus.min_w, "maxWatts": p.gpus.max_w,
+                                                            "defaultWatts": p.gpus.default_w}}
     return NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": status})
 
 
@@ -119,6 +131,8 @@ def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, re
         cpu_eco_pct=60.0,
         gpu_eco_pct=60.0,
         reconcile_interval_s=reconcile_s,
+        # E: the budget binds only on measured power; B and C ignore it.
+        work_aware_slowdown_pct=3.0,
     )
 
 
@@ -133,6 +147,11 @@ def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: floa
          f"QUEUE_PERF_PER_HP_NODE={s.queue_perf_per_hp_node}")
     if policy == "C":
         return f"C: {q}; {common}"
+    if policy in SOFT_PLACEMENT:
+        e = (f"WORK_AWARE_SLOWDOWN_BUDGET_PCT={s.work_aware_slowdown_pct:g}, CLUSTER_POWER_BUDGET_W="
+             f"{s.cluster_power_budget_w:.0f} on measured power (+ trend over {s.work_aware_forecast_s:g} s), {q}; "
+             f"only performance Pods have a hard affinity")
+        return f"E: {e}" if policy == "E" else f"A-placement: E's controller and placement, no cap written ({e})"
     return (f"D: CLUSTER_POWER_BUDGET_W={s.cluster_power_budget_w:.0f} ({budget_frac:g} x TDP sum), "
             f"CLUSTER_BUDGET_MIN_CAP_PCT={s.cluster_budget_min_pct:g}, {q}; {common}")
 
@@ -173,6 +192,13 @@ class RunResult:
     counts the jobs done by a given time)."""
     energy_by_kind_kwh: dict[str, float] = field(default_factory=dict)
     """IT energy to completion by device kind (``DEVICE_KINDS``: CPU packages, GPU boards, the rest)."""
+    open_start_s: float = 0.0
+    open_end_s: float = 0.0
+    """The open regime's window: warm-up over, to the last arrival (``OPEN_WARMUP_FRAC``)."""
+    open_it_energy_kwh: float = 0.0
+    open_facility_energy_kwh: float = 0.0
+    open_work_h: float = 0.0
+    """Work done inside the window, in ideal job-hours (each job's progress x its ideal runtime)."""
     idle_by_kind_kwh: dict[str, float] = field(default_factory=dict)
     """The idle share of ``energy_by_kind_kwh``: each node's idle power (unloaded, uncapped, boards at
     their default limit) x the run's duration ``end_s``. Dynamic = energy - idle (may dip below 0
@@ -190,6 +216,14 @@ class RunResult:
     def energy_per_job_kwh(self) -> float:
         """Facility energy to completion per completed job."""
         return self.facility_energy_kwh / self.jobs_completed if self.jobs_completed else math.nan
+
+    @property
+    def open_window_s(self) -> float:
+        return max(0.0, self.open_end_s - self.open_start_s)
+
+    def open_slowdowns(self) -> list[float]:
+        """Slowdowns of the jobs completed inside the open window."""
+        return [sd for done, sd in self.completions if self.open_start_s <= done <= self.open_end_s]
 
     def slowdown_pct(self, q: float) -> float:
         return percentile([sd for _, sd in self.completions], q)
@@ -293,13 +327,16 @@ class _Run:
     def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], policy: str, s: Settings, dt_s: float) -> None:
         self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, policy, s, dt_s
         self.joulie = policy != "A"
+        self.write_caps = policy not in NO_CAPS
         self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
         self.emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=self.clock.monotonic)
         self.emu.frozen = True
         _boards_at_default_limit(self.emu, nodes)
         self.by_name = {n.name: n for n in nodes}
         self.engine = Engine(list(jobs))
-        self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=self.joulie) for j in jobs}
+        self.placement = "soft" if policy in SOFT_PLACEMENT else "hard"
+        self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=self.joulie, placement=self.placement)
+                          for j in jobs}
         self.hardware = {n.name: node_hardware(n) for n in nodes}
         self.caps = AgentCaps.for_nodes(self.emu, [(n.name, n.profile) for n in nodes], self.hardware)
         self.hw_info: dict[str, HardwareInfo] = {name: hardware_info(h) for name, h in self.hardware.items()}
@@ -317,6 +354,12 @@ class _Run:
         self.idle_kind_w = idle_power_by_kind_w(nodes, dt_s)
         self.reconciles = 0
         self.next_reconcile = 0.0
+        first = min((j.submit_s for j in jobs), default=0.0)
+        last = max((j.submit_s for j in jobs), default=0.0)
+        self.open_start_s = first + OPEN_WARMUP_FRAC * (last - first)
+        self.open_end_s = last
+        self.open_marks: list[tuple[float, float, float]] = []
+        """(IT J, facility J, ideal job-seconds done) when the open window starts and when it ends."""
 
     def reconcile(self, t: float) -> None:
         """The controller's reconcile on what runs now; its NodeTwin specs applied as the agent does."""
@@ -337,8 +380,9 @@ class _Run:
         self.twins = dict(apply_in_memory(snap, result, self.s.power_profile_label).twins)
         for o in result.outcomes:
             self.labels[o.node] = o.profile
-            twin = self.twins.get(object_name_for_node(o.node))
-            self.caps.apply(o.node, twin.spec if twin is not None else None)
+            if self.write_caps:
+                twin = self.twins.get(object_name_for_node(o.node))
+                self.caps.apply(o.node, twin.spec if twin is not None else None)
 
     def schedule(self, t: float) -> None:
         """Pending jobs in submit order; each takes the best node it fits on, one that fits nowhere waits
@@ -369,7 +413,7 @@ class _Run:
             prof = self.labels.get(n.name, "")
             if self.joulie and j.workload_class == "performance" and prof == PROFILE_ECO:
                 continue
-            if self.joulie and j.workload_class == "eco" and prof != PROFILE_ECO:
+            if self.joulie and self.placement == "hard" and j.workload_class == "eco" and prof != PROFILE_ECO:
                 continue
             la = (self.free_cpu[n.name] - j.requests.cpu) / n.cpus
             if n.gpus:
@@ -379,7 +423,8 @@ class _Run:
                 wc = extender_workload_class(m)
                 demand = extract_pod_demand(m, wc)
                 mw = marginal_watts(demand, self.hw_info.get(n.name), wc, self.coeffs)
-                score += 10.0 * score_node(views.get(n.name), mw, wc, ctx, now=now, staleness=STALENESS).score
+                score += 10.0 * score_node(views.get(n.name), mw, wc, ctx, now=now, staleness=STALENESS,
+                                           workload_kind=workload_kind(m), eco_class=eco_class(m)).score
             if best is None or score > best[0] + 1e-9:
                 best = (score, n.name)
         return best[1] if best is not None else None
@@ -405,6 +450,20 @@ class _Run:
             r = self.engine.runs[c.job_id]
             self.free_cpu[c.node] += r.job.requests.cpu
             self.free_gpu[c.node] += r.job.requests.gpu
+        for mark in (self.open_start_s, self.open_end_s):  # energy and work of this tick both counted
+            if t < mark <= t + dt_s and len(self.open_marks) < 2:
+                self.open_marks.append((self.it_j, self.fac_j, self.work_done_s()))
+
+    def work_done_s(self) -> float:
+        """Ideal job-seconds done so far: each job's progress (on its main device) x its ideal runtime."""
+        done = 0.0
+        for r in self.engine.runs.values():
+            if r.start_s is None:
+                continue
+            w = r.job.work
+            left = r.gpu_left / w.gpu_units if w.gpu_units > 0 else (r.cpu_left / w.cpu_units if w.cpu_units > 0 else 0.0)
+            done += (1.0 - min(1.0, max(0.0, left))) * r.job.ideal_runtime_s
+        return done
 
     def idle_power_w(self) -> float:
         """Idle power after the run (not counted in the run's energy), caps as the policy left them."""
@@ -417,6 +476,8 @@ class _Run:
         first = min((j.submit_s for j in self.jobs), default=0.0)
         makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else end_s
         slow = [r.slowdown for r in done if r.slowdown is not None]
+        marks = self.open_marks + [(self.it_j, self.fac_j, self.work_done_s())] * (2 - len(self.open_marks))
+        (it0, fac0, w0), (it1, fac1, w1) = marks[0], marks[1]
         return RunResult(
             policy=self.policy,
             seed=seed,
@@ -437,6 +498,11 @@ class _Run:
             first_submit_s=first,
             energy_by_kind_kwh={k: j / 3.6e6 for k, j in self.kind_j.items()},
             idle_by_kind_kwh={k: w * end_s / 3.6e6 for k, w in self.idle_kind_w.items()},
+            open_start_s=self.open_start_s,
+            open_end_s=self.open_end_s,
+            open_it_energy_kwh=(it1 - it0) / 3.6e6,
+            open_facility_energy_kwh=(fac1 - fac0) / 3.6e6,
+            open_work_h=(w1 - w0) / 3600.0,
             completions=sorted((r.done_s, r.slowdown) for r in done if r.done_s is not None and r.slowdown is not None),
         )
 

@@ -26,6 +26,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "queue_perf_per_hp_node": "QUEUE_PERF_PER_HP_NODE",
     "cluster_power_budget_w": "CLUSTER_POWER_BUDGET_W",
     "cluster_budget_min_pct": "CLUSTER_BUDGET_MIN_CAP_PCT",
+    "work_aware_slowdown_pct": "WORK_AWARE_SLOWDOWN_BUDGET_PCT",
+    "work_aware_forecast_s": "WORK_AWARE_FORECAST_HORIZON",
     "performance_cap_w": "PERFORMANCE_CAP_WATTS",
     "eco_cap_w": "ECO_CAP_WATTS",
     "cpu_performance_pct": "CPU_PERFORMANCE_CAP_PCT_OF_MAX",

@@ -40,6 +40,9 @@ LABEL_AMD_GPU_FAMILY: Final = "amd.com/gpu.family"
 
 # Pod annotation: placement intent of a workload.
 ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
+LABEL_WORKLOAD_KIND: Final = "joulie.io/workload-kind"
+"""How a Pod's work responds to a power cap (gpu-training, gpu-inference, cpu-compute, cpu-memory);
+a label or an annotation. The work-aware policy and the extender read it."""
 
 PROFILE_PERFORMANCE: Final = "performance"
 PROFILE_ECO: Final = "eco"

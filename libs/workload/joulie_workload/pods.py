@@ -30,7 +30,7 @@ LABEL_JOB: Final = "sim.joulie.io/job"
 ANNOTATION_JOB_ID: Final = "sim.joulie.io/jobId"
 KWOK_TAINT_KEY: Final = "kwok.x-k8s.io/node"
 IMAGE: Final = "registry.k8s.io/pause:3.9"
-LABEL_WORKLOAD_KIND: Final = "joulie.io/workload-kind"
+LABEL_WORKLOAD_KIND: Final = names.LABEL_WORKLOAD_KIND
 
 
 def pod_name(job_id: str) -> str:
@@ -41,17 +41,21 @@ def pod_name(job_id: str) -> str:
     return name
 
 
-def affinity(workload_class: str) -> dict[str, Any] | None:
-    if workload_class == "general":
+def affinity(workload_class: str, placement: str = "hard") -> dict[str, Any] | None:
+    """The Pod's required node affinity for its class. ``placement="soft"`` (the work-aware policy):
+    only performance Pods are constrained (never on eco nodes); eco and general work may run
+    anywhere, and the extender's score steers it."""
+    if workload_class == "general" or (placement == "soft" and workload_class != "performance"):
         return None
     op, values = ("NotIn", ["eco"]) if workload_class == "performance" else ("In", ["eco"])
     expr = {"key": names.LABEL_POWER_PROFILE, "operator": op, "values": values}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}}
 
 
-def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True) -> dict[str, Any]:
+def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True, placement: str = "hard") -> dict[str, Any]:
     """The Pod for ``job`` on the simulated cluster ``cluster`` (``with_class_constraints=False``:
-    as a cluster without Joulie would run it, no power-profile affinity)."""
+    as a cluster without Joulie would run it, no power-profile affinity; ``placement``: see
+    :func:`affinity`)."""
     cpu_m = max(1, round(job.requests.cpu * 1000))
     resources: dict[str, str] = {"cpu": f"{cpu_m}m", "memory": f"{job.requests.memory_mi}Mi"}
     limits: dict[str, str] = {}
@@ -66,7 +70,7 @@ def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True) ->
         "terminationGracePeriodSeconds": 0,
         "containers": [{"name": "work", "image": IMAGE, "resources": {"requests": resources, **({"limits": limits} if limits else {})}}],
     }
-    aff = affinity(job.workload_class) if with_class_constraints else None
+    aff = affinity(job.workload_class, placement) if with_class_constraints else None
     if aff is not None:
         spec["affinity"] = aff
     joulie_class = names.WORKLOAD_CLASS_PERFORMANCE if job.workload_class == "performance" else names.WORKLOAD_CLASS_STANDARD

@@ -51,15 +51,21 @@ def _absolute_cpu_w(target_w: float, hw: HardwareView) -> float:
 
 
 def compute_caps(
-    profile_for_caps: str, hw: HardwareView, s: Settings, eco_pct_override: float | None = None
+    profile_for_caps: str, hw: HardwareView, s: Settings, eco_pct_override: float | None = None,
+    work_caps: tuple[float, float] | None = None,
 ) -> tuple[Caps, list[str]]:
     """Caps for a node and warnings (e.g. a GPU intent disabled by a pct ≤ 0).
 
     GPU nodes get no CPU cap (CPU power is a few % of such a node and capping it starves the GPU
     feed): they carry PERFORMANCE_CAP_WATTS in absolute mode and 100 % otherwise, whatever the profile.
+    ``work_caps`` (CPU %, GPU % of max), from the work-aware policy, replace the profile's caps,
+    GPU nodes' CPU included (the policy caps a host only as far as its GPU Pods allow; a performance
+    node's work caps are its reference limits: the GPUs' default, the CPU's maximum).
     """
     warnings: list[str] = []
     perf = profile_for_caps == PROFILE_PERFORMANCE
+    if work_caps is not None:
+        return _work_caps(hw, s, *work_caps), warnings
     gpu_node = hw.gpu_count > 0
     cpu_pct = s.cpu_performance_pct if perf else (eco_pct_override if eco_pct_override is not None else s.cpu_eco_pct)
     if gpu_node:
@@ -92,3 +98,18 @@ def compute_caps(
                                     "writing the percentage only")
             gpu = GpuCap(pct_of_max=gpct, watts_per_gpu=watts)
     return Caps(cpu, gpu), warnings
+
+
+def _work_caps(hw: HardwareView, s: Settings, cpu_pct: float, gpu_pct: float) -> Caps:
+    cpu_pct, gpu_pct = min(100.0, cpu_pct), min(100.0, gpu_pct)
+    if s.cpu_write_absolute and hw.cpu_max_w_per_socket > 0:
+        cpu = CpuCap(watts=_absolute_cpu_w(hw.cpu_max_w_per_socket * cpu_pct / 100.0, hw))
+    else:
+        cpu = CpuCap(pct_of_max=cpu_pct)
+    gpu: GpuCap | None = None
+    if hw.gpu_count > 0:
+        watts = None
+        if s.gpu_write_absolute and hw.gpu_max_w > 0:
+            watts = max(hw.gpu_min_w if hw.gpu_min_w > 0 else 1.0, min(hw.gpu_max_w, gpu_pct / 100.0 * hw.gpu_max_w))
+        gpu = GpuCap(pct_of_max=gpu_pct, watts_per_gpu=watts)
+    return Caps(cpu, gpu)

@@ -10,6 +10,7 @@ from typing import Final
 from joulie_api.names import (
     ANNOTATION_WORKLOAD_CLASS,
     LABEL_POWER_PROFILE,
+    LABEL_WORKLOAD_KIND,
     PROFILE_ECO,
     PROFILE_PERFORMANCE,
     WORKLOAD_CLASS_PERFORMANCE,
@@ -57,6 +58,16 @@ class PodInfo:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required_terms: tuple[tuple[Requirement, ...], ...] = ()
     """Required node-affinity terms (ORed), each a tuple of expressions (ANDed)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    cpu_request: float = 0.0
+    """Cores requested, summed over the containers."""
+    gpu_request: int = 0
+    """GPUs requested (nvidia.com/gpu, amd.com/gpu), summed over the containers."""
+
+    @property
+    def workload_kind(self) -> str:
+        """The Pod's workload kind (label, else annotation joulie.io/workload-kind); "" when it names none."""
+        return (self.labels.get(LABEL_WORKLOAD_KIND) or self.annotations.get(LABEL_WORKLOAD_KIND) or "").strip()
 
 
 def assignment_state(profile: str, draining: bool) -> State:

@@ -55,6 +55,8 @@ class HardwareView:
     gpu_count: int = 0
     gpu_min_w: float = 0.0
     gpu_max_w: float = 0.0
+    gpu_default_w: float = 0.0
+    """The boards' default power limit (NodeHardware capRangePerGpu.defaultWatts; 0 = unknown)."""
     from_cr: bool = False
     problems: tuple[str, ...] = ()
 
@@ -104,12 +106,13 @@ def from_node_hardware(nhw: NodeHardware, allocatable_gpus: int = 0) -> Hardware
             )
             cpu_min = 0.0
     gpu_count = 0
-    gpu_min = gpu_max = 0.0
+    gpu_min = gpu_max = gpu_default = 0.0
     if gpu and (gpu.present or (gpu.count or 0) > 0):
         gpu_count = gpu.count or allocatable_gpus
         if gpu.cap_range_per_gpu:
             gpu_min = _watts(gpu.cap_range_per_gpu.min_watts, "status.gpu.capRangePerGpu.minWatts", problems)
             gpu_max = _watts(gpu.cap_range_per_gpu.max_watts, "status.gpu.capRangePerGpu.maxWatts", problems)
+            gpu_default = _watts(gpu.cap_range_per_gpu.default_watts, "status.gpu.capRangePerGpu.defaultWatts", problems)
     return HardwareView(
         cpu_model=(cpu.model or cpu.raw_model or "") if cpu else "",
         cpu_sockets=(cpu.sockets or 0) if cpu else 0,
@@ -120,6 +123,7 @@ def from_node_hardware(nhw: NodeHardware, allocatable_gpus: int = 0) -> Hardware
         gpu_count=gpu_count,
         gpu_min_w=gpu_min,
         gpu_max_w=gpu_max,
+        gpu_default_w=gpu_default,
         from_cr=True,
         problems=tuple(problems),
     )

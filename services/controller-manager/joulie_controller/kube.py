@@ -71,6 +71,17 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         terms.append(tuple(
             Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
             for e in (term or {}).get("matchExpressions") or []))
+    cpu = 0.0
+    gpus = 0
+    for c in spec.get("containers") or []:
+        requests = ((c or {}).get("resources") or {}).get("requests") or {}
+        limits = ((c or {}).get("resources") or {}).get("limits") or {}
+        try:
+            cpu += parse_quantity(requests.get("cpu", "0"))
+            for key in GPU_RESOURCES:
+                gpus += int(parse_quantity(requests.get(key, limits.get(key, "0"))))
+        except QuantityError:
+            continue  # a request the API server accepted but we cannot read counts as none
     return PodInfo(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -80,6 +91,9 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         annotations=dict(meta.get("annotations") or {}),
         node_selector=dict(spec.get("nodeSelector") or {}),
         required_terms=tuple(terms),
+        labels=dict(meta.get("labels") or {}),
+        cpu_request=cpu,
+        gpu_request=gpus,
     )
 
 

@@ -1,17 +1,23 @@
 """Policies: how many nodes run performance, and which. Pure: no I/O, no clock (time is an argument).
 
 Every policy returns a `PolicyPlan`: the set of performance nodes (every other eligible node is
-eco), the name written to `spec.policy.name`, and optional per-node eco cap overrides (only the
-cluster power budget policy uses those).
+eco), the name written to `spec.policy.name`, and optional per-node eco cap overrides (the cluster
+power budget policy sets one eco percentage; the work-aware policy sets each node's caps from the
+work on it, with the reason).
+
+Policies are pluggable: a policy is a function `(PolicyInput) -> PolicyPlan` in its own module,
+registered in `REGISTRY` under its POLICY_TYPE (docs/policies.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from joulie_api.names import PROFILE_PERFORMANCE
+from joulie_controller.fsm import PodInfo
 from joulie_controller.hardware import HardwareView
 from joulie_controller.settings import Settings
 
@@ -36,6 +42,39 @@ class PolicyPlan:
     eco_cap_pct: Mapping[str, float] = field(default_factory=dict)
     """Per-node eco cap (CPU and GPU, % of max) overriding the settings; empty for most policies."""
     notes: tuple[str, ...] = ()
+    node_caps: Mapping[str, NodeCaps] = field(default_factory=dict)
+    """Per-node caps chosen from the work on the node (work-aware policy); they win over eco_cap_pct."""
+
+
+@dataclass(frozen=True)
+class NodeCaps:
+    """Caps a policy chose for one node, and why (written to NodeTwin status.capDecision)."""
+
+    cpu_pct: float
+    gpu_pct: float
+    reason: str
+    cpu_slowdown_pct: float = 0.0
+    gpu_slowdown_pct: float = 0.0
+    cpu_saving_pct: float = 0.0
+    gpu_saving_pct: float = 0.0
+    cpu_driver: str = ""
+    gpu_driver: str = ""
+    capped: bool = False
+    """Whether any device is held under its reference limit (default, or maximum)."""
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    """Everything a policy may read. Pure data: the kube shell and the benchmark fill it."""
+
+    nodes: Sequence[PolicyNode]
+    performance_pods: int
+    now_unix_s: float
+    settings: Settings
+    pods: Sequence[PodInfo] = ()
+    measured_w: Mapping[str, float] = field(default_factory=dict)
+    """Measured node power by node name (nodes without a valid sample are absent)."""
+    trend_w_per_min: Mapping[str, float] = field(default_factory=dict)
 
 
 def round_half_up(x: float) -> int:
@@ -179,13 +218,26 @@ def cluster_power_budget(nodes: Sequence[PolicyNode], perf_pods: int, s: Setting
     return PolicyPlan(CLUSTER_POWER_BUDGET, perf, overrides, tuple(notes))
 
 
+def _work_aware(inp: PolicyInput) -> PolicyPlan:
+    from joulie_controller.workaware import work_aware  # (workaware imports this module)
+
+    return work_aware(inp)
+
+
+REGISTRY: Final[Mapping[str, Callable[[PolicyInput], PolicyPlan]]] = {
+    "static_partition": lambda i: static_partition(i.nodes, i.settings.static_hp_frac),
+    "queue_aware_v1": lambda i: queue_aware(i.nodes, i.performance_pods, i.settings),
+    "rule_swap_v1": lambda i: rule_swap(i.nodes, i.now_unix_s, i.settings.reconcile_interval_s),
+    "cluster_power_budget": lambda i: cluster_power_budget(i.nodes, i.performance_pods, i.settings),
+    "work_aware_v1": _work_aware,
+}
+"""POLICY_TYPE -> policy. settings.POLICIES lists the same names (a test keeps them equal)."""
+
+
 def plan(
-    policy_type: str, nodes: Sequence[PolicyNode], perf_pods: int, now_unix_s: float, s: Settings
+    policy_type: str, nodes: Sequence[PolicyNode], perf_pods: int, now_unix_s: float, s: Settings,
+    inp: PolicyInput | None = None,
 ) -> PolicyPlan:
-    if policy_type == "queue_aware_v1":
-        return queue_aware(nodes, perf_pods, s)
-    if policy_type == "rule_swap_v1":
-        return rule_swap(nodes, now_unix_s, s.reconcile_interval_s)
-    if policy_type == "cluster_power_budget":
-        return cluster_power_budget(nodes, perf_pods, s)
-    return static_partition(nodes, s.static_hp_frac)
+    """The plan of ``policy_type`` (an unknown name falls back to static_partition, as the original)."""
+    policy = REGISTRY.get(policy_type, REGISTRY["static_partition"])
+    return policy(inp if inp is not None else PolicyInput(nodes, perf_pods, now_unix_s, s))

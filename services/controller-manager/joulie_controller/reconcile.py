@@ -19,8 +19,11 @@ from typing import Any, Literal, cast
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import (
+    CapDecision,
     CPUCapSpec,
+    DeviceCapDecision,
     EffectiveCapState,
+    GPUCapDecision,
     GPUCapSpec,
     GPUPowerCap,
     NodeTwin,
@@ -34,7 +37,7 @@ from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFIL
 from joulie_controller import fsm, twin
 from joulie_controller.caps import Caps, compute_caps
 from joulie_controller.hardware import HardwareView, NodeInfo, from_labels, from_node_hardware
-from joulie_controller.policies import PolicyNode, PolicyPlan, plan
+from joulie_controller.policies import NodeCaps, PolicyInput, PolicyNode, PolicyPlan, plan
 from joulie_controller.settings import Settings, selector_matches
 
 SOURCE_PROMETHEUS = "prometheus"
@@ -167,9 +170,25 @@ def _r(x: float, digits: int = 1) -> float:
     return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float) -> NodeTwinStatus:
+def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
+    """NodeTwin status.capDecision: the work-aware policy's choice, explained."""
+    return CapDecision(
+        reason=work.reason[:2048],
+        slowdown_budget_pct=_r(tau_pct, 2),
+        cpu=DeviceCapDecision(cap_pct_of_max=_r(work.cpu_pct), driven_by=work.cpu_driver[:512] or None,
+                              predicted_slowdown_pct=_r(max(0.0, work.cpu_slowdown_pct), 2),
+                              predicted_energy_saving_pct=_r(work.cpu_saving_pct, 2)),
+        gpu=GPUCapDecision(cap_pct_of_max=_r(work.gpu_pct), driven_by=work.gpu_driver[:512] or None,
+                           predicted_slowdown_pct=_r(max(0.0, work.gpu_slowdown_pct), 2),
+                           predicted_energy_saving_pct=_r(work.gpu_saving_pct, 2)),
+    )
+
+
+def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float,
+                   decision: CapDecision | None = None) -> NodeTwinStatus:
     """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change."""
     return NodeTwinStatus(
+        cap_decision=decision,
         schedulable_class=out.schedulable_class,
         power_measurement=PowerMeasurement(
             source=cast(PowerSource, source),
@@ -252,7 +271,13 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         views[n.name] = hw
         policy_nodes.append(PolicyNode(n.name, hw, normalise_profile(n.labels.get(s.power_profile_label))))
 
-    decided = plan(s.policy_type, policy_nodes, sum(perf_pods.values()), snap.now.timestamp(), s)
+    measured: dict[str, tuple[float | None, str]] = {n.name: _measured(n.name, snap, log) for n in nodes}
+    inp = PolicyInput(
+        policy_nodes, sum(perf_pods.values()), snap.now.timestamp(), s, snap.pods,
+        measured_w={k: v for k, (v, _) in measured.items() if v is not None},
+        trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
+    )
+    decided = plan(s.policy_type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     log.extend(decided.notes)
 
     # Guard and caps first: rack power needs every node's capped budget.
@@ -270,7 +295,9 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
             log.append(f"transition guarded node={n.name} desired=eco draining=true "
                        f"reason=running-performance-sensitive-pods count={guarded.performance_pods}")
         caps_profile = PROFILE_PERFORMANCE if guarded.draining else guarded.profile
-        caps, warnings = compute_caps(caps_profile, views[n.name], s, decided.eco_cap_pct.get(n.name))
+        work = None if guarded.draining else decided.node_caps.get(n.name)
+        caps, warnings = compute_caps(caps_profile, views[n.name], s, decided.eco_cap_pct.get(n.name),
+                                      (work.cpu_pct, work.gpu_pct) if work is not None else None)
         for w in warnings:
             key = (n.name, w)
             if key not in memory.warned:
@@ -278,7 +305,6 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
                 log.append(f"node {n.name}: {w}")
         staged.append((n, guarded, previous, caps))
 
-    measured: dict[str, tuple[float | None, str]] = {n.name: _measured(n.name, snap, log) for n in nodes}
     rack_power: dict[str, float] = dict(snap.facility.rack_power_w)
     if not rack_power:
         # No facility rack meter: sum what the rack's nodes draw (their capped budget when unmeasured).
@@ -331,7 +357,9 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
             rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
             cluster_power_w=snap.facility.it_power_w,
         ))
-        status = status_content(out, power_w, source, trend)
+        work = decided.node_caps.get(n.name)
+        decision = cap_decision(work, s.work_aware_slowdown_pct) if work is not None and not guarded.draining else None
+        status = status_content(out, power_w, source, trend, decision)
         status_write = None
         if spec_write is not None or status_needs_write(
                 status, existing.status if existing else None, snap.now, refresh_after_s(n.name, s.status_refresh_s)):

@@ -193,3 +193,35 @@ def test_malformed_hardware_is_logged_once_with_the_field() -> None:
     lines = [line for line in first.log if "minWattsPerSocket" in line]
     assert lines and "node-0" in lines[0] and "NodeHardware node-0" in lines[0]
     assert not [line for line in reconcile(snap, Settings(), mem).log if "minWattsPerSocket" in line]
+
+
+def test_work_aware_caps_follow_the_pods_and_the_twin_explains_why() -> None:
+    s, mem = Settings(policy_type="work_aware_v1", queue_hp_base_frac=0.0), Memory()
+    snap = cluster(3)
+    mem_pod = PodInfo("default", "stream", node_name="node-2", labels={"joulie.io/workload-kind": "cpu-memory"},
+                      cpu_request=60.0)
+    result, after = tick(replace(snap, pods=[mem_pod], hardware={
+        n.name: NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": {"cpu": {
+            "model": "xeon", "sockets": 2, "totalCores": 64, "capRange": {"minWattsPerSocket": 50,
+                                                                          "maxWattsPerSocket": 200}}}})
+        for n in snap.nodes}), s, mem)
+    twin = after.twins["node-2"]
+    assert twin.spec.profile == "eco" and twin.spec.policy is not None and twin.spec.policy.name == "work-aware-v1"
+    assert twin.spec.cpu is not None
+    cap = twin.spec.cpu.package_power_cap_pct_of_max
+    assert cap is not None and 25 <= cap < 100
+    d = twin.status.cap_decision if twin.status else None
+    assert d is not None and d.cpu is not None and d.cpu.cap_pct_of_max == cap
+    assert d.cpu.driven_by == "stream (cpu-memory)" and 0 < (d.cpu.predicted_slowdown_pct or 0) <= 3.0
+    assert d.slowdown_budget_pct == 3.0 and "bound by stream (cpu-memory)" in (d.reason or "")
+    # A node with nothing on it stays uncapped, performance, and says so.
+    idle = after.twins["node-1"]
+    assert idle.spec.profile == "performance" and idle.spec.cpu is not None
+    assert idle.spec.cpu.package_power_cap_pct_of_max == 100.0
+
+
+def test_every_registered_policy_is_a_valid_policy_type() -> None:
+    from joulie_controller.policies import REGISTRY
+    from joulie_controller.settings import POLICIES
+
+    assert set(REGISTRY) == set(POLICIES)

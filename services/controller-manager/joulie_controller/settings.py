@@ -16,7 +16,7 @@ from typing import Any, Final
 from joulie_api.controller_env import CONTROLLER_ENV
 from joulie_api.names import LABEL_POWER_PROFILE, LABEL_RESERVED
 
-POLICIES: Final = ("static_partition", "queue_aware_v1", "rule_swap_v1", "cluster_power_budget")
+POLICIES: Final = ("static_partition", "queue_aware_v1", "rule_swap_v1", "cluster_power_budget", "work_aware_v1")
 METRIC_NAMINGS: Final = ("underscore-suffixes", "underscore", "utf8-suffixes", "utf8")
 POWER_SOURCES: Final = ("prometheus", "static")
 POWER_SCOPES: Final = ("auto", "host", "components")
@@ -68,7 +68,7 @@ class Settings:
     power_profile_label: str = LABEL_POWER_PROFILE
     """POWER_PROFILE_LABEL."""
     policy_type: str = "static_partition"
-    """POLICY_TYPE: static_partition, queue_aware_v1, rule_swap_v1 or cluster_power_budget."""
+    """POLICY_TYPE: static_partition, queue_aware_v1, rule_swap_v1, cluster_power_budget or work_aware_v1."""
     static_hp_frac: float = 0.5
     """STATIC_HP_FRAC: share of nodes kept performance, 0..1 (clamped)."""
     queue_hp_base_frac: float = 0.6
@@ -79,6 +79,12 @@ class Settings:
     cluster_power_budget_w: float = 0.0
     """CLUSTER_POWER_BUDGET_W: cap on the sum of node capped budgets for cluster_power_budget; 0 = none."""
     cluster_budget_min_pct: float = 30.0
+    work_aware_slowdown_pct: float = 3.0
+    """WORK_AWARE_SLOWDOWN_BUDGET_PCT: work_aware_v1 caps a device only as far as every Pod on it is
+    predicted to run at most this much longer (τ, %)."""
+    work_aware_forecast_s: float = 120.0
+    """WORK_AWARE_FORECAST_HORIZON: how far ahead work_aware_v1 extends the measured power trend when it
+    checks CLUSTER_POWER_BUDGET_W (0 = measured power only)."""
     """CLUSTER_BUDGET_MIN_CAP_PCT: lowest cap the budget policy lowers eco nodes to, % of max."""
     performance_cap_w: float = 5000.0
     """PERFORMANCE_CAP_WATTS: absolute CPU package cap for performance (effectively uncapped)."""

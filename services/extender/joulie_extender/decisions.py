@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from joulie_extender.filtering import rejection_reason
+from joulie_extender.podmeta import eco_class, workload_kind
 from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
 from joulie_extender.scoring import ClusterContext, ScoreBreakdown, TwinView, marginal_watts, score_node
 from joulie_extender.wire import ExtenderArgs
@@ -39,6 +40,7 @@ def node_scores(
     cls = args.workload_class
     demand = extract_pod_demand(args.pod, cls)
     ctx = state.cluster_context(now, staleness)
+    kind, eco = workload_kind(args.pod), eco_class(args.pod)
     # Nodes of one pool share a HardwareInfo value: estimate the pod's watts once per hardware kind.
     watts: dict[HardwareInfo | None, float] = {}
     scores: dict[str, ScoreBreakdown] = {}
@@ -47,5 +49,6 @@ def node_scores(
         marginal_w = watts.get(hw)
         if marginal_w is None:
             marginal_w = watts[hw] = marginal_watts(demand, hw, cls, coeffs)
-        scores[name] = score_node(state.twin(name), marginal_w, cls, ctx, now=now, staleness=staleness)
+        scores[name] = score_node(state.twin(name), marginal_w, cls, ctx, now=now, staleness=staleness,
+                                   workload_kind=kind, eco_class=eco)
     return scores

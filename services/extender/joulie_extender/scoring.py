@@ -8,11 +8,19 @@ scale, like the Go original:
     trend     = -clamp(node_trend_w_per_min / (2 if |cluster_trend| > 500 W/min else 6), -25, 25)
     score100  = headroom * 0.7 + (100 - cooling_stress) * 0.15 + trend
               + 10                         standard pod on an eco node          (profile bonus)
+                                           (under work-aware-v1, the placement bonus instead, below)
               - perf_pressure * 0.3        standard pod on a performance node   (pressure relief)
     score     = round_half_up(clamp(score100, 0, 100) / 10)                     -> 0..10
 
     perf_pressure = mean(100 - headroom) over fresh performance twins (0 if none)
     cluster_trend = sum of powerTrendWPerMin over fresh twins with a power measurement
+
+Under the work-aware policy (the twin's spec.policy.name is work-aware-v1) placement is soft and
+the profile bonus becomes a placement bonus by what caps can do for the pod (its
+``joulie.io/workload-kind`` label and class): +10 on an eco node for memory-bound kinds
+(gpu-inference, cpu-memory) and eco-class pods, whose caps there save energy at little slowdown;
++10 on a performance node for compute-bound cpu-compute, which no cap helps (so it does not hold an
+eco node's CPU uncapped for the memory-bound work sharing it).
 
 A missing twin or a stale one (lastUpdated missing or older than the threshold) scores
 NEUTRAL_SCORE (5) and is left out of the cluster aggregates.
@@ -49,6 +57,10 @@ HEADROOM_WEIGHT: Final = 0.7
 COOLING_WEIGHT: Final = 0.15
 PROFILE_BONUS: Final = 10.0
 PRESSURE_RELIEF_WEIGHT: Final = 0.3
+WORK_AWARE_POLICY: Final = "work-aware-v1"
+PLACEMENT_BONUS: Final = 10.0
+KINDS_FOR_ECO: Final = frozenset({"gpu-inference", "cpu-memory"})
+KINDS_FOR_PERFORMANCE: Final = frozenset({"cpu-compute"})
 TREND_CAP: Final = 25.0
 TREND_BUSY_CLUSTER_W_PER_MIN: Final = 500.0
 
@@ -68,6 +80,8 @@ class TwinView:
     power_trend_w_per_min: float = 0.0
     last_updated: datetime | None = None
     draining: bool = False
+    policy_name: str = ""
+    """The twin's spec.policy.name: which policy set its caps."""
 
     @property
     def effective_class(self) -> str:
@@ -143,6 +157,8 @@ def score_node(
     *,
     now: datetime,
     staleness: timedelta,
+    workload_kind: str = "",
+    eco_class: bool = False,
 ) -> ScoreBreakdown:
     """The node's score for a pod that adds `marginal_w` watts to it (see `marginal_watts`)."""
     if twin is None or is_stale(twin, now, staleness):
@@ -157,7 +173,10 @@ def score_node(
         scale = 2.0 if abs(ctx.cluster_trend_w_per_min) > TREND_BUSY_CLUSTER_W_PER_MIN else 6.0
         trend_bonus = -_clamp(twin.power_trend_w_per_min / scale, -TREND_CAP, TREND_CAP)
     profile_bonus = pressure_relief = 0.0
-    if workload_class == WORKLOAD_STANDARD:
+    if twin.policy_name == WORK_AWARE_POLICY:
+        if workload_class == WORKLOAD_STANDARD:
+            profile_bonus = placement_bonus(twin.effective_class, workload_kind, eco_class)
+    elif workload_class == WORKLOAD_STANDARD:
         if twin.effective_class == CLASS_ECO:
             profile_bonus = PROFILE_BONUS
         elif twin.effective_class == CLASS_PERFORMANCE:
@@ -174,6 +193,15 @@ def score_node(
         profile_bonus=profile_bonus,
         pressure_relief=pressure_relief,
     )
+
+
+def placement_bonus(node_class: str, workload_kind: str, eco_class: bool) -> float:
+    """Work-aware placement: the kind of pod each node class suits (see the module docstring)."""
+    if node_class == CLASS_ECO and (eco_class or workload_kind in KINDS_FOR_ECO):
+        return PLACEMENT_BONUS
+    if node_class == CLASS_PERFORMANCE and workload_kind in KINDS_FOR_PERFORMANCE and not eco_class:
+        return PLACEMENT_BONUS
+    return 0.0
 
 
 def base_score_100(twin: TwinView) -> float:

@@ -132,3 +132,32 @@ def test_filter_rules(cls: str, view: TwinView | None, reason: str | None) -> No
 
 def test_neutral_score_is_the_middle_of_the_range() -> None:
     assert NEUTRAL_SCORE == 5
+
+
+def test_work_aware_placement_sends_memory_bound_work_to_eco_and_compute_bound_to_performance() -> None:
+    eco = twin(schedulable_class="eco", headroom_score=50.0, policy_name="work-aware-v1")
+    perf = twin(schedulable_class="performance", headroom_score=50.0, policy_name="work-aware-v1")
+
+    def s100(t: TwinView, kind: str = "", eco_class: bool = False) -> float:
+        return score_node(t, 0.0, "standard", CALM, now=NOW, staleness=STALENESS, workload_kind=kind,
+                          eco_class=eco_class).score_100
+
+    assert s100(eco, "gpu-inference") == s100(perf, "gpu-inference") + 10.0
+    assert s100(eco, "cpu-memory") - s100(eco) == 10.0
+    assert s100(perf, "cpu-compute") == s100(eco, "cpu-compute") + 10.0
+    assert s100(eco, "gpu-training") == s100(perf, "gpu-training")  # neither class suits it better
+    assert s100(eco, eco_class=True) == s100(perf, eco_class=True) + 10.0
+    # Under other policies the original's +10 for any standard pod on an eco node still holds.
+    legacy = twin(schedulable_class="eco", headroom_score=50.0)
+    assert s100(legacy, "cpu-compute") == s100(twin(schedulable_class="performance", headroom_score=50.0)) + 10.0
+
+
+def test_pod_kind_and_eco_class_come_from_labels_or_annotations() -> None:
+    from joulie_extender.podmeta import eco_class, workload_kind
+
+    assert workload_kind({"metadata": {"labels": {"joulie.io/workload-kind": " cpu-memory "}}}) == "cpu-memory"
+    assert workload_kind({"metadata": {"annotations": {"joulie.io/workload-kind": "gpu-inference"}}}) == "gpu-inference"
+    assert workload_kind({"metadata": {"labels": ["not", "a", "map"]}}) == ""
+    assert workload_kind({}) == ""
+    assert eco_class({"metadata": {"labels": {"joulie.io/workload-class": "eco"}}})
+    assert not eco_class({"metadata": {"annotations": {"joulie.io/workload-class": "standard"}}})

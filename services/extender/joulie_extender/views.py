@@ -11,8 +11,9 @@ from joulie_extender.scoring import TwinView
 def twin_view(twin: NodeTwin) -> TwinView:
     status = twin.status
     draining = bool(twin.spec.scheduling and twin.spec.scheduling.draining)
+    policy = (twin.spec.policy.name or "") if twin.spec.policy else ""
     if status is None:
-        return TwinView(node_name=twin.spec.node_name, schedulable_class="unknown", draining=draining)
+        return TwinView(node_name=twin.spec.node_name, schedulable_class="unknown", draining=draining, policy_name=policy)
     pm = status.power_measurement
     return TwinView(
         node_name=twin.spec.node_name,
@@ -26,6 +27,7 @@ def twin_view(twin: NodeTwin) -> TwinView:
         power_trend_w_per_min=(pm.power_trend_w_per_min or 0.0) if pm else 0.0,
         last_updated=status.last_updated,
         draining=draining or status.schedulable_class == "draining",
+        policy_name=policy,
     )
 
 

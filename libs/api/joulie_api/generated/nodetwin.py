@@ -150,6 +150,84 @@ class EffectiveCapState(BaseModel):
     gpu_pct: Annotated[float | None, Field(alias='gpuPct', ge=0.0, le=100.0)] = None
 
 
+class DeviceCapDecision(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    cap_pct_of_max: Annotated[
+        float | None, Field(alias='capPctOfMax', ge=0.0, le=100.0)
+    ] = None
+    """
+    The cap chosen, % of the device's maximum (100 = uncapped).
+    """
+    driven_by: Annotated[str | None, Field(alias='drivenBy', max_length=512)] = None
+    """
+    The Pod (and its workload kind) that bound the choice, or why nothing was capped.
+    """
+    predicted_slowdown_pct: Annotated[
+        float | None, Field(alias='predictedSlowdownPct', ge=0.0)
+    ] = None
+    """
+    The controller model's predicted slowdown of the most affected Pod, % longer.
+    """
+    predicted_energy_saving_pct: Annotated[
+        float | None, Field(alias='predictedEnergySavingPct')
+    ] = None
+    """
+    The model's predicted change in node energy per unit of work, % saved.
+    """
+
+
+class GPUCapDecision(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    cap_pct_of_max: Annotated[
+        float | None, Field(alias='capPctOfMax', ge=0.0, le=100.0)
+    ] = None
+    """
+    The cap chosen, % of the device's maximum (100 = uncapped).
+    """
+    driven_by: Annotated[str | None, Field(alias='drivenBy', max_length=512)] = None
+    """
+    The Pod (and its workload kind) that bound the choice, or why nothing was capped.
+    """
+    predicted_slowdown_pct: Annotated[
+        float | None, Field(alias='predictedSlowdownPct', ge=0.0)
+    ] = None
+    """
+    The controller model's predicted slowdown of the most affected Pod, % longer.
+    """
+    predicted_energy_saving_pct: Annotated[
+        float | None, Field(alias='predictedEnergySavingPct')
+    ] = None
+    """
+    The model's predicted change in node energy per unit of work, % saved.
+    """
+
+
+class CapDecision(BaseModel):
+    """
+    Why the caps in spec were chosen, as the work-aware policy (work_aware_v1) predicts them from the Pods on the node; absent under other policies and on performance nodes.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    reason: Annotated[str | None, Field(max_length=2048)] = None
+    """
+    One line per device group, e.g. "gpu 62.5 % of max, bound by job-1 (gpu-inference) - predicted +2.9 % time, -11.2 % energy per work".
+    """
+    slowdown_budget_pct: Annotated[
+        float | None, Field(alias='slowdownBudgetPct', ge=0.0)
+    ] = None
+    """
+    τ: the predicted slowdown no Pod may exceed (WORK_AWARE_SLOWDOWN_BUDGET_PCT).
+    """
+    cpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
+    gpu: Annotated[GPUCapDecision | None, Field(title='GPUCapDecision')] = None
+
+
 class CPUControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -216,6 +294,12 @@ class NodeTwinStatus(BaseModel):
     estimated_pue: Annotated[
         float | None, Field(alias='estimatedPUE', ge=1.05, le=1.4)
     ] = None
+    cap_decision: Annotated[
+        CapDecision | None, Field(alias='capDecision', title='CapDecision')
+    ] = None
+    """
+    Why the caps in spec were chosen, as the work-aware policy (work_aware_v1) predicts them from the Pods on the node; absent under other policies and on performance nodes.
+    """
     control_status: Annotated[
         ControlStatus | None, Field(alias='controlStatus', title='ControlStatus')
     ] = None

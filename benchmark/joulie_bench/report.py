@@ -1,0 +1,105 @@
+"""The benchmark's human-readable outputs: ``results.md`` (the tables in Markdown) and
+``energy_split.png`` (IT energy to completion per policy, stacked idle/dynamic by device kind).
+The figures are the ones ``paired.csv`` and ``summary.csv`` hold; nothing here computes anew."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from joulie_bench.paired import paired_rows
+from joulie_bench.sim import DEVICE_KINDS, POLICIES, RunResult
+from joulie_bench.stats import ci95
+
+PAIRED_COLUMNS = (
+    ("completion", "facility_energy", "facility energy"),
+    ("completion", "makespan", "makespan"),
+    ("completion", "p95_slowdown", "p95 slowdown"),
+    ("open", "facility_energy", "facility energy per work"),
+    ("open", "throughput", "throughput"),
+    ("open", "p95_slowdown", "p95 slowdown"),
+)
+
+
+def _cell(mean: str, low: str, high: str) -> str:
+    m, lo, hi = float(mean), float(low), float(high)
+    if math.isnan(m):
+        return "n/a"
+    mark = " *" if not math.isnan(lo) and (hi < 0 or lo > 0) else ""
+    ci = f" [{lo:+.1f}, {hi:+.1f}]" if not math.isnan(lo) else ""
+    return f"{m:+.1f}{ci}{mark}"
+
+
+def markdown_report(results: Sequence[RunResult], policies: Sequence[str], summary_note: str,
+                    settings: Sequence[str]) -> str:
+    rows = {(r[0], r[1], r[2]): r for r in paired_rows(results, policies)}
+    n = len({r.seed for r in results})
+    out = [f"# joulie-bench results ({n} traces or seeds)", "", summary_note, "",
+           "## Change against A, paired per seed (mean % [95 % CI], * = the CI excludes 0)", "",
+           "Completion: the trace run to its last job. Open: the steady state, from the end of the warm-up "
+           "to the last arrival; energy per ideal job-hour done inside the window.", "",
+           "| policy | " + " | ".join(f"{reg}: {label}" for reg, _, label in PAIRED_COLUMNS) + " |",
+           "|---|" + "---|" * len(PAIRED_COLUMNS)]
+    for pol in policies:
+        if pol == "A":
+            continue
+        cells = []
+        for reg, metric, _ in PAIRED_COLUMNS:
+            r = rows.get((pol, reg, metric))
+            cells.append(_cell(r[3], r[4], r[5]) if r else "n/a")
+        out.append(f"| {pol} {POLICIES[pol][0]} | " + " | ".join(cells) + " |")
+    out += ["", "## Absolute figures (mean ± 95 % CI half-width over the seeds)", "",
+            "| policy | facility kWh | IT kWh | idle IT kWh | dynamic IT kWh | makespan h | jobs done | p50 / p95 / p99 slowdown |",
+            "|---|---|---|---|---|---|---|---|"]
+    for pol in policies:
+        rs = [r for r in results if r.policy == pol]
+        if not rs:
+            continue
+        def est(values: list[float], d: int) -> str:
+            e = ci95(values)
+            return e.fmt(d)
+        slow = "/".join(f"{ci95([r.slowdown_pct(q) for r in rs]).mean:.2f}" for q in (50, 95, 99))
+        out.append(f"| {pol} {POLICIES[pol][0]} | {est([r.facility_energy_kwh for r in rs], 2)} | "
+                   f"{est([r.it_energy_kwh for r in rs], 2)} | {est([r.idle_energy_kwh for r in rs], 2)} | "
+                   f"{est([r.dynamic_energy_kwh for r in rs], 2)} | {est([r.makespan_s / 3600 for r in rs], 2)} | "
+                   f"{est([float(r.jobs_completed) for r in rs], 1)} | {slow} |")
+    out += ["", "## Settings", "", *(f"- {line}" for line in settings), "",
+            "Files: `paired.csv` (the table above, every metric), `paired_seeds.csv` (each seed's own change), "
+            "`runs.csv`, `summary.csv`, `energy_vs_makespan.png`, `energy_split.png`.", ""]
+    return "\n".join(out)
+
+
+def plot_energy_split(out: Path, results: Sequence[RunResult], policies: Sequence[str]) -> Path:
+    """IT energy to completion per policy (mean over seeds), stacked: idle and dynamic per device kind."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colours = {"cpu": "#4C72B0", "gpu": "#55A868", "other": "#8172B2"}
+    xs = list(range(len(policies)))
+    bottoms = [0.0] * len(policies)
+    for kind in DEVICE_KINDS:
+        for part, alpha, hatch in (("idle", 0.45, "//"), ("dynamic", 1.0, "")):
+            heights = []
+            for pol in policies:
+                rs = [r for r in results if r.policy == pol]
+                idle = [r.idle_by_kind_kwh.get(kind, 0.0) for r in rs]
+                total = [r.energy_by_kind_kwh.get(kind, 0.0) for r in rs]
+                vals = idle if part == "idle" else [t - i for t, i in zip(total, idle, strict=True)]
+                heights.append(sum(vals) / len(vals) if vals else 0.0)
+            ax.bar(xs, heights, bottom=bottoms, color=colours[kind], alpha=alpha, hatch=hatch,
+                   label=f"{kind} {part}", edgecolor="white")
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    ax.set_xticks(xs, [p for p in policies])
+    ax.set_ylabel("IT energy to completion (kWh, mean over seeds)")
+    ax.set_title("Where the energy goes: idle and dynamic, by device kind")
+    ax.legend(ncol=3, fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    path = out / "energy_split.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

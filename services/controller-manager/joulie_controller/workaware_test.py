@@ -1,0 +1,70 @@
+"""Policy work_aware_v1: caps from the Pods on each node, labels that keep performance Pods placeable,
+and a budget that binds only on measured power."""
+
+from __future__ import annotations
+
+from joulie_controller.fsm import PodInfo
+from joulie_controller.hardware import HardwareView
+from joulie_controller.policies import PolicyInput, PolicyNode, PolicyPlan, plan
+from joulie_controller.settings import Settings
+
+GPU = HardwareView(gpu_model="H100 NVL", gpu_count=8, gpu_min_w=200, gpu_max_w=400, gpu_default_w=310,
+                   cpu_model="Xeon", cpu_sockets=2, cpu_cores=64, cpu_min_w_per_socket=50, cpu_max_w_per_socket=350)
+CPU = HardwareView(cpu_model="Xeon 8260", cpu_sockets=2, cpu_cores=48, cpu_min_w_per_socket=50, cpu_max_w_per_socket=165)
+
+
+def _nodes() -> list[PolicyNode]:
+    return [PolicyNode("gpu-0", GPU, "performance"), PolicyNode("gpu-1", GPU, "eco"),
+            PolicyNode("cpu-0", CPU, "performance"), PolicyNode("cpu-1", CPU, "eco"), PolicyNode("cpu-2", CPU, "eco")]
+
+
+def _pod(name: str, node: str, kind: str, cpu: float, gpu: int = 0, performance: bool = False) -> PodInfo:
+    return PodInfo("default", name, node_name=node, phase="Running", labels={"joulie.io/workload-kind": kind},
+                   annotations={"joulie.io/workload-class": "performance"} if performance else {},
+                   cpu_request=cpu, gpu_request=gpu)
+
+
+def _plan(pods: list[PodInfo], measured: dict[str, float] | None = None, **settings: float) -> PolicyPlan:
+    s = Settings(policy_type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0, **settings)  # type: ignore[arg-type]
+    nodes = _nodes()
+    return plan("work_aware_v1", nodes, 0, 0.0, s, PolicyInput(nodes, 0, 0.0, s, pods, measured_w=measured or {}))
+
+
+def test_memory_bound_work_is_capped_compute_bound_work_is_not_and_the_reason_says_so() -> None:
+    p = _plan([_pod("infer", "gpu-1", "gpu-inference", 4, gpu=4), _pod("stream", "cpu-1", "cpu-memory", 44),
+               _pod("crunch", "cpu-2", "cpu-compute", 44)])
+    assert p.policy_name == "work-aware-v1"
+    gpu1, cpu1, cpu2 = p.node_caps["gpu-1"], p.node_caps["cpu-1"], p.node_caps["cpu-2"]
+    assert gpu1.capped and gpu1.gpu_pct < 77.5 and "bound by infer (gpu-inference)" in gpu1.reason
+    assert 0 < gpu1.gpu_slowdown_pct <= 3.0 and gpu1.gpu_saving_pct > 0
+    assert cpu1.capped and cpu1.cpu_pct < 100
+    assert not cpu2.capped and "crunch (cpu-compute) is not capped" in cpu2.reason
+    # Capped nodes are eco; nodes left at their reference limits are performance, so a performance Pod
+    # fits there; one node per hardware family is kept performance whatever runs.
+    assert "gpu-1" not in p.performance and "cpu-1" not in p.performance
+    assert p.performance == frozenset({"gpu-0", "cpu-0", "cpu-2"})
+    assert "kept for performance Pods" in p.node_caps["cpu-0"].reason
+
+
+def test_an_idle_node_and_a_node_running_performance_pods_stay_uncapped_at_the_gpu_default() -> None:
+    p = _plan([_pod("fast", "gpu-1", "gpu-inference", 4, gpu=4, performance=True)])
+    assert p.performance == frozenset({"gpu-0", "gpu-1", "cpu-0", "cpu-1", "cpu-2"})
+    assert p.node_caps["gpu-1"].gpu_pct == 77.5  # 310 W of 400: the default limit, never raised to the maximum
+    assert p.node_caps["gpu-1"].reason.startswith("performance node:") and "runs performance Pods" in p.node_caps["gpu-1"].reason
+
+
+def test_a_pod_without_a_kind_is_treated_as_compute_bound() -> None:
+    p = _plan([_pod("mystery", "gpu-1", "", 4, gpu=4)])
+    assert not p.node_caps["gpu-1"].capped and "mystery (no kind) is not capped" in p.node_caps["gpu-1"].reason
+
+
+def test_the_budget_binds_only_when_measured_power_would_exceed_it() -> None:
+    pods = [_pod("infer", "gpu-1", "gpu-inference", 4, gpu=8), _pod("stream", "cpu-1", "cpu-memory", 44)]
+    free = _plan(pods, {"gpu-1": 3000.0, "cpu-1": 400.0}, cluster_power_budget_w=10_000.0)
+    tight = _plan(pods, {"gpu-1": 3000.0, "cpu-1": 400.0}, cluster_power_budget_w=3000.0)
+    assert free.notes == ()
+    assert free.node_caps["gpu-1"].gpu_pct >= tight.node_caps["gpu-1"].gpu_pct
+    lowered = tight.node_caps["gpu-1"].gpu_pct < free.node_caps["gpu-1"].gpu_pct or \
+        tight.node_caps["cpu-1"].cpu_pct < free.node_caps["cpu-1"].cpu_pct
+    assert lowered and "budget 3000 W" in tight.notes[0]
+    assert tight.node_caps["gpu-1"].gpu_pct >= 50.0  # 200 W minimum of the board
