@@ -151,3 +151,26 @@ def test_the_baseline_starts_every_board_at_its_profiles_default_limit() -> None
 def test_the_progress_bar_stays_off_when_stderr_is_not_a_terminal() -> None:
     # pytest captures stderr: not a terminal, so no bar codes end up in logs or CI output.
     assert progress_bar(4).disable
+
+
+def test_an_swf_log_runs_through_traceextract_cut_into_paired_chunks(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "tiny.swf"
+    lines = ["; Computer: test", "; MaxProcs: 64"]
+    for i in range(6):  # job, submit, wait, run, procs, cpu, mem, req procs, req time, req mem, status, ...
+        lines.append(f"{i + 1} {100 + 30 * i} 0 {120 + 10 * i} {4 + i} -1 -1 {4 + i} 600 -1 1 1 1 -1 1 -1 -1 -1")
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "bench"
+    rc = main(["--trace", str(log), "--swf-chunk-jobs", "3", "--policies", "A,E", "--nodes", "intel-xeon-2s-rapl*2",
+               "--dt", "10", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    assert "tiny.swf: SWF, 6 jobs extracted (0 skipped; kinds cpu-compute 6), 2 chunks of up to 3 jobs" in printed
+    rows = list(csv.DictReader((out / "runs.csv").open()))
+    assert sorted((r["trace"], r["policy"]) for r in rows) == [
+        ("tiny.swf#1", "A"), ("tiny.swf#1", "E"), ("tiny.swf#2", "A"), ("tiny.swf#2", "E")]
+    assert all(r["jobs_completed"] == "3" for r in rows)
+    # CPU-compute jobs only: the work-aware policy caps nothing, so E costs what A costs.
+    e_it = [float(r["it_energy_kwh"]) for r in rows if r["policy"] == "E"]
+    a_it = [float(r["it_energy_kwh"]) for r in rows if r["policy"] == "A"]
+    assert e_it == pytest.approx(a_it, rel=2e-3)

@@ -21,6 +21,7 @@ import argparse
 import csv
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
 from joulie_workload.extract import ExtractOptions, extract_swf
 from joulie_workload.gen import GenOptions, generate
+from joulie_workload.kinds import parse_shares
 from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
 METRICS = (
@@ -96,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "then unused)")
     p.add_argument("--swf-time-scale", type=float, default=1.0,
                    help="SWF logs: divide submit and run times by this (compress a long log; default 1)")
-    p.add_argument("--swf-max-jobs", type=int, default=300, help="SWF logs: keep the first N jobs (default 300)")
+    p.add_argument("--swf-chunk-jobs", type=int, default=200,
+                   help="SWF logs: cut the log into consecutive chunks of N jobs, each one paired unit (default 200)")
+    p.add_argument("--swf-chunks", type=int, default=10, help="SWF logs: at most this many chunks (default 10)")
+    p.add_argument("--kind-shares", default="", help="generated traces: share of each workload kind, e.g. "
+                   "'gpu-inference=0.4,cpu-memory=0.6' (default: from --gpu-ratio)")
     p.add_argument("--dt", type=float, default=5.0, help="virtual seconds per tick (default 5)")
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
     p.add_argument("--out", type=Path, required=True)
@@ -200,31 +206,41 @@ def trace_files(path: Path) -> list[Path]:
     return [path]
 
 
-def read_trace(path: Path, args: argparse.Namespace, max_cpus: int) -> list[Job]:
-    """A JSONL trace, or an SWF log through ``traceextract`` (cores capped to the largest node, so every
-    job fits somewhere; the first ``--swf-max-jobs`` jobs)."""
+def read_trace(path: Path, args: argparse.Namespace, max_cpus: int) -> list[tuple[str, list[Job]]]:
+    """``(unit name, jobs)``: a JSONL trace is one unit; an SWF log goes through ``traceextract`` (cores
+    capped to the largest node, so every job fits somewhere) and is cut into consecutive chunks of
+    ``--swf-chunk-jobs`` jobs (each re-based to start at 0), one paired unit each."""
     if path.suffix != ".swf":
-        return load_trace(path)
+        return [(path.name, load_trace(path))]
     with path.open(encoding="utf-8", errors="replace") as f:
-        lines = [line for line in f]
-    got = extract_swf(lines, str(path), ExtractOptions(time_scale=args.swf_time_scale, max_cpus=max_cpus))
+        got = extract_swf(f, str(path), ExtractOptions(time_scale=args.swf_time_scale, max_cpus=max_cpus))
     if not got.jobs:
-        raise ValueError(f"--trace: {path}: no usable job in this SWF log ({got.skipped} skipped)")
-    jobs = got.jobs[: args.swf_max_jobs]
-    print(f"  {path.name}: SWF, {len(got.jobs)} jobs extracted ({got.skipped} skipped), first {len(jobs)} kept, "
+        raise ValueError(f"--trace: {path}: no usable job in this SWF log (skipped: {dict(got.skipped) or 'none'})")
+    size = max(1, args.swf_chunk_jobs)
+    units = []
+    for i in range(min(args.swf_chunks, -(-len(got.jobs) // size))):
+        chunk = got.jobs[i * size:(i + 1) * size]
+        t0 = chunk[0].submit_s
+        units.append((f"{path.name}#{i + 1}", [j.model_copy(update={"submit_s": j.submit_s - t0}) for j in chunk]))
+    kinds = Counter(j.kind for j in got.jobs)
+    print(f"  {path.name}: SWF, {len(got.jobs)} jobs extracted ({sum(got.skipped.values())} skipped; kinds "
+          f"{', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}), {len(units)} chunks of up to {size} jobs, "
           f"time scale 1/{args.swf_time_scale:g}, cores capped at {max_cpus}")
-    return jobs
+    return units
 
 
 def load_traces(args: argparse.Namespace, out: Path, max_cpus: int = 64) -> list[tuple[int, str, list[Job]]]:
     """``(seed, trace name, jobs)`` per paired unit: the ``--trace`` files (numbered from ``--first-seed``)
     or one generated trace per seed, written under ``out/traces``."""
     if args.trace is not None:
-        return [(args.first_seed + i, f.name, read_trace(f, args, max_cpus)) for i, f in enumerate(trace_files(args.trace))]
+        named = [u for f in trace_files(args.trace) for u in read_trace(f, args, max_cpus)]
+        return [(args.first_seed + i, name, jobs) for i, (name, jobs) in enumerate(named)]
+    shares = parse_shares(args.kind_shares) if args.kind_shares else None
     units = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         jobs = generate(GenOptions(jobs=args.jobs, seed=seed, mean_interarrival_s=args.mean_interarrival_s,
-                                   perf_ratio=args.perf_ratio, eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio))
+                                   perf_ratio=args.perf_ratio, eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio,
+                                   kind_shares=shares))
         name = f"seed-{seed}.jsonl"
         write_trace(out / "traces" / name, jobs)
         units.append((seed, name, jobs))
@@ -267,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         source = f"traces: {len(units)} from {args.trace} ({', '.join(f'{s}={n}' for s, n, _ in units)})"
     else:
         source = (f"trace: {args.jobs} jobs, mean inter-arrival {args.mean_interarrival_s:g} s, perf {args.perf_ratio:g} / "
-                  f"eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+                  f"eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}{'; kinds ' + args.kind_shares if args.kind_shares else ''}; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
     print(f"cluster: {len(nodes)} nodes ({args.nodes}); {source}; policies {','.join(policies)}; dt {args.dt:g} s")
     for pol in policies:
         print("  " + describe_settings(pol, nodes, args.budget_frac))
