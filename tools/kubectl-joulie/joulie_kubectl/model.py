@@ -114,6 +114,31 @@ class NodeRow:
     hardware: str = "-"
     raw_twin: Mapping[str, Any] = field(default_factory=dict)
     raw_hardware: Mapping[str, Any] = field(default_factory=dict)
+    decision: list[tuple[str, str]] = field(default_factory=list)
+    """The work-aware policy's explanation (NodeTwin status.capDecision), as (label, text) lines."""
+
+
+def decision_lines(decision: Any) -> list[tuple[str, str]]:
+    """status.capDecision as `node` shows it: the reason, the slowdown budget, then per device the cap,
+    the Pod that bound it and the predicted slowdown and saving."""
+    if not isinstance(decision, Mapping) or not decision:
+        return []
+    out = [("Cap decision", str(decision.get("reason") or "-"))]
+    tau = _num(decision.get("slowdownBudgetPct"))
+    if tau is not None:
+        out.append(("Slowdown budget", f"{tau:g} %"))
+    for dev in ("gpu", "cpu"):
+        d = decision.get(dev)
+        if not isinstance(d, Mapping):
+            continue
+        cap, sd, save = _num(d.get("capPctOfMax")), _num(d.get("predictedSlowdownPct")), _num(d.get("predictedEnergySavingPct"))
+        text = f"{cap:g} % of max" if cap is not None else "-"
+        if d.get("drivenBy"):
+            text += f", driven by {d.get('drivenBy')}"
+        if sd is not None and save is not None:
+            text += f": predicted +{sd:g} % time, -{save:g} % energy per work"
+        out.append((f"{dev.upper()} decision", text))
+    return out
 
 
 def _cap(spec_part: Any, watts_key: str, pct_key: str, effective_pct: float | None) -> str:
@@ -189,6 +214,7 @@ def node_rows(
             hardware=f"{cpu_model}" + (f" + {gpu_count}x {gpu_model or 'GPU'}" if gpu_count else "") if hw else "-",
             raw_twin=twin,
             raw_hardware=hw,
+            decision=decision_lines(_get(st, "capDecision")),
         ))
     return sorted(rows, key=lambda row: row.node)
 

@@ -44,3 +44,26 @@ def test_draining_wins_over_the_profile_and_flags_performance_pods() -> None:
     assert rows[0].schedulable_class == "draining" and not rows[0].stale
     pods = pod_rows([pod("a", "n1", "performance"), pod("b", "elsewhere"), pod("c", None, "standard")], rows)
     assert [(p.name, p.misplaced) for p in pods] == [("a", True), ("c", False)]
+
+
+def test_node_detail_explains_the_work_aware_decision() -> None:
+    from rich.console import Console
+
+    from joulie_kubectl.render import node_detail
+
+    decision = {"reason": "gpu 62.5 % of max, bound by infer-1 (gpu-inference): predicted +2.7 % time, -4.5 % energy per work",
+                "slowdownBudgetPct": 3.0,
+                "gpu": {"capPctOfMax": 62.5, "drivenBy": "infer-1 (gpu-inference)", "predictedSlowdownPct": 2.66,
+                        "predictedEnergySavingPct": 4.5},
+                "cpu": {"capPctOfMax": 100.0, "drivenBy": "infer-1 (gpu-inference) is not capped"}}
+    twin = {"spec": {"nodeName": "gpu-1", "profile": "eco"},
+            "status": {"schedulableClass": "eco", "lastUpdated": NOW.isoformat(), "capDecision": decision}}
+    row = node_rows([twin], [], [], [], NOW)[0]
+    assert row.decision[1] == ("Slowdown budget", "3 %")
+    assert row.decision[2] == ("GPU decision", "62.5 % of max, driven by infer-1 (gpu-inference): predicted +2.66 % "
+                                               "time, -4.5 % energy per work")
+    console = Console(width=200, record=True)
+    console.print(node_detail(row, [], NOW))
+    text = console.export_text()
+    assert "Cap decision" in text and "bound by infer-1 (gpu-inference)" in text
+    assert node_rows([{"spec": {"nodeName": "n"}, "status": {}}], [], [], [], NOW)[0].decision == []

@@ -95,6 +95,7 @@ def node_detail(row: NodeRow, pods: list[PodRow], now: datetime) -> RenderableTy
         ("Agent CPU control", row.cpu_control), ("Agent GPU control", row.gpu_control),
         ("Requested CPU / memory / GPU", f"{_pct(row.cpu_req_pct)} / {_pct(row.mem_req_pct)} / {_pct(row.gpu_req_pct)}"),
         ("Twin updated", _age(row.last_updated, now) + (" ago (STALE)" if row.stale else " ago")),
+        *row.decision,
     ):
         info.add_row(key, value)
     on_node = [p for p in pods if p.node == row.node]
