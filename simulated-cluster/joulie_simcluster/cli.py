@@ -111,8 +111,9 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     bl.add_argument("--mean-interarrival-s", type=float, default=2.0)
     bl.add_argument("--cpu-median-s", type=float, default=60.0)
     bl.add_argument("--gpu-median-s", type=float, default=60.0)
-    bl.add_argument("--policies", default="A,D", help="comma-separated, from A (no Joulie), B, C, D (default %(default)s)")
-    bl.add_argument("--budget-frac", type=float, default=0.6, help="D's budget as a share of the Nodes' TDP sum")
+    bl.add_argument("--policies", default="A,D", help="comma-separated, from A (no Joulie), A-placement, B, C, D, E "
+                    "(default %(default)s)")
+    bl.add_argument("--budget-frac", type=float, default=0.6, help="D's and E's budget as a share of the Nodes' TDP sum")
     bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
     bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")

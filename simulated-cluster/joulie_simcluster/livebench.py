@@ -14,10 +14,13 @@ of that, one policy after the other on the same cluster, in real time, and measu
 
 Every policy gets a fresh deploy (a new emulator, so the same starting temperatures), the workload
 runner held (``--go-file``) until every component reports, so both measurements start at the
-trace's first second. Policy A (no Joulie) runs the agents with ``SIMULATE_ONLY=true`` (no cap
-written: every limit at its power-on value, as the accelerated A) and Pods without class
-constraints; the controller manager still labels every Node performance and its Pods still pass
-the extender, which the accelerated A leaves out.
+trace's first second. Policy A (no Joulie) runs Pods without class constraints and a controller
+that caps nothing: work_aware_v1 with a slowdown budget of 0, which leaves every CPU at its maximum
+and every board at its default limit, as the accelerated A starts them (a persistent board would
+otherwise power on at its maximum); every Node is labelled performance and its Pods still pass the
+extender, which the accelerated A leaves out. A-placement runs E's controller with the agents in
+``SIMULATE_ONLY`` (no cap written). E's Pods, like A-placement's, carry only the performance
+affinity (``--placement soft``).
 
 Pure helpers first (settings to the chart's values, the runner's /metrics, the comparison); the
 shell (``run``) after.
@@ -39,7 +42,7 @@ import yaml
 
 from joulie_api import names
 from joulie_api.controller_env import env_name
-from joulie_bench.sim import POLICIES, BenchNode, RunResult, pue, settings_for
+from joulie_bench.sim import POLICIES, SOFT_PLACEMENT, BenchNode, RunResult, pue, settings_for
 from joulie_bench.sim import run as accelerated_run
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster.context import Context, RenderedSpec
@@ -61,7 +64,7 @@ _COMPLETED: Final = re.compile(r'^joulie_sim_job_completed_total\{.*\bnode="(?P<
 SETTINGS_FIELDS: Final = (
     "policy_type", "static_hp_frac", "queue_hp_base_frac", "queue_hp_min", "queue_perf_per_hp_node",
     "cluster_power_budget_w", "cluster_budget_min_pct", "cpu_performance_pct", "gpu_performance_pct",
-    "cpu_eco_pct", "gpu_eco_pct",
+    "cpu_eco_pct", "gpu_eco_pct", "work_aware_slowdown_pct", "work_aware_forecast_s",
 )
 """The controller settings the accelerated benchmark sets (``joulie_bench.sim.settings_for``); the
 live run passes the same values as the controller manager's environment."""
@@ -98,10 +101,11 @@ def gpu_pools_without_tools(spec: ClusterSpec, values: Mapping[str, Any]) -> lis
 
 def controller_env(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> dict[str, str]:
     """The controller manager's environment for `policy`: the accelerated run's settings, by their
-    documented names. A: static partition with every Node performance and caps at 100 % of max."""
+    documented names. A: the work-aware policy with a zero slowdown budget and no power budget, which
+    caps nothing (CPUs at their maximum, boards at their default limit)."""
     s = settings_for(policy, nodes, budget_frac)
     if policy == "A":
-        s = dataclasses.replace(s, policy_type="static_partition", static_hp_frac=1.0)
+        s = dataclasses.replace(s, policy_type="work_aware_v1", work_aware_slowdown_pct=0.0, cluster_power_budget_w=0.0)
     return {env_name(f): _env_value(getattr(s, f)) for f in SETTINGS_FIELDS}
 
 
@@ -111,17 +115,16 @@ def _env_value(v: Any) -> str:
 
 def values_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> dict[str, Any]:
     """The chart values of one policy's deploy: agents on the GPU Nodes too, the policy's settings.
-    A: the agents write nothing (``SIMULATE_ONLY``), so every limit stays at its power-on value as
-    in the accelerated A. Caps at 100 % of max are not the same everywhere: a GPU without
-    persistence mode, or an AMD board, powers on at its default limit, below max."""
+    A-placement: the agents write nothing (``SIMULATE_ONLY``)."""
     agent: dict[str, Any] = {"tolerations": [GPU_TAINT_TOLERATION]}
-    if policy == "A":
+    if policy == "A-placement":
         agent["env"] = {"SIMULATE_ONLY": "true"}
     return {"agent": agent, "controllerManager": {"env": controller_env(policy, nodes, budget_frac)}}
 
 
 def runner_args(policy: str, go_file: Path) -> list[str]:
-    return ["--go-file", str(go_file), *(["--no-class-constraints"] if policy == "A" else [])]
+    extra = ["--no-class-constraints"] if policy == "A" else ["--placement", "soft"] if policy in SOFT_PLACEMENT else []
+    return ["--go-file", str(go_file), *extra]
 
 
 def completed_per_node(metrics: str) -> dict[str, int]:

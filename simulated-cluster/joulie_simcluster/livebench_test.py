@@ -23,26 +23,30 @@ def test_the_live_nodes_are_the_specs_with_their_profiles() -> None:
 
 def test_the_controller_manager_reads_back_the_accelerated_runs_settings() -> None:
     nodes = livebench.bench_nodes(RenderedSpec.of(load_spec(SPEC)))
-    for policy in "BCD":
+    for policy in ("B", "C", "D", "E", "A-placement"):
         live = Settings.from_env(livebench.controller_env(policy, nodes, 0.6))
         want = settings_for(policy, nodes, 0.6)
         for f in livebench.SETTINGS_FIELDS:
             got, exp = getattr(live, f), getattr(want, f)
             assert (round(got, 3) if isinstance(got, float) else got) == (round(exp, 3) if isinstance(exp, float) else exp), f
+    # A: the work-aware policy with nothing to spend: no slowdown budget, no power budget, so no cap.
     a = Settings.from_env(livebench.controller_env("A", nodes, 0.6))
-    assert (a.policy_type, a.static_hp_frac, a.cpu_performance_pct, a.gpu_performance_pct) == ("static_partition", 1.0, 100.0, 100.0)
+    assert (a.policy_type, a.work_aware_slowdown_pct, a.cluster_power_budget_w) == ("work_aware_v1", 0.0, 0.0)
 
 
-def test_only_policy_a_runs_pods_without_class_constraints_and_writes_no_cap(tmp_path: Path) -> None:
+def test_only_policy_a_runs_pods_without_class_constraints_and_a_placement_writes_no_cap(tmp_path: Path) -> None:
     go = tmp_path / "go"
     assert livebench.runner_args("A", go) == ["--go-file", str(go), "--no-class-constraints"]
     assert livebench.runner_args("D", go) == ["--go-file", str(go)]
+    assert livebench.runner_args("E", go) == livebench.runner_args("A-placement", go) == [
+        "--go-file", str(go), "--placement", "soft"]
     nodes = livebench.bench_nodes(RenderedSpec.of(load_spec(SPEC)))
     values = livebench.values_for("D", nodes, 0.6)
     assert values["agent"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert "env" not in values["agent"]  # D's agents write the caps
-    # A writes no cap: every limit stays at its power-on value, as in the accelerated A.
-    assert livebench.values_for("A", nodes, 0.6)["agent"]["env"] == {"SIMULATE_ONLY": "true"}
+    # A-placement writes no cap (E's decisions, never enforced); A's agents enforce "no cap" (defaults).
+    assert livebench.values_for("A-placement", nodes, 0.6)["agent"]["env"] == {"SIMULATE_ONLY": "true"}
+    assert "env" not in livebench.values_for("A", nodes, 0.6)["agent"]
 
 
 def test_runner_counts_sum_the_per_class_and_node_series() -> None:

@@ -30,6 +30,9 @@ def add_parsers(sub: Any) -> None:
     wl.add_argument("--timeout", type=float, default=0.0, help="give up after this many wall seconds (0 = never)")
     wl.add_argument("--no-class-constraints", action="store_true",
                     help="Pods without the power-profile affinity of their class (a cluster without Joulie)")
+    wl.add_argument("--placement", choices=["hard", "soft"], default="hard",
+                    help="soft: only performance Pods get a power-profile affinity (never eco); eco and general work "
+                         "may run anywhere, the extender steers it (the work-aware policy). Default hard")
     wl.add_argument("--go-file", type=Path,
                     help="serve /metrics at once but start the trace's clock only when this file exists (lets a "
                          "benchmark start every component first, then measure from the first job)")
@@ -120,9 +123,10 @@ def _workload(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     runner = WorkloadRunner(api, args.emulator, jobs, args.cluster, tick_s=args.tick, time_scale=args.time_scale,
-                            class_constraints=not args.no_class_constraints, metrics=metrics)
+                            class_constraints=not args.no_class_constraints, placement=args.placement, metrics=metrics)
     print(f"workload: {len(jobs)} jobs from {args.trace} on cluster {args.cluster} (emulator {args.emulator})"
-          + ("; Pods without class constraints" if args.no_class_constraints else ""), flush=True)
+          + ("; Pods without class constraints" if args.no_class_constraints else "")
+          + ("; soft placement (only performance Pods constrained)" if args.placement == "soft" else ""), flush=True)
     if args.go_file is not None:
         print(f"workload: waiting for {args.go_file} to start the trace's clock", flush=True)
         while not args.go_file.exists() and not stop.wait(0.1):

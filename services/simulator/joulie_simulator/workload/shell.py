@@ -113,6 +113,7 @@ class WorkloadRunner:
         time_scale: float = 1.0,
         max_submit_per_tick: int = 20,
         class_constraints: bool = True,
+        placement: str = "hard",
         metrics: JobMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         log: Callable[[str], None] = print,
@@ -123,6 +124,7 @@ class WorkloadRunner:
         self.engine = Engine(list(jobs))
         self.cluster = cluster
         self.class_constraints = class_constraints
+        self.placement = placement
         self.tick_s, self.time_scale = tick_s, time_scale
         self.max_submit = max_submit_per_tick
         self.metrics = metrics or JobMetrics()
@@ -141,7 +143,7 @@ class WorkloadRunner:
 
     def _submit(self, now: float) -> None:
         for job in self.engine.due(now, self.max_submit):
-            body = pod_manifest(job, self.cluster, self.class_constraints)
+            body = pod_manifest(job, self.cluster, self.class_constraints, self.placement)
             name = body["metadata"]["name"]
             pod = k8s.V1Pod.from_dict(body)
             assert pod is not None  # from_dict of a dict is never None
