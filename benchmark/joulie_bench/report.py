@@ -96,7 +96,8 @@ def plot_energy_split(out: Path, results: Sequence[RunResult], policies: Sequenc
     ax.set_xticks(xs, [p for p in policies])
     ax.set_ylabel("IT energy to completion (kWh, mean over seeds)")
     ax.set_title("Where the energy goes: idle and dynamic, by device kind")
-    ax.legend(ncol=3, fontsize=8)
+    ax.set_ylim(top=max(bottoms) * 1.22)  # room for the legend above the tallest bar
+    ax.legend(ncol=3, fontsize=8, loc="upper center")
     ax.grid(axis="y", alpha=0.3)
     path = out / "energy_split.png"
     fig.tight_layout()
