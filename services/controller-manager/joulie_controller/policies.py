@@ -61,6 +61,8 @@ class NodeCaps:
     gpu_driver: str = ""
     capped: bool = False
     """Whether any device is held under its reference limit (default, or maximum)."""
+    cpu_capped: bool = False
+    gpu_capped: bool = False
 
 
 @dataclass(frozen=True)

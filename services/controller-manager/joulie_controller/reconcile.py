@@ -171,16 +171,24 @@ def _r(x: float, digits: int = 1) -> float:
 
 
 def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
-    """NodeTwin status.capDecision: the work-aware policy's choice, explained."""
+    """NodeTwin status.capDecision: the work-aware policy's choice, explained. A device held at its
+    reference limit carries only the reason (no prediction: nothing was traded)."""
+
+    def device(capped: bool, pct: float, driver: str, slow: float, saving: float) -> dict[str, Any] | None:
+        if not driver:
+            return None  # the node has no such device group
+        if not capped:
+            return {"cap_pct_of_max": _r(pct), "driven_by": driver[:512]}
+        return {"cap_pct_of_max": _r(pct), "driven_by": driver[:512],
+                "predicted_slowdown_pct": _r(max(0.0, slow), 2), "predicted_energy_saving_pct": _r(saving, 2)}
+
+    cpu = device(work.cpu_capped, work.cpu_pct, work.cpu_driver, work.cpu_slowdown_pct, work.cpu_saving_pct)
+    gpu = device(work.gpu_capped, work.gpu_pct, work.gpu_driver, work.gpu_slowdown_pct, work.gpu_saving_pct)
     return CapDecision(
         reason=work.reason[:2048],
         slowdown_budget_pct=_r(tau_pct, 2),
-        cpu=DeviceCapDecision(cap_pct_of_max=_r(work.cpu_pct), driven_by=work.cpu_driver[:512] or None,
-                              predicted_slowdown_pct=_r(max(0.0, work.cpu_slowdown_pct), 2),
-                              predicted_energy_saving_pct=_r(work.cpu_saving_pct, 2)),
-        gpu=GPUCapDecision(cap_pct_of_max=_r(work.gpu_pct), driven_by=work.gpu_driver[:512] or None,
-                           predicted_slowdown_pct=_r(max(0.0, work.gpu_slowdown_pct), 2),
-                           predicted_energy_saving_pct=_r(work.gpu_saving_pct, 2)),
+        cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
+        gpu=GPUCapDecision(**gpu) if gpu is not None else None,
     )
 
 

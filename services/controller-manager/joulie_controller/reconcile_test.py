@@ -215,7 +215,11 @@ def test_work_aware_caps_follow_the_pods_and_the_twin_explains_why() -> None:
     assert d.cpu.driven_by == "stream (cpu-memory)" and 0 < (d.cpu.predicted_slowdown_pct or 0) <= 3.0
     assert d.slowdown_budget_pct == 3.0 and "bound by stream (cpu-memory)" in (d.reason or "")
     # A node with nothing on it stays uncapped, performance, and says so.
+    assert d.gpu is None  # a CPU-only node explains only its CPUs
     idle = after.twins["node-1"]
+    assert idle.status is not None and idle.status.cap_decision is not None
+    kept = idle.status.cap_decision.cpu
+    assert kept is not None and kept.predicted_slowdown_pct is None and kept.driven_by == "no work on the device"
     assert idle.spec.profile == "performance" and idle.spec.cpu is not None
     assert idle.spec.cpu.package_power_cap_pct_of_max == 100.0
 

@@ -133,6 +133,8 @@ def _caps_from(choices: dict[str, CapChoice], prefix: str = "") -> NodeCaps:
         cpu_driver=cpu.driver if cpu else "",
         gpu_driver=gpu.driver if gpu else "",
         capped=any(c.capped for c in choices.values()),
+        cpu_capped=bool(cpu and cpu.capped),
+        gpu_capped=bool(gpu and gpu.capped),
     )
 
 
@@ -236,8 +238,8 @@ def _within_budget(
             continue
         c = out[name]
         reason = f"{c.reason}; budget: {key} lowered to {p:g} %"
-        out[name] = replace(c, gpu_pct=p, reason=reason, capped=True) if key == "gpu" else replace(
-            c, cpu_pct=p, reason=reason, capped=True)
+        out[name] = replace(c, gpu_pct=p, reason=reason, capped=True, gpu_capped=True) if key == "gpu" else replace(
+            c, cpu_pct=p, reason=reason, capped=True, cpu_capped=True)
         lowered.add(name)
     met = "met" if shed >= excess else f"not met ({excess - shed:.0f} W short at the {floor:g} % floor)"
     return out, lowered, (f"budget {s.cluster_power_budget_w:.0f} W: forecast {forecast:.0f} W, "

@@ -133,10 +133,10 @@ def decision_lines(decision: Any) -> list[tuple[str, str]]:
             continue
         cap, sd, save = _num(d.get("capPctOfMax")), _num(d.get("predictedSlowdownPct")), _num(d.get("predictedEnergySavingPct"))
         text = f"{cap:g} % of max" if cap is not None else "-"
-        if d.get("drivenBy"):
-            text += f", driven by {d.get('drivenBy')}"
         if sd is not None and save is not None:
-            text += f": predicted +{sd:g} % time, -{save:g} % energy per work"
+            text += f", driven by {d.get('drivenBy') or '?'}: predicted +{sd:g} % time, -{save:g} % energy per work"
+        elif d.get("drivenBy"):
+            text += f", uncapped: {d.get('drivenBy')}"
         out.append((f"{dev.upper()} decision", text))
     return out
 

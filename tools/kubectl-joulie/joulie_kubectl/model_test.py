@@ -62,6 +62,7 @@ def test_node_detail_explains_the_work_aware_decision() -> None:
     assert row.decision[1] == ("Slowdown budget", "3 %")
     assert row.decision[2] == ("GPU decision", "62.5 % of max, driven by infer-1 (gpu-inference): predicted +2.66 % "
                                                "time, -4.5 % energy per work")
+    assert row.decision[3] == ("CPU decision", "100 % of max, uncapped: infer-1 (gpu-inference) is not capped")
     console = Console(width=200, record=True)
     console.print(node_detail(row, [], NOW))
     text = console.export_text()
