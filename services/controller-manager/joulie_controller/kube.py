@@ -1,7 +1,8 @@
 """Shell: read the cluster into a `Snapshot`, carry out a tick's writes.
 
 Reads are plain LISTs each tick (raw JSON, parsed into the few fields the policy needs; pods are
-listed with a phase=Running field selector since nothing else is counted). Writes go through
+listed without the finished ones: Running Pods are counted, Pending ones only looked at by the
+work-aware policy). Writes go through
 `joulie_api.kube.JoulieClient` as field manager joulie-controller-manager: NodeTwin spec and status
 by server-side apply, the profile label by merge patch. A bad object is logged with its name and
 field and skipped, never fatal.
@@ -143,8 +144,10 @@ class ControllerKube:
 
     def snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
         nodes = [node_info(n) for n in _json(self.core.list_node(_preload_content=False)).get("items") or []]
+        # Running Pods, and Pending ones (the work-aware policy releases a capped node for a pending
+        # performance Pod that fits nowhere else); finished Pods are left out.
         pods = [pod_info(p) for p in _json(self.core.list_pod_for_all_namespaces(
-            field_selector="status.phase=Running", _preload_content=False)).get("items") or []]
+            field_selector="status.phase!=Succeeded,status.phase!=Failed", _preload_content=False)).get("items") or []]
         return Snapshot(now=now, nodes=nodes, pods=pods, hardware=self.hardware(), twins=self.twins(),
                         measurements=measurements, facility=facility)
 

@@ -3,8 +3,10 @@ when measured power would exceed it. Pure: no I/O.
 
 - Labels: performance for every node the policy leaves uncapped (so performance Pods, which never
   run on eco nodes, find room wherever no cap is in force), for nodes running performance Pods,
-  and for queue_aware_v1's set (at least one per hardware family, so a performance Pod always has
-  somewhere to go); eco for the nodes it caps. Performance nodes are never capped.
+  for queue_aware_v1's set (at least one per hardware family, so a performance Pod always has
+  somewhere to go), and for a capped node released because a pending performance Pod fits on no
+  performance node (as cluster-autoscaler scales up for unschedulable Pods: by their requests);
+  eco for the nodes it caps. Performance nodes are never capped.
 - Caps on an eco node, per device group (its GPUs; its CPU packages): the cap with the lowest node
   energy per unit of work whose predicted slowdown stays within τ
   (WORK_AWARE_SLOWDOWN_BUDGET_PCT) for every Pod on the group (``capmodel.choose_cap``).
@@ -150,6 +152,44 @@ def uncapped(node: PolicyNode, why: str) -> NodeCaps:
     return _caps_from(choices, "performance node: ")
 
 
+def _free(node: PolicyNode, pods: Sequence[PodInfo]) -> tuple[float, float]:
+    """(cores, GPUs) not requested by the running Pods (the capacity NodeHardware reports)."""
+    return (node.hardware.cpu_cores - sum(p.cpu_request for p in pods),
+            node.hardware.gpu_count - sum(p.gpu_request for p in pods))
+
+
+def _released_for_pending(
+    inp: PolicyInput, perf: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps]
+) -> list[str]:
+    """Capped nodes to give back to performance work: a pending performance Pod (never on eco) that
+    fits on no performance node would otherwise wait for a cap chosen for someone else. Each such Pod
+    takes the capped node it fits on whose caps are predicted to save least."""
+    pending = [p for p in inp.pods if not p.node_name and not p.deleting and p.phase == "Pending" and excludes_eco(p)]
+    if not pending:
+        return []
+    free = {n.name: _free(n, by_node.get(n.name, [])) for n in inp.nodes}
+    released: list[str] = []
+    for pod in sorted(pending, key=lambda p: (p.namespace, p.name)):
+        need = (pod.cpu_request, pod.gpu_request)
+
+        def fits(name: str, need: tuple[float, int] = need) -> bool:
+            cpu, gpu = free[name]
+            return cpu + 1e-9 >= need[0] and gpu >= need[1]
+
+        home = next((name for name in sorted(perf) if fits(name)), None)
+        if home is None:
+            capped = sorted((n for n in free if n not in perf and n not in released and fits(n)),
+                            key=lambda n: (caps[n].cpu_saving_pct + caps[n].gpu_saving_pct, n))
+            if not capped:
+                continue
+            home = capped[0]
+            released.append(home)
+            perf.add(home)
+        cpu, gpu = free[home]
+        free[home] = (cpu - need[0], gpu - need[1])
+    return released
+
+
 def work_aware(inp: PolicyInput) -> PolicyPlan:
     s = inp.settings
     floor = performance_set(inp.nodes, queue_aware_count(len(inp.nodes), inp.performance_pods, s))
@@ -176,6 +216,11 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
         caps[n.name] = c
         if not c.capped:
             perf.add(n.name)
+    for name in _released_for_pending(inp, perf, by_node, caps):
+        node = next(n for n in inp.nodes if n.name == name)
+        caps[name] = uncapped(node, "released for a pending performance Pod that fits on no performance node")
+        perf.add(name)
+        candidates.discard(name)
     notes: list[str] = []
     if s.cluster_power_budget_w > 0:
         caps, lowered, note = _within_budget(inp, candidates, by_node, caps)

@@ -68,3 +68,18 @@ def test_the_budget_binds_only_when_measured_power_would_exceed_it() -> None:
         tight.node_caps["cpu-1"].cpu_pct < free.node_caps["cpu-1"].cpu_pct
     assert lowered and "budget 3000 W" in tight.notes[0]
     assert tight.node_caps["gpu-1"].gpu_pct >= 50.0  # 200 W minimum of the board
+
+
+def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capped_one() -> None:
+    running = [_pod("infer", "gpu-1", "gpu-inference", 4, gpu=4), _pod("busy", "gpu-0", "gpu-training", 8, gpu=8)]
+    waiting = PodInfo("default", "urgent", phase="Pending", annotations={"joulie.io/workload-class": "performance"},
+                      cpu_request=4, gpu_request=2)
+    before = _plan(running)
+    assert "gpu-1" not in before.performance and before.node_caps["gpu-1"].capped
+    after = _plan([*running, waiting])
+    assert "gpu-1" in after.performance and not after.node_caps["gpu-1"].capped
+    assert "released for a pending performance Pod" in after.node_caps["gpu-1"].reason
+    # One that fits on a performance node (gpu-0 has no GPU free, but a CPU Pod fits cpu-0) releases nothing.
+    cpu_only = PodInfo("default", "urgent-cpu", phase="Pending", annotations={"joulie.io/workload-class": "performance"},
+                       cpu_request=4)
+    assert _plan([*running, cpu_only]).node_caps["gpu-1"].capped
