@@ -59,14 +59,15 @@ class Outage:
         """Whether to try the dependency now (always while it answers; on the backoff schedule after)."""
         return not self.down or self.monotonic() >= self.next_try_s
 
-    def failed(self, err: BaseException) -> float:
-        """Record a failed try; returns the seconds until the next one. Logs only the first failure."""
+    def failed(self, err: BaseException, traceback: bool = False) -> float:
+        """Record a failed try; returns the seconds until the next one. Logs only the first failure
+        (with its traceback when asked: an error that is no outage is worth one)."""
         now = self.monotonic()
         self.last_error = short_error(err)
         if self.down_since_s is None:
             self.down_since_s = now
-            self.log.warning("%s unreachable (%s); retrying quietly with backoff until it answers",
-                             self.what, self.last_error)
+            self.log.warning("%s failing (%s); retrying quietly with backoff until it works",
+                             self.what, self.last_error, exc_info=err if traceback else None)
         delay = float(self.delays_s[min(self.failures, len(self.delays_s) - 1)]) if self.delays_s else 0.0
         self.failures += 1
         self.next_try_s = now + delay
@@ -75,7 +76,7 @@ class Outage:
     def ok(self) -> None:
         """Record an answer; logs once when it follows an outage."""
         if self.down_since_s is not None:
-            self.log.warning("%s answers again after %.0f s (%d failed tries; last: %s)", self.what,
+            self.log.warning("%s works again after %.0f s (%d failed tries; last: %s)", self.what,
                              self.monotonic() - self.down_since_s, self.failures, self.last_error)
         self.down_since_s = None
         self.failures = 0

@@ -29,8 +29,8 @@ def test_a_long_outage_logs_two_lines_and_backs_off(caplog: pytest.LogCaptureFix
         clock.t += 21
         assert o.due()
         o.ok()
-    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["API server unreachable",
-                                                                       "API server answers again after 381 s"]
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["API server failing",
+                                                                       "API server works again after 381 s"]
     assert 15 < tries < 30  # 1, 1, 2, 3, 5, 8, 13, then every 21 s: not one per tick
     assert "Traceback" not in caplog.text and not o.down and o.due()
 
