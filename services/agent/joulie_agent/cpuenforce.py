@@ -11,6 +11,7 @@ from pathlib import Path
 
 from joulie_agent import cpucontrol, cpufreq, hostread, powercap
 from joulie_agent.discovery import HostFacts
+from joulie_agent.energymeter import WindowedPowerMeter
 from joulie_agent.nodemetrics import NodeMetrics
 from joulie_agent.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome
 from joulie_agent.sysfswrite import read_int
@@ -39,7 +40,7 @@ class CPUEnforcer:
         self.dvfs_config = dvfs
         self.simulate_only = simulate_only
         self.dvfs = cpucontrol.DvfsController(dvfs)
-        self.meter = cpucontrol.PowerMeter()
+        self.meter = WindowedPowerMeter()
         # PL1 values found before the agent's first write, restored when the intent goes away.
         self.rapl_original_uw: dict[str, int] = {}
         # PL1 the agent last wrote (or found) per zone: a later read-back that differs is drift.

@@ -158,13 +158,13 @@ def test_simulate_only_writes_nothing(tmp_path: Path) -> None:
 def test_a08_power_across_an_energy_wrap_counts_each_package_once(tmp_path: Path) -> None:
     rng = 262_143_328_850
     testtrees.rapl_node(tmp_path, psys=True)
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 50_000_000))
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 250_000_000))
     clock = FakeClock()
     c = controller(tmp_path, clock=clock)
     assert c.cpu.package_power_w(c.facts.zones) is None  # first sample only
-    clock.advance(1.0)
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(50_000_000))  # wrapped: +100 J
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(80_000_000))  # +80 J
+    clock.advance(5.0)  # the power meter's shortest window (energymeter.MIN_WINDOW_S)
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(250_000_000))  # wrapped: +500 J
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(400_000_000))  # +400 J
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:2/energy_uj", str(10**9))  # psys: ignored
     total = c.cpu.package_power_w(c.facts.zones)
     assert total == pytest.approx(180.0, rel=0.01)
