@@ -13,6 +13,7 @@ from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.facility import pue
 from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
+from joulie_controller.liveness import Liveness
 from joulie_controller.metrics import Metrics
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
@@ -32,7 +33,7 @@ class TickSummary:
 class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
-                 facility: FacilityReader | None = None):
+                 facility: FacilityReader | None = None, liveness: Liveness | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -42,6 +43,7 @@ class Controller:
         self.memory = Memory()
         self.facility = Facility()
         self.facility_reader = facility
+        self.liveness = liveness
         self._facility_polled: datetime | None = None
         # Failing ticks and lease renewals are logged once when they start failing and once when
         # they work again, and retried with backoff: an API server outage used to leave a
@@ -79,6 +81,8 @@ class Controller:
         self.poll_facility(now)
         reading = self.power.read()
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
+        if self.liveness is not None:
+            self.liveness.check(snap.twins, now)
         result = reconcile(snap, self.settings, self.memory)
         for line in result.log:
             log.info("%s", line)
