@@ -44,3 +44,13 @@ def test_draining_wins_over_the_profile_and_flags_performance_pods() -> None:
     assert rows[0].schedulable_class == "draining" and not rows[0].stale
     pods = pod_rows([pod("a", "n1", "performance"), pod("b", "elsewhere"), pod("c", None, "standard")], rows)
     assert [(p.name, p.misplaced) for p in pods] == [("a", True), ("c", False)]
+
+
+def test_a_lost_agent_and_a_drift_show_in_the_agent_columns() -> None:
+    def twin(name: str, status: dict[str, object]) -> dict[str, object]:
+        return {"metadata": {"name": name}, "spec": {"nodeName": name, "profile": "eco"}, "status": status}
+
+    control = {"cpu": {"backend": "rapl", "result": "applied", "drift": "intel-rapl:0 PL1 reads 165.0W, intent 120.0W"}}
+    rows = node_rows([twin("a", {"controlStatus": control}),
+                      twin("b", {"controlStatus": control, "agent": {"state": "agent-lost"}})], [], [], [], NOW)
+    assert [r.cpu_control for r in rows] == ["applied (rapl) + drift", "agent-lost"]
