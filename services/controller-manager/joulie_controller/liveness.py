@@ -4,15 +4,18 @@ Issue 23: a dead agent's twin still said "applied" (the controller kept the twin
 only hint was a node drawing 256 W against a 165 W cap. Now the controller manager marks a node
 whose agent has been silent longer than AGENT_LOST_AFTER as ``agent-lost`` in ``status.agent``
 (its own field manager, so the main status apply leaves it alone); the scheduler extender scores
-such a node neutral and ``kubectl joulie`` shows it. Metrics: ``joulie_node_agent_lost{node}``,
-``joulie_node_agent_heartbeat_age_seconds{node}`` and ``joulie_node_cap_drift{node,device}`` (the
-agent's controlStatus.{cpu,gpu}.drift), for the chart's alert rules.
+such a node neutral and ``kubectl joulie`` shows it. Metrics, for the chart's alert rules
+(charts/joulie/alerts): ``joulie_node_agent_lost{node}``,
+``joulie_node_agent_heartbeat_age_seconds{node}``, ``joulie_node_cap_drift{node,device}`` (the
+agent's controlStatus.{cpu,gpu}.drift), ``joulie_node_power_measured{node}`` (the twin has a
+measured power) and ``joulie_node_twin_age_seconds{node}`` (since its lastUpdated).
 
 ``agent_state`` is pure; ``Liveness`` is the shell (metrics, writes on a change of state only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,6 +75,10 @@ class Liveness:
         self.drift = Gauge("joulie_node_cap_drift",
                            "1 while the agent reports the device enforcing other than the intent (re-applied).",
                            ["node", "device"], registry=r)
+        self.measured = Gauge("joulie_node_power_measured", "1 while the node's twin has a measured power.",
+                              ["node"], registry=r)
+        self.twin_age = Gauge("joulie_node_twin_age_seconds", "Seconds since the node's twin status was written.",
+                              ["node"], registry=r)
 
     def check(self, twins: Mapping[str, NodeTwin], now: datetime) -> dict[str, Verdict]:
         """Verdicts by node name; writes status.agent of the twins whose state changed."""
@@ -88,6 +95,11 @@ class Liveness:
             self.age.labels(node).set(v.silent_s)
             for device, drifting in _drift(twin).items():
                 self.drift.labels(node, device).set(1 if drifting else 0)
+            st = twin.status
+            pm = st.power_measurement if st is not None else None
+            self.measured.labels(node).set(1 if pm is not None and pm.measured_node_power_w is not None else 0)
+            if st is not None and st.last_updated is not None:
+                self.twin_age.labels(node).set(max(0.0, (now - st.last_updated).total_seconds()))
             written = twin.status.agent.state if twin.status is not None and twin.status.agent else None
             changed = written != v.state and self._write(obj_name, v)
             if changed and "agent-lost" in (v.state, written):
@@ -98,8 +110,10 @@ class Liveness:
         for gone in set(self.first_seen) - seen:
             del self.first_seen[gone]
             self.states.pop(gone, None)
-            self.lost.remove(gone)
-            self.age.remove(gone)
+            for gauge in (self.lost, self.age, self.measured):
+                gauge.remove(gone)
+            with contextlib.suppress(KeyError):  # set only once the twin had a status write
+                self.twin_age.remove(gone)
             for device in ("cpu", "gpu"):
                 self.drift.remove(gone, device)
         return out

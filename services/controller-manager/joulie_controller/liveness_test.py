@@ -63,6 +63,7 @@ def test_a_lost_agent_is_written_once_and_shown_in_metrics_and_comes_back() -> N
     assert 'joulie_node_agent_heartbeat_age_seconds{node="n1"} 300.0' in text
     assert 'joulie_node_cap_drift{device="gpu",node="n1"} 1.0' in text
     assert 'joulie_node_cap_drift{device="cpu",node="n1"} 0.0' in text
+    assert 'joulie_node_power_measured{node="n1"} 0.0' in text
     lv.check({"n1": _twin(T0 + timedelta(seconds=310), "agent-lost")}, T0 + timedelta(seconds=320))
     assert client.writes[-1][1].agent.state == "alive"  # type: ignore[union-attr]
     assert 'joulie_node_agent_lost{node="n1"} 0.0' in generate_latest(registry).decode()
