@@ -176,7 +176,7 @@ def parse_rocmsmi(text: str) -> Inventory:
     if not isinstance(doc, dict):
         return inv
     for key, card in doc.items():
-        m = re.fullmatch(r"card(\d+)", key)
+        m = re.fullmatch(r"card([0-9]{1,6})", key)
         if not m or not isinstance(card, dict):
             continue
         name = str(card.get("Card Series") or card.get("Card series") or card.get("Card Model") or "").strip()
