@@ -14,6 +14,7 @@ from typing import Final
 CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile_interval_s": "RECONCILE_INTERVAL",
     "status_refresh_s": "STATUS_REFRESH_INTERVAL",
+    "agent_lost_after_s": "AGENT_LOST_AFTER",
     "metrics_addr": "METRICS_ADDR",
     "node_selector": "NODE_SELECTOR",
     "reserved_label_key": "RESERVED_LABEL_KEY",

@@ -20,6 +20,9 @@ PLURAL_NODE_TWIN: Final = "nodetwins"
 # Field managers: ownership of NodeTwin/NodeHardware fields is enforced through server-side apply.
 FIELD_MANAGER_AGENT: Final = "joulie-agent"
 FIELD_MANAGER_CONTROLLER_MANAGER: Final = "joulie-controller-manager"
+# The controller manager's liveness check owns status.agent only (its own manager, so the main status
+# apply, which leaves status.agent out, does not remove it).
+FIELD_MANAGER_LIVENESS: Final = "joulie-controller-manager-liveness"
 
 # Node labels.
 LABEL_POWER_PROFILE: Final = "joulie.io/power-profile"

@@ -51,3 +51,32 @@ def test_a_cap_above_100_percent_is_refused() -> None:
     obj["spec"]["cpu"]["packagePowerCapPctOfMax"] = 120
     with pytest.raises(ObjectDecodeError, match=r"spec\.cpu\.packagePowerCapPctOfMax"):
         decode(NODE_TWIN, obj)
+
+
+@pytest.mark.parametrize(("section", "field", "value"), [
+    ("cpu", "packagePowerCapPctOfMax", 0.001), ("cpu", "packagePowerCapPctOfMax", 9.9),
+    ("cpu", "packagePowerCapWatts", 2.5),
+])
+def test_a_cpu_cap_below_what_hardware_accepts_is_refused_naming_the_field(section: str, field: str,
+                                                                         value: float) -> None:
+    # Issue 23 (defect 6a): 0.001 % was accepted and the agent applied a 0.0 W package cap.
+    obj = yaml.safe_load((Path("libs/api/samples") / "nodetwin-eco.yaml").read_text())
+    obj["spec"][section] = {field: value}
+    with pytest.raises(ObjectDecodeError, match=rf"spec\.{section}\.{field}"):
+        decode(NODE_TWIN, obj)
+
+
+@pytest.mark.parametrize(("field", "value"), [("capPctOfMax", 0.001), ("capWattsPerGpu", 1)])
+def test_a_gpu_cap_below_what_hardware_accepts_is_refused_naming_the_field(field: str, value: float) -> None:
+    obj = yaml.safe_load((Path("libs/api/samples") / "nodetwin-eco.yaml").read_text())
+    obj["spec"]["gpu"] = {"powerCap": {"scope": "perGpu", field: value}}
+    with pytest.raises(ObjectDecodeError, match=rf"spec\.gpu\.powerCap\.{field}"):
+        decode(NODE_TWIN, obj)
+
+
+def test_the_lowest_accepted_caps_decode() -> None:
+    obj = yaml.safe_load((Path("libs/api/samples") / "nodetwin-eco.yaml").read_text())
+    obj["spec"]["cpu"] = {"packagePowerCapPctOfMax": 10}
+    obj["spec"]["gpu"] = {"powerCap": {"scope": "perGpu", "capWattsPerGpu": 10}}
+    twin = decode(NODE_TWIN, obj)
+    assert twin.spec.cpu is not None and twin.spec.cpu.package_power_cap_pct_of_max == 10

@@ -19,6 +19,24 @@ from pydantic import BaseModel, ValidationError
 M = TypeVar("M", bound=BaseModel)
 _UNSET: Any = object()
 
+# Longer integers are refused where they are read: past 4300 digits Python's int() raises with an
+# interpreter hint (sys.set_int_max_str_digits), which a user must not be shown (issue 23 fuzzing).
+MAX_INT_DIGITS = 100
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing integers too long for any field with a marked error."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(c.isdigit() for c in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {digits} digits (at most {MAX_INT_DIGITS})", node.start_mark)
+        return int(super().construct_yaml_int(node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
 
 class YamlError(ValueError):
     """Bad YAML input. ``source`` is the file (or what the text came from), ``field`` the dotted
@@ -92,6 +110,8 @@ def _syntax_error(source: str, e: yaml.YAMLError) -> YamlError:
         mark = e.problem_mark or e.context_mark
         why = " ".join(p for p in (e.context, e.problem) if p)
         return YamlError(source, f"not valid YAML: {why}", line=mark.line + 1 if mark else None)
+    if isinstance(e, yaml.reader.ReaderError):
+        return YamlError(source, f"not valid YAML: character #x{e.character:04x} at offset {e.position} is not allowed")
     return YamlError(source, f"not valid YAML: {e}")
 
 
@@ -106,8 +126,12 @@ def _expect(doc: Document, mapping: bool, empty: Any) -> Document:
 
 def parse_documents(text: str, source: str, *, unique_keys: bool = True) -> list[Document]:
     """Every document of a (multi-document) YAML text, empty ones included."""
-    loader = yaml.SafeLoader(text)
     out: list[Document] = []
+    try:
+        # The reader checks the characters on construction: a NUL byte is refused there.
+        loader = _Loader(text)
+    except yaml.YAMLError as e:
+        raise _syntax_error(source, e) from None
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -135,9 +159,11 @@ def parse_document(text: str, source: str, *, mapping: bool = False, empty: Any 
 def read_text(path: Path, source: str | None = None) -> str:
     """The file's text; an unreadable file is a YamlError naming it and the reason."""
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as e:
         raise YamlError(source or str(path), f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise YamlError(source or str(path), f"not UTF-8 text: {e.reason} at byte {e.start}") from None
 
 
 def load_document(path: Path, *, source: str | None = None, mapping: bool = False, empty: Any = _UNSET,

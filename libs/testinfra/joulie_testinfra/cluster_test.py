@@ -126,6 +126,25 @@ def test_nodetwin_violating_the_schema_is_rejected_with_the_field(kube_api: k8s.
     assert "spec.cpu.packagePowerCapPctOfMax" in body
 
 
+@pytest.mark.parametrize(("part", "field", "value"), [
+    ("cpu", "packagePowerCapPctOfMax", 0.001), ("cpu", "packagePowerCapWatts", 2),
+    ("gpu", "powerCap.capPctOfMax", 5), ("gpu", "powerCap.capWattsPerGpu", 1),
+])
+def test_a_cap_below_what_hardware_accepts_is_rejected_by_the_api_server(kube_api: k8s.ApiClient, part: str,
+                                                                        field: str, value: float) -> None:
+    # Issue 23, defect 6a: 0.001 % was accepted and the agent applied a 0.0 W package cap.
+    api = k8s.CustomObjectsApi(kube_api)
+    leaf: dict[str, object] = {field.split(".")[-1]: value}
+    body = {"powerCap": leaf} if part == "gpu" else leaf
+    low = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeTwin", "metadata": {"name": "too-low"},
+           "spec": {"nodeName": "too-low", "profile": "eco", part: body}}
+    with pytest.raises(ApiException) as err:
+        api.create_cluster_custom_object(GROUP, VERSION, PLURAL_NODE_TWIN, low, dry_run="All")
+    assert err.value.status == 422
+    assert f"spec.{part}.{field}" in (err.value.body or "") and "should be greater than or equal to 10" in (
+        err.value.body or "")
+
+
 def test_setting_both_cpu_cap_forms_is_rejected(kube_api: k8s.ApiClient) -> None:
     api = k8s.CustomObjectsApi(kube_api)
     both = {

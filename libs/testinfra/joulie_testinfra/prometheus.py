@@ -29,6 +29,8 @@ class PrometheusSettings:
     out_of_order_time_window: str = "30m"
     scrape_interval: str = "5s"
     scrape_configs: list[dict[str, Any]] = field(default_factory=list)
+    # Rule files (absolute paths) Prometheus loads and evaluates every evaluation interval.
+    rule_files: list[str] = field(default_factory=list)
 
 
 def prometheus_config(s: PrometheusSettings) -> dict[str, Any]:
@@ -40,6 +42,7 @@ def prometheus_config(s: PrometheusSettings) -> dict[str, Any]:
         },
         "storage": {"tsdb": {"out_of_order_time_window": s.out_of_order_time_window}},
         "scrape_configs": s.scrape_configs,
+        **({"rule_files": s.rule_files} if s.rule_files else {}),
     }
 
 

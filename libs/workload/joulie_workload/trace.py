@@ -154,15 +154,33 @@ def _where(err: Mapping[str, Any]) -> str:
     return ".".join(str(p) for p in err["loc"]) or "(record)"
 
 
+# Longer integers are refused as such: past 4300 digits int() raises with an interpreter hint
+# (sys.set_int_max_str_digits) that a user must not be shown (issue 23 fuzzing).
+MAX_INT_DIGITS = 100
+
+
+class _TooLong(Exception):
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _TooLong(len(text))
+    return int(text)
+
+
 def parse_line(text: str, source: str, lineno: int) -> Job | None:
     """One trace line: a Job, None for a skipped line, or TraceError naming ``source:lineno: field``."""
     stripped = text.strip()
     if not stripped or stripped.startswith("#"):
         return None
     try:
-        raw = json.loads(stripped)
+        raw = json.loads(stripped, parse_int=_bounded_int)
     except json.JSONDecodeError as e:
         raise TraceError(f"{source}:{lineno}: not JSON: {e.msg} at column {e.colno}") from None
+    except _TooLong as e:
+        raise TraceError(f"{source}:{lineno}: a number of {e.digits} digits (at most {MAX_INT_DIGITS})") from None
     if not isinstance(raw, dict):
         raise TraceError(f"{source}:{lineno}: (record): a record is a JSON object, got {type(raw).__name__}")
     kind = raw.get("type")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from joulie_agent import cpucontrol, cpufreq, hostread, powercap
 from joulie_agent.discovery import HostFacts
+from joulie_agent.energymeter import WindowedPowerMeter
 from joulie_agent.nodemetrics import NodeMetrics
 from joulie_agent.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome
 from joulie_agent.sysfswrite import read_int
@@ -19,6 +20,10 @@ from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_common.clock import Clock
 
 log = logging.getLogger(__name__)
+
+# The hardware's power unit quantises a written limit (e.g. 125000 µW): a read-back within one
+# unit of what was written is the same limit.
+RAPL_UNIT_TOLERANCE_UW = 125_000
 
 # Writes one host file; returns None, or why the kernel refused (see ``sysfswrite.write_attr``).
 Writer = Callable[[Path, str], str | None]
@@ -35,9 +40,11 @@ class CPUEnforcer:
         self.dvfs_config = dvfs
         self.simulate_only = simulate_only
         self.dvfs = cpucontrol.DvfsController(dvfs)
-        self.meter = cpucontrol.PowerMeter()
+        self.meter = WindowedPowerMeter()
         # PL1 values found before the agent's first write, restored when the intent goes away.
         self.rapl_original_uw: dict[str, int] = {}
+        # PL1 the agent last wrote (or found) per zone: a later read-back that differs is drift.
+        self.rapl_applied_uw: dict[str, int] = {}
         self.dvfs_active = False
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts, hardware: NodeHardwareStatus | None) -> CPUOutcome:
@@ -58,17 +65,22 @@ class CPUEnforcer:
 
         rapl_note = ""
         if cap.socket_w is not None and cpucontrol.plan_rapl(facts.zones, cap.socket_w).writes:
-            written, rejected = self._apply_rapl(facts.zones, cap.socket_w)
+            written, rejected, drift = self._apply_rapl(facts.zones, cap.socket_w)
+            drift_text = f"{'; '.join(drift)}; re-applied" if drift else ""
+            if drift:
+                log.warning("node %s: RAPL cap drift: %s", self.record.node, drift_text)
             if written and not rejected:
                 self._restore_dvfs(facts.policies)
                 self.record.backend("rapl")
                 return CPUOutcome("rapl", "applied",
-                                  f"RAPL package cap {cap.socket_w:.1f}W per socket applied on {', '.join(written)}")
+                                  f"RAPL package cap {cap.socket_w:.1f}W per socket applied on {', '.join(written)}",
+                                  drift_text)
             if written:
                 self.record.backend("rapl")
                 return CPUOutcome("rapl", "error",
                                   f"RAPL package cap {cap.socket_w:.1f}W per socket applied on {len(written)} of "
-                                  f"{len(written) + len(rejected)} package zones; rejected: {'; '.join(rejected)}")
+                                  f"{len(written) + len(rejected)} package zones; rejected: {'; '.join(rejected)}",
+                                  drift_text)
             rapl_note = f"RAPL limit rejected ({'; '.join(rejected)}); "
         elif cap.socket_w is not None:
             unwritable = cpucontrol.plan_rapl(facts.zones, cap.socket_w).unwritable
@@ -92,31 +104,39 @@ class CPUEnforcer:
     def _limit_path(self, w: cpucontrol.RaplWrite) -> Path:
         return self.paths.powercap / w.zone_id / f"constraint_{w.constraint}_power_limit_uw"
 
-    def _apply_rapl(self, zones: list[powercap.Zone], socket_w: float) -> tuple[list[str], list[str]]:
-        """Write PL1 on every package zone; (written zones, rejected 'zone: reason')."""
+    def _apply_rapl(self, zones: list[powercap.Zone], socket_w: float) -> tuple[list[str], list[str], list[str]]:
+        """Write PL1 on every package zone; (written zones, rejected 'zone: reason', drifted 'zone: what')."""
         plan = cpucontrol.plan_rapl(zones, socket_w)
         written: list[str] = []
         rejected = [f"{z}: {'PL1 not writable'}" for z in plan.unwritable]
+        drift: list[str] = []
         for w in plan.writes:
             path = self._limit_path(w)
             current = read_int(path)
             if current == w.limit_uw:
                 written.append(w.zone_id)
+                self.rapl_applied_uw[w.zone_id] = w.limit_uw
                 continue
+            if (self.rapl_applied_uw.get(w.zone_id) == w.limit_uw and current is not None
+                    and abs(current - w.limit_uw) > RAPL_UNIT_TOLERANCE_UW):
+                # The limit the agent wrote reads back changed: a BIOS/BMC, another tool or a reset.
+                drift.append(f"{w.zone_id} PL1 reads {current / 1e6:.1f}W, intent {w.limit_uw / 1e6:.1f}W")
             err = self.write(path, str(w.limit_uw))
             if err is None:
                 # Read back: a kernel that silently keeps the old value has not applied the cap.
                 # The hardware's power unit quantises the limit (e.g. 125000 µW), so allow one unit.
                 after = read_int(path)
-                if after is None or abs(after - w.limit_uw) > 125_000:
+                if after is None or abs(after - w.limit_uw) > RAPL_UNIT_TOLERANCE_UW:
                     err = f"limit reads back {after} µW after writing {w.limit_uw} µW (locked?)"
             if err is None:
                 if current is not None:
                     self.rapl_original_uw.setdefault(w.zone_id, current)
                 written.append(w.zone_id)
+                self.rapl_applied_uw[w.zone_id] = w.limit_uw
             else:
+                self.rapl_applied_uw.pop(w.zone_id, None)
                 rejected.append(f"{w.zone_id}: {err}")
-        return written, rejected
+        return written, rejected, drift
 
     def _restore_rapl(self, zones: list[powercap.Zone]) -> None:
         for zid, uw in list(self.rapl_original_uw.items()):
@@ -127,6 +147,7 @@ class CPUEnforcer:
                 path = self.paths.powercap / zid / f"constraint_{c.index}_power_limit_uw"
             if self.write(path, str(uw)) is None:
                 del self.rapl_original_uw[zid]
+        self.rapl_applied_uw.clear()
 
     # ----- DVFS -----
     def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str]]:

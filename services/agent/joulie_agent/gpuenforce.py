@@ -1,18 +1,24 @@
 """GPU cap enforcement on one node: through NVML where it is loaded, else the vendor's tool
 (``nvidia-smi``, ``amd-smi``, ``rocm-smi``), re-reading the GPU inventory when the intent changes
-or the last reading is older than the verify interval. A shell: it runs the tools; the plan (which
-cap on which device) comes from the pure ``gpucontrol``, the tool arguments and parsers from
-``gputools``."""
+or the last reading is older than the verify interval. Each re-reading also reads the limit each
+board *enforces* and re-applies a cap a board lost (drift, see ``gpuverify``). A shell: it runs
+the tools; the plan (which cap on which device) comes from the pure ``gpucontrol``, the tool
+arguments and parsers from ``gputools``."""
 
 from __future__ import annotations
 
-from joulie_agent import gpucontrol, gputools, hostread
+import logging
+from dataclasses import replace
+
+from joulie_agent import gpucontrol, gputools, gpuverify, hostread
 from joulie_agent.discovery import HostFacts, expected_gpu_vendor
 from joulie_agent.nvml import NVML
 from joulie_agent.outcomes import GPUBackend, GPUOutcome
 from joulie_agent.toolrun import Runner
 from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_common.clock import Clock
+
+log = logging.getLogger(__name__)
 
 
 class GPUEnforcer:
@@ -25,26 +31,51 @@ class GPUEnforcer:
         self.simulate_only = simulate_only
         self.checked_s: float | None = None
         self.intent: tuple[float | None, float | None] | None = None
+        # Watts each GPU was set to (or found at) for the current intent: a later reading that
+        # differs is drift, not a first application.
+        self.applied: dict[int, float] = {}
 
-    def _inventory(self, facts: HostFacts, intent: tuple[float | None, float | None]) -> gputools.Inventory | None:
-        """The node's GPUs, re-read (into ``facts.gpu``) when stale or the intent changed."""
+    def _inventory(self, facts: HostFacts,
+                   intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:
+        """(the node's GPUs, whether just re-read): re-read into ``facts.gpu`` when stale or the intent changed."""
         now = self.clock.monotonic()
         stale = self.checked_s is None or now - self.checked_s >= self.verify_interval_s
-        if stale or intent != self.intent:
-            vendor = facts.gpu.vendor if facts.gpu and facts.gpu.devices else expected_gpu_vendor(
-                facts.labels, facts.nvidiactl)
-            facts.gpu = hostread.gpu_inventory(vendor, self.run, self.nvml)
-            self.checked_s = now
-        return facts.gpu
+        if not stale and intent == self.intent:
+            return facts.gpu, False
+        vendor = facts.gpu.vendor if facts.gpu and facts.gpu.devices else expected_gpu_vendor(
+            facts.labels, facts.nvidiactl)
+        facts.gpu = hostread.gpu_inventory(vendor, self.run, self.nvml)
+        self.checked_s = now
+        if facts.gpu is not None and facts.gpu.vendor == "nvidia" and facts.gpu.devices:
+            self._read_enforced(facts.gpu)
+        return facts.gpu, True
+
+    def _read_enforced(self, inv: gputools.Inventory) -> None:
+        """Fill each device's enforced limit (NVML, else nvidia-smi); unknown where neither says."""
+        enforced: dict[int, float] = {}
+        if inv.source == "nvml" and self.nvml is not None:
+            lib = self.nvml.lib
+            for d in inv.devices:
+                try:
+                    enforced[d.index] = lib.nvmlDeviceGetEnforcedPowerLimit(lib.nvmlDeviceGetHandleByIndex(d.index)) / 1000
+                except Exception as err:  # NVMLError_NotSupported: unknown, the requested limit stands in
+                    inv.warnings.append(f"nvml: gpu {d.index}: nvmlDeviceGetEnforcedPowerLimit: {err}")
+        else:
+            res = self.run(gputools.NVIDIA_ENFORCED_QUERY)
+            if res.ok:
+                enforced, warnings = gputools.parse_nvidia_enforced(res.output)
+                inv.warnings.extend(warnings)
+        inv.devices = [replace(d, enforced_w=enforced.get(d.index)) for d in inv.devices]
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
         """Enforce the spec's GPU cap on every device (only those whose cap differs are set)."""
         cap = spec.gpu.power_cap if spec and spec.gpu else None
         if cap is None or (cap.cap_watts_per_gpu is None and cap.cap_pct_of_max is None):
             self.intent = None
+            self.applied = {}
             return GPUOutcome("none", "none", "no GPU cap intent")
         intent = (cap.cap_watts_per_gpu, cap.cap_pct_of_max)
-        inv = self._inventory(facts, intent)
+        inv, fresh = self._inventory(facts, intent)
         self.intent = intent
         if inv is None or not inv.devices:
             if inv is not None and inv.warnings:
@@ -55,18 +86,23 @@ class GPUEnforcer:
         plan = gpucontrol.plan_gpu_caps(cap, inv.devices)
         if plan.blocked:
             return GPUOutcome("none", "blocked", plan.blocked)
-        todo = gpucontrol.changed_targets(plan, inv.devices)
+        drift = gpuverify.drifted(plan.targets, self.applied, inv.devices) if fresh else {}
+        todo = {**gpucontrol.changed_targets(plan, inv.devices), **{i: plan.targets[i] for i in drift}}
         watts = sorted(set(plan.targets.values()))
         label = f"{watts[0]:.1f}W" if len(watts) == 1 else f"{watts[0]:.1f}-{watts[-1]:.1f}W"
         if self.simulate_only:
             return GPUOutcome("none", "none", f"simulate-only mode: gpu cap {label} on {len(plan.targets)} devices "
                               "not enforced")
+        drift_text = gpuverify.describe(drift)
+        if drift:
+            log.warning("gpu cap drift: %s", drift_text)
         failures = self._set_caps(inv, todo)
+        self.applied = {i: w for i, w in plan.targets.items() if i not in failures}
         if failures:
             ok = len(plan.targets) - len(failures)
             return GPUOutcome(backend, "error", f"gpu cap {label} applied on {ok} of {len(plan.targets)} devices; "
-                              f"failed: {'; '.join(failures)[:400]}")
-        return GPUOutcome(backend, "applied", f"applied gpu cap {label} on {len(plan.targets)} devices")
+                              f"failed: {'; '.join(failures.values())[:400]}", drift_text)
+        return GPUOutcome(backend, "applied", f"applied gpu cap {label} on {len(plan.targets)} devices", drift_text)
 
     def _set_one(self, inv: gputools.Inventory, idx: int, w: float) -> str | None:
         """Set one device's cap; None, or why not."""
@@ -85,13 +121,14 @@ class GPUEnforcer:
             return f"{res.describe()}"
         return f"{' '.join(res.argv)}: cap not set: {gputools.rocmsmi_failure_reason(res.output)[:160]}"
 
-    def _set_caps(self, inv: gputools.Inventory, todo: dict[int, float]) -> list[str]:
-        failures: list[str] = []
+    def _set_caps(self, inv: gputools.Inventory, todo: dict[int, float]) -> dict[int, str]:
+        """Set each GPU's cap; {index: why not} for those that failed."""
+        failures: dict[int, str] = {}
         done: dict[int, float] = {}
         for idx, w in sorted(todo.items()):
             err = self._set_one(inv, idx, w)
             if err:
-                failures.append(f"gpu {idx}: {err}")
+                failures[idx] = f"gpu {idx}: {err}"
             else:
                 done[idx] = w
         if done and inv.source == "amd-smi":
@@ -101,8 +138,7 @@ class GPUEnforcer:
             for idx, w in list(done.items()):
                 got = now.get(idx)
                 if got is None or abs(got - w) > 1.0:
-                    failures.append(f"gpu {idx}: amd-smi reports cap {got} W after setting {w:.0f} W")
+                    failures[idx] = f"gpu {idx}: amd-smi reports cap {got} W after setting {w:.0f} W"
                     del done[idx]
-        inv.devices = [gputools.GPUDevice(d.index, d.name, d.min_w, d.max_w, done.get(d.index, d.current_cap_w),
-                                          d.default_w, d.draw_w) for d in inv.devices]
+        inv.devices = [replace(d, current_cap_w=done.get(d.index, d.current_cap_w)) for d in inv.devices]
         return failures

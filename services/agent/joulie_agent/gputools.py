@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 NVIDIA_QUERY_FIELDS = "index,power.min_limit,power.max_limit,power.limit,power.draw,name"
 NVIDIA_QUERY = ["nvidia-smi", f"--query-gpu={NVIDIA_QUERY_FIELDS}", "--format=csv,noheader,nounits"]
+# The limit the board actually enforces. `power.limit` is only the one last requested: a driver that
+# tears its state down (persistence mode off, no client) or a reset goes back to the default while
+# `power.limit` may still read the request. A query of its own, so captures of NVIDIA_QUERY stay valid.
+NVIDIA_ENFORCED_QUERY = ["nvidia-smi", "--query-gpu=index,enforced.power.limit", "--format=csv,noheader,nounits"]
 AMDSMI_LIMITS = ["amd-smi", "static", "--limit", "--json"]
 ROCMSMI_LEGACY_QUERY = ["rocm-smi", "--showpowercap", "--showproductname", "--json"]
 ROCMSMI_PRODUCT_QUERY = ["rocm-smi", "--showproductname", "--json"]
@@ -29,6 +33,9 @@ class GPUDevice:
     current_cap_w: float | None = None
     default_w: float | None = None
     draw_w: float | None = None
+    # What the device enforces when the source says so apart from the requested limit (NVML
+    # nvmlDeviceGetEnforcedPowerLimit, nvidia-smi enforced.power.limit); None: not read.
+    enforced_w: float | None = None
 
 
 @dataclass
@@ -81,6 +88,30 @@ def parse_nvidia_csv(text: str) -> Inventory:
         inv.devices.append(GPUDevice(index=index, name=",".join(fields[5:]), min_w=min_w, max_w=max_w,
                                      current_cap_w=limit_w, draw_w=draw_w))
     return inv
+
+
+def parse_nvidia_enforced(text: str) -> tuple[dict[int, float], list[str]]:
+    """Rows of NVIDIA_ENFORCED_QUERY output: ({index: enforced watts}, warnings naming the line)."""
+    out: dict[int, float] = {}
+    warnings: list[str] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = [f.strip().strip('"').strip() for f in line.split(",")]
+        if len(fields) != 2:
+            warnings.append(f"nvidia-smi enforced.power.limit: line {lineno}: expected 2 fields, got "
+                            f"{len(fields)}: {line[:80]!r}")
+            continue
+        try:
+            index = int(fields[0])
+        except ValueError:
+            warnings.append(f"nvidia-smi enforced.power.limit: line {lineno}: index {fields[0][:20]!r} is not an "
+                            "integer")
+            continue
+        w = parse_watts(fields[1])
+        if w is not None:
+            out[index] = w
+    return out, warnings
 
 
 def _json(text: str, tool: str, inv: Inventory) -> Any:
@@ -145,7 +176,7 @@ def parse_rocmsmi(text: str) -> Inventory:
     if not isinstance(doc, dict):
         return inv
     for key, card in doc.items():
-        m = re.fullmatch(r"card(\d+)", key)
+        m = re.fullmatch(r"card([0-9]{1,6})", key)
         if not m or not isinstance(card, dict):
             continue
         name = str(card.get("Card Series") or card.get("Card series") or card.get("Card Model") or "").strip()
@@ -166,9 +197,7 @@ def rocmsmi_rejected_flag(text: str) -> bool:
 
 
 def merge_names(inv: Inventory, names: dict[int, str]) -> None:
-    inv.devices = [d if d.name or d.index not in names else GPUDevice(
-        index=d.index, name=names[d.index], min_w=d.min_w, max_w=d.max_w, current_cap_w=d.current_cap_w,
-        default_w=d.default_w, draw_w=d.draw_w) for d in inv.devices]
+    inv.devices = [d if d.name or d.index not in names else replace(d, name=names[d.index]) for d in inv.devices]
 
 
 def nvidia_set_argv(index: int, watts: float) -> list[str]:

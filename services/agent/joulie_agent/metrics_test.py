@@ -21,14 +21,14 @@ def test_rapl_and_backend_metrics_after_two_reconciles(tmp_path: Path) -> None:
     c.discover({}, {})
     spec = NodeTwinSpec(node_name="n1", profile="eco", cpu=CPUCapSpec(package_power_cap_watts=120))
     c.reconcile_cpu(spec)
-    clock.advance(2)
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(200_000_000))
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(200_000_000))
+    clock.advance(5)  # the power meter's shortest window (energymeter.MIN_WINDOW_S)
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(500_000_000))
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(500_000_000))
     c.reconcile_cpu(spec)
     text = generate_latest(metrics.registry).decode()
     assert 'joulie_backend_mode{mode="rapl",node="n1"} 1.0' in text
     assert 'joulie_backend_mode{mode="dvfs",node="n1"} 0.0' in text
-    assert 'joulie_rapl_energy_uj{node="n1",zone="intel-rapl:0"} 2e+08' in text
+    assert 'joulie_rapl_energy_uj{node="n1",zone="intel-rapl:0"} 5e+08' in text
     assert 'joulie_rapl_estimated_power_watts{node="n1",zone="intel-rapl:0"} 100.0' in text
     assert 'joulie_rapl_package_total_power_watts{node="n1"} 200.0' in text
     assert 'joulie_policy_cap_watts{node="n1",policy=""} 120.0' in text

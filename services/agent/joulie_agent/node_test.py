@@ -60,6 +60,20 @@ def test_a03_cap_is_written_to_both_package_pl1_files_and_nothing_else(tmp_path:
     assert "120.0W per socket" in out.message and "intel-rapl:1" in out.message
 
 
+def test_rapl_limit_changed_out_of_band_is_reported_as_drift_and_written_again(tmp_path: Path) -> None:
+    # Issue 23, defect 1 (CPU side): the PL1 read back is the check that the cap still holds.
+    testtrees.rapl_node(tmp_path, sockets=2)
+    c = controller(tmp_path)
+    assert c.reconcile_cpu(spec(cpu_w=120)).drift == ""
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/constraint_0_power_limit_uw", "165000000")
+    out = c.reconcile_cpu(spec(cpu_w=120))
+    assert (out.backend, out.result) == ("rapl", "applied")
+    assert out.drift == "intel-rapl:1 PL1 reads 165.0W, intent 120.0W; re-applied"
+    assert testtrees.pl1(tmp_path, "intel-rapl:1") == "120000000"
+    assert c.reconcile_cpu(spec(cpu_w=120)).drift == ""
+    assert c.reconcile_cpu(spec(cpu_w=130)).drift == ""  # a new intent is not drift
+
+
 def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
     testtrees.rapl_node(tmp_path)
     c = controller(tmp_path, labels={})
@@ -144,13 +158,13 @@ def test_simulate_only_writes_nothing(tmp_path: Path) -> None:
 def test_a08_power_across_an_energy_wrap_counts_each_package_once(tmp_path: Path) -> None:
     rng = 262_143_328_850
     testtrees.rapl_node(tmp_path, psys=True)
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 50_000_000))
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(rng - 250_000_000))
     clock = FakeClock()
     c = controller(tmp_path, clock=clock)
     assert c.cpu.package_power_w(c.facts.zones) is None  # first sample only
-    clock.advance(1.0)
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(50_000_000))  # wrapped: +100 J
-    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(80_000_000))  # +80 J
+    clock.advance(5.0)  # the power meter's shortest window (energymeter.MIN_WINDOW_S)
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj", str(250_000_000))  # wrapped: +500 J
+    testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:1/energy_uj", str(400_000_000))  # +400 J
     testtrees.write(tmp_path / "sys/class/powercap/intel-rapl:2/energy_uj", str(10**9))  # psys: ignored
     total = c.cpu.package_power_w(c.facts.zones)
     assert total == pytest.approx(180.0, rel=0.01)
@@ -225,11 +239,12 @@ def test_percent_without_cap_range_throttles_directly(tmp_path: Path) -> None:
 
 # ----- GPU -----
 
-def nvidia_node(tmp_path: Path, min_w: str = "200.00", max_w: str = "700.00") -> tuple[NodeController, testtrees.FakeGPUs]:
+def nvidia_node(tmp_path: Path, min_w: str = "200.00", max_w: str = "700.00",
+                clock: FakeClock | None = None) -> tuple[NodeController, testtrees.FakeGPUs]:
     testtrees.cpuinfo(tmp_path)
     testtrees.write(tmp_path / "dev" / "nvidiactl", "")
     gpus = testtrees.fake_nvidia_smi(tmp_path, min_w=min_w, max_w=max_w)
-    return controller(tmp_path, gpus.bin_dir, allocatable={"nvidia.com/gpu": "8"}), gpus
+    return controller(tmp_path, gpus.bin_dir, allocatable={"nvidia.com/gpu": "8"}, clock=clock), gpus
 
 
 def test_a05_gpu_cap_is_set_on_every_gpu_and_not_rewritten_when_unchanged(tmp_path: Path) -> None:
@@ -241,6 +256,40 @@ def test_a05_gpu_cap_is_set_on_every_gpu_and_not_rewritten_when_unchanged(tmp_pa
     assert [f"-i {i} -pl 250" for i in range(8)] == [x for x in gpus.calls() if "-pl" in x]
     c.reconcile_gpu(spec(gpu_w=250))
     assert len([x for x in gpus.calls() if "-pl" in x]) == 8
+
+
+def test_gpu_that_lost_its_limit_is_reported_as_drift_and_set_again(tmp_path: Path) -> None:
+    # Issue 23, defect 1: the board went back to 700 W (persistence mode off) while power.limit
+    # still read 350 W; the agent must read the enforced limit, say so and set the cap again.
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    first = c.reconcile_gpu(spec(gpu_w=350))
+    assert (first.result, first.drift) == ("applied", "")
+    testtrees.write(gpus.state / "gpu4" / "enforced", "700.00")
+    clock.advance(61)  # past the GPU verify interval
+    out = c.reconcile_gpu(spec(gpu_w=350))
+    assert (out.backend, out.result) == ("host-nvidia", "applied")
+    assert out.drift == "gpu 4 enforces 700.0W, intent 350.0W; re-applied"
+    assert [x for x in gpus.calls() if "-pl" in x][-1] == "-i 4 -pl 350"
+    assert out.status(clock).drift == out.drift
+    clock.advance(61)
+    assert c.reconcile_gpu(spec(gpu_w=350)).drift == ""  # held since
+
+
+def test_a_limit_changed_out_of_band_is_drift_too(tmp_path: Path) -> None:
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    c.reconcile_gpu(spec(gpu_w=300))
+    testtrees.write(gpus.state / "gpu1" / "limit", "650.00")
+    clock.advance(61)
+    out = c.reconcile_gpu(spec(gpu_w=300))
+    assert out.drift == "gpu 1 limit 650.0W, intent 300.0W; re-applied" and gpus.limit_w(1) == 300.0
+
+
+def test_a_new_intent_is_not_drift(tmp_path: Path) -> None:
+    c, _ = nvidia_node(tmp_path)
+    c.reconcile_gpu(spec(gpu_w=300))
+    assert c.reconcile_gpu(spec(gpu_w=400)).drift == ""
 
 
 def test_gpu_percent_is_of_each_gpus_max(tmp_path: Path) -> None:

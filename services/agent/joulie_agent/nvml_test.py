@@ -88,3 +88,42 @@ def test_controller_sets_gpu_caps_through_nvml_and_reports_partial_failure(tmp_p
     assert (out.backend, out.result) == ("host-nvidia", "error")
     assert "1 of 2" in out.message and "gpu 1" in out.message
     assert lib.limits_mw == {0: 250_000, 1: 700_000}
+
+
+class ResettingNVML(FakeNVML):
+    """A board that enforces its default (700 W) whatever limit was requested: the lost-limit case."""
+
+    def __init__(self) -> None:
+        super().__init__(n=1)
+        self.enforced_mw = 700_000
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
+        return self.enforced_mw
+
+    def nvmlDeviceSetPowerManagementLimit(self, h: int, mw: int) -> None:
+        self.limits_mw[h] = mw
+        self.sets = getattr(self, "sets", 0) + 1
+
+
+def test_nvml_enforced_limit_above_the_cap_is_drift_and_the_cap_is_set_again(tmp_path: Any) -> None:
+    from joulie_agent import testtrees
+    from joulie_agent.catalog import load_catalog
+    from joulie_agent.hostread import HostPaths
+    from joulie_agent.node import NodeController
+    from joulie_agent.toolrun import make_runner
+    from joulie_api.generated.nodetwin import GPUCapSpec, GPUPowerCap, NodeTwinSpec
+    from joulie_common.clock import FakeClock
+
+    testtrees.cpuinfo(tmp_path)
+    lib = ResettingNVML()
+    clock = FakeClock()
+    c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path)), open_nvml(lib),
+                       clock)
+    c.discover({}, {})
+    twin = NodeTwinSpec(node_name="n1", profile="eco", gpu=GPUCapSpec(power_cap=GPUPowerCap(cap_watts_per_gpu=350)))
+    assert c.reconcile_gpu(twin).drift == ""
+    lib.enforced_mw = 700_000  # the driver dropped the limit; nvmlDeviceGetPowerManagementLimit still says 350 W
+    clock.advance(61)
+    out = c.reconcile_gpu(twin)
+    assert out.drift == "gpu 0 enforces 700.0W, intent 350.0W; re-applied"
+    assert lib.sets == 2

@@ -22,10 +22,12 @@ class CPUOutcome:
     backend: CPUBackend
     result: Result
     message: str
+    # What the device enforced differently from the intent at this check (re-applied); "" if nothing.
+    drift: str = ""
 
     def status(self, clock: Clock) -> CPUControlStatus:
         return CPUControlStatus(backend=self.backend, result=self.result, message=self.message,
-                                updated_at=clock.now())
+                                drift=self.drift or None, updated_at=clock.now())
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,8 @@ class GPUOutcome:
     backend: GPUBackend
     result: Result
     message: str
+    drift: str = ""
 
     def status(self, clock: Clock) -> GPUControlStatus:
         return GPUControlStatus(backend=self.backend, result=self.result, message=self.message,
-                                updated_at=clock.now())
+                                drift=self.drift or None, updated_at=clock.now())

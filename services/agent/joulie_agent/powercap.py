@@ -86,7 +86,9 @@ def parse_int(text: str | None) -> int | None:
     if text is None:
         return None
     s = text.strip()
-    if not re.fullmatch(r"[+-]?\d+", s):
+    # At most 20 digits (sysfs integers are 64-bit): a longer run is garbage, and past 4300 digits
+    # int() raises with an interpreter hint (found by parsers_fuzz_test, issue 23).
+    if not re.fullmatch(r"[+-]?[0-9]{1,20}", s):
         return None
     return int(s)
 

@@ -2,7 +2,13 @@
 
 Writes go through `joulie_api.kube.JoulieClient` as field manager joulie-agent: NodeHardware by
 server-side apply (spec, then status), NodeTwin by server-side apply of status.controlStatus only,
-so managedFields show the agent owning nothing else of a NodeTwin.
+so managedFields show the agent owning nothing else of a NodeTwin. controlStatus carries the
+agent's heartbeat (`heartbeatAt`), rewritten at least every AGENT_HEARTBEAT.
+
+Enforcement is local and never waits for the API server: while it does not answer, the agent
+keeps enforcing the last intent it read, relaxes every cap once the NodeTwin has been unreadable
+for SPEC_READ_TIMEOUT (as the README says), and logs one line when the API server goes away and
+one when it is back (`joulie_api.outage`), trying it again on the backoff schedule meanwhile.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from joulie_agent.node import CPUOutcome, GPUOutcome, NodeController, NodeOption
 from joulie_agent.nvml import NVML, open_nvml
 from joulie_agent.settings import Settings
 from joulie_agent.toolrun import make_runner
+from joulie_api.backoff import Backoff
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
 from joulie_api.generated.nodetwin import ControlStatus, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, object_name_for_node
+from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import Clock, SystemClock
 from joulie_common.sharding import owns_node
 
@@ -52,11 +60,13 @@ class SkipUnchanged:
 class AgentKube:
     """The agent's only Kubernetes reads and writes."""
 
-    def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0):
+    def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0, heartbeat_s: float = 30.0):
         self.client = client
         self.clock = clock
         self.hw_writes = SkipUnchanged(rewrite_s)
-        self.status_writes = SkipUnchanged(rewrite_s)
+        # controlStatus is rewritten unchanged every heartbeat: its heartbeatAt is the agent's
+        # liveness, which the controller manager watches (agent-lost).
+        self.status_writes = SkipUnchanged(heartbeat_s)
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         """Apply NodeHardware for `node`; False when skipped as unchanged."""
@@ -83,7 +93,8 @@ class AgentKube:
         now = self.clock.monotonic()
         if not self.status_writes.due(name, payload, now):
             return False
-        status = NodeTwinStatus(control_status=ControlStatus(cpu=cpu.status(self.clock), gpu=gpu.status(self.clock)))
+        status = NodeTwinStatus(control_status=ControlStatus(
+            heartbeat_at=self.clock.now(), cpu=cpu.status(self.clock), gpu=gpu.status(self.clock)))
         try:
             self.client.apply_status(NODE_TWIN, name, status)
         except KubeWriteError as err:
@@ -109,6 +120,11 @@ class Agent:
         self.discovered_at: dict[str, float] = {}
         # Last good NodeTwin read per node: (time, exists, spec).
         self.last_spec: dict[str, tuple[float, bool, NodeTwinSpec | None]] = {}
+        self.api = Outage("API server", log, clock.monotonic)
+        # The nodes of the last good listing, reconciled while the API server does not answer.
+        self.last_nodes: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        # Nodes whose caps were relaxed for an unreadable NodeTwin (logged once, not per tick).
+        self.relaxed: set[str] = set()
 
     def controller(self, node: str) -> NodeController:
         c = self.controllers.get(node)
@@ -138,45 +154,83 @@ class Agent:
             out.append((name, labels, alloc))
         return out
 
+    def _api_call(self, call: Any) -> tuple[bool, Any]:
+        """(answered, result) of one API call, skipped while backing off from an outage.
+
+        Only no answer is an outage; a refusal (a 4xx, an undecodable object) raises as before.
+        """
+        if not self.api.due():
+            return False, None
+        try:
+            result = call()
+        except Exception as err:
+            if not unanswered(err):
+                raise
+            self.api.failed(err)
+            return False, None
+        self.api.ok()
+        return True, result
+
     def tick(self) -> int:
         """One reconcile of every owned node; returns the number of nodes that failed."""
         failed = 0
-        nodes = self.nodes()
-        for gone in set(self.controllers) - {n for n, _, _ in nodes}:
-            del self.controllers[gone]
+        listed, nodes = self._api_call(self.nodes)
+        if listed:
+            self.last_nodes = nodes
+            for gone in set(self.controllers) - {n for n, _, _ in nodes}:
+                del self.controllers[gone]
+        else:
+            nodes = self.last_nodes  # keep enforcing on the nodes we know
         for name, labels, allocatable in nodes:
             try:
-                self.reconcile_node(name, labels, allocatable)
+                if not self.reconcile_node(name, labels, allocatable):
+                    # Enforced from the last intent, but not reconciled with the cluster: counted,
+                    # logged once for the whole outage by `self.api`.
+                    failed += 1
+                    self.metrics.reconcile_errors.labels(name).inc()
             except Exception as err:  # one node's failure must not stop the others
                 failed += 1
                 self.metrics.reconcile_errors.labels(name).inc()
                 log.error("node %s: reconcile failed: %s", name, err)
         return failed
 
-    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str]) -> None:
+    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str]) -> bool:
+        """Reconcile one node; False when the API server did not answer (the last intent was enforced)."""
         c = self.controller(name)
         now = self.clock.monotonic()
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
             c.discover(labels, allocatable)
             self.discovered_at[name] = now
-        assert c.hardware is not None
-        self.kube.publish_hardware(name, c.hardware)
-        try:
-            exists, spec = self.kube.read_spec(name)
-        except Exception:
-            # Keep enforcing the last known intent for a while; past spec_read_timeout_s, relax
-            # every cap (no intent), as a node cut off from its controller must not stay capped.
-            t, exists, spec = self.last_spec.get(name, (now, False, None))
-            if now - t >= self.s.spec_read_timeout_s:
-                log.warning("node %s: NodeTwin unreadable for %.0f s; relaxing all caps", name, now - t)
-                c.reconcile(None)
-            else:
-                c.reconcile(spec)
-            raise
+        hardware = c.hardware
+        assert hardware is not None
+        published, _ = self._api_call(lambda: self.kube.publish_hardware(name, hardware))
+        answered, read = self._api_call(lambda: self.kube.read_spec(name))
+        if not answered:
+            self._enforce_last_intent(name, c, now)
+            return False
+        exists, spec = read
         self.last_spec[name] = (now, exists, spec)
+        if name in self.relaxed:
+            self.relaxed.discard(name)
+            log.warning("node %s: NodeTwin readable again; enforcing its intent", name)
         cpu, gpu = c.reconcile(spec)
+        written = True
         if exists:
-            self.kube.write_control_status(name, cpu, gpu)
+            written, _ = self._api_call(lambda: self.kube.write_control_status(name, cpu, gpu))
+        return published and written
+
+    def _enforce_last_intent(self, name: str, c: NodeController, now: float) -> None:
+        """Keep enforcing the last intent read; past spec_read_timeout_s relax every cap (no
+        intent), as a node cut off from its controller must not stay capped."""
+        t, _exists, spec = self.last_spec.get(name, (now, False, None))
+        if now - t >= self.s.spec_read_timeout_s:
+            if name not in self.relaxed:
+                self.relaxed.add(name)
+                log.warning("node %s: NodeTwin unreadable for %.0f s (SPEC_READ_TIMEOUT %.0f s); relaxing all caps",
+                            name, now - t, self.s.spec_read_timeout_s)
+            c.reconcile(None)
+        else:
+            c.reconcile(spec)
 
 
 class TwinWatcher:
@@ -231,7 +285,10 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     from joulie_api.kubeconfig import api_client
 
     api = api_client()
-    kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
+    # No retries inside a call: the loop's outage backoff decides when to try again, and
+    # enforcement must not wait 54 s on a write to an API server that is down.
+    kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT, Backoff(delays_s=())), clock, settings.hardware_rewrite_s,
+                     settings.heartbeat_s)
     agent = Agent(settings, kube, load_catalog(), clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None)
     stop, wake = threading.Event(), threading.Event()

@@ -11,3 +11,29 @@ def test_unchanged_payload_is_skipped_until_the_rewrite_interval() -> None:
     assert s.due("n1", {"a": 2}, 10)
     assert s.due("n1", {"a": 1}, 300)
     assert s.due("n2", {"a": 1}, 10)
+
+
+def test_control_status_is_rewritten_every_heartbeat_with_its_time() -> None:
+    from typing import Any
+
+    from joulie_agent.outcomes import CPUOutcome, GPUOutcome
+    from joulie_agent.runner import AgentKube
+    from joulie_common.clock import FakeClock
+
+    class Client:
+        def __init__(self) -> None:
+            self.writes: list[Any] = []
+
+        def apply_status(self, resource: Any, name: str, status: Any) -> None:
+            self.writes.append(status)
+
+    client, clock = Client(), FakeClock()
+    kube = AgentKube(client, clock, rewrite_s=300, heartbeat_s=30)  # type: ignore[arg-type]
+    cpu, gpu = CPUOutcome("rapl", "applied", "x"), GPUOutcome("none", "none", "no GPU cap intent")
+    assert kube.write_control_status("n1", cpu, gpu)
+    clock.advance(29)
+    assert not kube.write_control_status("n1", cpu, gpu)  # unchanged, heartbeat not due
+    clock.advance(1)
+    assert kube.write_control_status("n1", cpu, gpu)
+    beats = [w.control_status.heartbeat_at for w in client.writes]
+    assert beats[0] is not None and beats[1] is not None and (beats[1] - beats[0]).total_seconds() == 30

@@ -55,6 +55,7 @@ class Settings:
     pool_selector: POOL_NODE_SELECTOR (default joulie.io/managed=true); pool_shards: POOL_SHARDS (1);
         pool_shard_id: POOL_SHARD_ID, else the integer suffix of POD_NAME, else 0.
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
+    heartbeat_s: AGENT_HEARTBEAT; controlStatus (with heartbeatAt) is rewritten at least this often (30s).
     tool_timeout_s: GPU_TOOL_TIMEOUT, seconds per GPU tool command (3).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
@@ -74,6 +75,7 @@ class Settings:
     pool_shards: int = 1
     pool_shard_id: int = 0
     spec_read_timeout_s: float = 300.0
+    heartbeat_s: float = 30.0
     tool_timeout_s: float = 3.0
     tool_path: str = ""
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
@@ -136,6 +138,7 @@ class Settings:
             metrics_addr=e.get("METRICS_ADDR", "127.0.0.1:8080"),
             pool_selector=e.get("POOL_NODE_SELECTOR", "joulie.io/managed=true"),
             pool_shards=shards, pool_shard_id=int(shard), spec_read_timeout_s=dur("SPEC_READ_TIMEOUT", 300.0),
+            heartbeat_s=dur("AGENT_HEARTBEAT", 30.0),
             tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
             dvfs=DvfsConfig(
                 ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),

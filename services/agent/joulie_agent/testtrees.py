@@ -117,12 +117,20 @@ if [ "$1" = "--query-gpu=index,power.min_limit,power.max_limit,power.limit,power
   done | sort -n
   exit 0
 fi
+# A board that lost its limit has an `enforced` file (the driver's default) until the next -pl.
+if [ "$1" = "--query-gpu=index,enforced.power.limit" ] && [ "$2" = "--format=csv,noheader,nounits" ]; then
+  for d in "$S"/gpu*; do i=${{d##*gpu}}
+    if [ -e "$d/enforced" ]; then e=$(cat "$d/enforced"); else e=$(cat "$d/limit"); fi
+    printf '%s, %s\n' "$i" "$e"
+  done | sort -n
+  exit 0
+fi
 if [ "$1" = "-i" ] && [ "$3" = "-pl" ] && [ $# -eq 4 ]; then
   d="$S/gpu$2"
   [ -d "$d" ] || {{ echo "No devices were found"; exit 6; }}
   [ -e "$d/locked" ] && {{ echo "Changing power management limit is not supported for GPU: 00000000:1$2:00.0."; exit 3; }}
   if awk -v w="$4" -v lo="$(cat "$d/min")" -v hi="$(cat "$d/max")" 'BEGIN {{ exit !(w >= lo && w <= hi) }}'; then
-    old=$(cat "$d/limit"); printf '%s.00' "$4" > "$d/limit"
+    old=$(cat "$d/limit"); printf '%s.00' "$4" > "$d/limit"; rm -f "$d/enforced"
     echo "Power limit for GPU 00000000:1$2:00.0 was set to $4.00 W from $old W."; echo "All done."; exit 0
   fi
   echo "Provided power limit $4.00 W is not a valid power limit which should be between $(cat "$d/min") W and $(cat "$d/max") W for GPU 00000000:1$2:00.0"

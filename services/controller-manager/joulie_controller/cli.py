@@ -36,10 +36,13 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here so `--version` and `--help` work without a cluster client.
     from prometheus_client import start_http_server
 
+    from joulie_api.kube import JoulieClient
     from joulie_api.kubeconfig import api_client
+    from joulie_api.names import FIELD_MANAGER_LIVENESS
     from joulie_controller.controller import Controller
     from joulie_controller.kube import ControllerKube
     from joulie_controller.leader import LeaderElector
+    from joulie_controller.liveness import Liveness
     from joulie_controller.metrics import Metrics
     from joulie_controller.prometheus import FacilityReader, PowerReader
     from joulie_controller.settings import Settings, SettingsError
@@ -57,7 +60,9 @@ def _run(args: argparse.Namespace) -> int:
         identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
         elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
     facility = FacilityReader(settings) if settings.enable_facility_metrics else None
-    controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility)
+    liveness = Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry)
+    controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility,
+                            liveness=liveness)
     if args.once:
         summary = controller.tick()
         return 0 if summary.failures == 0 else 1

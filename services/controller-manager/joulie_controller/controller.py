@@ -8,10 +8,12 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.facility import pue
 from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
+from joulie_controller.liveness import Liveness
 from joulie_controller.metrics import Metrics
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
@@ -31,7 +33,7 @@ class TickSummary:
 class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
-                 facility: FacilityReader | None = None):
+                 facility: FacilityReader | None = None, liveness: Liveness | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -41,7 +43,13 @@ class Controller:
         self.memory = Memory()
         self.facility = Facility()
         self.facility_reader = facility
+        self.liveness = liveness
         self._facility_polled: datetime | None = None
+        # Failing ticks and lease renewals are logged once when they start failing and once when
+        # they work again, and retried with backoff: an API server outage used to leave a
+        # traceback per interval (issue 23: 354 of them in 6 minutes).
+        self.tick_health = Outage("reconcile tick", log)
+        self.lease_health = Outage("leader election (lease renewal)", log)
 
     def poll_facility(self, now: datetime) -> None:
         """Poll facility metrics when due (first tick, then every FACILITY_POLL_INTERVAL)."""
@@ -73,6 +81,8 @@ class Controller:
         self.poll_facility(now)
         reading = self.power.read()
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
+        if self.liveness is not None:
+            self.liveness.check(snap.twins, now)
         result = reconcile(snap, self.settings, self.memory)
         for line in result.log:
             log.info("%s", line)
@@ -91,6 +101,16 @@ class Controller:
                      len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
 
+    def _tick_quietly(self) -> float:
+        """One tick; returns the backoff delay after a failure (0 after a success). Only a failure
+        that is no outage (a bug) carries its traceback, once."""
+        try:
+            self.tick()
+        except Exception as err:
+            return self.tick_health.failed(err, traceback=not unanswered(err))
+        self.tick_health.ok()
+        return 0.0
+
     def run(self, stop: threading.Event) -> None:
         """Tick every RECONCILE_INTERVAL until `stop` is set; a failed tick is logged, not fatal.
 
@@ -103,16 +123,14 @@ class Controller:
         try:
             while not stop.is_set():
                 if time.monotonic() >= next_tick:
-                    try:
-                        self.tick()
-                    except Exception:
-                        log.exception("reconcile tick failed; retrying next interval")
-                    next_tick = time.monotonic() + interval
-                elif self.elector is not None:
+                    next_tick = time.monotonic() + max(interval, self._tick_quietly())
+                elif self.elector is not None and self.lease_health.due():
                     try:
                         self._lead()
-                    except Exception:
-                        log.exception("leader election: renewing the lease failed")
+                    except Exception as err:
+                        self.lease_health.failed(err, traceback=not unanswered(err))
+                    else:
+                        self.lease_health.ok()
                 stop.wait(max(0.05, min(renew, next_tick - time.monotonic())))
         finally:
             if self.elector is not None:

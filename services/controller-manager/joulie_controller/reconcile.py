@@ -222,6 +222,7 @@ def owned_status(existing: NodeTwinStatus | None) -> dict[str, Any]:
         return {}
     body = _dump(existing)
     body.pop("controlStatus", None)
+    body.pop("agent", None)  # owned by the liveness check (liveness.py), not by this write
     body.pop("lastUpdated", None)
     return body
 

@@ -59,6 +59,9 @@ class Settings:
     status_refresh_s: float = 120.0
     """STATUS_REFRESH_INTERVAL, default 2m: an unchanged NodeTwin status is rewritten (lastUpdated only)
     this often, well inside the extender's 5 min staleness threshold; changed values are written at once."""
+    agent_lost_after_s: float = 120.0
+    """AGENT_LOST_AFTER, default 2m (four agent heartbeats): a node whose agent's heartbeat
+    (controlStatus.heartbeatAt) is older than this is marked agent-lost (status.agent)."""
     metrics_addr: str = "127.0.0.1:8081"
     """METRICS_ADDR, default 127.0.0.1:8081 (the original bound :8081 on every interface)."""
     node_selector: str = "joulie.io/managed=true"

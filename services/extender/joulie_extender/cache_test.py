@@ -92,3 +92,18 @@ def test_watch_events_update_the_cache_and_a_bad_object_makes_its_node_neutral()
     assert c.hardware("N_1") == HardwareInfo(cpu_total_cores=8)
     c._apply_event(NODE_HARDWARE, KIND_HARDWARE, {"type": "DELETED", "object": hw})
     assert c.hardware("N_1") is None
+
+
+def test_a_node_whose_agent_is_lost_scores_neutral_like_a_stale_twin() -> None:
+    # Issue 23: the controller keeps the twin fresh, but nothing on the node enforces its caps.
+    from datetime import UTC, datetime
+
+    from joulie_api.generated.nodetwin import AgentLiveness, NodeTwin, NodeTwinSpec, NodeTwinStatus
+    from joulie_extender.views import twin_view
+
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    status = NodeTwinStatus(schedulable_class="eco", predicted_power_headroom_score=90, last_updated=now)
+    twin = NodeTwin(spec=NodeTwinSpec(node_name="n1", profile="eco"), status=status)
+    assert twin_view(twin).last_updated == now
+    lost = twin.model_copy(update={"status": status.model_copy(update={"agent": AgentLiveness(state="agent-lost")})})
+    assert twin_view(lost).last_updated is None

@@ -25,7 +25,8 @@ def twin_view(twin: NodeTwin) -> TwinView:
         capped_power_w=(pm.node_capped_power_w or 0.0) if pm else 0.0,
         node_tdp_w=(pm.node_tdp_w or 0.0) if pm else 0.0,
         power_trend_w_per_min=(pm.power_trend_w_per_min or 0.0) if pm else 0.0,
-        last_updated=status.last_updated,
+        # A node whose agent is lost enforces nothing we can vouch for: neutral, as a stale twin.
+        last_updated=None if status.agent is not None and status.agent.state == "agent-lost" else status.last_updated,
         draining=draining or status.schedulable_class == "draining",
         policy_name=policy,
     )

@@ -29,6 +29,9 @@ EVENT_VIEW_RESTARTED = "joulie.sim.view.restarted"
 EVENT_FAULT_INJECTED = "joulie.sim.fault.injected"
 EVENT_FAULT_CLEARED = "joulie.sim.fault.cleared"
 EVENT_GPU_LIMIT_RESET = "joulie.sim.gpu.limit.reset"
+# Files mode: one of a node's files could not be written (immutable, read-only, gone) or is again.
+EVENT_FILE_UNWRITABLE = "joulie.sim.file.unwritable"
+EVENT_FILE_WRITABLE = "joulie.sim.file.writable"
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,11 @@ class Emulator:
             n.faults.clear()
             _sync_faults(n)
         self._emit(Event(EVENT_FAULT_CLEARED, node, self.tick_count, self.clock()))
+
+    def file_fault(self, node: str, path: str, message: str) -> None:
+        """Files mode: ``node``'s ``path`` cannot be written (``message``), or can again (``message`` empty)."""
+        name = EVENT_FILE_UNWRITABLE if message else EVENT_FILE_WRITABLE
+        self._emit(Event(name, node, self.tick_count, self.clock(), path, message))
 
     def _emit(self, ev: Event) -> None:
         if ev.name != EVENT_TICK:

@@ -150,12 +150,16 @@ def _cap(spec_part: Any, watts_key: str, pct_key: str, effective_pct: float | No
     return f"{effective_pct:.0f}%" if effective_pct is not None else "-"
 
 
-def _control(status: Any) -> str:
+def _control(status: Any, agent_lost: bool = False) -> str:
+    """What the agent reports, e.g. "applied (rapl)"; "+ drift" when it found the cap lost and
+    re-applied it; "agent-lost" when the controller manager has not heard from it (issue 23)."""
+    if agent_lost:
+        return "agent-lost"
     result = _get(status, "result")
     backend = _get(status, "backend")
     if not result and not backend:
         return "-"
-    return f"{result or '?'} ({backend or '?'})"
+    return f"{result or '?'} ({backend or '?'})" + (" + drift" if _get(status, "drift") else "")
 
 
 def _pct(used: float, total: float) -> float | None:
@@ -182,6 +186,7 @@ def node_rows(
         alloc = alloc_by_node.get(node, {})
         r = reqs.get(node, Requests())
         draining = bool(_get(twin, "spec", "scheduling", "draining"))
+        lost = _get(st, "agent", "state") == "agent-lost"
         updated = _time(_get(st, "lastUpdated"))
         gpu_alloc = sum(quantity(alloc.get(k)) for k in GPU_RESOURCES)
         gpu_count = int(_num(_get(hw, "status", "gpu", "count")) or gpu_alloc)
@@ -201,8 +206,8 @@ def node_rows(
                          _num(_get(st, "effectiveCapState", "cpuPct"))),
             gpu_cap=_cap(_get(twin, "spec", "gpu", "powerCap"), "capWattsPerGpu", "capPctOfMax",
                          _num(_get(st, "effectiveCapState", "gpuPct"))) if gpu_count else "-",
-            cpu_control=_control(_get(st, "controlStatus", "cpu")),
-            gpu_control=_control(_get(st, "controlStatus", "gpu")) if gpu_count else "-",
+            cpu_control=_control(_get(st, "controlStatus", "cpu"), lost),
+            gpu_control=_control(_get(st, "controlStatus", "gpu"), lost) if gpu_count else "-",
             cpu_req_pct=_pct(r.cpu_cores, quantity(alloc.get("cpu"))),
             mem_req_pct=_pct(r.memory_bytes, quantity(alloc.get("memory"))),
             gpu_req_pct=_pct(r.gpus, gpu_alloc) if gpu_count else None,

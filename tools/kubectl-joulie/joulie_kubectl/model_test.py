@@ -68,3 +68,13 @@ def test_node_detail_explains_the_work_aware_decision() -> None:
     text = console.export_text()
     assert "Cap decision" in text and "bound by infer-1 (gpu-inference)" in text
     assert node_rows([{"spec": {"nodeName": "n"}, "status": {}}], [], [], [], NOW)[0].decision == []
+
+
+def test_a_lost_agent_and_a_drift_show_in_the_agent_columns() -> None:
+    def twin(name: str, status: dict[str, object]) -> dict[str, object]:
+        return {"metadata": {"name": name}, "spec": {"nodeName": name, "profile": "eco"}, "status": status}
+
+    control = {"cpu": {"backend": "rapl", "result": "applied", "drift": "intel-rapl:0 PL1 reads 165.0W, intent 120.0W"}}
+    rows = node_rows([twin("a", {"controlStatus": control}),
+                      twin("b", {"controlStatus": control, "agent": {"state": "agent-lost"}})], [], [], [], NOW)
+    assert [r.cpu_control for r in rows] == ["applied (rapl) + drift", "agent-lost"]

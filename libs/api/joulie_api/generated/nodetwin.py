@@ -17,16 +17,16 @@ class CPUCapSpec(BaseModel):
         populate_by_name=True,
     )
     package_power_cap_watts: Annotated[
-        float | None, Field(alias='packagePowerCapWatts', ge=1.0)
+        float | None, Field(alias='packagePowerCapWatts', ge=10.0)
     ] = None
     """
-    Absolute RAPL package cap, watts per socket.
+    Absolute RAPL package cap, watts per socket. At least 10 W, the floor of what server CPUs accept (RAPL PL1 below a package's minimum power is clamped or refused; the smallest server parts floor near 10-20 W); the agent also raises it to the minimum the node publishes in NodeHardware.
     """
     package_power_cap_pct_of_max: Annotated[
-        float | None, Field(alias='packagePowerCapPctOfMax', gt=0.0, le=100.0)
+        float | None, Field(alias='packagePowerCapPctOfMax', ge=10.0, le=100.0)
     ] = None
     """
-    Cap as a percentage of the hardware maximum.
+    Cap as a percentage of the hardware maximum, 10 to 100. Below 10 % no server CPU holds a package cap (their published PL1 floors are 25-60 % of TDP); a near-zero percentage used to become a 0 W cap (issue 23).
     """
 
 
@@ -36,16 +36,16 @@ class GPUPowerCap(BaseModel):
     )
     scope: Literal['perGpu'] | None = None
     cap_watts_per_gpu: Annotated[
-        float | None, Field(alias='capWattsPerGpu', ge=1.0)
+        float | None, Field(alias='capWattsPerGpu', ge=10.0)
     ] = None
     """
-    Absolute cap per GPU, watts.
+    Absolute cap per GPU, watts. At least 10 W, under the lowest minimum limit of any data-centre GPU (NVIDIA T4 60 W, L4 40 W); the agent refuses a cap outside a GPU's own min..max range.
     """
     cap_pct_of_max: Annotated[
-        float | None, Field(alias='capPctOfMax', gt=0.0, le=100.0)
+        float | None, Field(alias='capPctOfMax', ge=10.0, le=100.0)
     ] = None
     """
-    Cap as a percentage of the GPU's maximum.
+    Cap as a percentage of each GPU's maximum, 10 to 100; the agent raises it to the GPU's own minimum limit (H100 200 of 700 W).
     """
 
 
@@ -232,6 +232,10 @@ class CPUControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    drift: str | None = None
+    """
+    Set when the last check found the device enforcing something other than the intent (the RAPL limit read back, the GPU's enforced limit); the agent re-applied the intent. Absent when none.
+    """
     backend: Literal['rapl', 'dvfs', 'http', 'none'] | None = None
     result: Literal['applied', 'blocked', 'error', 'none'] | None = None
     message: str | None = None
@@ -242,6 +246,10 @@ class GPUControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    drift: str | None = None
+    """
+    Set when the last check found the device enforcing something other than the intent (the RAPL limit read back, the GPU's enforced limit); the agent re-applied the intent. Absent when none.
+    """
     backend: Literal['host-nvidia', 'host-amd', 'http', 'none'] | None = None
     result: Literal['applied', 'blocked', 'error', 'none'] | None = None
     message: str | None = None
@@ -256,8 +264,28 @@ class ControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    heartbeat_at: Annotated[AwareDatetime | None, Field(alias='heartbeatAt')] = None
+    """
+    The agent's last sign of life (RFC 3339), rewritten at least every agent heartbeat interval (AGENT_HEARTBEAT, 30 s) even when nothing changed; the controller manager marks the node agent-lost when it is older than AGENT_LOST_AFTER.
+    """
     cpu: Annotated[CPUControlStatus | None, Field(title='CPUControlStatus')] = None
     gpu: Annotated[GPUControlStatus | None, Field(title='GPUControlStatus')] = None
+
+
+class AgentLiveness(BaseModel):
+    """
+    Whether the node's agent is alive, from controlStatus.heartbeatAt. Written by the controller manager's liveness check (field manager joulie-controller-manager-liveness). The scheduler extender scores an agent-lost node neutral.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    state: Literal['alive', 'agent-lost'] | None = None
+    last_heartbeat: Annotated[AwareDatetime | None, Field(alias='lastHeartbeat')] = None
+    silent_seconds: Annotated[float | None, Field(alias='silentSeconds', ge=0.0)] = None
+    """
+    Seconds since the last heartbeat when the state was decided.
+    """
 
 
 class NodeTwinStatus(BaseModel):
@@ -305,6 +333,10 @@ class NodeTwinStatus(BaseModel):
     ] = None
     """
     Written only by the agent (field manager joulie-agent).
+    """
+    agent: Annotated[AgentLiveness | None, Field(title='AgentLiveness')] = None
+    """
+    Whether the node's agent is alive, from controlStatus.heartbeatAt. Written by the controller manager's liveness check (field manager joulie-controller-manager-liveness). The scheduler extender scores an agent-lost node neutral.
     """
     last_updated: Annotated[AwareDatetime | None, Field(alias='lastUpdated')] = None
     """

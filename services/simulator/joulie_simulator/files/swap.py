@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 from typing import Any
 
 _RENAME_EXCHANGE = 2
@@ -33,6 +34,10 @@ def swap_in(tmp: str, path: str, data: bytes, mode: int) -> None:
     possible (no target yet, a filesystem without it) a plain rename does the same job."""
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, mode)
+    except IsADirectoryError:
+        # An exchange with a directory put in place of the file left it here, in our scratch.
+        shutil.rmtree(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     except PermissionError:
         # Not root: the previous content, now here, may be read-only (0444); a directory entry can still go.
         os.unlink(tmp)

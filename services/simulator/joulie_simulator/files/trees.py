@@ -1,7 +1,12 @@
 """The files-mode tick over every node's tree under ``root/<node>/``: read back the writes made
 since the last tick (applied in modification-time order, refusals reverted), step the emulator,
 publish what changed, ledgers first. How each part touches the disk lives in its own module
-(see the package docstring)."""
+(see the package docstring).
+
+A file that cannot be written (made immutable, a read-only mount, replaced by a directory) is
+that node's fault alone: it is reported once (an ``EVENT_FILE_UNWRITABLE`` event and one line
+on stdout), skipped while it fails, reported again when it works, and every other file and node
+is still emulated. Issue 23 (defect 4): one immutable ``energy_uj`` ended emulation of all nodes."""
 from __future__ import annotations
 
 import json
@@ -43,6 +48,30 @@ class FileTrees:
         self.changes = ChangeWatch()
         self.publisher = Publisher()
         self.outcomes: list[tuple[str, str, WriteOutcome]] = []
+        # (node, file path) -> why it cannot be written, while it cannot.
+        self.file_faults: dict[tuple[str, str], str] = {}
+
+    def _file_failed(self, node: str, path: str, err: OSError) -> None:
+        """Report a file that cannot be written, once while it keeps failing."""
+        key = (node, path)
+        if key in self.file_faults:
+            return
+        why = f"{type(err).__name__}: {err.strerror or err}"
+        self.file_faults[key] = why
+        rel = self._relative(node, path)
+        print(f"node {node or '(all)'}: cannot write {rel} ({why}); emulating the rest, retrying each tick",
+              flush=True)
+        self.emu.file_fault(node, rel, why)
+
+    def _file_ok(self, node: str, path: str) -> None:
+        if self.file_faults.pop((node, path), None) is not None:
+            rel = self._relative(node, path)
+            print(f"node {node or '(all)'}: {rel} is writable again", flush=True)
+            self.emu.file_fault(node, rel, "")
+
+    def _relative(self, node: str, path: str) -> str:
+        """A path as the node's tree names it (events and logs stay readable)."""
+        return os.path.relpath(path, os.path.join(self.root, node)) if path.startswith(str(self.root)) else path
 
     def ensure(self) -> None:
         """Create missing entries (a fresh tree, or one a newer profile grew); keep what exists."""
@@ -119,8 +148,12 @@ class FileTrees:
             for w in self._watched.get(name, []):
                 assert w.entry.bind is not None
                 text = content(n.profile, n.state, w.entry.bind)
-                write_in_place(w.path, text.encode())
-                w.sig = sig(os.stat(w.path))
+                try:
+                    write_in_place(w.path, text.encode())
+                    w.sig = sig(os.stat(w.path))
+                except OSError as err:
+                    self._file_failed(name, w.path, err)
+                    continue
                 if self.persist_only:
                     self._persisted[(name, w.entry.path)] = text
 
@@ -135,7 +168,11 @@ class FileTrees:
                     continue
             else:
                 todo = watched
-            self._apply(name, todo)
+            try:
+                self._apply(name, todo)
+            except OSError as err:
+                # A limit file that cannot be read or normalised: that node's writes wait.
+                self._file_failed(name, err.filename if isinstance(err.filename, str) else "(a writable file)", err)
 
     def _apply(self, name: str, todo: list[Watched]) -> None:
         """Apply one node's changed files (confirmed by their signature) and normalise what they show."""
@@ -178,7 +215,11 @@ class FileTrees:
                 assert e.bind is not None
                 text = content(n.profile, n.state, e.bind)
                 if persisted.get((name, path)) != text:
-                    write_in_place(os.path.join(self.root, name, path), text.encode())
+                    try:
+                        write_in_place(os.path.join(self.root, name, path), text.encode())
+                    except OSError as err:
+                        self._file_failed(name, os.path.join(self.root, name, path), err)
+                        continue
                     persisted[(name, path)] = text
 
     def flush_ledgers(self, per_node_every: int = 10) -> None:
@@ -187,7 +228,14 @@ class FileTrees:
         each tick by default). A restart takes whichever is later, so counters never go back."""
         parts = [f"{json.dumps(name)}: {ledger_json(n.state).strip()}" for name, n in self.emu.nodes.items()]
         tmp = os.path.join(self.root, f".{COMBINED_LEDGERS}.tmp")
-        swap_in(tmp, os.path.join(self.root, COMBINED_LEDGERS), ("{" + ",\n".join(parts) + "}\n").encode(), 0o644)
+        path = os.path.join(self.root, COMBINED_LEDGERS)
+        try:
+            swap_in(tmp, path, ("{" + ",\n".join(parts) + "}\n").encode(), 0o644)
+        except OSError as err:
+            self._file_failed("", path, err)  # the node ledgers still resume a restart
+        else:
+            if self.file_faults:
+                self._file_ok("", path)
         self.flush_node_ledgers(self.emu.tick_count % per_node_every, per_node_every)
 
     def flush_node_ledgers(self, slot: int = 0, slots: int = 1) -> None:
@@ -196,7 +244,13 @@ class FileTrees:
             if i % slots != slot:
                 continue
             f = self._ledger[name]
-            swap_in(f.tmp, f.path, ledger_json(n.state).encode(), 0o444)
+            try:
+                swap_in(f.tmp, f.path, ledger_json(n.state).encode(), 0o444)
+            except OSError as err:
+                self._file_failed(name, f.path, err)
+            else:
+                if self.file_faults:
+                    self._file_ok(name, f.path)
 
     def flush(self, per_node_every: int = 10) -> None:
         """Ledgers first (``flush_ledgers``), then every emulator-owned file whose content changed.
@@ -206,25 +260,34 @@ class FileTrees:
         every JSON file, is replaced by temp file + rename, so a reader never sees two lengths or
         half a JSON document."""
         self.flush_ledgers(per_node_every)
-        publish = self.publisher.publish
         for name, n in self.emu.nodes.items():
             profile, state = n.profile, n.state
             for f in self._shown[name]:
                 text = content(profile, state, f.bind)
                 if f.text != text:
-                    publish(f, text)
+                    self._publish(name, f, text)
             shown_faults = self._faults.get(name)
             if shown_faults is not None and shown_faults[1] != state.faults:
                 f = shown_faults[0]
                 self._faults[name] = (f, state.faults)
                 text = content(profile, state, f.bind)
                 if f.text != text:
-                    publish(f, text)
+                    self._publish(name, f, text)
             for sock, files in self._cur_freq[name].items():
                 text = f"{round(state.sockets[sock].eff_khz)}\n"
                 if files[0].text != text:
                     for f in files:
-                        publish(f, text)
+                        self._publish(name, f, text)
+
+    def _publish(self, node: str, f: Shown, text: str) -> None:
+        """Publish one file; a failure is that file's (reported), not the tick's."""
+        try:
+            self.publisher.publish(f, text)
+        except OSError as err:
+            self._file_failed(node, f.path, err)
+        else:
+            if self.file_faults:
+                self._file_ok(node, f.path)
 
     def tick(self) -> None:
         """One files-mode tick: read back writes, step the physics, publish."""

@@ -11,8 +11,10 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
 5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, when it changed or when the
    emulator reports another load, as after a simulator restart).
 
-A tick that cannot reach the emulator or the API server is logged and retried at the next one (which
-advances the jobs over the time in between); a simulator restart loses no job and no Pod.
+A tick that cannot reach the emulator or the API server is retried with backoff (1, 1, 2, 3, 5, 8,
+13, 21 s, then every 21 s; the next tick advances the jobs over the time in between), with one log
+line when the outage starts and one when it ends; a simulator restart or an API server outage
+loses no job and no Pod. Anything else (a bug) still raises.
 
 Metrics (prometheus-client, own registry): ``joulie_sim_job_submitted_total{class}``,
 ``joulie_sim_job_completed_total{class,node}``, ``joulie_sim_job_completion_seconds`` (bind to
@@ -35,6 +37,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
+from joulie_api.backoff import DEFAULT_DELAYS_S
+from joulie_api.outage import short_error, unanswered
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.model import Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
@@ -135,6 +139,7 @@ class WorkloadRunner:
         self._t0: float | None = None
         self._last_now = 0.0
         self._failing = 0
+        self._retry_at = 0.0
 
     def now_s(self) -> float:
         if self._t0 is None:
@@ -220,22 +225,31 @@ class WorkloadRunner:
             if stop.is_set() or (timeout_s and time.monotonic() - started > timeout_s):
                 return False
             t0 = time.monotonic()
-            try:
-                self.tick()
-            except (grpc.RpcError, ApiException, OSError) as e:
-                self._outage(e)
-            else:
-                if self._failing:
-                    self.log(f"workload: reaching the emulator and the API server again after {self._failing} failed ticks")
-                    self._failing = 0
+            if self.clock() >= self._retry_at:
+                try:
+                    self.tick()
+                except Exception as e:
+                    # The kubernetes client raises urllib3's MaxRetryError when nothing listens
+                    # (issue 23: it used to end the run on the first tick of an outage).
+                    if not isinstance(e, (grpc.RpcError, ApiException)) and not unanswered(e):
+                        raise
+                    self._outage(e, self.clock())
+                else:
+                    if self._failing:
+                        self.log(f"workload: reaching the emulator and the API server again after {self._failing} "
+                                 "failed ticks")
+                        self._failing = 0
+                        self._retry_at = 0.0
             stop.wait(max(0.0, self.tick_s - (time.monotonic() - t0)))
         return True
 
-    def _outage(self, e: Exception) -> None:
+    def _outage(self, e: Exception, now: float) -> None:
+        """Count a failed tick and schedule the next try; only the first of an outage is logged."""
+        if not self._failing:
+            what = f"{type(e).__name__}: {e.code().name}: {e.details()}" if isinstance(e, grpc.Call) else short_error(e)
+            self.log(f"workload: tick failed ({what}); retrying quietly with backoff")
+        self._retry_at = now + DEFAULT_DELAYS_S[min(self._failing, len(DEFAULT_DELAYS_S) - 1)]
         self._failing += 1
-        if self._failing in (1, 10) or self._failing % 60 == 0:
-            what = f"{e.code().name}: {e.details()}" if isinstance(e, grpc.Call) else str(e).splitlines()[0]
-            self.log(f"workload: tick failed ({type(e).__name__} {what}); retrying (failed ticks in a row: {self._failing})")
 
     def close(self) -> None:
         self.channel.close()

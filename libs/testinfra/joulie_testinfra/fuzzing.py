@@ -1,0 +1,75 @@
+"""Shared strategies for fuzzing the loaders of user files (cluster spec, hardware profiles,
+traces) with hypothesis: start from a valid document and break one field at a time, or throw
+arbitrary bytes. What a user's error may never show is listed once here.
+
+Test support only (imported by ``*_fuzz_test.py``); hypothesis is a test dependency.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+# What an error shown to a user must never carry: interpreter or library hints, tracebacks, reprs.
+LEAKS = ("Traceback", "set_int_max_str_digits", "pydantic.dev", "errors.pydantic", "object at 0x",
+         "For further information")
+
+# Stands for a 5000-digit number: replaced in the document's text (``with_huge``), since Python
+# itself will not turn such an int into text.
+HUGE = "__HUGE_NUMBER__"
+
+
+def with_huge(text: str) -> str:
+    """The document text with every HUGE placeholder (quoted or not) a bare 5000-digit integer."""
+    digits = "9" * 5000
+    return text.replace(f'"{HUGE}"', digits).replace(f"'{HUGE}'", digits).replace(HUGE, digits)
+
+
+# Values a hand-edited YAML/JSON field may take: every type, huge and odd numbers, long strings.
+ODD_VALUES: st.SearchStrategy[Any] = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
+    st.just(HUGE),
+    st.just(float("nan")), st.just(-1), st.just(0), st.just(10**30),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
+
+
+def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key/index path in a parsed document (to pick one to break)."""
+    out = [prefix] if prefix else []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += paths(v, (*prefix, i))
+    return out
+
+
+def set_path(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A copy of ``doc`` with the value at ``path`` replaced (or deleted when ``value`` is DELETE)."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict):
+        out = dict(doc)
+        if not rest and value is DELETE:
+            out.pop(head, None)
+        else:
+            out[head] = set_path(doc[head], rest, value)
+        return out
+    out_list = list(doc)
+    if not rest and value is DELETE:
+        del out_list[head]
+    else:
+        out_list[head] = set_path(doc[head], rest, value)
+    return out_list
+
+
+DELETE = object()
+
+
+def clean(message: str) -> list[str]:
+    """The leaks found in a message (empty: fine)."""
+    return [leak for leak in LEAKS if leak in message]

@@ -1,0 +1,97 @@
+"""Issue 23, defect 2: through an API server outage the agent keeps enforcing its last intent,
+relaxes every cap once SPEC_READ_TIMEOUT has passed (as the README says), logs one line per state
+change and picks the intent up again when the API server is back."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from joulie_agent import testtrees
+from joulie_agent.catalog import load_catalog
+from joulie_agent.metrics import AgentMetrics
+from joulie_agent.node import CPUOutcome, GPUOutcome
+from joulie_agent.runner import Agent
+from joulie_agent.settings import Settings
+from joulie_api.generated.nodehardware import NodeHardwareStatus
+from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwinSpec
+from joulie_common.clock import FakeClock
+
+PL1 = "sys/class/powercap/intel-rapl:{}/constraint_0_power_limit_uw"
+
+
+class FlakyKube:
+    """The agent's API calls against a server that can be taken down."""
+
+    def __init__(self, spec: NodeTwinSpec) -> None:
+        self.up = True
+        self.spec = spec
+        self.calls = 0
+        self.statuses: list[tuple[CPUOutcome, GPUOutcome]] = []
+        self.client: Any = self
+        self.core: Any = self
+
+    def _answer(self) -> None:
+        self.calls += 1
+        if not self.up:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    def read_node(self, name: str) -> k8s.V1Node:
+        self._answer()
+        return k8s.V1Node(metadata=k8s.V1ObjectMeta(name=name, labels={}), status=k8s.V1NodeStatus(allocatable={}))
+
+    def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
+        self._answer()
+        return True
+
+    def read_spec(self, node: str) -> tuple[bool, NodeTwinSpec | None]:
+        self._answer()
+        return True, self.spec
+
+    def write_control_status(self, node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:
+        self._answer()
+        self.statuses.append((cpu, gpu))
+        return True
+
+
+def _pl1(root: Path, zone: int) -> int:
+    return int((root / PL1.format(zone)).read_text())
+
+
+def test_through_an_api_outage_the_last_intent_is_enforced_then_relaxed_as_documented(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    testtrees.rapl_node(tmp_path, sockets=2)
+    clock = FakeClock()
+    kube = FlakyKube(NodeTwinSpec(node_name="n1", profile="eco", cpu=CPUCapSpec(package_power_cap_watts=120)))
+    settings = Settings(node_name="n1", root=str(tmp_path), metrics_addr="", spec_read_timeout_s=300)
+    agent = Agent(settings, kube, load_catalog(), clock, AgentMetrics())  # type: ignore[arg-type]
+    assert agent.tick() == 0 and _pl1(tmp_path, 0) == 120_000_000
+
+    kube.up = False
+    calls_before = kube.calls
+    with caplog.at_level(logging.INFO):
+        for t in range(20, 360, 20):  # a six-minute outage, a tick every 20 s
+            clock.advance(20)
+            if t == 100:  # a cap changed out of band during the outage is put back
+                testtrees.write(tmp_path / PL1.format(1), "165000000")
+            assert agent.tick() == 1  # not reconciled with the cluster, counted (quietly)
+            if t < 300:
+                assert _pl1(tmp_path, 0) == _pl1(tmp_path, 1) == 120_000_000, t
+        # past SPEC_READ_TIMEOUT every cap is relaxed to what the agent found
+        assert _pl1(tmp_path, 0) == _pl1(tmp_path, 1) == 165_000_000
+        outage_calls = kube.calls - calls_before
+        kube.up = True
+        clock.advance(21)
+        assert agent.tick() == 0
+    assert _pl1(tmp_path, 0) == 120_000_000
+    assert outage_calls <= 17  # one try at most per tick (then backing off), not 3 calls a tick
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 5, lines
+    assert lines[0].startswith("API server failing (ConnectionRefusedError:")
+    assert lines[1] == "node n1: RAPL cap drift: intel-rapl:1 PL1 reads 165.0W, intent 120.0W; re-applied"
+    assert "relaxing all caps" in lines[2] and "works again" in lines[3] and "readable again" in lines[4]
+    assert "Traceback" not in caplog.text
