@@ -5,7 +5,8 @@
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
 ``status``  the recorded processes, API readiness, Nodes and deployed components
-``reload COMPONENT [--force]``  follows the binary: unchanged → nothing; new (or --force) → restart
+``reload COMPONENT [--force] [--node N]``  follows the binary: unchanged → nothing; new (or --force) → restart
+(agents: --node restarts one Node's agent)
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
 ``tree NODE``  a Node's emulated tree as the agent sees it
 ``telemetry --part P --mode M``  what a telemetry mode generates (prom-config, joulie-values, ...)
@@ -59,6 +60,7 @@ from joulie_simcluster.runtimes import k3s, process
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
+from joulie_simcluster.supervision import control as supervisor
 from joulie_simcluster.timing import TimingError
 from joulie_workload.gen import GenOptions
 
@@ -118,6 +120,7 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=settings.force_reload)
+    rl.add_argument("--node", help="agents only: restart just this Node's agent")
     lg = sub.add_parser("logs", help="print a component's log")
     lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent, workload")
     lg.add_argument("--node", help="the agent's Node")
@@ -160,6 +163,9 @@ def _status(args: argparse.Namespace, ctx: Context) -> int:
     print(f"deployed ({env.get('HWEMU_MODE')} mode, timing {env.get('SIMCLUSTER_TIMING')}): "
           f"{sum(r.ok for r in reports)}/{len(reports)} components report")
     print_reports(reports)
+    restarted = {n: k for n, k in supervisor.restarts(state).items() if k and n in {r.name for r in reports}}
+    if restarted:
+        print("restarted by the supervisor: " + ", ".join(f"{n} {k}x" for n, k in sorted(restarted.items())))
     return rc if all(r.ok for r in reports) else 1
 
 
@@ -169,6 +175,8 @@ def _down(args: argparse.Namespace, ctx: Context) -> int:
         k3s.down_k3s(state, name=settings.name, keep_volumes=settings.keep)
         progress(f"removed the k3s container {settings.name}")
         return 0
+    if supervisor.stop(state):  # first: nothing may restart what down stops
+        progress("stopped the supervisor")
     stop_deployed(state, progress)
     process.down(state, keep=settings.keep, progress=progress)
     return 0
@@ -186,7 +194,7 @@ def _deploy(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _reload(args: argparse.Namespace, ctx: Context) -> int:
-    reload(ctx.state, args.component, ctx.settings.dist, force=args.force, progress=ctx.progress)
+    reload(ctx.state, args.component, ctx.settings.dist, force=args.force, progress=ctx.progress, node=args.node)
     return 0
 
 

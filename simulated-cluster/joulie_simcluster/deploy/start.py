@@ -33,6 +33,7 @@ from joulie_simcluster.runtimes.process import cluster_live
 from joulie_simcluster.smoke.load import smoke_jobs
 from joulie_simcluster.spec import ClusterSpec
 from joulie_simcluster.state import StateDir
+from joulie_simcluster.supervision.lock import changing
 from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from joulie_workload.trace import TraceError, load_trace, write_trace
 
@@ -113,8 +114,10 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         if not settings.keep_failed:
             stop_deployed(state, progress)
         raise
-    env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    state.write_deploy_env(env)
+    with changing(state.root):  # the supervisor may have restarted a process meanwhile: keep its PIDs
+        env = state.read_deploy_env() or env
+        env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        state.write_deploy_env(env)
     seconds = time.monotonic() - t0
     progress(f"deploy: every component reports ({seconds:.1f}s)")
     return DeployResult([a.name for a in agents], excluded, seconds, reports)
@@ -199,13 +202,16 @@ def _start(ctx: Context, cmds: list[comp.Command], env: dict[str, str]) -> int:
     """Starts `cmds` in order, recording each in deploy.env as it starts (a failed deploy can then be
     stopped); the processes after the simulator only once it serves. Returns how many started."""
     state, settings = ctx.state, ctx.settings
+    env["DEPLOY_ID"] = f"{time.time():.6f}"  # the supervisor counts restarts afresh per deploy
     for cmd in cmds:
-        proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
-        env[pid_key(cmd.name)] = str(proc.pid)
-        env[f"START_{cmd.name}"] = start_ticks(proc.pid)
-        env[f"COMPONENT_{cmd.name}"] = cmd.component
-        env[f"URL_{cmd.name}"] = cmd.metrics_url
-        state.write_deploy_env(env)
+        with changing(state.root):  # a process the supervisor restarted meanwhile keeps its new PID
+            env.update(state.read_deploy_env() or {})
+            proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
+            env[pid_key(cmd.name)] = str(proc.pid)
+            env[f"START_{cmd.name}"] = start_ticks(proc.pid)
+            env[f"COMPONENT_{cmd.name}"] = cmd.component
+            env[f"URL_{cmd.name}"] = cmd.metrics_url
+            state.write_deploy_env(env)
         if cmd.name == "simulator":
             _wait_simulator(state, proc, cmd.metrics_url, settings.hwemu, ctx.progress,
                             max(120.0, settings.deploy_timeout_s))

@@ -50,6 +50,7 @@ from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
 from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
+from joulie_simcluster.supervision import control as supervisor
 from joulie_workload.trace import load_trace
 
 PHASE2_ENV = {
@@ -351,6 +352,8 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
         smoke = Smoke(ctx, rendered)
         if options.break_component:
+            # A crash nobody restarts: the checks must see it, so the supervisor goes first.
+            supervisor.stop(state)
             _break(env, options.break_component, progress)
         smoke.run_steps(result.excluded)
     except KeyboardInterrupt:
