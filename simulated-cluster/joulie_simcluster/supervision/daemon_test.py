@@ -38,11 +38,11 @@ def state(tmp_path: Path) -> Iterator[StateDir]:
     """A state dir recording one deployed process, ``worker`` (``sleep 300``), and no cluster processes."""
     sd = StateDir(tmp_path / "state")
     sd.write_cluster_env({"SIMCLUSTER_RUNTIME": "process", "STARTED_AT": "t0"})
-    cmd = {"component": "worker", "argv": ["sleep", "300"], "env": {"PATH": os.environ["PATH"]},
-           "log": str(sd.log("worker")), "url": ""}
+    argv, env = ["sleep", "300"], {"PATH": os.environ["PATH"]}
+    cmd = {"component": "worker", "argv": argv, "env": env, "log": str(sd.log("worker")), "url": ""}
     (sd.root / "render").mkdir(parents=True)
     (sd.root / "render" / "commands.json").write_text(json.dumps({"worker": cmd}))
-    proc = ManagedProcess("worker", cmd["argv"], sd.log("worker"), env=cmd["env"]).start()
+    proc = ManagedProcess("worker", argv, sd.log("worker"), env=env).start()
     sd.write_deploy_env({"DEPLOY_ID": "d0", "PID_worker": str(proc.pid), "START_worker": start_ticks(proc.pid),
                          "COMPONENT_worker": "worker"})
     try:
