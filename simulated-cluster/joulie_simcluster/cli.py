@@ -57,10 +57,10 @@ from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.logs import print_log, print_tree
 from joulie_simcluster.runtimes import k3s, process
+from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
-from joulie_simcluster.supervision import control as supervisor
 from joulie_simcluster.timing import TimingError
 from joulie_workload.gen import GenOptions
 

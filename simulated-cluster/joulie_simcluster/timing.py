@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from joulie_simcluster.supervision.backoff import BackoffPolicy
-
 
 class TimingError(ValueError):
     """A timing that cannot work; the message names the setting and why."""
@@ -46,10 +44,6 @@ class Timing:
     lease_duration_s: float = 15.0
     """LEADER_ELECTION_LEASE_DURATION of controller-manager replicas (the controller's default: 15 s):
     how long a dead leader holds the Lease before another replica takes over."""
-
-    @property
-    def backoff(self) -> BackoffPolicy:
-        return BackoffPolicy(self.restart_backoff_s, self.restart_backoff_max_s, self.restart_reset_s)
 
     def validate(self) -> Timing:
         for field_name in ("sim_tick_s", "otlp_interval_s", "rate_window_s", "controller_interval_s",

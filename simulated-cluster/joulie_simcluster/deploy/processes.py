@@ -13,8 +13,8 @@ from pathlib import Path
 
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
+from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
-from joulie_simcluster.supervision.lock import changing
 
 
 def python_env() -> dict[str, str]:

@@ -33,10 +33,10 @@ from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.kube import core_api
 from joulie_simcluster.runtimes.pids import start_ticks
 from joulie_simcluster.runtimes.process import cluster_live
+from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.smoke.load import smoke_jobs
 from joulie_simcluster.spec import ClusterSpec
 from joulie_simcluster.state import StateDir
-from joulie_simcluster.supervision.lock import changing
 from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from joulie_workload.trace import TraceError, load_trace, write_trace
 

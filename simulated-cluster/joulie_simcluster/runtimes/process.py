@@ -28,10 +28,16 @@ from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes.kube import api_ready, apply_nodes, core_api, list_nodes, node_ready
 from joulie_simcluster.runtimes.pids import pid_alive, stop_pid
+from joulie_simcluster.runtimes.supervision import control as supervisor
+from joulie_simcluster.runtimes.supervision.backoff import policy_of
+from joulie_simcluster.runtimes.supervision.lock import changing
+from joulie_simcluster.runtimes.supervision.processes import (
+    cluster_commands_path,
+    record_cluster_commands,
+    start_again,
+    watched,
+)
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key, recorded_pids
-from joulie_simcluster.supervision import control as supervisor
-from joulie_simcluster.supervision.lock import changing
-from joulie_simcluster.supervision.processes import cluster_commands_path, record_cluster_commands, start_again, watched
 from joulie_simcluster.timing import Timing, duration
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
 from joulie_testinfra.kwok import start_kwok
@@ -285,7 +291,7 @@ def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR,
     with changing(state.root):
         env = {**env, **_pids_now(state)}
         state.write_cluster_env(env)
-    pid = supervisor.ensure(state, timing.backoff)
+    pid = supervisor.ensure(state, policy_of(timing))
     progress(f"supervisor running (pid {pid}; restarts with backoff {timing.restart_backoff_s:g}s doubling to "
              f"{timing.restart_backoff_max_s:g}s; log {state.log('supervisor')})")
     try:

@@ -19,8 +19,8 @@ from joulie_api.kubeconfig import api_client
 from joulie_simcluster.runtimes.kube import api_ready
 from joulie_simcluster.runtimes.pids import pid_alive
 from joulie_simcluster.runtimes.runtime_cluster_test import simcluster
+from joulie_simcluster.runtimes.supervision import control
 from joulie_simcluster.state import StateDir, pid_key, recorded_pids
-from joulie_simcluster.supervision import control
 
 SPEC = {"name": "tiny", "pools": [{"name": "intel", "profile": "intel-xeon-2s-rapl", "count": 1,
                                    "labels": {"joulie.io/managed": "true"}}]}

@@ -45,12 +45,12 @@ from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
 from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
-from joulie_simcluster.supervision import control as supervisor
 from joulie_workload.trace import load_trace
 
 PHASE2_ENV = {

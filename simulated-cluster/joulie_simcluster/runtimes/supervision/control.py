@@ -12,9 +12,9 @@ from typing import Any
 
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
+from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy
+from joulie_simcluster.runtimes.supervision.daemon import record_path
 from joulie_simcluster.state import StateDir
-from joulie_simcluster.supervision.backoff import BackoffPolicy
-from joulie_simcluster.supervision.daemon import record_path
 from joulie_testinfra.procs import tail
 
 
@@ -55,7 +55,7 @@ def ensure(state: StateDir, policy: BackoffPolicy, timeout_s: float = 20.0) -> i
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path if p)}
     with state.log("supervisor").open("ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "joulie_simcluster.supervision.daemon", "--state", str(state.root),
+            [sys.executable, "-m", "joulie_simcluster.runtimes.supervision.daemon", "--state", str(state.root),
              "--backoff", f"{policy.base_s:g},{policy.max_s:g},{policy.reset_after_s:g}"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
             cwd=str(state.root))

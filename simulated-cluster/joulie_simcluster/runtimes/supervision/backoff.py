@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from joulie_simcluster.timing import Timing
+
 
 @dataclass(frozen=True)
 class BackoffPolicy:
@@ -24,6 +26,11 @@ class BackoffPolicy:
     def delay_s(self, crashes: int) -> float:
         """Wait before the restart that follows the `crashes`-th consecutive crash (1-based)."""
         return float(min(self.max_s, self.base_s * 2 ** max(0, crashes - 1)))
+
+
+def policy_of(timing: Timing) -> BackoffPolicy:
+    """The backoff of a timing preset (``restart_backoff_s``, ``restart_backoff_max_s``, ``restart_reset_s``)."""
+    return BackoffPolicy(timing.restart_backoff_s, timing.restart_backoff_max_s, timing.restart_reset_s)
 
 
 @dataclass

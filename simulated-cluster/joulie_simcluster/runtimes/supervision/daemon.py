@@ -7,7 +7,7 @@ backoff is over (``backoff.observe``). Its own record, ``<state>/supervisor.json
 time, per process: restarts, last exit, next restart), is what ``simcluster status`` prints. It
 exits when ``cluster.env`` is gone (``down``, or an ``up`` that starts afresh starts another).
 
-Run as ``python -m joulie_simcluster.supervision.daemon --state DIR --backoff BASE,MAX,RESET``.
+Run as ``python -m joulie_simcluster.runtimes.supervision.daemon --state DIR --backoff BASE,MAX,RESET``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pathlib import Path
 from types import FrameType
 
 from joulie_simcluster.runtimes.pids import start_ticks
+from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy, ProcessRecord, observe, restarted
+from joulie_simcluster.runtimes.supervision.lock import changing
+from joulie_simcluster.runtimes.supervision.processes import start_again, watched
 from joulie_simcluster.state import StateDir
-from joulie_simcluster.supervision.backoff import BackoffPolicy, ProcessRecord, observe, restarted
-from joulie_simcluster.supervision.lock import changing
-from joulie_simcluster.supervision.processes import start_again, watched
 
 POLL_S = 0.5
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from joulie_simcluster.deploy.processes import unmount_views
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key
 from joulie_testinfra.procs import ManagedProcess
@@ -97,8 +96,6 @@ def start_again(state: StateDir, name: str, kind: Kind) -> subprocess.Popen[byte
         state.write_cluster_env(env)
     else:
         cmd = _read_json(deploy_commands_path(state))[name]
-        if name == "simulator":
-            unmount_views(state)  # a killed FUSE simulator left its mount behind
         proc = ManagedProcess(name, cmd["argv"], Path(cmd["log"]), env=cmd.get("env")).start()
         denv = state.read_deploy_env() or {}
         denv[f"PID_{name}"] = str(proc.pid)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from joulie_simcluster.supervision.backoff import BackoffPolicy, ProcessRecord, observe, restarted
+from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy, ProcessRecord, observe, policy_of, restarted
 from joulie_simcluster.timing import timing
 
 KUBELET = BackoffPolicy(10, 300, 600)
@@ -13,8 +13,8 @@ def test_delays_double_from_ten_seconds_to_five_minutes() -> None:
 
 
 def test_the_ci_timing_compresses_kubelets_backoff_and_production_keeps_it() -> None:
-    assert timing("production").backoff == KUBELET
-    ci = timing("ci").backoff
+    assert policy_of(timing("production")) == KUBELET
+    ci = policy_of(timing("ci"))
     assert ci.base_s < KUBELET.base_s and ci.max_s < KUBELET.max_s and ci.reset_after_s < KUBELET.reset_after_s
 
 
