@@ -7,6 +7,8 @@ pinned Pod per Node: the load); waits until all report
 ``status``  the recorded processes, API readiness, Nodes and deployed components
 ``reload COMPONENT [--force] [--node N]``  follows the binary: unchanged → nothing; new (or --force) → restart
 (agents: --node restarts one Node's agent)
+``chaos [--faults A,B] [--repeats N] [--seed S]``  faults at random moments into the live, deployed cluster;
+what each did in runs/<UTC>-chaos/ (summary.json, report.md)
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
 ``tree NODE``  a Node's emulated tree as the agent sees it
 ``telemetry --part P --mode M``  what a telemetry mode generates (prom-config, joulie-values, ...)
@@ -48,6 +50,8 @@ from pathlib import Path
 from joulie_bench.sim import POLICIES
 from joulie_simcluster import livebench, telemetry
 from joulie_simcluster.agents import select_agents
+from joulie_simcluster.chaos import catalogue as chaos_catalogue
+from joulie_simcluster.chaos import run as chaos_run
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy.daemonset import CHART_DIR, daemonset_for, load_daemonset
 from joulie_simcluster.deploy.processes import stop_deployed
@@ -117,6 +121,17 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     bl.add_argument("--budget-frac", type=float, default=0.6, help="D's budget as a share of the Nodes' TDP sum")
     bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
     bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
+    ch = sub.add_parser("chaos", help="inject faults at random moments into the live, deployed cluster and "
+                        "record what each did (runs/<UTC>-chaos/summary.json and report.md)")
+    ch.add_argument("--faults", default=",".join(chaos_catalogue.DEFAULT_FAULTS),
+                    help=f"comma-separated, from {', '.join(chaos_catalogue.FAULTS)} (default %(default)s)")
+    ch.add_argument("--repeats", type=int, default=2, help="injections per fault (default %(default)s)")
+    ch.add_argument("--seed", type=int, default=1, help="the random moments and targets (default %(default)s)")
+    ch.add_argument("--max-delay-s", type=float, default=6.0, help="latest random moment after the cluster is "
+                    "healthy again (default %(default)s)")
+    ch.add_argument("--timeout-s", type=float, default=120.0, help="seconds one injection may take to recover "
+                    "(default %(default)s)")
+    ch.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-chaos)")
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=settings.force_reload)
@@ -235,7 +250,18 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
         out=out, timeout_s=args.timeout_s))
 
 
-_RUNTIME_COMMANDS = {"status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
+def _chaos(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        faults = chaos_catalogue.parse_faults(args.faults)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
+    if args.repeats < 1:
+        raise SpecError(f"--repeats {args.repeats}: must be at least 1")
+    return chaos_run.run(ctx, chaos_run.ChaosOptions(faults, args.repeats, args.seed, args.max_delay_s,
+                                                     args.timeout_s, args.out))
+
+
+_RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
                      "bench-live": _bench_live, "up": _up}
 
 
