@@ -68,7 +68,6 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
         if hit.clear:
             hit.clear()
     ended = time.monotonic()
-    time.sleep(1.0)  # the supervisor's poll sees a death within half a second
     deadline = ended + options.timeout_s
     recover_s = None
     while True:
