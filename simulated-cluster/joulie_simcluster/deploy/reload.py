@@ -82,12 +82,6 @@ def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress
         raise RuntimeFailure(f"nothing deployed in {state.root}; run simcluster deploy")
     if component not in DIST_PEXES or component == "fakesmi":
         raise RuntimeFailure(f"unknown component {component!r}; one of: agent, controller-manager, extender, simulator")
-    binaries = install_binaries(state, dist)
-    new = binaries[component]
-    changed = new.tag != env.get(f"TAG_{component}")
-    if not changed and not force:
-        progress(f"{component}: binary unchanged ({new.tag}): nothing to do ({time.monotonic() - t0:.1f}s)")
-        return False
     names_ = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component]
     if node is not None:
         if component != "agent":
@@ -96,6 +90,12 @@ def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress
             known = ", ".join(n.removeprefix("agent-") for n in names_)
             raise RuntimeFailure(f"--node {node}: no agent deployed for that Node; agents run for: {known}")
         names_ = [f"agent-{node}"]
+    binaries = install_binaries(state, dist)
+    new = binaries[component]
+    changed = new.tag != env.get(f"TAG_{component}")
+    if not changed and not force:
+        progress(f"{component}: binary unchanged ({new.tag}): nothing to do ({time.monotonic() - t0:.1f}s)")
+        return False
     for name in names_:
         restart_process(state, name, binary=new.path)
     with changing(state.root):
