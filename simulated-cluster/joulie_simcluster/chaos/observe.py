@@ -42,6 +42,12 @@ class Health:
     def healthy(self) -> bool:
         return not self.dead and self.api_ready and not self.not_reporting and self.caps_mismatched == 0
 
+    def recovered(self, baseline: Health) -> bool:
+        """Healthy, but for caps that already differed before the fault (a defect left by an
+        earlier one must not make every later fault count as not survived)."""
+        return (not self.dead and self.api_ready and not self.not_reporting
+                and self.caps_mismatched <= baseline.caps_mismatched)
+
     def why_not(self) -> str:
         parts = []
         if self.dead:

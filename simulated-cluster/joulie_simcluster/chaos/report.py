@@ -35,6 +35,8 @@ class Outcome:
     pods_failed: int
     pods_stuck: int
     why: str = ""
+    caps_wrong_before: int = 0
+    """Caps already ≠ the decisions before this injection (left by an earlier fault)."""
     """What was still wrong at the end, when it did not survive."""
 
 
@@ -77,7 +79,8 @@ def markdown(section: dict[str, Any], title: str) -> str:
         lines.append("| " + " | ".join("-" if row[k] is None else str(row[k]) for k, _ in COLUMNS) + " |")
     failed = [i for i in section["injections"] if not i["survived"]]
     lines += ["", "Columns: *writes lost*: caps in the emulator that differ from NodeTwin.spec at the end of the "
-              "window (goal 0); *writes late*: caps that differed during the window and were repaired; "
+              "window (goal 0); *writes late*: caps that differed during the window and were repaired (caps "
+              "already wrong before an injection, left by an earlier one, count for neither); "
               "*crashes*: restarts of processes the fault did not kill (goal 0); *recover*: seconds from the end "
               "of the fault until every process runs, every component reports and the caps equal the decisions.",
               ""]

@@ -52,7 +52,8 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
     """Injects one fault and follows the cluster until it is healthy or the timeout."""
     state = ctx.state
     time.sleep(step.delay_s)
-    before = dict(observe.look(state, rendered).restarts)
+    baseline = observe.look(state, rendered)
+    before = dict(baseline.restarts)
     injected_at = _utc()
     hit = inject.inject(state, step, agent_nodes, capped)
     ctx.progress(f"{step.fault.name} #{step.repetition}: injected into {hit.target}")
@@ -75,7 +76,7 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
         drift |= set(h.drift_nodes)
         worst_caps = max(worst_caps, h.caps_mismatched)
         pods_failed, pods_stuck = max(pods_failed, h.pods_failed), max(pods_stuck, h.pods_stuck)
-        if h.healthy:
+        if h.recovered(baseline):
             recover_s = round(time.monotonic() - ended, 1)
             break
         if time.monotonic() > deadline:
@@ -84,11 +85,13 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
     delta = {n: k - before.get(n, 0) for n, k in h.restarts.items() if k > before.get(n, 0)}
     out = report.Outcome(
         fault=step.fault.name, repetition=step.repetition, target=hit.target, injected_at=injected_at,
-        survived=h.healthy, recover_s=recover_s, writes_lost=0 if h.healthy else h.caps_mismatched,
-        writes_late=worst_caps if h.healthy else max(0, worst_caps - h.caps_mismatched),
+        survived=recover_s is not None, recover_s=recover_s,
+        writes_lost=max(0, h.caps_mismatched - baseline.caps_mismatched),
+        writes_late=max(0, worst_caps - max(h.caps_mismatched, baseline.caps_mismatched)),
+        caps_wrong_before=baseline.caps_mismatched,
         drift_detected=len(drift), restarts=sum(delta.values()),
         crashes=sum(k for n, k in delta.items() if n not in hit.killed),
-        pods_failed=pods_failed, pods_stuck=pods_stuck, why="" if h.healthy else h.why_not())
+        pods_failed=pods_failed, pods_stuck=pods_stuck, why="" if recover_s is not None else h.why_not())
     ctx.progress(f"{step.fault.name} #{step.repetition}: " + (
         f"recovered in {recover_s:.1f}s" if out.survived else f"NOT recovered within {options.timeout_s:.0f}s: {out.why}")
         + (f"; restarts {delta}" if delta else "") + (f"; drift on {sorted(drift)}" if drift else ""))
@@ -111,8 +114,10 @@ def run(ctx: Context, options: ChaosOptions) -> int:
     out = options.out or state.runs / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-chaos"
     out.mkdir(parents=True, exist_ok=True)
     h = _wait_healthy(ctx, rendered, 180)
-    if not h.healthy:
+    if h.dead or not h.api_ready or h.not_reporting:
         raise RuntimeFailure(f"the cluster is not healthy before any fault: {h.why_not()}")
+    if not h.healthy:  # judged per injection against what was wrong before it (Outcome.caps_wrong_before)
+        progress(f"chaos: before any fault, {h.why_not()}")
     agent_nodes = [n for n in env.get("AGENT_NODES", "").split(",") if n]
     capped = observe.capped_nodes(state)
     steps = catalogue.plan(options.faults, options.repeats, options.seed, options.max_delay_s)
@@ -120,11 +125,13 @@ def run(ctx: Context, options: ChaosOptions) -> int:
              f"seed {options.seed}; {len(agent_nodes)} agents, caps written on {len(capped)} Nodes; results in {out}")
     outcomes = []
     for step in steps:
+        # A fault not survived leaves its damage: the next one is judged against the state it left
+        # (caps_wrong_before), and stops the run only when processes or components stay down.
         outcomes.append(one(ctx, rendered, step, options, agent_nodes, capped))
-        if not outcomes[-1].survived:  # the next fault starts from a healthy cluster, or says it could not
-            h = _wait_healthy(ctx, rendered, options.timeout_s)
-            if not h.healthy:
-                progress(f"chaos: still unhealthy after {options.timeout_s:.0f}s more ({h.why_not()}); stopping here")
+        if not outcomes[-1].survived:
+            h = observe.look(ctx.state, rendered)
+            if h.dead or not h.api_ready or h.not_reporting:
+                progress(f"chaos: the cluster is still down ({h.why_not()}); stopping here")
                 break
     section = report.chaos_section(outcomes, options.seed, options.repeats)
     summary = {"schema": "joulie.simcluster.chaos/v1", "spec": rendered.name, "mode": env.get("HWEMU_MODE"),
