@@ -38,10 +38,18 @@ def _utc() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _wait_healthy(ctx: Context, rendered: RenderedSpec, timeout_s: float) -> observe.Health:
+def _wait_healthy(ctx: Context, rendered: RenderedSpec, timeout_s: float, caps_timeout_s: float = 30.0) -> observe.Health:
+    """Until healthy; caps that differ from the decisions are waited for `caps_timeout_s` only (once
+    every process runs and every component reports): a defect that leaves them wrong for good must
+    not hold the whole run."""
     deadline = time.monotonic() + timeout_s
+    up_since: float | None = None
     h = observe.look(ctx.state, rendered)
     while not h.healthy and time.monotonic() < deadline:
+        if not (h.dead or not h.api_ready or h.not_reporting):
+            up_since = up_since or time.monotonic()
+            if time.monotonic() - up_since > caps_timeout_s:
+                break
         time.sleep(1.0)
         h = observe.look(ctx.state, rendered)
     return h
