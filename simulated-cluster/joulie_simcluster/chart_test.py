@@ -641,3 +641,57 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
         for plural in ("nodetwins", "nodehardwares"):
             with contextlib.suppress(ApiException):
                 k8s.CustomObjectsApi(kube_api).delete_cluster_custom_object("joulie.io", "v1alpha1", plural, name)
+
+
+# --- least privilege as a table -------------------------------------------------------------------
+
+CHART_README = JOULIE / "README.md"
+Rule = tuple[str, str, str, str]  # (scope: cluster | release, API group, resource, verb)
+
+
+def documented_rules(readme: Path = CHART_README) -> dict[str, set[Rule]]:
+    """The README's least-privilege table: ServiceAccount -> its rules, one per verb."""
+    out: dict[str, set[Rule]] = {}
+    for line in readme.read_text().splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or not cells[0].startswith("joulie-"):
+            continue
+        sa, scope, group, resource, verbs = cells
+        for verb in verbs.split(","):
+            out.setdefault(sa, set()).add((scope, "" if group == "core" else group, resource, verb.strip()))
+    return out
+
+
+def _reviewed(control_plane: Any, service_account: str, namespace: str) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) the API server says `service_account` may use in `namespace`."""
+    review = k8s.AuthorizationV1Api(_as(control_plane, service_account)).create_self_subject_rules_review(
+        k8s.V1SelfSubjectRulesReview(spec=k8s.V1SelfSubjectRulesReviewSpec(namespace=namespace)))
+    assert review.status is not None and not review.status.incomplete, review.status
+    out = set()
+    for rule in review.status.resource_rules or []:
+        assert not rule.resource_names, f"{service_account}: a rule limited to names {rule.resource_names}"
+        for group in rule.api_groups or [""]:
+            for resource in rule.resources or []:
+                for verb in rule.verbs:
+                    out.add((group, resource, verb))
+    return out
+
+
+def test_least_privilege_is_the_documented_table(control_plane: Any, installed_rbac: list[dict[str, Any]]) -> None:
+    """Each ServiceAccount's rules, read back from the real API server (SelfSubjectRulesReview as
+    that ServiceAccount), equal the chart README's table: cluster-wide ones seen from another
+    namespace, release-namespace ones only in the release namespace, less what any identity gets."""
+    documented = documented_rules()
+    accounts = sorted(d["metadata"]["name"] for d in installed_rbac if d["kind"] == "ServiceAccount")
+    assert accounts == sorted(documented), "every ServiceAccount of the chart has rows in the README table"
+    elsewhere = "default"
+    baseline = _reviewed(control_plane, "joulie-nobody", NS) | _reviewed(control_plane, "joulie-nobody", elsewhere)
+    table = []
+    for sa in accounts:
+        cluster = _reviewed(control_plane, sa, elsewhere) - baseline
+        release = _reviewed(control_plane, sa, NS) - baseline - cluster
+        seen = {("cluster", *r) for r in cluster} | {("release", *r) for r in release}
+        table += [f"{sa} {' '.join(r)}" for r in sorted(seen)]
+        assert seen == documented[sa], (f"{sa}: the API server grants {sorted(seen - documented[sa])} beyond "
+                                        f"the table and not {sorted(documented[sa] - seen)} of it")
+    print("least privilege as the API server reports it:\n" + "\n".join(table))

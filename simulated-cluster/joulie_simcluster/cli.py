@@ -5,7 +5,10 @@
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
 ``status``  the recorded processes, API readiness, Nodes and deployed components
-``reload COMPONENT [--force]``  follows the binary: unchanged → nothing; new (or --force) → restart
+``reload COMPONENT [--force] [--node N]``  follows the binary: unchanged → nothing; new (or --force) → restart
+(agents: --node restarts one Node's agent)
+``chaos [--faults A,B] [--repeats N] [--seed S]``  faults at random moments into the live, deployed cluster;
+what each did in runs/<UTC>-chaos/ (summary.json, report.md)
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
 ``tree NODE``  a Node's emulated tree as the agent sees it
 ``telemetry --part P --mode M``  what a telemetry mode generates (prom-config, joulie-values, ...)
@@ -47,6 +50,8 @@ from pathlib import Path
 from joulie_bench.sim import POLICIES
 from joulie_simcluster import livebench, telemetry
 from joulie_simcluster.agents import select_agents
+from joulie_simcluster.chaos import catalogue as chaos_catalogue
+from joulie_simcluster.chaos import run as chaos_run
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy.daemonset import CHART_DIR, daemonset_for, load_daemonset
 from joulie_simcluster.deploy.processes import stop_deployed
@@ -56,6 +61,7 @@ from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.logs import print_log, print_tree
 from joulie_simcluster.runtimes import k3s, process
+from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
@@ -116,9 +122,21 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     bl.add_argument("--budget-frac", type=float, default=0.6, help="D's and E's budget as a share of the Nodes' TDP sum")
     bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
     bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
+    ch = sub.add_parser("chaos", help="inject faults at random moments into the live, deployed cluster and "
+                        "record what each did (runs/<UTC>-chaos/summary.json and report.md)")
+    ch.add_argument("--faults", default=",".join(chaos_catalogue.DEFAULT_FAULTS),
+                    help=f"comma-separated, from {', '.join(chaos_catalogue.FAULTS)} (default %(default)s)")
+    ch.add_argument("--repeats", type=int, default=2, help="injections per fault (default %(default)s)")
+    ch.add_argument("--seed", type=int, default=1, help="the random moments and targets (default %(default)s)")
+    ch.add_argument("--max-delay-s", type=float, default=6.0, help="latest random moment after the cluster is "
+                    "healthy again (default %(default)s)")
+    ch.add_argument("--timeout-s", type=float, default=120.0, help="seconds one injection may take to recover "
+                    "(default %(default)s)")
+    ch.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-chaos)")
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=settings.force_reload)
+    rl.add_argument("--node", help="agents only: restart just this Node's agent")
     lg = sub.add_parser("logs", help="print a component's log")
     lg.add_argument("component", help="etcd, kube-apiserver, kube-scheduler, kwok, prometheus, simulator, extender, controller-manager, agent, workload")
     lg.add_argument("--node", help="the agent's Node")
@@ -161,6 +179,9 @@ def _status(args: argparse.Namespace, ctx: Context) -> int:
     print(f"deployed ({env.get('HWEMU_MODE')} mode, timing {env.get('SIMCLUSTER_TIMING')}): "
           f"{sum(r.ok for r in reports)}/{len(reports)} components report")
     print_reports(reports)
+    restarted = {n: k for n, k in supervisor.restarts(state).items() if k and n in {r.name for r in reports}}
+    if restarted:
+        print("restarted by the supervisor: " + ", ".join(f"{n} {k}x" for n, k in sorted(restarted.items())))
     return rc if all(r.ok for r in reports) else 1
 
 
@@ -170,6 +191,8 @@ def _down(args: argparse.Namespace, ctx: Context) -> int:
         k3s.down_k3s(state, name=settings.name, keep_volumes=settings.keep)
         progress(f"removed the k3s container {settings.name}")
         return 0
+    if supervisor.stop(state):  # first: nothing may restart what down stops
+        progress("stopped the supervisor")
     stop_deployed(state, progress)
     process.down(state, keep=settings.keep, progress=progress)
     return 0
@@ -187,7 +210,7 @@ def _deploy(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _reload(args: argparse.Namespace, ctx: Context) -> int:
-    reload(ctx.state, args.component, ctx.settings.dist, force=args.force, progress=ctx.progress)
+    reload(ctx.state, args.component, ctx.settings.dist, force=args.force, progress=ctx.progress, node=args.node)
     return 0
 
 
@@ -228,7 +251,18 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
         out=out, timeout_s=args.timeout_s))
 
 
-_RUNTIME_COMMANDS = {"status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
+def _chaos(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        faults = chaos_catalogue.parse_faults(args.faults)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
+    if args.repeats < 1:
+        raise SpecError(f"--repeats {args.repeats}: must be at least 1")
+    return chaos_run.run(ctx, chaos_run.ChaosOptions(faults, args.repeats, args.seed, args.max_delay_s,
+                                                     args.timeout_s, args.out))
+
+
+_RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
                      "bench-live": _bench_live, "up": _up}
 
 

@@ -33,10 +33,22 @@ class Timing:
     """RECONCILE_INTERVAL of every agent."""
     staleness_s: float
     """TWIN_STALENESS_THRESHOLD of the extender."""
+    restart_backoff_s: float = 10.0
+    """The supervisor's wait before restarting a process after its first crash (kubelet: 10 s),
+    doubled on each further crash."""
+    restart_backoff_max_s: float = 300.0
+    """The supervisor's longest wait before a restart (kubelet: 5 min)."""
+    restart_reset_s: float = 600.0
+    """A process that ran this long before it died is restarted after the first wait again (kubelet: 10 min)."""
+
+    lease_duration_s: float = 15.0
+    """LEADER_ELECTION_LEASE_DURATION of controller-manager replicas (the controller's default: 15 s):
+    how long a dead leader holds the Lease before another replica takes over."""
 
     def validate(self) -> Timing:
         for field_name in ("sim_tick_s", "otlp_interval_s", "rate_window_s", "controller_interval_s",
-                           "status_refresh_s", "agent_interval_s", "staleness_s"):
+                           "status_refresh_s", "agent_interval_s", "staleness_s", "restart_backoff_s",
+                           "restart_backoff_max_s", "restart_reset_s", "lease_duration_s"):
             if getattr(self, field_name) <= 0:
                 raise TimingError(f"timing {self.name}: {field_name} must be > 0, got {getattr(self, field_name)}")
         if self.rate_window_s < 4 * self.otlp_interval_s:
@@ -78,7 +90,9 @@ PRESETS: dict[str, Timing] = {
     t.name: t.validate()
     for t in (
         Timing("ci", sim_tick_s=0.5, otlp_interval_s=2, rate_window_s=12, controller_interval_s=3,
-               status_refresh_s=30, agent_interval_s=3, staleness_s=60),
+               status_refresh_s=30, agent_interval_s=3, staleness_s=60,
+               # kubelet's CrashLoopBackOff compressed tenfold: a crash costs seconds, not minutes.
+               restart_backoff_s=1, restart_backoff_max_s=30, restart_reset_s=60, lease_duration_s=6),
         Timing("production", sim_tick_s=1, otlp_interval_s=15, rate_window_s=120, controller_interval_s=60,
                status_refresh_s=120, agent_interval_s=20, staleness_s=300),
     )

@@ -60,6 +60,8 @@ class Ports:
     controller_metrics: int
     agent_metrics: dict[str, int] = field(default_factory=dict)
     workload_metrics: int = 0
+    controller_replica_metrics: tuple[int, ...] = ()
+    """Metrics ports of the controller-manager replicas after the first."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Plan:
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
     call can wait its turn for seconds. A timeout is reported, never retried forever."""
+    controller_replicas: int = 1
+    """Controller-manager processes (``controllerManager.replicas``); more than one elect a leader."""
     cluster: str = ""
     """The spec's name: the workload runner's Pods select ``sim.joulie.io/cluster=<cluster>``. Empty:
     no workload runner."""
@@ -223,7 +227,29 @@ def _agent_run(plan: Plan, name: str, port: int, env: dict[str, str], node: str)
                    log=plan.log(name), metrics_url=f"http://127.0.0.1:{port}/metrics", node=node)
 
 
-def controller_command(plan: Plan) -> Command:
+LEADER_NAMESPACE = "joulie-system"
+"""Where the replicas' Lease lives (the chart's release namespace; ``deploy`` creates it)."""
+
+
+def controller_replicas(values: Mapping[str, Any]) -> int:
+    """``controllerManager.replicas`` of the install values; more than one needs leader election,
+    as the chart refuses (two replicas would both write)."""
+    cm = values.get("controllerManager") if isinstance(values.get("controllerManager"), Mapping) else {}
+    assert isinstance(cm, Mapping)
+    replicas = int(cm.get("replicas") or 1)
+    le = cm.get("leaderElection") if isinstance(cm.get("leaderElection"), Mapping) else {}
+    assert isinstance(le, Mapping)
+    if replicas > 1 and not le.get("enabled"):
+        raise ValueError("controllerManager.replicas > 1 needs controllerManager.leaderElection.enabled=true "
+                         "(two replicas would both write)")
+    return max(1, replicas)
+
+
+def controller_command(plan: Plan, replica: int = 0) -> Command:
+    """Replica 0 is ``controller-manager``; with ``controllerManager.replicas`` > 1 the others are
+    ``controller-manager-<i>``, each with its own metrics port, all electing a leader on one Lease."""
+    name = "controller-manager" if replica == 0 else f"controller-manager-{replica}"
+    port = plan.ports.controller_metrics if replica == 0 else plan.ports.controller_replica_metrics[replica - 1]
     env = dict(plan.python_path_env)
     env.update(_env_values(plan.values, "controllerManager", "env"))
     env.update({
@@ -232,16 +258,19 @@ def controller_command(plan: Plan) -> Command:
         "NODE_POWER_RATE_WINDOW": duration(plan.timing.rate_window_s),
         "RECONCILE_INTERVAL": duration(plan.timing.controller_interval_s),
         "STATUS_REFRESH_INTERVAL": duration(plan.timing.status_refresh_s),
-        "METRICS_ADDR": f"127.0.0.1:{plan.ports.controller_metrics}",
+        "METRICS_ADDR": f"127.0.0.1:{port}",
         **plan.controller_env,
     })
+    if plan.controller_replicas > 1:  # as the chart sets them (templates/controller-manager.yaml)
+        env.update({"LEADER_ELECT": "true", "POD_NAMESPACE": LEADER_NAMESPACE, "POD_NAME": name,
+                    "LEADER_ELECTION_LEASE_DURATION": duration(plan.timing.lease_duration_s)})
     return Command(
-        name="controller-manager",
+        name=name,
         component="controller-manager",
         argv=[str(plan.binaries["controller-manager"]), "run", "--kubeconfig", str(plan.kubeconfig)],
         env=env,
-        log=plan.log("controller-manager"),
-        metrics_url=f"http://127.0.0.1:{plan.ports.controller_metrics}/metrics",
+        log=plan.log(name),
+        metrics_url=f"http://127.0.0.1:{port}/metrics",
     )
 
 
@@ -291,4 +320,5 @@ def commands(plan: Plan) -> list[Command]:
     else:
         agents = [agent_command(plan, n) for n in plan.agents]
     workload = [workload_command(plan)] if plan.cluster else []
-    return [simulator_command(plan), extender_command(plan), controller_command(plan), *agents, *workload]
+    controllers = [controller_command(plan, i) for i in range(plan.controller_replicas)]
+    return [simulator_command(plan), extender_command(plan), *controllers, *agents, *workload]

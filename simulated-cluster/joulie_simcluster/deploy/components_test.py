@@ -111,3 +111,22 @@ def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_
     with pytest.raises(RuntimeFailure, match=rf"--trace: {bad}:1: submitTimeOffsetSec"):
         with_workload(base, "smoke", nodes, bad)
     assert len(load_trace(smoke.workload_trace)) == 7  # the last good trace is still there
+
+
+def test_two_controller_replicas_elect_a_leader_on_one_lease_as_the_chart_sets_them(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    p = replace(p, controller_replicas=2, ports=replace(p.ports, controller_replica_metrics=(8082,)))
+    cms = [c for c in comp.commands(p) if c.component == "controller-manager"]
+    assert [c.name for c in cms] == ["controller-manager", "controller-manager-1"]
+    assert [c.env["METRICS_ADDR"] for c in cms] == ["127.0.0.1:8081", "127.0.0.1:8082"]
+    assert [c.env["POD_NAME"] for c in cms] == ["controller-manager", "controller-manager-1"]
+    assert all(c.env["LEADER_ELECT"] == "true" and c.env["POD_NAMESPACE"] == comp.LEADER_NAMESPACE for c in cms)
+    assert cms[1].env["LEADER_ELECTION_LEASE_DURATION"] == "6s" and cms[1].log == tmp_path / "logs/controller-manager-1.log"
+    assert "LEADER_ELECT" not in comp.controller_command(plan(tmp_path)).env, "one replica: no election"
+
+
+def test_replicas_without_leader_election_are_refused_as_the_chart_refuses_them() -> None:
+    with pytest.raises(ValueError, match=r"leaderElection.enabled=true"):
+        comp.controller_replicas({"controllerManager": {"replicas": 2}})
+    assert comp.controller_replicas({"controllerManager": {"replicas": 2, "leaderElection": {"enabled": True}}}) == 2
+    assert comp.controller_replicas({}) == 1

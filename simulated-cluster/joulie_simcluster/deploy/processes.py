@@ -5,6 +5,7 @@ FUSE view a killed simulator left, and the environment and interpreter every pro
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
+from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
 
 
@@ -49,15 +51,16 @@ def deployed_alive(name: str, pid: int, env: Mapping[str, str]) -> bool:
 
 
 def stop_deployed(state: StateDir, progress: Callable[[str], None]) -> int:
-    env = state.read_deploy_env() or {}
     stopped = 0
-    # Agents first, the simulator last: an agent never sees its views vanish under it at teardown.
-    for name, pid in reversed(recorded_deploy_pids(env)):
-        if deployed_alive(name, pid, env) and stop_pid(pid, None, grace_s=8):
-            stopped += 1
-    stopped += stop_strays(state)
-    unmount_views(state)
-    state.deploy_env.unlink(missing_ok=True)
+    with changing(state.root):  # the supervisor must not restart what is stopped on purpose
+        env = state.read_deploy_env() or {}
+        # Agents first, the simulator last: an agent never sees its views vanish under it at teardown.
+        for name, pid in reversed(recorded_deploy_pids(env)):
+            if deployed_alive(name, pid, env) and stop_pid(pid, None, grace_s=8):
+                stopped += 1
+        stopped += stop_strays(state)
+        unmount_views(state)
+        state.deploy_env.unlink(missing_ok=True)
     if stopped:
         progress(f"stopped {stopped} deployed processes")
     return stopped
@@ -69,6 +72,7 @@ def stop_strays(state: StateDir) -> int:
     marker = str(state.root).encode() + b"/"
     root = str(state.root / "hwemu").encode()
     cluster = {int(v) for k, v in (state.read_cluster_env() or {}).items() if k.endswith("_PID") and v.isdigit()}
+    cluster.add(_supervisor_pid(state))  # it names the state dir too, and must outlive a deploy
     stopped = 0
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) in cluster or int(proc.name) in (os.getpid(), os.getppid()):
@@ -85,6 +89,13 @@ def stop_strays(state: StateDir) -> int:
                 if stop_pid(int(proc.name), None, grace_s=5):
                     stopped += 1
     return stopped
+
+
+def _supervisor_pid(state: StateDir) -> int:
+    try:
+        return int(json.loads((state.root / "supervisor.json").read_text()).get("pid") or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def unmount_views(state: StateDir) -> None:

@@ -16,6 +16,7 @@ from joulie_simcluster.deploy.binaries import DIST_PEXES, install_binaries
 from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
+from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
 from joulie_testinfra.procs import ManagedProcess
 
@@ -32,7 +33,14 @@ def _commands(state: StateDir) -> dict[str, dict[str, Any]]:
 def restart_process(state: StateDir, name: str, *, kill: bool = False, env_update: Mapping[str, str] | None = None,
                     binary: Path | None = None) -> int:
     """Stops the deployed process `name` (SIGKILL with `kill`, as a crash) and starts it again with
-    the recorded command, `env_update` applied and, given, another binary. Returns the new PID."""
+    the recorded command, `env_update` applied and, given, another binary. Returns the new PID.
+    Under the state dir's lock: the supervisor neither restarts it meanwhile nor counts this as a crash."""
+    with changing(state.root):
+        return _restart_locked(state, name, kill=kill, env_update=env_update, binary=binary)
+
+
+def _restart_locked(state: StateDir, name: str, *, kill: bool, env_update: Mapping[str, str] | None,
+                    binary: Path | None) -> int:
     cmds = _commands(state)
     env = state.read_deploy_env() or {}
     if name not in cmds:
@@ -62,29 +70,40 @@ def restart_process(state: StateDir, name: str, *, kill: bool = False, env_updat
     return proc.pid
 
 
-def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress: Callable[[str], None]) -> bool:
+def reload(state: StateDir, component: str, dist: Path, *, force: bool, progress: Callable[[str], None],
+           node: str | None = None) -> bool:
     """Follows the binary, as the seed's reload: an unchanged PEX changes nothing; a new one (or
     `force`) restarts every process of `component` (``simulator``: the emulator and the workload
-    runner, both its binary; the runner finds its Pods again). Returns whether anything restarted."""
+    runner, both its binary; the runner finds its Pods again). With `node` (agents only): just
+    that Node's agent, as deleting one DaemonSet Pod would. Returns whether anything restarted."""
     t0 = time.monotonic()
     env = state.read_deploy_env()
     if env is None:
         raise RuntimeFailure(f"nothing deployed in {state.root}; run simcluster deploy")
     if component not in DIST_PEXES or component == "fakesmi":
         raise RuntimeFailure(f"unknown component {component!r}; one of: agent, controller-manager, extender, simulator")
+    names_ = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component]
+    if node is not None:
+        if component != "agent":
+            raise RuntimeFailure(f"--node {node}: only agents run per Node (component {component!r} does not)")
+        if f"agent-{node}" not in names_:
+            known = ", ".join(n.removeprefix("agent-") for n in names_)
+            raise RuntimeFailure(f"--node {node}: no agent deployed for that Node; agents run for: {known}")
+        names_ = [f"agent-{node}"]
     binaries = install_binaries(state, dist)
     new = binaries[component]
     changed = new.tag != env.get(f"TAG_{component}")
     if not changed and not force:
         progress(f"{component}: binary unchanged ({new.tag}): nothing to do ({time.monotonic() - t0:.1f}s)")
         return False
-    names_ = [n for n, _ in recorded_deploy_pids(env) if env.get(f"COMPONENT_{n}") == component]
     for name in names_:
         restart_process(state, name, binary=new.path)
-    env = state.read_deploy_env() or {}
-    env[f"TAG_{component}"] = new.tag
-    env[f"BINARY_{component}"] = str(new.path)
-    state.write_deploy_env(env)
+    with changing(state.root):
+        env = state.read_deploy_env() or {}
+        if node is None:  # one agent on a new binary leaves the others on the recorded one
+            env[f"TAG_{component}"] = new.tag
+            env[f"BINARY_{component}"] = str(new.path)
+        state.write_deploy_env(env)
     why = f"new binary {new.tag}" if changed else "forced"
     progress(f"{component}: restarted {len(names_)} processes ({why}) in {time.monotonic() - t0:.1f}s")
     return True

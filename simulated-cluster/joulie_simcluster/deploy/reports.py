@@ -120,7 +120,8 @@ def wait_reports(
     deadline = time.monotonic() + timeout_s
     last = ""
     while True:
-        reports = component_reports(state, env, managed_nodes)
+        # Re-read: the supervisor may have restarted a process since the caller read deploy.env.
+        reports = component_reports(state, state.read_deploy_env() or env, managed_nodes)
         ok = sum(r.ok for r in reports)
         line = f"{ok}/{len(reports)} components report"
         if line != last:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
@@ -28,8 +30,10 @@ from joulie_simcluster.deploy.processes import interpreter, pid_key, python_env,
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
 from joulie_simcluster.deploy.values import load_values
 from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes.kube import core_api
 from joulie_simcluster.runtimes.pids import start_ticks
 from joulie_simcluster.runtimes.process import cluster_live
+from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.smoke.load import smoke_jobs
 from joulie_simcluster.spec import ClusterSpec
 from joulie_simcluster.state import StateDir
@@ -102,6 +106,8 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     (render / "commands.json").write_text(json.dumps(
         {c.name: {"component": c.component, "argv": c.argv, "env": c.env, "log": str(c.log), "url": c.metrics_url}
          for c in cmds}, indent=1))
+    if plan.controller_replicas > 1:
+        ensure_namespace(state.kubeconfig, comp.LEADER_NAMESPACE)
     try:
         started = _start(ctx, cmds, env)
         shards = plan.agent_shards
@@ -113,11 +119,23 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         if not settings.keep_failed:
             stop_deployed(state, progress)
         raise
-    env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    state.write_deploy_env(env)
+    with changing(state.root):  # the supervisor may have restarted a process meanwhile: keep its PIDs
+        env = state.read_deploy_env() or env
+        env["DEPLOYED_AT"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        state.write_deploy_env(env)
     seconds = time.monotonic() - t0
     progress(f"deploy: every component reports ({seconds:.1f}s)")
     return DeployResult([a.name for a in agents], excluded, seconds, reports)
+
+
+def ensure_namespace(kubeconfig: Path, name: str) -> None:
+    """The namespace of the replicas' Lease (a helm install's release namespace exists already)."""
+    api = core_api(kubeconfig)
+    try:
+        api.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+    except ApiException as e:
+        if e.status != 409:
+            raise RuntimeFailure(f"creating namespace {name} failed: HTTP {e.status} {e.reason}") from e
 
 
 def _live_cluster(state: StateDir, mode: str) -> dict[str, str]:
@@ -145,14 +163,19 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
     agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
     tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
-    ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports)
+    try:
+        replicas = comp.controller_replicas(values)
+    except ValueError as e:
+        raise RuntimeFailure(f"values: {e}") from None
+    ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports,
+                       controller_replica_metrics=tuple(free_port() for _ in range(replicas - 1)))
     plan = comp.Plan(
         state=state.root, binaries=binaries, kubeconfig=state.kubeconfig,
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=settings.hwemu, timing=settings.timing,
         ports=ports, agents=agents, values=values, python_path_env=python_env(), python=interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
         controller_env=tmode.joulie_env(settings.power_scope),
-        otlp_endpoint=_otlp_endpoint(tmode, cluster),
+        otlp_endpoint=_otlp_endpoint(tmode, cluster), controller_replicas=replicas,
     )
     if shards > 0 and len(agents) != len(rendered.managed):
         raise RuntimeFailure(
@@ -199,13 +222,16 @@ def _start(ctx: Context, cmds: list[comp.Command], env: dict[str, str]) -> int:
     """Starts `cmds` in order, recording each in deploy.env as it starts (a failed deploy can then be
     stopped); the processes after the simulator only once it serves. Returns how many started."""
     state, settings = ctx.state, ctx.settings
+    env["DEPLOY_ID"] = f"{time.time():.6f}"  # the supervisor counts restarts afresh per deploy
     for cmd in cmds:
-        proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
-        env[pid_key(cmd.name)] = str(proc.pid)
-        env[f"START_{cmd.name}"] = start_ticks(proc.pid)
-        env[f"COMPONENT_{cmd.name}"] = cmd.component
-        env[f"URL_{cmd.name}"] = cmd.metrics_url
-        state.write_deploy_env(env)
+        with changing(state.root):  # a process the supervisor restarted meanwhile keeps its new PID
+            env.update(state.read_deploy_env() or {})
+            proc = ManagedProcess(cmd.name, cmd.argv, cmd.log, env=cmd.env).start()
+            env[pid_key(cmd.name)] = str(proc.pid)
+            env[f"START_{cmd.name}"] = start_ticks(proc.pid)
+            env[f"COMPONENT_{cmd.name}"] = cmd.component
+            env[f"URL_{cmd.name}"] = cmd.metrics_url
+            state.write_deploy_env(env)
         if cmd.name == "simulator":
             _wait_simulator(state, proc, cmd.metrics_url, settings.hwemu, ctx.progress,
                             max(120.0, settings.deploy_timeout_s))

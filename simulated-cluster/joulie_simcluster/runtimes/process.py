@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import shutil
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
@@ -27,6 +28,15 @@ from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes.kube import api_ready, apply_nodes, core_api, list_nodes, node_ready
 from joulie_simcluster.runtimes.pids import pid_alive, stop_pid
+from joulie_simcluster.runtimes.supervision import control as supervisor
+from joulie_simcluster.runtimes.supervision.backoff import policy_of
+from joulie_simcluster.runtimes.supervision.lock import changing
+from joulie_simcluster.runtimes.supervision.processes import (
+    cluster_commands_path,
+    record_cluster_commands,
+    start_again,
+    watched,
+)
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key, recorded_pids
 from joulie_simcluster.timing import Timing, duration
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
@@ -68,11 +78,12 @@ def cluster_live(state: StateDir) -> tuple[bool, str]:
 def stop_recorded(state: StateDir, env: Mapping[str, str], progress: Callable[[str], None] | None = None) -> int:
     """Stops the processes cluster.env records, in reverse start order. Returns how many ran."""
     stopped = 0
-    for proc, pid in reversed(recorded_pids(env)):
-        if stop_pid(pid, proc):
-            stopped += 1
-            if progress:
-                progress(f"stopped {proc} (pid {pid})")
+    with changing(state.root):  # the supervisor must not restart what is stopped on purpose
+        for proc, pid in reversed(recorded_pids(env)):
+            if stop_pid(pid, proc):
+                stopped += 1
+                if progress:
+                    progress(f"stopped {proc} (pid {pid})")
     return stopped
 
 
@@ -134,6 +145,8 @@ def _start_processes(
             cp.stop()
         raise RuntimeFailure(f"starting the control plane failed: {e}") from e
     procs: dict[str, ManagedProcess] = {p.name: p for p in cp.group.procs}
+    cluster_commands_path(state).unlink(missing_ok=True)
+    record_cluster_commands(state, cp.group.procs)  # how the supervisor starts each again, on this data
     env = {
         "SIMCLUSTER_RUNTIME": "process",
         "API_URL": cp.url,
@@ -190,10 +203,12 @@ def _restart_telemetry(
 ) -> None:
     """Another telemetry mode on a live cluster: Prometheus (and the Collector, if the mode has one)
     again with that mode's settings. A deploy afterwards points the simulator at the new path."""
-    for proc in ("otelcol", "prometheus"):
-        old = env.pop(pid_key(proc), "")
-        if old.isdigit():
-            stop_pid(int(old), proc)
+    with changing(state.root):
+        for proc in ("otelcol", "prometheus"):
+            old = env.pop(pid_key(proc), "")
+            if old.isdigit():
+                stop_pid(int(old), proc)
+        state.write_cluster_env(env)
     for key in ("OTELCOL_HEALTH_URL", "OTELCOL_OTLP_URL"):
         env.pop(key, None)
     shutil.rmtree(state.root / "tsdb", ignore_errors=True)
@@ -205,10 +220,43 @@ def _restart_telemetry(
         env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
         env.update(_collector_env(_start_collector(state, group, telemetry_mode, prom.url,
                                                    int(env.get("SIMULATOR_HTTP_PORT") or 0), timing, progress)))
+        record_cluster_commands(state, group.procs)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         group.stop_all()  # nothing unrecorded may outlive a failed restart
         raise RuntimeFailure(f"restarting the telemetry path for mode {telemetry_mode} failed: {e}") from e
     progress(f"prometheus restarted at {prom.url} for telemetry mode {telemetry_mode}")
+
+
+def _pids_now(state: StateDir) -> dict[str, str]:
+    """The PIDs cluster.env records now: the supervisor may have restarted a process since we read it."""
+    now = state.read_cluster_env() or {}
+    return {k: v for k, v in now.items() if k.endswith("_PID")}
+
+
+def revive(state: StateDir, progress: Callable[[str], None], timeout_s: float = 90.0) -> bool:
+    """A recorded cluster with some processes dead: start those again with their recorded command
+    lines, on the existing etcd data, certificates and ports (what kubelet does for a static Pod),
+    and wait until it is live. False (nothing started) when there is nothing to start from."""
+    if not cluster_commands_path(state).is_file() or not (state.root / "etcd-data").is_dir():
+        return False
+    with changing(state.root):
+        dead = [w for w in watched(state) if w.kind == "cluster" and not w.alive]
+        for w in dead:
+            try:
+                proc = start_again(state, w.name, "cluster")
+            except (KeyError, OSError) as e:
+                progress(f"cannot start {w.name} again ({e!r}); starting a fresh cluster")
+                return False
+            progress(f"{w.name} (pid {w.pid}) was not running: started again on the existing data as pid {proc.pid}")
+    deadline = time.monotonic() + timeout_s
+    why = ""
+    while time.monotonic() < deadline:
+        live, why = cluster_live(state)
+        if live:
+            return True
+        time.sleep(0.5)
+    progress(f"the restarted cluster did not come back within {timeout_s:.0f}s ({why}); starting a fresh one")
+    return False
 
 
 def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR, telemetry_mode: str = "otlp") -> str:
@@ -223,6 +271,9 @@ def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR,
     state.root.mkdir(parents=True, exist_ok=True)
     live, why = cluster_live(state)
     env = state.read_cluster_env()
+    if not live and env is not None and revive(state, progress):
+        live, why = cluster_live(state)
+        env = state.read_cluster_env()
     if live and env is not None:
         progress(f"reusing the running cluster at {env.get('API_URL')} ({state.root})")
         reused = True
@@ -230,13 +281,19 @@ def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR,
             _restart_telemetry(state, env, telemetry_mode, timing, progress)
     else:
         progress(f"no live cluster in {state.root} ({why}); starting one")
+        supervisor.stop(state)
         if env is not None:
             stop_recorded(state, env, progress)
             state.cluster_env.unlink(missing_ok=True)
         env = _start_processes(state, crd_dir, progress, telemetry_mode, timing)
         reused = False
     env["SPEC_NAME"] = spec.name
-    state.write_cluster_env(env)
+    with changing(state.root):
+        env = {**env, **_pids_now(state)}
+        state.write_cluster_env(env)
+    pid = supervisor.ensure(state, policy_of(timing))
+    progress(f"supervisor running (pid {pid}; restarts with backoff {timing.restart_backoff_s:g}s doubling to "
+             f"{timing.restart_backoff_max_s:g}s; log {state.log('supervisor')})")
     try:
         applied, deleted, ready_s = apply_nodes(state, rendered, progress)
     except k8s.ApiException as e:
@@ -245,8 +302,10 @@ def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR,
             f"kube-apiserver log {state.log('kube-apiserver')}"
         ) from e
     state.spec.write_text(rendered.text)
-    env["SPEC_APPLIED_AT"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    state.write_cluster_env(env)
+    with changing(state.root):
+        env = {**env, **_pids_now(state)}
+        env["SPEC_APPLIED_AT"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        state.write_cluster_env(env)
     summary = (
         f"simcluster up: spec {spec.name}, {applied} Nodes applied, {len(deleted)} deleted, "
         f"applied and all Ready in {ready_s:.1f}s, {progress.elapsed():.1f}s in all "
@@ -267,10 +326,15 @@ def status(state: StateDir, out: TextIO | None = None) -> int:
         print(f"no cluster recorded in {state.root}", file=out)
         return 1
     print(f"cluster: {state.root} (spec {env.get('SPEC_NAME', '?')}, started {env.get('STARTED_AT', '?')})", file=out)
+    sup = supervisor.read(state)
+    print(f"supervisor: {f'pid {sup.pid} running' if sup and sup.running else 'NOT RUNNING (nothing restarts)'}"
+          f"  log {state.log('supervisor')}", file=out)
     ok = True
+    restarts = supervisor.restarts(state)
     for name, pid, alive in live_processes(env):
         ok = ok and alive
-        print(f"  {name:<15} pid {pid:<8} {'running' if alive else 'NOT RUNNING'}  log {state.log(name)}", file=out)
+        print(f"  {name:<15} pid {pid:<8} {'running' if alive else 'NOT RUNNING':<11}  restarts {restarts.get(name, 0):<3} "
+              f"log {state.log(name)}", file=out)
     ready = api_ready(state.kubeconfig)
     print(f"api: {env.get('API_URL', '?')} {'ready' if ready else 'NOT READY'}", file=out)
     if not ready:
@@ -289,6 +353,8 @@ def down(state: StateDir, *, keep: bool, progress: Progress | None = None) -> in
     """Stops the recorded processes and removes cluster.env; the state dir too (but runs/) unless `keep`.
     Idempotent: returns how many processes were running."""
     progress = progress or Progress()
+    if supervisor.stop(state):
+        progress("stopped the supervisor")
     env = state.read_cluster_env()
     stopped = stop_recorded(state, env, progress) if env is not None else 0
     state.cluster_env.unlink(missing_ok=True)

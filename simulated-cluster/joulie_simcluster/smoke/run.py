@@ -45,6 +45,7 @@ from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
@@ -351,6 +352,8 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}
         smoke = Smoke(ctx, rendered)
         if options.break_component:
+            # A crash nobody restarts: the checks must see it, so the supervisor goes first.
+            supervisor.stop(state)
             _break(env, options.break_component, progress)
         smoke.run_steps(result.excluded)
     except KeyboardInterrupt:

@@ -1,0 +1,79 @@
+"""Pure: the faults ``simcluster chaos`` knows, what each does, and the seeded plan of a run.
+
+Each fault names what it hits (``target``: a process of the state dir, or a Node's emulated
+hardware) and how long it holds (``hold_s``; 0: a one-off, such as a SIGKILL). The plan is a list
+of (fault, repetition, delay before it), drawn from one seeded generator, so a run is repeatable.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    what: str
+    hold_s: float = 0.0
+    """How long the fault lasts before it is cleared (0: a one-off)."""
+
+
+FAULTS: dict[str, Fault] = {f.name: f for f in (
+    Fault("agent-kill", "SIGKILL one agent (a random Node's)"),
+    Fault("controller-kill", "SIGKILL the controller manager at a random moment of its reconcile loop"),
+    Fault("leader-failover", "SIGKILL the controller-manager replica holding the Lease (needs replicas: 2)"),
+    Fault("simulator-kill", "SIGKILL the simulator: the emulated files or FUSE views vanish, limits come back at "
+          "their defaults"),
+    Fault("apiserver-kill", "SIGKILL kube-apiserver (restarted on the same etcd data)"),
+    Fault("etcd-kill", "SIGKILL etcd (restarted on its data)"),
+    Fault("prometheus-kill", "SIGKILL Prometheus (restarted on its TSDB)"),
+    Fault("prometheus-freeze", "SIGSTOP Prometheus for 10 s, then SIGCONT", hold_s=10.0),
+    Fault("extender-kill", "SIGKILL the scheduler extender"),
+    Fault("limit-reset", "a random Node's device resets its limits to the defaults (as after a reboot)"),
+    Fault("write-refused", "a random Node refuses cap writes (EACCES) for 10 s while its limits reset",
+          hold_s=10.0),
+)}
+
+DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-kill", "etcd-kill",
+                  "prometheus-freeze", "extender-kill", "limit-reset", "write-refused")
+"""The default run: what works on any deployed cluster (leader-failover needs two replicas)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    fault: Fault
+    repetition: int
+    delay_s: float
+    """Seconds to wait, once the cluster is healthy, before injecting: the random moment."""
+    pick: float
+    """A number in [0, 1) choosing the target among candidates (which agent, which Node)."""
+
+
+def parse_faults(text: str) -> list[Fault]:
+    """``a,b,c`` -> the faults, each known; a ValueError naming the unknown one otherwise."""
+    out = []
+    for name in (n.strip() for n in text.split(",")):
+        if not name:
+            continue
+        if name not in FAULTS:
+            raise ValueError(f"--faults: unknown fault {name!r}; known: {', '.join(FAULTS)}")
+        out.append(FAULTS[name])
+    if not out:
+        raise ValueError("--faults: none given")
+    return out
+
+
+def plan(faults: list[Fault], repeats: int, seed: int, max_delay_s: float) -> list[Step]:
+    """Each fault `repeats` times, in a shuffled order, each after a random delay in [1, max_delay_s]."""
+    rng = random.Random(seed)
+    steps = [(f, r) for f in faults for r in range(1, repeats + 1)]
+    rng.shuffle(steps)
+    return [Step(f, r, round(rng.uniform(1.0, max(1.0, max_delay_s)), 2), rng.random()) for f, r in steps]
+
+
+def choose(candidates: list[str], pick: float) -> str:
+    """The candidate `pick` (in [0, 1)) falls on."""
+    if not candidates:
+        raise ValueError("no candidate to inject the fault into")
+    return sorted(candidates)[min(len(candidates) - 1, int(pick * len(candidates)))]
