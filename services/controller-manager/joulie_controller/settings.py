@@ -20,6 +20,8 @@ POLICIES: Final = ("static_partition", "queue_aware_v1", "rule_swap_v1", "cluste
 METRIC_NAMINGS: Final = ("underscore-suffixes", "underscore", "utf8-suffixes", "utf8")
 POWER_SOURCES: Final = ("prometheus", "static")
 POWER_SCOPES: Final = ("auto", "host", "components")
+MIN_CAP_PCT: Final = 10.0
+"""The lowest cap, % of max, the NodeTwin CRD accepts (charts/joulie/crds: packagePowerCapPctOfMax, capPctOfMax)."""
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
 
@@ -231,6 +233,11 @@ def _parse(cls: type[Settings], env: Mapping[str, str]) -> Settings:
         raise SettingsError(f"NODE_POWER_SOURCE={s.node_power_source!r}: expected one of {', '.join(POWER_SOURCES)}")
     if s.node_power_scope not in POWER_SCOPES:
         raise SettingsError(f"NODE_POWER_SCOPE={s.node_power_scope!r}: expected one of {', '.join(POWER_SCOPES)}")
+    for pct_field in ("cpu_performance_pct", "cpu_eco_pct", "gpu_performance_pct", "gpu_eco_pct", "cluster_budget_min_pct"):
+        v = getattr(s, pct_field)
+        if 0 < v < MIN_CAP_PCT:
+            raise SettingsError(f"{CONTROLLER_ENV[pct_field]}={v:g}: below the {MIN_CAP_PCT:g} % of max the NodeTwin CRD accepts "
+                                f"(what hardware enforces); use 0 for no cap, or at least {MIN_CAP_PCT:g}")
     if s.policy_type == "cluster_power_budget" and s.cluster_power_budget_w <= 0:
         raise SettingsError("CLUSTER_POWER_BUDGET_W must be > 0 watts with POLICY_TYPE=cluster_power_budget")
     return s

@@ -51,3 +51,9 @@ def test_node_selector() -> None:
     assert not selector_matches("joulie.io/managed=true", {"joulie.io/managed": "false"})
     assert selector_matches("node-role.kubernetes.io/worker", {"node-role.kubernetes.io/worker": ""})
     assert selector_matches("", {})
+
+
+def test_a_cap_percentage_below_what_the_crd_accepts_is_refused_naming_the_variable() -> None:
+    with pytest.raises(SettingsError, match=r"CPU_ECO_CAP_PCT_OF_MAX=5: below the 10 % of max"):
+        Settings.from_env({"CPU_ECO_CAP_PCT_OF_MAX": "5"})
+    assert Settings.from_env({"GPU_ECO_CAP_PCT_OF_MAX": "0"}).gpu_eco_pct == 0.0  # 0 still disables the GPU intent
