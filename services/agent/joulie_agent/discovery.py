@@ -7,8 +7,12 @@ Where this differs from the Go original (reference §1.3, defects D8/D9/D11/D16)
 - psys and intel-rapl-mmio are not sockets; the cap range is per socket over its die zones (D11);
 - `[N/A]` GPU limits are unknown, not 0 (D16);
 - `cpu.telemetryAvailable` is true only when a package energy counter is readable;
-- `totalCores` is the logical CPU count of /proc/cpuinfo, the allocatable `cpu` only when
-  cpuinfo has no processor entries (allocatable is reduced by reservations).
+- `totalCores` is the host's logical CPU count (`host_cores`): the largest of the cpuinfo
+  `processor` blocks, the sum of `siblings` (else `cpu cores`) per `physical id`, and the Node's
+  `capacity.cpu`, so a trimmed or containerised cpuinfo does not shrink the node (issue 21).
+  The allocatable `cpu` counts only when none of those is known (it is reduced by reservations).
+- `gpu.currentCapWatts` is absent when the node has no GPU or the cap is unknown; it is never 0
+  as a stand-in for "no GPU" (the original wrote 0). The CRD's description says so.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class HostFacts:
     gpu: Inventory | None = None
     labels: dict[str, str] = field(default_factory=dict)
     allocatable: dict[str, str] = field(default_factory=dict)
+    # The Node's status.capacity (unreduced by reservations); empty when unknown.
+    capacity: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -119,6 +125,20 @@ def allocatable_gpu_vendor(allocatable: dict[str, str]) -> str:
     return ""
 
 
+def host_cores(info: CPUInfo, capacity: dict[str, str], allocatable: dict[str, str]) -> tuple[int, list[str]]:
+    """The host's logical CPU count and the warnings explaining where a partial cpuinfo was overruled."""
+    listed = info.logical_cpus
+    capacity_cpu = quantity_to_int(capacity.get("cpu", "")) or 0
+    best = max(listed, info.host_logical_cpus or 0, capacity_cpu)
+    warnings: list[str] = []
+    if listed and best > listed:
+        source = "siblings per physical id" if best == (info.host_logical_cpus or 0) else "Node capacity.cpu"
+        warnings.append(f"cpuinfo lists {listed} processors but {source} gives {best}: cpuinfo is partial")
+    if best:
+        return best, warnings
+    return quantity_to_int(allocatable.get("cpu", "")) or 0, warnings
+
+
 def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware, str, str]:
     labels = facts.labels
     warnings = list(info.warnings)
@@ -140,7 +160,8 @@ def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware
     if sockets is None:
         pkg_indexes = {z.package_index for z in powercap.package_zones(facts.zones)}
         sockets = len(pkg_indexes) or 1
-    total = info.logical_cpus or quantity_to_int(facts.allocatable.get("cpu", "")) or 0
+    total, core_warnings = host_cores(info, facts.capacity, facts.allocatable)
+    warnings += core_warnings
 
     cap_range = powercap.socket_cap_range_w(facts.zones)
     writable_pl1 = [z for z in powercap.package_zones(facts.zones)

@@ -209,8 +209,9 @@ def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None
 
 
 def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, str], run: Runner,
-               nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists) -> discovery.HostFacts:
-    facts = discovery.HostFacts(labels=labels, allocatable=allocatable)
+               nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists,
+               capacity: dict[str, str] | None = None) -> discovery.HostFacts:
+    facts = discovery.HostFacts(labels=labels, allocatable=allocatable, capacity=capacity or {})
     facts.cpuinfo_text = read_text(paths.cpuinfo)
     facts.zones, zone_warnings = read_zones(paths)
     facts.warnings += zone_warnings

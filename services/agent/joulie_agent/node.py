@@ -53,8 +53,9 @@ class NodeController:
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
         self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only)
 
-    def discover(self, labels: dict[str, str], allocatable: dict[str, str]) -> NodeHardwareStatus:
-        self.facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml)
+    def discover(self, labels: dict[str, str], allocatable: dict[str, str],
+                 capacity: dict[str, str] | None = None) -> NodeHardwareStatus:
+        self.facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity)
         self.hardware = build_status(self.facts, self.catalog)
         self.gpu.checked_s = self.clock.monotonic()
         return self.hardware

@@ -34,6 +34,16 @@ log = logging.getLogger(__name__)
 REDISCOVER_S = 300.0
 
 
+@dataclass(frozen=True)
+class NodeSeen:
+    """What the agent reads from a Node object each tick."""
+
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, str]
+    capacity: dict[str, str]
+
+
 @dataclass
 class SkipUnchanged:
     """Skip a write whose payload equals the last one, unless `max_age_s` passed since it."""
@@ -120,13 +130,13 @@ class Agent:
             self.controllers[node] = c
         return c
 
-    def nodes(self) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    def nodes(self) -> list[NodeSeen]:
         core = self.kube.client.core
         if self.s.mode == "pool":
             items = core.list_node(label_selector=self.s.pool_selector).items
         else:
             items = [core.read_node(self.s.node_name)]
-        out: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        out: list[NodeSeen] = []
         for n in items:
             if n.metadata is None or not n.metadata.name:
                 continue
@@ -135,29 +145,33 @@ class Agent:
                 continue
             labels = {str(k): str(v) for k, v in (n.metadata.labels or {}).items()}
             alloc = {str(k): str(v) for k, v in ((n.status.allocatable if n.status else None) or {}).items()}
-            out.append((name, labels, alloc))
+            # capacity.cpu is the host's CPU count before reservations (discovery.host_cores).
+            cap = {str(k): str(v) for k, v in (getattr(n.status, "capacity", None) or {}).items()}
+            out.append(NodeSeen(name, labels, alloc, cap))
         return out
 
     def tick(self) -> int:
         """One reconcile of every owned node; returns the number of nodes that failed."""
         failed = 0
         nodes = self.nodes()
-        for gone in set(self.controllers) - {n for n, _, _ in nodes}:
+        for gone in set(self.controllers) - {n.name for n in nodes}:
             del self.controllers[gone]
-        for name, labels, allocatable in nodes:
+        for n in nodes:
+            name = n.name
             try:
-                self.reconcile_node(name, labels, allocatable)
+                self.reconcile_node(name, n.labels, n.allocatable, n.capacity)
             except Exception as err:  # one node's failure must not stop the others
                 failed += 1
                 self.metrics.reconcile_errors.labels(name).inc()
                 log.error("node %s: reconcile failed: %s", name, err)
         return failed
 
-    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str]) -> None:
+    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str],
+                       capacity: dict[str, str] | None = None) -> None:
         c = self.controller(name)
         now = self.clock.monotonic()
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
-            c.discover(labels, allocatable)
+            c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
         assert c.hardware is not None
         self.kube.publish_hardware(name, c.hardware)
