@@ -15,6 +15,7 @@ from pathlib import Path
 
 from joulie_agent import cpufreq, discovery, gputools, powercap
 from joulie_agent.nvml import NVML
+from joulie_agent.powerexport import HwmonEnergy
 from joulie_agent.toolrun import Runner
 
 MAX_FILE_BYTES = 4 << 20
@@ -39,6 +40,10 @@ class HostPaths:
     @property
     def powercap_devices(self) -> Path:
         return self.sys_root / "devices" / "virtual" / "powercap"
+
+    @property
+    def hwmon(self) -> Path:
+        return self.sys_root / "class" / "hwmon"
 
     @property
     def cpufreq(self) -> Path:
@@ -117,6 +122,27 @@ def read_energy(paths: HostPaths, zone_ids: list[str]) -> dict[str, int]:
         if v is not None and v >= 0:
             out[zid] = v
     return out
+
+
+def read_amd_energy(paths: HostPaths) -> list[HwmonEnergy]:
+    """The `energyN_input` files of the amd_energy hwmon, with their labels (`Esocket0`, ...)."""
+    out: list[HwmonEnergy] = []
+    if not paths.hwmon.is_dir():
+        return out
+    for d in sorted(paths.hwmon.iterdir()):
+        if (read_text(d / "name") or "").strip() != "amd_energy":
+            continue
+        for f in sorted(d.glob("energy*_input")):
+            label = (read_text(d / f.name.replace("_input", "_label")) or "").strip()
+            out.append(HwmonEnergy(f"{d.name}/{f.name}", label))
+    return out
+
+
+def read_counter_uj(paths: HostPaths, key: str) -> int | None:
+    """One energy counter in µJ: a powercap zone id (`intel-rapl:0`) or an hwmon file (`hwmon3/energy1_input`)."""
+    path = paths.powercap / key / "energy_uj" if powercap.ZONE_DIR_RE.match(key) else paths.hwmon / key
+    v = powercap.parse_int(read_text(path))
+    return v if v is not None and v >= 0 else None
 
 
 def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:

@@ -15,10 +15,12 @@ from typing import Any
 
 from joulie_agent.catalog import Catalog, load_catalog
 from joulie_agent.discovery import status_document
-from joulie_agent.hostread import HostPaths
+from joulie_agent.gputools import Inventory
+from joulie_agent.hostread import HostPaths, gpu_inventory
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome, NodeController, NodeOptions
 from joulie_agent.nvml import NVML, open_nvml
+from joulie_agent.otlpexport import PowerExporter, otlp_exporter
 from joulie_agent.settings import Settings
 from joulie_agent.toolrun import make_runner
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
@@ -108,13 +110,14 @@ class Agent:
     """One process: one node (daemonset, emulated) or a shard of a pool."""
 
     def __init__(self, settings: Settings, kube: AgentKube, catalog: Catalog, clock: Clock,
-                 metrics: AgentMetrics, nvml: NVML | None = None):
+                 metrics: AgentMetrics, nvml: NVML | None = None, exporter: PowerExporter | None = None):
         self.s = settings
         self.kube = kube
         self.catalog = catalog
         self.clock = clock
         self.metrics = metrics
         self.nvml = nvml
+        self.exporter = exporter
         self.controllers: dict[str, NodeController] = {}
         self.discovered_at: dict[str, float] = {}
         # Last good NodeTwin read per node: (time, exists, spec).
@@ -156,6 +159,8 @@ class Agent:
         nodes = self.nodes()
         for gone in set(self.controllers) - {n.name for n in nodes}:
             del self.controllers[gone]
+            if self.exporter is not None:
+                self.exporter.remove_node(gone)
         for n in nodes:
             name = n.name
             try:
@@ -173,6 +178,8 @@ class Agent:
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
             c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
+            if self.exporter is not None:
+                self.plan_export(name, c)
         assert c.hardware is not None
         self.kube.publish_hardware(name, c.hardware)
         try:
@@ -191,6 +198,19 @@ class Agent:
         cpu, gpu = c.reconcile(spec)
         if exists:
             self.kube.write_control_status(name, cpu, gpu)
+
+
+    def plan_export(self, name: str, c: NodeController) -> None:
+        """Register the node's counters with the power exporter; a node with none says why in NodeHardware."""
+        assert self.exporter is not None and c.hardware is not None
+        vendor = c.facts.gpu.vendor if c.facts.gpu else ""
+
+        def read_gpus() -> Inventory | None:
+            return gpu_inventory(vendor, c.run, c.nvml)
+
+        reason = self.exporter.set_node(name, c.paths, c.facts, read_gpus)
+        if reason is not None and c.hardware.quality is not None:
+            c.hardware.quality.warnings = [*(c.hardware.quality.warnings or []), reason]
 
 
 class TwinWatcher:
@@ -246,8 +266,15 @@ def main_loop(settings: Settings, once: bool = False) -> int:
 
     api = api_client()
     kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
+    exporter = None
+    if settings.power_export_endpoint and not once:
+        exporter = PowerExporter(otlp_exporter(settings.power_export_endpoint), settings.power_export_interval_s,
+                                 on_result=lambda ok: metrics.power_exports.labels("ok" if ok else "failed").inc())
+        exporter.start()
+        log.info("exporting measured power every %.0f s to %s", settings.power_export_interval_s,
+                 settings.power_export_endpoint)
     agent = Agent(settings, kube, load_catalog(), clock, metrics,
-                  open_nvml() if settings.mode == "daemonset" else None)
+                  open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = threading.Event(), threading.Event()
 
     def on_signal(*_: object) -> None:
@@ -271,4 +298,6 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         wake.wait(settings.reconcile_interval_s)
         wake.clear()
         if stop.is_set():
+            if exporter is not None:
+                exporter.stop()
             return 0
