@@ -138,6 +138,22 @@ def read_amd_energy(paths: HostPaths) -> list[HwmonEnergy]:
     return out
 
 
+def read_amdgpu_power_files(paths: HostPaths) -> list[str]:
+    """The amdgpu hwmons' power files (`hwmon5/power1_input`, else `power1_average`), in PCI address order."""
+    found: list[tuple[str, str]] = []
+    if not paths.hwmon.is_dir():
+        return []
+    for d in paths.hwmon.iterdir():
+        if (read_text(d / "name") or "").strip() != "amdgpu":
+            continue
+        for f in ("power1_input", "power1_average"):
+            if (d / f).exists():
+                # realpath: .../0000:41:00.0/hwmon/hwmon5 -> sorts by the GPU's PCI address.
+                found.append((os.path.realpath(d), f"{d.name}/{f}"))
+                break
+    return [key for _, key in sorted(found)]
+
+
 def read_counter_uj(paths: HostPaths, key: str) -> int | None:
     """One energy counter in µJ: a powercap zone id (`intel-rapl:0`) or an hwmon file (`hwmon3/energy1_input`)."""
     path = paths.powercap / key / "energy_uj" if powercap.ZONE_DIR_RE.match(key) else paths.hwmon / key

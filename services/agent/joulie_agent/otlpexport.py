@@ -78,6 +78,10 @@ class NodeSource:
             raw = hostread.read_counter_uj(self.paths, src.path_key)
             if raw is not None:
                 comps.append(self.acc.counter(src, raw, t_s))
+        for m in self.plan.meters:
+            uw = hostread.read_counter_uj(self.paths, m.path_key)  # same integer file format, µW
+            if uw is not None:
+                comps.append(self.acc.meter(m.hw_type, m.hw_id, uw / 1e6, t_s))
         if self.plan.gpus:
             inv = self.read_gpus()
             for d in inv.devices if inv else []:
@@ -149,7 +153,8 @@ class PowerExporter:
     def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader) -> str | None:
         """(Re)plan a node after discovery. Returns why nothing is exported for it, or None."""
         gpu_count = len(facts.gpu.devices) if facts.gpu else 0
-        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count)
+        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
+                            hostread.read_amdgpu_power_files(paths))
         with self._lock:
             if plan.empty:
                 self._nodes.pop(node, None)

@@ -163,3 +163,23 @@ def test_the_sdk_exporter_posts_otlp_protobuf(tmp_path: Path, sink: str) -> None
     names = {m.name for m in req.resource_metrics[0].scope_metrics[0].metrics}
     assert {"hw.host.energy", "hw.energy"} <= names
     ex.stop()
+
+
+def test_amd_gpu_power_is_read_from_the_amdgpu_hwmon_in_pci_order(tmp_path: Path) -> None:
+    for hw, bus, uw in (("hwmon7", "0000:c1:00.0", 500_000_000), ("hwmon6", "0000:41:00.0", 300_000_000)):
+        dev = tmp_path / "sys/devices/pci" / bus / "hwmon" / hw
+        testtrees.write(dev / "name", "amdgpu\n")
+        testtrees.write(dev / "power1_input", f"{uw}\n")
+        link = tmp_path / "sys/class/hwmon" / hw
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(dev)
+    gpus = Inventory("amd", "amd-smi", [GPUDevice(0), GPUDevice(1)])  # no draw from the tools
+    fake, clock = FakeExporter(), Clock()
+    ex = PowerExporter(fake, 10.0, monotonic=clock)
+    assert ex.set_node("mi300x", HostPaths.under(tmp_path), facts_of(tmp_path, gpus), lambda: None) is None
+    ex.export_once()
+    clock.t = 10.0
+    ex.export_once()
+    p = points(fake.sent[-1])
+    assert (p[("hw.power", "gpu-0")], p[("hw.power", "gpu-1")]) == (300.0, 500.0)
+    assert p[("hw.energy", "gpu-1")] == pytest.approx(5000.0)

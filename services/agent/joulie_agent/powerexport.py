@@ -9,8 +9,10 @@ Sources, per node (`plan_sources`):
   else the `amd_energy` hwmon's `Esocket<N>` counters. `hw.type=cpu`, `hw.id=package-N` (a
   multi-die package adds `-die-M`).
 - DRAM: RAPL `dram` sub-zones (`intel-rapl:N:M`). `hw.type=memory`, `hw.id=dram-N`.
-- GPUs: the power draw the agent's GPU tool layer reports (NVML, nvidia-smi, amd-smi, rocm-smi),
-  integrated over time into energy (trapezoids). `hw.type=gpu`, `hw.id=gpu-<index>`.
+- GPUs: AMD GPUs' amdgpu hwmon `power1_input` (else `power1_average`, µW) read from sysfs, in PCI
+  address order (no tool process per export); otherwise the power draw the agent's GPU tool layer
+  reports (NVML, nvidia-smi). Integrated over time into energy (trapezoids). `hw.type=gpu`,
+  `hw.id=gpu-<index>`.
 - Host: no platform meter is read (Redfish is not implemented), so `hw.host.energy` /
   `hw.host.power` are the sum of the measured components, labelled
   `joulie.host.power.source=sum-of-components` so nobody mistakes them for a wall meter.
@@ -55,14 +57,24 @@ class CounterSource:
 
 
 @dataclass(frozen=True)
+class MeterSource:
+    """One power file in µW (amdgpu hwmon `power1_input`), relative to the hwmon class directory."""
+
+    hw_type: str
+    hw_id: str
+    path_key: str
+
+
+@dataclass(frozen=True)
 class ExportPlan:
     counters: tuple[CounterSource, ...] = ()
+    meters: tuple[MeterSource, ...] = ()
     gpus: bool = False
-    """Whether the node has GPUs whose power the tool layer reports."""
+    """Whether the node's GPU power comes from the tool layer (GPUs present, no sysfs meters)."""
 
     @property
     def empty(self) -> bool:
-        return not self.counters and not self.gpus
+        return not self.counters and not self.meters and not self.gpus
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,8 @@ def _dram_id(zone: powercap.Zone) -> str | None:
     return f"dram-{int(m.group('idx'), 16)}"
 
 
-def plan_sources(zones: Sequence[powercap.Zone], hwmon: Sequence[HwmonEnergy], gpu_count: int) -> ExportPlan:
+def plan_sources(zones: Sequence[powercap.Zone], hwmon: Sequence[HwmonEnergy], gpu_count: int,
+                 amdgpu_power: Sequence[str] = ()) -> ExportPlan:
     """Which counters and meters this node exports (empty: nothing; see NO_COUNTERS_REASON)."""
     counters: list[CounterSource] = []
     for z in powercap.energy_zones(list(zones)):
@@ -96,7 +109,8 @@ def plan_sources(zones: Sequence[powercap.Zone], hwmon: Sequence[HwmonEnergy], g
         dram = _dram_id(z)
         if dram is not None and z.energy_uj is not None:
             counters.append(CounterSource(HW_MEMORY, dram, z.zone_id, z.max_energy_range_uj))
-    return ExportPlan(tuple(counters), gpu_count > 0)
+    meters = tuple(MeterSource(HW_GPU, f"gpu-{i}", key) for i, key in enumerate(amdgpu_power))
+    return ExportPlan(tuple(counters), meters, gpu_count > 0 and not meters)
 
 
 @dataclass(frozen=True)

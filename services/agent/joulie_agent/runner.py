@@ -11,9 +11,10 @@ import logging
 import signal
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from joulie_agent.catalog import Catalog, load_catalog
+from joulie_agent.catalog import Catalog, CatalogError, load_catalog
 from joulie_agent.discovery import status_document
 from joulie_agent.gputools import Inventory
 from joulie_agent.hostread import HostPaths, gpu_inventory
@@ -264,6 +265,11 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
     from joulie_api.kubeconfig import api_client
 
+    try:
+        catalog = load_catalog(extra=Path(settings.hardware_catalog_extra) if settings.hardware_catalog_extra else None)
+    except CatalogError as err:  # an operator's entry is wrong: say which, and do not start
+        log.error("hardware catalog: %s", err)
+        return 2
     api = api_client()
     kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT), clock, settings.hardware_rewrite_s)
     exporter = None
@@ -273,7 +279,7 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         exporter.start()
         log.info("exporting measured power every %.0f s to %s", settings.power_export_interval_s,
                  settings.power_export_endpoint)
-    agent = Agent(settings, kube, load_catalog(), clock, metrics,
+    agent = Agent(settings, kube, catalog, clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = threading.Event(), threading.Event()
 

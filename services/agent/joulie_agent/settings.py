@@ -61,6 +61,8 @@ class Settings:
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
         (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
         "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
+    hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
+        added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     dvfs: DVFS_EMA_ALPHA (0.30), DVFS_HIGH_MARGIN_W (10 W), DVFS_LOW_MARGIN_W (15 W),
         DVFS_STEP_PCT (10 %), DVFS_MIN_FREQ_KHZ (1500000 kHz), DVFS_COOLDOWN (20 s), DVFS_TRIP_COUNT (2).
     """
@@ -81,6 +83,7 @@ class Settings:
     tool_path: str = ""
     power_export_endpoint: str = ""
     power_export_interval_s: float = 10.0
+    hardware_catalog_extra: str = ""
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
     def node_root(self, node: str) -> Path:
@@ -149,6 +152,7 @@ class Settings:
             pool_shards=shards, pool_shard_id=int(shard), spec_read_timeout_s=dur("SPEC_READ_TIMEOUT", 300.0),
             tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
+            hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
             dvfs=DvfsConfig(
                 ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),
                 low_margin_w=num("DVFS_LOW_MARGIN_W", 15.0), step_pct=num("DVFS_STEP_PCT", 10.0, 1.0),

@@ -73,7 +73,7 @@ class CPUHardware(BaseModel):
     sockets: Annotated[int | None, Field(ge=0)] = None
     total_cores: Annotated[int | None, Field(alias='totalCores', ge=0)] = None
     """
-    Logical CPUs of the host: the largest of the /proc/cpuinfo processor entries, the sum of siblings per physical id, and the Node's capacity.cpu (a containerised cpuinfo may list fewer).
+    Logical CPUs of the host: the /proc/cpuinfo processor entries, or the sum of siblings per physical id when larger (a containerised cpuinfo may list fewer), or without package fields the Node's capacity.cpu when larger.
     """
     cores_per_socket: Annotated[int | None, Field(alias='coresPerSocket', ge=0)] = None
     driver_family: Annotated[str | None, Field(alias='driverFamily')] = None
@@ -190,6 +190,10 @@ class InventoryResolution(BaseModel):
         HardwareCatalogKey | None,
         Field(alias='hardwareCatalogKey', title='HardwareCatalogKey'),
     ] = None
+    catalog_facts: Annotated[list[str] | None, Field(alias='catalogFacts')] = None
+    """
+    Facts published from the hardware catalog because the node did not state them (e.g. cpu.capRange, gpu.capRangePerGpu); each catalog entry cites the vendor datasheet it comes from. Empty when every fact came from the node.
+    """
     exactness: Annotated[
         InventoryExactness | None, Field(title='InventoryExactness')
     ] = None
