@@ -61,6 +61,8 @@ SCOPE = InstrumentationScope("joulie-agent")
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 
 GpuReader = Callable[[], Inventory | None]
+TOOL_READ_MIN_S = 10.0
+"""Shortest time between two GPU tool reads (the tool layer is NVML in a daemonset, a process otherwise)."""
 
 
 @dataclass
@@ -71,6 +73,8 @@ class NodeSource:
     plan: ExportPlan
     read_gpus: GpuReader
     acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
+    _inv: Inventory | None = None
+    _inv_t_s: float = 0.0
 
     def sample(self, t_s: float) -> NodeSample:
         comps: list[Component] = []
@@ -83,7 +87,11 @@ class NodeSource:
             if uw is not None:
                 comps.append(self.acc.meter(m.hw_type, m.hw_id, uw / 1e6, t_s))
         if self.plan.gpus:
-            inv = self.read_gpus()
+            # A GPU tool is a process per call: read it at most every TOOL_READ_MIN_S and integrate the
+            # last draw in between (NVML would be cheap, but the fallback must not crowd the node).
+            if self._inv is None or t_s - self._inv_t_s >= TOOL_READ_MIN_S:
+                self._inv, self._inv_t_s = self.read_gpus(), t_s
+            inv = self._inv
             for d in inv.devices if inv else []:
                 if d.draw_w is not None:
                     comps.append(self.acc.meter(HW_GPU, f"gpu-{d.index}", d.draw_w, t_s))
