@@ -39,7 +39,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from joulie_agent import hostread
-from joulie_agent.discovery import HostFacts
+from joulie_agent.discovery import HostFacts, allocatable_gpus, expected_gpu_vendor
 from joulie_agent.gputools import Inventory
 from joulie_agent.hostread import HostPaths
 from joulie_agent.powerexport import (
@@ -74,7 +74,7 @@ class NodeSource:
     read_gpus: GpuReader
     acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
     _inv: Inventory | None = None
-    _inv_t_s: float = 0.0
+    _inv_t_s: float | None = None
 
     def sample(self, t_s: float) -> NodeSample:
         comps: list[Component] = []
@@ -89,8 +89,11 @@ class NodeSource:
         if self.plan.gpus:
             # A GPU tool is a process per call: read it at most every TOOL_READ_MIN_S and integrate the
             # last draw in between (NVML would be cheap, but the fallback must not crowd the node).
-            if self._inv is None or t_s - self._inv_t_s >= TOOL_READ_MIN_S:
-                self._inv, self._inv_t_s = self.read_gpus(), t_s
+            if self._inv_t_s is None or t_s - self._inv_t_s >= TOOL_READ_MIN_S:
+                inv_now = self.read_gpus()
+                self._inv_t_s = t_s  # a failed read waits its turn too: no tool call each interval
+                if inv_now is not None and inv_now.devices:
+                    self._inv = inv_now
             inv = self._inv
             for d in inv.devices if inv else []:
                 if d.draw_w is not None:
@@ -160,7 +163,10 @@ class PowerExporter:
 
     def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader) -> str | None:
         """(Re)plan a node after discovery. Returns why nothing is exported for it, or None."""
-        gpu_count = len(facts.gpu.devices) if facts.gpu else 0
+        # GPUs the node has even when the tools did not answer at discovery (busy, timed out): the
+        # exporter then keeps asking them each TOOL_READ_MIN_S instead of waiting for rediscovery.
+        gpu_count = (len(facts.gpu.devices) if facts.gpu else 0) or allocatable_gpus(facts.allocatable) or int(
+            bool(expected_gpu_vendor(facts.labels, facts.nvidiactl)))
         plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
                             hostread.read_amdgpu_power_files(paths))
         with self._lock:

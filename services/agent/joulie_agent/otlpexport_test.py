@@ -183,3 +183,21 @@ def test_amd_gpu_power_is_read_from_the_amdgpu_hwmon_in_pci_order(tmp_path: Path
     p = points(fake.sent[-1])
     assert (p[("hw.power", "gpu-0")], p[("hw.power", "gpu-1")]) == (300.0, 500.0)
     assert p[("hw.energy", "gpu-1")] == pytest.approx(5000.0)
+
+
+def test_gpus_the_tools_missed_at_discovery_are_read_once_they_answer(tmp_path: Path) -> None:
+    testtrees.rapl_node(tmp_path, sockets=1)
+    facts = facts_of(tmp_path, Inventory("nvidia", "none", [], ["nvidia-smi: timed out"]))
+    facts.allocatable = {"nvidia.com/gpu": "2"}
+    answers: list[Inventory | None] = [None, Inventory("nvidia", "nvidia-smi", [GPUDevice(0, draw_w=250.0)])]
+    # A failed read waits TOOL_READ_MIN_S like a good one; an answer keeps being used in between.
+    fake, clock = FakeExporter(), Clock()
+    ex = PowerExporter(fake, 2.0, monotonic=clock)
+    assert ex.set_node("gpu-node", HostPaths.under(tmp_path), facts, lambda: answers.pop(0) if answers else None) is None
+    ex.export_once()                      # the tool still does not answer
+    clock.t = 2.0
+    ex.export_once()                      # within TOOL_READ_MIN_S: not asked again
+    assert len(answers) == 1
+    clock.t = 10.0
+    ex.export_once()
+    assert points(fake.sent[-1])[("hw.power", "gpu-0")] == 250.0

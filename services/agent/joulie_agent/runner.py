@@ -207,7 +207,13 @@ class Agent:
         vendor = c.facts.gpu.vendor if c.facts.gpu else ""
 
         def read_gpus() -> Inventory | None:
-            return gpu_inventory(vendor, c.run, c.nvml)
+            # Skip this read while a cap is being written: the exporter integrates the last draw.
+            if not c.gpu_tools.acquire(timeout=1.0):
+                return None
+            try:
+                return gpu_inventory(vendor, c.run, c.nvml)
+            finally:
+                c.gpu_tools.release()
 
         reason = self.exporter.set_node(name, c.paths, c.facts, read_gpus)
         if reason is not None and c.hardware.quality is not None:
