@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 REDISCOVER_S = 300.0
 
 
+GPU_READ_WAIT_S = 10.0
+"""How long the power export waits for the node's GPU tools while a cap is being written."""
+
+
 @dataclass(frozen=True)
 class NodeSeen:
     """What the agent reads from a Node object each tick."""
@@ -207,8 +211,9 @@ class Agent:
         vendor = c.facts.gpu.vendor if c.facts.gpu else ""
 
         def read_gpus() -> Inventory | None:
-            # Skip this read while a cap is being written: the exporter integrates the last draw.
-            if not c.gpu_tools.acquire(timeout=1.0):
+            # Wait for a cap write in progress to finish (the export thread only; the agent loop never
+            # waits on it); past GPU_READ_WAIT_S skip this read: the exporter integrates the last draw.
+            if not c.gpu_tools.acquire(timeout=GPU_READ_WAIT_S):
                 return None
             try:
                 return gpu_inventory(vendor, c.run, c.nvml)
