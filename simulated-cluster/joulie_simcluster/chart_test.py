@@ -38,6 +38,8 @@ EMULATED_VALUES = JOULIE / "ci/emulated-smoke-values.yaml"
 POOL_VALUES = JOULIE / "ci/pool-values.yaml"
 EXTENDER_VALUES = JOULIE / "ci/extender-values.yaml"
 PRODUCTION_VALUES = JOULIE / "ci/production-values.yaml"  # the README's install example
+NVIDIA_VALUES = JOULIE / "ci/nvidia-gpu-values.yaml"  # docs/gpu-tools.md, NVIDIA container toolkit
+AMD_VALUES = JOULIE / "ci/amd-gpu-values.yaml"  # docs/gpu-tools.md, ROCm from the host
 SIM_VALUES = SIMULATOR / "ci/smoke-values.yaml"
 PROMETHEUS_VALUES = Path("values/prometheus-grafana.yaml")
 DASHBOARD = JOULIE / "dashboards/joulie.json"
@@ -158,8 +160,8 @@ def test_dashboard_panels_query_metrics_the_services_export() -> None:
 
 
 @pytest.mark.parametrize("values", [[], [SMOKE_VALUES], [SMOKE_VALUES, EMULATED_VALUES], [POOL_VALUES],
-                                    [EXTENDER_VALUES], [PRODUCTION_VALUES]],
-                         ids=["defaults", "smoke", "emulated", "pool", "extender", "production"])
+                                    [EXTENDER_VALUES], [PRODUCTION_VALUES], [NVIDIA_VALUES], [AMD_VALUES]],
+                         ids=["defaults", "smoke", "emulated", "pool", "extender", "production", "nvidia", "amd"])
 def test_lint_joulie(values: list[Path]) -> None:
     report = chart.lint_chart(JOULIE, values)
     assert "1 chart(s) linted, 0 chart(s) failed" in report
@@ -181,6 +183,10 @@ CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
     "production": (JOULIE, [PRODUCTION_VALUES], {}),
     "extender-hostnet": (JOULIE, [EXTENDER_VALUES], {"schedulerExtender.hostNetwork": "true"}),
     "none": (JOULIE, [], {"agent.mode": "none"}),
+    "nvidia-gpu": (JOULIE, [NVIDIA_VALUES], {}),
+    "amd-gpu": (JOULIE, [AMD_VALUES], {}),
+    "amd-gpu-pool": (JOULIE, [AMD_VALUES], {"agent.mode": "pool"}),
+    "name-override": (JOULIE, [EXTENDER_VALUES], {"nameOverride": "energy", "grafanaDashboard.enabled": "true"}),
     "simulator-fuse": (SIMULATOR, [SIM_VALUES], {}),
     "simulator-files": (SIMULATOR, [SIM_VALUES], {"mode": "files"}),
 }
@@ -403,12 +409,67 @@ def test_rbac_rules_are_the_least_each_component_needs() -> None:
     assert rules(one(docs, "ClusterRole", "joulie-scheduler-extender")) == {
         ("joulie.io", "nodetwins"): {"get", "list", "watch"},
         ("joulie.io", "nodehardwares"): {"get", "list", "watch"},
+        ("", "nodes"): {"list", "watch"},  # the power-profile label for the eco rule (nodeCacheCapable)
     }
     for name in ("joulie-agent", "joulie-controller-manager", "joulie-scheduler-extender"):
         crb = one(docs, "ClusterRoleBinding", name)
         assert crb["roleRef"]["name"] == name
         assert crb["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": NS}]
         one(docs, "ServiceAccount", name)
+
+
+def test_an_nvidia_pool_gets_the_toolkit_runtime_and_exports_power() -> None:
+    docs = render("nvidia-gpu")
+    ds = one(docs, "DaemonSet", "joulie-agent")
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "nvidia"
+    env = env_of(ds)
+    assert (env["NVIDIA_VISIBLE_DEVICES"], env["NVIDIA_DRIVER_CAPABILITIES"]) == ("all", "utility")
+    assert env["POWER_EXPORT_ENDPOINT"] == "http://prometheus-operated.monitoring:9090/api/v1/otlp/v1/metrics"
+    assert env["POWER_EXPORT_INTERVAL"] == "10s" and env["AGENT_MODE"] == "daemonset"
+    assert "HARDWARE_CATALOG_EXTRA" not in env and not chart.find(docs, "ConfigMap")
+    assert "runtimeClassName" not in one(render("defaults"), "DaemonSet", "joulie-agent")["spec"]["template"]["spec"]
+    assert "POWER_EXPORT_ENDPOINT" not in env_of(one(render("defaults"), "DaemonSet", "joulie-agent"))
+
+
+def test_an_amd_pool_mounts_rocm_and_ships_a_catalog_entry_the_agent_accepts(tmp_path: Path) -> None:
+    from joulie_agent.catalog import load_catalog
+
+    docs = render("amd-gpu")
+    ds = one(docs, "DaemonSet", "joulie-amd-agent")
+    pod = ds["spec"]["template"]["spec"]
+    assert {"name": "rocm", "hostPath": {"path": "/opt/rocm", "type": "Directory"}} in pod["volumes"]
+    assert {"name": "hardware-catalog", "configMap": {"name": "joulie-amd-hardware-catalog"}} in pod["volumes"]
+    mounts = container(ds)["volumeMounts"]
+    assert {"name": "rocm", "mountPath": "/opt/rocm", "readOnly": True} in mounts
+    assert {"name": "hardware-catalog", "mountPath": "/etc/joulie/hardware-catalog", "readOnly": True} in mounts
+    env = env_of(ds)
+    assert env["GPU_TOOL_PATH"].startswith("/opt/rocm/bin:") and env["LD_LIBRARY_PATH"] == "/opt/rocm/lib"
+    assert env["HARDWARE_CATALOG_EXTRA"] == "/etc/joulie/hardware-catalog/extra.yaml"
+    cm = one(docs, "ConfigMap", "joulie-amd-hardware-catalog")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(cm["data"]["extra.yaml"])
+    cat = load_catalog(extra=extra)
+    assert cat.resolve_gpu("AMD Instinct MI325X").key == "AMD_INSTINCT_MI325X"
+    assert cat.gpu_facts["AMD_INSTINCT_MI325X"].cap_max_w == 1000.0
+    # The pool agents get the same delivery.
+    sts = one(render("amd-gpu-pool"), "StatefulSet", "joulie-amd-agent-pool")
+    assert {"name": "rocm", "mountPath": "/opt/rocm", "readOnly": True} in container(sts)["volumeMounts"]
+    assert env_of(sts)["LD_LIBRARY_PATH"] == "/opt/rocm/lib"
+
+
+def test_name_override_renames_every_object_and_the_app_label() -> None:
+    docs = render("name-override")
+    named = [(d["kind"], d["metadata"]["name"]) for d in docs if d["kind"] != "CustomResourceDefinition"]
+    assert named and all(n.startswith("energy-") for _, n in named), named
+    ds = one(docs, "DaemonSet", "energy-agent")
+    assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "energy-agent"
+    assert ds["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "energy"
+    crb = one(docs, "ClusterRoleBinding", "energy-scheduler-extender")
+    assert crb["roleRef"]["name"] == "energy-scheduler-extender"
+    assert crb["subjects"][0]["name"] == "energy-scheduler-extender"
+    full = chart.render_chart(JOULIE, [], {"fullnameOverride": "joulie-b"})
+    assert {n for k, n in ids(full) if k == "DaemonSet"} == {"joulie-b-agent"}
 
 
 def test_simulator_in_fuse_mode_is_privileged_with_dev_fuse_and_a_shared_mount() -> None:
@@ -478,7 +539,7 @@ def _dynamic(api: k8s.ApiClient) -> Any:
 
 
 # The workloads that must run privileged (host /sys writes; FUSE mounts shared with the host).
-PRIVILEGED = {("DaemonSet", "joulie-agent"), ("Deployment", "joulie-telemetry-sim")}
+PRIVILEGED = {("DaemonSet", "joulie-agent"), ("DaemonSet", "joulie-amd-agent"), ("Deployment", "joulie-telemetry-sim")}
 NOT_ALLOWED_PRIVILEGED = "securityContext.privileged: Forbidden: disallowed by cluster policy"
 
 
@@ -622,7 +683,8 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
         with pytest.raises(KubeWriteError, match="403"):
             JoulieClient(agent_api, FIELD_MANAGER_CONTROLLER_MANAGER).patch_node_labels(node, {"x": "y"})
 
-        # The extender as joulie-scheduler-extender: its watches sync; it may not write anything.
+        # The extender as joulie-scheduler-extender: its watches (NodeTwin, NodeHardware, Node labels)
+        # sync; it may not write anything.
         x_api = _as(control_plane, "joulie-scheduler-extender")
         cache = WatchCache(x_api)
         cache.start()
@@ -634,7 +696,7 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
         with pytest.raises(KubeWriteError, match="403"):
             JoulieClient(x_api, "joulie-extender").merge_patch(NODE_TWIN, name, {"metadata": {"labels": {"x": "y"}}})
         with pytest.raises(ApiException) as denied:
-            k8s.CoreV1Api(x_api).list_node()
+            k8s.CoreV1Api(x_api).patch_node(node, {"metadata": {"labels": {"x": "y"}}})
         assert denied.value.status == 403
     finally:
         k8s.CoreV1Api(kube_api).delete_node(node)

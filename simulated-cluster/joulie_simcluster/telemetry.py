@@ -21,6 +21,12 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
                           (as a node exporter with RAPL and GPU meters only), so the controller manager sums
                           the components (NODE_POWER_SCOPE=components) and S06 checks against the truth's
                           component sum
+``agent``                 the power comes from the agents, not the simulator: each agent measures its Node's
+                          emulated RAPL package and DRAM counters and GPU draw (fakesmi) and pushes OTLP
+                          into Prometheus' receiver (POWER_EXPORT_ENDPOINT, services/agent/joulie_agent/
+                          otlpexport.py), as on a real cluster; the simulator pushes nothing. The agents'
+                          hw.host.energy is the sum of those components (no platform meter), so S06 checks
+                          against the truth's component sum; the controller manager keeps NODE_POWER_SCOPE=auto
 
 With SIMCLUSTER_POWER_SCOPE=host a mode other than otel-bridge also sets NODE_POWER_SCOPE=host (whole-host
 power only); otel-bridge has none to read and stays on components.
@@ -59,7 +65,10 @@ class Mode:
     scrape: bool = False
     """Prometheus scrapes the simulator's /metrics instead of receiving OTLP pushes."""
     host_power: bool = True
-    """False: whole-host power never reaches Prometheus (otel-bridge); Joulie reads the components."""
+    """False: no whole-host meter reaches Prometheus (otel-bridge; agent, whose host power is the
+    components' sum); S06 compares with the truth's component sum."""
+    agents_push: bool = False
+    """The agents measure and push the power (POWER_EXPORT_ENDPOINT); the simulator pushes nothing."""
 
     @property
     def needs_collector(self) -> bool:
@@ -68,7 +77,7 @@ class Mode:
     @property
     def simulator_pushes(self) -> bool:
         """Whether the simulator pushes OTLP at all (else something scrapes its /metrics)."""
-        return not self.scrape and self.collector != "otel-bridge"
+        return not self.scrape and self.collector != "otel-bridge" and not self.agents_push
 
     def truth_scope(self) -> str:
         """Which truth S06 compares against: ``host`` (whole-host power) or ``components`` (their sum)."""
@@ -93,6 +102,13 @@ class Mode:
         return PrometheusSettings(promote_resource_attributes=list(self.promote), translation_strategy=self.translation,
                                   scrape_configs=jobs)
 
+    def agent_env(self, prometheus_url: str, interval_s: float) -> dict[str, str]:
+        """The agents' export settings in this mode (none unless the agents push)."""
+        if not self.agents_push:
+            return {}
+        return {"POWER_EXPORT_ENDPOINT": f"{prometheus_url}/api/v1/otlp/v1/metrics",
+                "POWER_EXPORT_INTERVAL": duration(interval_s)}
+
     def joulie_env(self, scope: str = "auto") -> dict[str, str]:
         env = dict(self.controller_env)
         if scope == "host" and self.host_power:
@@ -115,6 +131,8 @@ MODES: dict[str, Mode] = {
         Mode("otel-collector", "OTLP through an OpenTelemetry Collector into Prometheus", collector="otel-collector"),
         Mode("otel-bridge", "the Collector's Prometheus bridge scrapes component power (no whole-host power)",
              collector="otel-bridge", host_power=False, controller_env={"NODE_POWER_SCOPE": "components"}),
+        Mode("agent", "the agents measure their Nodes' counters and GPU draw and push OTLP into Prometheus",
+             host_power=False, agents_push=True),
     )
 }
 
@@ -145,6 +163,9 @@ def part(name: str, part_name: str, timing: Timing, scope: str = "auto") -> str:
         out = {"controllerManager": {"env": {"NODE_POWER_SOURCE": "prometheus",
                                              "NODE_POWER_RATE_WINDOW": duration(timing.rate_window_s),
                                              **m.joulie_env(scope)}}}
+        agent = m.agent_env("<prometheus>", timing.otlp_interval_s)
+        if agent:
+            out["agent"] = {"env": agent}
     elif part_name == "checks":
         truth = ("host.powerW (whole-host)" if m.truth_scope() == "host"
                  else "the sum of packages, DRAM zones and GPUs powerW (components: this mode carries no host power)")

@@ -71,3 +71,16 @@ def test_bridge_scrapes_component_power_only_and_reads_components() -> None:
     assert env["NODE_POWER_SCOPE"] == "components"
     assert "component" in yaml.safe_load(telemetry.part("otel-bridge", "checks", ci))["S06"]
     assert telemetry.mode("otel-bridge").truth_scope() == "components"
+
+
+def test_agent_mode_has_the_agents_push_and_the_simulator_stay_quiet() -> None:
+    ci = timing("ci")
+    m = telemetry.mode("agent")
+    assert not m.simulator_pushes and m.truth_scope() == "components" and not m.needs_collector
+    assert yaml.safe_load(telemetry.part("agent", "sim-values", ci))["emulate"]["otlpEndpoint"] == ""
+    values = yaml.safe_load(telemetry.part("agent", "joulie-values", ci))
+    assert values["agent"]["env"] == {"POWER_EXPORT_ENDPOINT": "<prometheus>/api/v1/otlp/v1/metrics",
+                                      "POWER_EXPORT_INTERVAL": "2s"}
+    assert "NODE_POWER_SCOPE" not in values["controllerManager"]["env"]
+    assert m.agent_env("http://127.0.0.1:9090", 5.0)["POWER_EXPORT_ENDPOINT"] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
+    assert telemetry.mode("otlp").agent_env("http://p", 5.0) == {}

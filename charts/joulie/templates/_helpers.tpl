@@ -1,6 +1,18 @@
+{{/* The app name (app.kubernetes.io/name): nameOverride, default "joulie". */}}
+{{- define "joulie.name" -}}
+{{- .Values.nameOverride | default "joulie" | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Prefix of every object name: fullnameOverride, else nameOverride, else "joulie" (so the default
+names stay joulie-agent, joulie-controller-manager, ...). The release name is not added: install a
+second release into one cluster with its own fullnameOverride (ClusterRoles are cluster-wide). */}}
+{{- define "joulie.fullname" -}}
+{{- .Values.fullnameOverride | default (include "joulie.name" .) | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* Labels on every object; "component" is agent, controller-manager or scheduler-extender. */}}
 {{- define "joulie.labels" -}}
-app.kubernetes.io/name: joulie
+app.kubernetes.io/name: {{ include "joulie.name" .root }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/part-of: joulie
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
@@ -15,7 +27,7 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* Pod selector labels of one component (stable across upgrades). */}}
 {{- define "joulie.selectorLabels" -}}
-app.kubernetes.io/name: joulie
+app.kubernetes.io/name: {{ include "joulie.name" .root }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
@@ -40,6 +52,55 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "joulie.imagePullSecrets" -}}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The agent pod's GPU tool delivery and power export: runtimeClassName (pod level). */}}
+{{- define "joulie.agentRuntimeClass" -}}
+{{- with .Values.agent.runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* Extra env of the agent container: POWER_EXPORT_*, HARDWARE_CATALOG_EXTRA, then agent.extraEnv (EnvVar objects). */}}
+{{- define "joulie.agentExtraEnv" -}}
+{{- $a := .Values.agent }}
+{{- with $a.powerExport.endpoint }}
+- name: POWER_EXPORT_ENDPOINT
+  value: {{ . | quote }}
+- name: POWER_EXPORT_INTERVAL
+  value: {{ $a.powerExport.interval | default "10s" | quote }}
+{{- end }}
+{{- if $a.hardwareCatalog.entries }}
+- name: HARDWARE_CATALOG_EXTRA
+  value: /etc/joulie/hardware-catalog/extra.yaml
+{{- end }}
+{{- with $a.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Extra volume mounts of the agent container. */}}
+{{- define "joulie.agentExtraMounts" -}}
+{{- if .Values.agent.hardwareCatalog.entries }}
+- name: hardware-catalog
+  mountPath: /etc/joulie/hardware-catalog
+  readOnly: true
+{{- end }}
+{{- with .Values.agent.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Extra volumes of the agent pod. */}}
+{{- define "joulie.agentExtraVolumes" -}}
+{{- if .Values.agent.hardwareCatalog.entries }}
+- name: hardware-catalog
+  configMap:
+    name: {{ include "joulie.fullname" . }}-hardware-catalog
+{{- end }}
+{{- with .Values.agent.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}

@@ -84,3 +84,23 @@ def test_unreadable_twin_keeps_the_cap_for_a_while_then_relaxes_it(tmp_path: Pat
     clock.advance(200)
     assert agent.tick() == 1
     assert testtrees.pl1(tmp_path / "n1", "intel-rapl:0") == "165000000"
+
+
+def test_a_node_without_energy_counters_says_so_in_nodehardware_when_exporting(tmp_path: Path) -> None:
+    from joulie_agent.otlpexport import PowerExporter
+    from joulie_agent.otlpexport_test import FakeExporter
+    from joulie_agent.powerexport import NO_COUNTERS_REASON
+
+    testtrees.cpuinfo(tmp_path / "vm-0")            # no powercap, no GPU: nothing to measure
+    testtrees.rapl_node(tmp_path / "metal-0", sockets=1)
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), tool_path=str(tmp_path / "no-bin"))
+    kube, fake = FakeKube(["vm-0", "metal-0"]), FakeExporter()
+    agent = Agent(settings, cast(AgentKube, cast(Any, kube)), load_catalog(), FakeClock(), AgentMetrics(),
+                  exporter=PowerExporter(fake, 10.0))
+    assert agent.tick() == 0
+    vm, metal = agent.controllers["vm-0"].hardware, agent.controllers["metal-0"].hardware
+    assert vm is not None and vm.quality is not None and NO_COUNTERS_REASON in (vm.quality.warnings or [])
+    assert metal is not None and metal.quality is not None and NO_COUNTERS_REASON not in (metal.quality.warnings or [])
+    agent.exporter.export_once()  # type: ignore[union-attr]
+    (data,) = fake.sent
+    assert [rm.resource.attributes["k8s.node.name"] for rm in data.resource_metrics] == ["metal-0"]

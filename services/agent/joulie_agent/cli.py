@@ -40,6 +40,14 @@ def load_string_map(path: Path, section: str) -> dict[str, str]:
     return out
 
 
+def _is_node(path: Path) -> bool:
+    try:
+        doc: Any = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "Node"
+
+
 def cmd_discover(args: argparse.Namespace) -> int:
     from joulie_agent.catalog import CatalogError, load_catalog
     from joulie_agent.discovery import build_status, status_json
@@ -50,6 +58,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     try:
         labels = load_string_map(args.node_labels, "labels") if args.node_labels else {}
         allocatable = load_string_map(args.allocatable, "allocatable") if args.allocatable else {}
+        # A Node object also gives its capacity (the host's CPU count before reservations).
+        capacity = load_string_map(args.allocatable, "capacity") if args.allocatable and _is_node(args.allocatable) else {}
         catalog = load_catalog(args.catalog)
     except (InputError, CatalogError) as err:
         print(f"{NAME}: {err}", file=sys.stderr)
@@ -74,7 +84,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         run = make_runner(str(materialize(machine, root)), args.tool_timeout)
     # NVML describes the machine the agent runs on, so it is only asked about the real root.
     nvml = open_nvml() if root.resolve() == Path("/") and not args.no_nvml else None
-    facts = read_facts(HostPaths.under(root), labels, allocatable, run, nvml)
+    facts = read_facts(HostPaths.under(root), labels, allocatable, run, nvml, capacity=capacity)
     sys.stdout.write(status_json(build_status(facts, catalog)))
     return 0
 

@@ -20,7 +20,14 @@ from joulie_api.generated.nodetwin import CPUCapSpec
 
 
 def published_cap_range_w(hardware: NodeHardwareStatus | None) -> tuple[float, float] | None:
-    """The per-socket (min, max) cap range the agent published in NodeHardware, or None."""
+    """The per-socket (min, max) cap range the node itself stated in NodeHardware, or None.
+
+    A range taken from the hardware catalog (inventoryResolution.catalogFacts) gives the controller a
+    headroom and a budget, but says nothing about what the node can enforce: control ignores it.
+    """
+    res = hardware.inventory_resolution if hardware else None
+    if res is not None and "cpu.capRange" in (res.catalog_facts or []):
+        return None
     cr = hardware.cpu.cap_range if hardware and hardware.cpu else None
     return (cr.min_watts_per_socket or 0.0, cr.max_watts_per_socket or 0.0) if cr else None
 

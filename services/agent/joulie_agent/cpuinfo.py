@@ -1,4 +1,11 @@
-"""/proc/cpuinfo: model, vendor, sockets and logical CPUs. Pure: parses text."""
+"""/proc/cpuinfo: model, vendor, sockets and logical CPUs. Pure: parses text.
+
+A containerised or trimmed cpuinfo (lxcfs, a cpuset, a hand-copied fixture) lists fewer
+`processor` blocks than the host has, but each block still states its package's `siblings`
+(logical CPUs per package) and `cpu cores` (physical cores per package) under its `physical id`.
+`host_logical_cpus` is the sum of `siblings` over the distinct packages (or of `cpu cores` when
+`siblings` is absent), so discovery can tell the host's size from a partial listing.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,8 @@ class CPUInfo:
     logical_cpus: int = 0
     # None when cpuinfo has no "physical id" lines (arm64, some VMs): sockets unknown.
     sockets: int | None = None
+    # Sum over distinct `physical id` of `siblings` (else `cpu cores`); None when cpuinfo has neither.
+    host_logical_cpus: int | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -35,6 +44,10 @@ def _int(value: str) -> int | None:
 def parse_cpuinfo(text: str) -> CPUInfo:
     info = CPUInfo()
     physical_ids: set[str] = set()
+    # Per package: the first `siblings` / `cpu cores` seen in one of its processor blocks.
+    siblings: dict[str, int] = {}
+    cores: dict[str, int] = {}
+    current_id: str | None = None
     implementer: int | None = None
     part: int | None = None
     for raw in text.splitlines():
@@ -45,18 +58,27 @@ def parse_cpuinfo(text: str) -> CPUInfo:
         value = value.strip()
         if key == "processor" and value.isdigit():
             info.logical_cpus += 1
+            current_id = None
         elif key == "model name" and value and not info.model_name:
             info.model_name = value
         elif key == "vendor_id" and value and not info.vendor_id:
             info.vendor_id = value
         elif key == "physical id" and value:
             physical_ids.add(value)
+            current_id = value
+        elif key in ("siblings", "cpu cores") and current_id is not None and value.isdigit():
+            # Both follow `physical id` within a block on x86 (the kernel's show_cpuinfo order).
+            (siblings if key == "siblings" else cores).setdefault(current_id, int(value))
         elif key == "cpu implementer" and implementer is None:
             implementer = _int(value)
         elif key == "cpu part" and part is None:
             part = _int(value)
     if physical_ids:
         info.sockets = len(physical_ids)
+    if siblings:
+        info.host_logical_cpus = sum(siblings.values())
+    elif cores:
+        info.host_logical_cpus = sum(cores.values())
     if not info.model_name and implementer is not None:
         vendor = ARM_IMPLEMENTERS.get(implementer, f"implementer 0x{implementer:02x}")
         core = ARM_PARTS.get((implementer, part or -1), f"part 0x{part:03x}" if part is not None else "")

@@ -72,3 +72,12 @@ def test_a_corpus_machine_directory_discovers_to_its_golden(capsys: pytest.Captu
     machine = Path("services/agent/testdata/hardware/nvidia-h100-sxm-8gpu")
     assert main(["discover", "--root", str(machine)]) == 0
     assert capsys.readouterr().out == (machine / "expected.json").read_text()
+
+
+def test_a_node_objects_capacity_corrects_a_partial_cpuinfo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    testtrees.write(tmp_path / "proc/cpuinfo", "processor\t: 0\nmodel name\t: X\nphysical id\t: 0\n\n"
+                                               "processor\t: 1\nmodel name\t: X\nphysical id\t: 0\n\n")
+    node = testtrees.write(tmp_path / "node.json", json.dumps({
+        "kind": "Node", "status": {"capacity": {"cpu": "48"}, "allocatable": {"cpu": "46"}}}))
+    doc = discover(capsys, "--root", str(tmp_path), "--allocatable", str(node))
+    assert (doc["cpu"]["totalCores"], doc["cpu"]["coresPerSocket"]) == (48, 48)  # type: ignore[index]

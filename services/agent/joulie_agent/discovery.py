@@ -7,8 +7,13 @@ Where this differs from the Go original (reference §1.3, defects D8/D9/D11/D16)
 - psys and intel-rapl-mmio are not sockets; the cap range is per socket over its die zones (D11);
 - `[N/A]` GPU limits are unknown, not 0 (D16);
 - `cpu.telemetryAvailable` is true only when a package energy counter is readable;
-- `totalCores` is the logical CPU count of /proc/cpuinfo, the allocatable `cpu` only when
-  cpuinfo has no processor entries (allocatable is reduced by reservations).
+- `totalCores` is the host's logical CPU count (`host_cores`): the sum of `siblings` (else
+  `cpu cores`) per `physical id` when larger than the cpuinfo `processor` blocks; without package
+  fields, the Node's `capacity.cpu` when larger; so a trimmed or containerised cpuinfo does not
+  shrink the node (issue 21). The allocatable `cpu` counts only when none of those is known (it is
+  reduced by reservations).
+- `gpu.currentCapWatts` is absent when the node has no GPU or the cap is unknown; it is never 0
+  as a stand-in for "no GPU" (the original wrote 0). The CRD's description says so.
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ class HostFacts:
     gpu: Inventory | None = None
     labels: dict[str, str] = field(default_factory=dict)
     allocatable: dict[str, str] = field(default_factory=dict)
+    # The Node's status.capacity (unreduced by reservations); empty when unknown.
+    capacity: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -119,7 +126,38 @@ def allocatable_gpu_vendor(allocatable: dict[str, str]) -> str:
     return ""
 
 
-def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware, str, str]:
+def host_cores(info: CPUInfo, capacity: dict[str, str], allocatable: dict[str, str]) -> tuple[int, list[str]]:
+    """The host's logical CPU count and the warnings explaining where a partial cpuinfo was overruled.
+
+    Per-package `siblings` speak for the whole host even in a trimmed cpuinfo, so they win; the
+    Node's capacity.cpu is used only when cpuinfo states no packages (or nothing at all).
+    """
+    listed = info.logical_cpus
+    host = info.host_logical_cpus or 0
+    capacity_cpu = quantity_to_int(capacity.get("cpu", "")) or 0
+    warnings: list[str] = []
+    if host:
+        best = max(listed, host)
+        if best > listed:
+            warnings.append(f"cpuinfo lists {listed} processors but siblings per physical id gives {best}: "
+                            "cpuinfo is partial")
+        if capacity_cpu and capacity_cpu != best:
+            warnings.append(f"Node capacity.cpu {capacity_cpu} differs from cpuinfo's {best}; cpuinfo kept")
+        return best, warnings
+    if listed and capacity_cpu > listed:
+        warnings.append(f"cpuinfo lists {listed} processors but Node capacity.cpu gives {capacity_cpu}: "
+                        "cpuinfo is partial")
+        return capacity_cpu, warnings
+    if listed or capacity_cpu:
+        return listed or capacity_cpu, warnings
+    return quantity_to_int(allocatable.get("cpu", "")) or 0, warnings
+
+
+CATALOG_CPU_CAP = "cpu.capRange"
+CATALOG_GPU_CAP = "gpu.capRangePerGpu"
+
+
+def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware, str, str, list[str]]:
     labels = facts.labels
     warnings = list(info.warnings)
     raw_model = labels.get(LABEL_NFD_CPU_MODEL, "").strip() or info.model_name
@@ -140,7 +178,8 @@ def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware
     if sockets is None:
         pkg_indexes = {z.package_index for z in powercap.package_zones(facts.zones)}
         sockets = len(pkg_indexes) or 1
-    total = info.logical_cpus or quantity_to_int(facts.allocatable.get("cpu", "")) or 0
+    total, core_warnings = host_cores(info, facts.capacity, facts.allocatable)
+    warnings += core_warnings
 
     cap_range = powercap.socket_cap_range_w(facts.zones)
     writable_pl1 = [z for z in powercap.package_zones(facts.zones)
@@ -151,6 +190,16 @@ def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware
     res = catalog.resolve_cpu(raw_model)
     if raw_model and res.exactness != "exact":
         warnings.append(WARN_CPU_MODEL)
+    from_catalog: list[str] = []
+    published = catalog.cpu_facts.get(res.key) if res.exactness == "exact" else None
+    dvfs_or_pl1 = bool(writable_pl1) or dvfs
+    if cap_range is None and not dvfs_or_pl1 and published is not None and published.cap_max_w is not None:
+        # Energy counters only (no RAPL constraints) and no other control: the datasheet's range gives
+        # the node a headroom and a place in the power budget. A node the agent controls (DVFS, HSMP)
+        # keeps no range: the controller's percent caps are then the agent's to interpret, and a
+        # range nobody enforces in watts would turn them into watts targets.
+        cap_range = (published.cap_min_w or 0.0, published.cap_max_w)
+        from_catalog.append(CATALOG_CPU_CAP)
     cpu = CPUHardware(
         raw_model=raw_model,
         model=res.key if res.exactness == "exact" else "",
@@ -167,10 +216,10 @@ def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware
         telemetry_available=bool(powercap.energy_zones(facts.zones)),
         warnings=warnings,
     )
-    return cpu, res.key, res.exactness
+    return cpu, res.key, res.exactness, from_catalog
 
 
-def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str]:
+def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str, list[str]]:
     labels = facts.labels
     inv = facts.gpu
     warnings: list[str] = list(inv.warnings) if inv else []
@@ -194,15 +243,25 @@ def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str]:
     res = catalog.resolve_gpu(raw_model) if count else catalog.resolve_gpu("")
     if count and raw_model and res.exactness != "exact":
         warnings.append(WARN_GPU_MODEL)
+    cap_range: GPUCapRange | None = None
+    if cap_known and first:
+        cap_range = GPUCapRange(min_watts=first.min_w, max_watts=first.max_w,
+                                default_watts=first.default_w if first.default_w is not None else first.max_w)
+    from_catalog: list[str] = []
+    published = catalog.gpu_facts.get(res.key) if count and res.exactness == "exact" else None
+    if cap_range is None and published is not None and published.cap_max_w is not None:
+        # e.g. an MI300X behind a rocm-smi that reports no range: the range is the datasheet's, and
+        # control stays off (nothing verified the tools can set it).
+        cap_range = GPUCapRange(min_watts=published.cap_min_w, max_watts=published.cap_max_w,
+                                default_watts=published.tdp_w or published.cap_max_w)
+        from_catalog.append(CATALOG_GPU_CAP)
     gpu = GPUHardware(
         present=True if count else None,
         raw_model=raw_model,
         model=res.key if res.exactness == "exact" else "",
         vendor=vendor if count else "none",
         count=count,
-        cap_range_per_gpu=GPUCapRange(min_watts=first.min_w, max_watts=first.max_w,
-                                      default_watts=first.default_w if first.default_w is not None else first.max_w)
-        if cap_known and first else None,
+        cap_range_per_gpu=cap_range,
         # Unknown stays unset: 0 W would read as "capped to nothing" (as for [N/A] limits, D16).
         current_cap_watts=first.current_cap_w if first else None,
         control_available=cap_known,
@@ -210,15 +269,15 @@ def _gpu(facts: HostFacts, catalog: Catalog) -> tuple[GPUHardware, str, str]:
         warnings=warnings,
     )
     exactness = res.exactness if count else "generic"
-    return gpu, res.key if count else "", exactness
+    return gpu, res.key if count else "", exactness, from_catalog
 
 
 def build_status(facts: HostFacts, catalog: Catalog) -> NodeHardwareStatus:
     """The NodeHardware status for these facts (updatedAt left to the writer)."""
     info = parse_cpuinfo(facts.cpuinfo_text) if facts.cpuinfo_text is not None else CPUInfo(
         warnings=["cpuinfo: /proc/cpuinfo unreadable"])
-    cpu, cpu_key, cpu_exact = _cpu(facts, info, catalog)
-    gpu, gpu_key, gpu_exact = _gpu(facts, catalog)
+    cpu, cpu_key, cpu_exact, cpu_catalog = _cpu(facts, info, catalog)
+    gpu, gpu_key, gpu_exact, gpu_catalog = _gpu(facts, catalog)
     cpu_matched = cpu_exact == "exact"
     gpu_ok = not gpu.count or gpu_exact == "exact"
     overall: Literal["exact", "heuristic", "unavailable"]
@@ -237,6 +296,7 @@ def build_status(facts: HostFacts, catalog: Catalog) -> NodeHardwareStatus:
             gpu_control=bool(gpu.control_available), gpu_telemetry=bool(gpu.telemetry_available)),
         inventory_resolution=InventoryResolution(
             hardware_catalog_key=HardwareCatalogKey(cpu=cpu_key, gpu=gpu_key),
+            catalog_facts=(cpu_catalog + gpu_catalog) or None,
             exactness=InventoryExactness(cpu=cpu_exact if cpu.raw_model else "generic", gpu=gpu_exact)),  # type: ignore[arg-type]
         quality=DiscoveryQuality(overall=overall, warnings=all_warnings),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from joulie_agent import cpufreq, discovery, gputools, powercap
 from joulie_agent.nvml import NVML
+from joulie_agent.powerexport import HwmonEnergy
 from joulie_agent.toolrun import Runner
 
 MAX_FILE_BYTES = 4 << 20
@@ -39,6 +40,10 @@ class HostPaths:
     @property
     def powercap_devices(self) -> Path:
         return self.sys_root / "devices" / "virtual" / "powercap"
+
+    @property
+    def hwmon(self) -> Path:
+        return self.sys_root / "class" / "hwmon"
 
     @property
     def cpufreq(self) -> Path:
@@ -117,6 +122,43 @@ def read_energy(paths: HostPaths, zone_ids: list[str]) -> dict[str, int]:
         if v is not None and v >= 0:
             out[zid] = v
     return out
+
+
+def read_amd_energy(paths: HostPaths) -> list[HwmonEnergy]:
+    """The `energyN_input` files of the amd_energy hwmon, with their labels (`Esocket0`, ...)."""
+    out: list[HwmonEnergy] = []
+    if not paths.hwmon.is_dir():
+        return out
+    for d in sorted(paths.hwmon.iterdir()):
+        if (read_text(d / "name") or "").strip() != "amd_energy":
+            continue
+        for f in sorted(d.glob("energy*_input")):
+            label = (read_text(d / f.name.replace("_input", "_label")) or "").strip()
+            out.append(HwmonEnergy(f"{d.name}/{f.name}", label))
+    return out
+
+
+def read_amdgpu_power_files(paths: HostPaths) -> list[str]:
+    """The amdgpu hwmons' power files (`hwmon5/power1_input`, else `power1_average`), in PCI address order."""
+    found: list[tuple[str, str]] = []
+    if not paths.hwmon.is_dir():
+        return []
+    for d in paths.hwmon.iterdir():
+        if (read_text(d / "name") or "").strip() != "amdgpu":
+            continue
+        for f in ("power1_input", "power1_average"):
+            if (d / f).exists():
+                # realpath: .../0000:41:00.0/hwmon/hwmon5 -> sorts by the GPU's PCI address.
+                found.append((os.path.realpath(d), f"{d.name}/{f}"))
+                break
+    return [key for _, key in sorted(found)]
+
+
+def read_counter_uj(paths: HostPaths, key: str) -> int | None:
+    """One energy counter in µJ: a powercap zone id (`intel-rapl:0`) or an hwmon file (`hwmon3/energy1_input`)."""
+    path = paths.powercap / key / "energy_uj" if powercap.ZONE_DIR_RE.match(key) else paths.hwmon / key
+    v = powercap.parse_int(read_text(path))
+    return v if v is not None and v >= 0 else None
 
 
 def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
@@ -209,8 +251,9 @@ def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None
 
 
 def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, str], run: Runner,
-               nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists) -> discovery.HostFacts:
-    facts = discovery.HostFacts(labels=labels, allocatable=allocatable)
+               nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists,
+               capacity: dict[str, str] | None = None) -> discovery.HostFacts:
+    facts = discovery.HostFacts(labels=labels, allocatable=allocatable, capacity=capacity or {})
     facts.cpuinfo_text = read_text(paths.cpuinfo)
     facts.zones, zone_warnings = read_zones(paths)
     facts.warnings += zone_warnings

@@ -35,6 +35,8 @@ class AgentMetrics:
                                   ["node", "cpu"], registry=r)
         self.dvfs_actions = Counter("joulie_dvfs_actions_total", "DVFS throttle changes", ["node", "action"],
                                     registry=r)
+        self.power_exports = Counter("joulie_power_exports_total", "OTLP power exports by result (ok, failed)",
+                                     ["result"], registry=r)
         self.reconcile_errors = Counter("joulie_reconcile_errors_total", "Reconcile-loop errors", ["node"],
                                         registry=r)
 

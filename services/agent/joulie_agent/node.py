@@ -8,6 +8,7 @@ results.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from joulie_agent import cpucontrol, hostread
@@ -49,12 +50,16 @@ class NodeController:
         self.clock = clock
         opts = options or NodeOptions()
         self.facts = HostFacts()
+        # GPU tool calls of this node, one at a time: the power export's reads never run beside a
+        # cap write and its read-back (a stand-in tool, or a driver, may not expect both at once).
+        self.gpu_tools = threading.Lock()
         self.hardware: NodeHardwareStatus | None = None
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
         self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only)
 
-    def discover(self, labels: dict[str, str], allocatable: dict[str, str]) -> NodeHardwareStatus:
-        self.facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml)
+    def discover(self, labels: dict[str, str], allocatable: dict[str, str],
+                 capacity: dict[str, str] | None = None) -> NodeHardwareStatus:
+        self.facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity)
         self.hardware = build_status(self.facts, self.catalog)
         self.gpu.checked_s = self.clock.monotonic()
         return self.hardware
@@ -63,7 +68,8 @@ class NodeController:
         return self.cpu.reconcile(spec, self.facts, self.hardware)
 
     def reconcile_gpu(self, spec: NodeTwinSpec | None) -> GPUOutcome:
-        return self.gpu.reconcile(spec, self.facts)
+        with self.gpu_tools:
+            return self.gpu.reconcile(spec, self.facts)
 
     def reconcile(self, spec: NodeTwinSpec | None) -> tuple[CPUOutcome, GPUOutcome]:
         return self.reconcile_cpu(spec), self.reconcile_gpu(spec)

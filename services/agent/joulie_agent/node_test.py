@@ -308,7 +308,11 @@ def test_gpu_cap_outside_the_range_is_blocked_and_nothing_is_set(tmp_path: Path)
 def test_a16_unknown_limits_block_percent_caps(tmp_path: Path) -> None:
     c, _ = nvidia_node(tmp_path, min_w="[N/A]", max_w="[N/A]")
     assert c.hardware is not None and c.hardware.gpu is not None
-    assert c.hardware.gpu.cap_range_per_gpu is None and c.hardware.gpu.control_available is False
+    # The datasheet's range is published for the budget (issue 21), marked as the catalog's; control stays off.
+    rng = c.hardware.gpu.cap_range_per_gpu
+    assert rng is not None and (rng.min_watts, rng.max_watts) == (None, 700.0) and c.hardware.gpu.control_available is False
+    assert c.hardware.inventory_resolution is not None
+    assert "gpu.capRangePerGpu" in (c.hardware.inventory_resolution.catalog_facts or [])
     out = c.reconcile_gpu(spec(gpu_pct=80))
     assert (out.result, out.message) == ("blocked", "cannot resolve capPctOfMax without device max power limits")
 

@@ -13,6 +13,29 @@ def test_cpuinfo_sockets_are_distinct_physical_ids() -> None:
     assert (info.logical_cpus, info.sockets, info.model_name, info.vendor_id) == (8, 2, "Xeon X", "GenuineIntel")
 
 
+def block(k: int, pkg: int, *, siblings: int | None = None, cores: int | None = None) -> str:
+    text = f"processor\t: {k}\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\nphysical id\t: {pkg}\n"
+    text += f"siblings\t: {siblings}\n" if siblings is not None else ""
+    text += f"cpu cores\t: {cores}\n" if cores is not None else ""
+    return text + "\n"
+
+
+def test_trimmed_cpuinfo_counts_the_host_from_siblings_per_physical_id() -> None:
+    # A container sees 4 of 2 x 192 logical CPUs; each block still states its package's siblings.
+    info = parse_cpuinfo("".join(block(k, k % 2, siblings=192, cores=96) for k in range(4)))
+    assert (info.logical_cpus, info.sockets, info.host_logical_cpus) == (4, 2, 384)
+
+
+def test_cpu_cores_per_physical_id_counts_when_siblings_is_missing() -> None:
+    info = parse_cpuinfo("".join(block(k, 0, cores=8) for k in range(2)))
+    assert (info.logical_cpus, info.host_logical_cpus) == (2, 8)
+
+
+def test_cpuinfo_without_package_fields_has_no_host_count() -> None:
+    text = "processor\t: 0\nmodel name\t: X\nsiblings\t: 64\n\n"  # siblings without physical id: no package
+    assert parse_cpuinfo(text).host_logical_cpus is None
+
+
 def test_arm64_cpuinfo_names_the_core_from_implementer_and_part() -> None:
     text = "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n\nprocessor\t: 1\nCPU implementer\t: 0x41\n"
     info = parse_cpuinfo(text)

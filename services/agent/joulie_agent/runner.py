@@ -17,14 +17,17 @@ import logging
 import signal
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from joulie_agent.catalog import Catalog, load_catalog
+from joulie_agent.catalog import Catalog, CatalogError, load_catalog
 from joulie_agent.discovery import status_document
-from joulie_agent.hostread import HostPaths
+from joulie_agent.gputools import Inventory
+from joulie_agent.hostread import HostPaths, gpu_inventory
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome, NodeController, NodeOptions
 from joulie_agent.nvml import NVML, open_nvml
+from joulie_agent.otlpexport import PowerExporter, otlp_exporter
 from joulie_agent.settings import Settings
 from joulie_agent.toolrun import make_runner
 from joulie_api.backoff import Backoff
@@ -40,6 +43,20 @@ log = logging.getLogger(__name__)
 
 # Hardware is rediscovered this often (GPU tools are slow; sysfs layouts do not change at runtime).
 REDISCOVER_S = 300.0
+
+
+GPU_READ_WAIT_S = 10.0
+"""How long the power export waits for the node's GPU tools while a cap is being written."""
+
+
+@dataclass(frozen=True)
+class NodeSeen:
+    """What the agent reads from a Node object each tick."""
+
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, str]
+    capacity: dict[str, str]
 
 
 @dataclass
@@ -109,20 +126,21 @@ class Agent:
     """One process: one node (daemonset, emulated) or a shard of a pool."""
 
     def __init__(self, settings: Settings, kube: AgentKube, catalog: Catalog, clock: Clock,
-                 metrics: AgentMetrics, nvml: NVML | None = None):
+                 metrics: AgentMetrics, nvml: NVML | None = None, exporter: PowerExporter | None = None):
         self.s = settings
         self.kube = kube
         self.catalog = catalog
         self.clock = clock
         self.metrics = metrics
         self.nvml = nvml
+        self.exporter = exporter
         self.controllers: dict[str, NodeController] = {}
         self.discovered_at: dict[str, float] = {}
         # Last good NodeTwin read per node: (time, exists, spec).
         self.last_spec: dict[str, tuple[float, bool, NodeTwinSpec | None]] = {}
         self.api = Outage("API server", log, clock.monotonic)
         # The nodes of the last good listing, reconciled while the API server does not answer.
-        self.last_nodes: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        self.last_nodes: list[NodeSeen] = []
         # Nodes whose caps were relaxed for an unreadable NodeTwin (logged once, not per tick).
         self.relaxed: set[str] = set()
 
@@ -136,13 +154,13 @@ class Agent:
             self.controllers[node] = c
         return c
 
-    def nodes(self) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    def nodes(self) -> list[NodeSeen]:
         core = self.kube.client.core
         if self.s.mode == "pool":
             items = core.list_node(label_selector=self.s.pool_selector).items
         else:
             items = [core.read_node(self.s.node_name)]
-        out: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        out: list[NodeSeen] = []
         for n in items:
             if n.metadata is None or not n.metadata.name:
                 continue
@@ -151,7 +169,9 @@ class Agent:
                 continue
             labels = {str(k): str(v) for k, v in (n.metadata.labels or {}).items()}
             alloc = {str(k): str(v) for k, v in ((n.status.allocatable if n.status else None) or {}).items()}
-            out.append((name, labels, alloc))
+            # capacity.cpu is the host's CPU count before reservations (discovery.host_cores).
+            cap = {str(k): str(v) for k, v in (getattr(n.status, "capacity", None) or {}).items()}
+            out.append(NodeSeen(name, labels, alloc, cap))
         return out
 
     def _api_call(self, call: Any) -> tuple[bool, Any]:
@@ -177,13 +197,16 @@ class Agent:
         listed, nodes = self._api_call(self.nodes)
         if listed:
             self.last_nodes = nodes
-            for gone in set(self.controllers) - {n for n, _, _ in nodes}:
+            for gone in set(self.controllers) - {n.name for n in nodes}:
                 del self.controllers[gone]
+                if self.exporter is not None:
+                    self.exporter.remove_node(gone)
         else:
             nodes = self.last_nodes  # keep enforcing on the nodes we know
-        for name, labels, allocatable in nodes:
+        for n in nodes:
+            name = n.name
             try:
-                if not self.reconcile_node(name, labels, allocatable):
+                if not self.reconcile_node(name, n.labels, n.allocatable, n.capacity):
                     # Enforced from the last intent, but not reconciled with the cluster: counted,
                     # logged once for the whole outage by `self.api`.
                     failed += 1
@@ -194,13 +217,16 @@ class Agent:
                 log.error("node %s: reconcile failed: %s", name, err)
         return failed
 
-    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str]) -> bool:
+    def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str],
+                       capacity: dict[str, str] | None = None) -> bool:
         """Reconcile one node; False when the API server did not answer (the last intent was enforced)."""
         c = self.controller(name)
         now = self.clock.monotonic()
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
-            c.discover(labels, allocatable)
+            c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
+            if self.exporter is not None:
+                self.plan_export(name, c)
         hardware = c.hardware
         assert hardware is not None
         published, _ = self._api_call(lambda: self.kube.publish_hardware(name, hardware))
@@ -231,6 +257,26 @@ class Agent:
             c.reconcile(None)
         else:
             c.reconcile(spec)
+
+
+    def plan_export(self, name: str, c: NodeController) -> None:
+        """Register the node's counters with the power exporter; a node with none says why in NodeHardware."""
+        assert self.exporter is not None and c.hardware is not None
+        vendor = c.facts.gpu.vendor if c.facts.gpu else ""
+
+        def read_gpus() -> Inventory | None:
+            # Wait for a cap write in progress to finish (the export thread only; the agent loop never
+            # waits on it); past GPU_READ_WAIT_S skip this read: the exporter integrates the last draw.
+            if not c.gpu_tools.acquire(timeout=GPU_READ_WAIT_S):
+                return None
+            try:
+                return gpu_inventory(vendor, c.run, c.nvml)
+            finally:
+                c.gpu_tools.release()
+
+        reason = self.exporter.set_node(name, c.paths, c.facts, read_gpus)
+        if reason is not None and c.hardware.quality is not None:
+            c.hardware.quality.warnings = [*(c.hardware.quality.warnings or []), reason]
 
 
 class TwinWatcher:
@@ -284,13 +330,25 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
     from joulie_api.kubeconfig import api_client
 
+    try:
+        catalog = load_catalog(extra=Path(settings.hardware_catalog_extra) if settings.hardware_catalog_extra else None)
+    except CatalogError as err:  # an operator's entry is wrong: say which, and do not start
+        log.error("hardware catalog: %s", err)
+        return 2
     api = api_client()
     # No retries inside a call: the loop's outage backoff decides when to try again, and
     # enforcement must not wait 54 s on a write to an API server that is down.
     kube = AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT, Backoff(delays_s=())), clock, settings.hardware_rewrite_s,
                      settings.heartbeat_s)
-    agent = Agent(settings, kube, load_catalog(), clock, metrics,
-                  open_nvml() if settings.mode == "daemonset" else None)
+    exporter = None
+    if settings.power_export_endpoint and not once:
+        exporter = PowerExporter(otlp_exporter(settings.power_export_endpoint), settings.power_export_interval_s,
+                                 on_result=lambda ok: metrics.power_exports.labels("ok" if ok else "failed").inc())
+        exporter.start()
+        log.info("exporting measured power every %.0f s to %s", settings.power_export_interval_s,
+                 settings.power_export_endpoint)
+    agent = Agent(settings, kube, catalog, clock, metrics,
+                  open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = threading.Event(), threading.Event()
 
     def on_signal(*_: object) -> None:
@@ -314,4 +372,6 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         wake.wait(settings.reconcile_interval_s)
         wake.clear()
         if stop.is_set():
+            if exporter is not None:
+                exporter.stop()
             return 0

@@ -59,6 +59,11 @@ class Settings:
     tool_timeout_s: GPU_TOOL_TIMEOUT, seconds per GPU tool command (3).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
+    power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
+        (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
+        "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
+    hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
+        added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     dvfs: DVFS_EMA_ALPHA (0.30), DVFS_HIGH_MARGIN_W (10 W), DVFS_LOW_MARGIN_W (15 W),
         DVFS_STEP_PCT (10 %), DVFS_MIN_FREQ_KHZ (1500000 kHz), DVFS_COOLDOWN (20 s), DVFS_TRIP_COUNT (2).
     """
@@ -78,6 +83,9 @@ class Settings:
     heartbeat_s: float = 30.0
     tool_timeout_s: float = 3.0
     tool_path: str = ""
+    power_export_endpoint: str = ""
+    power_export_interval_s: float = 10.0
+    hardware_catalog_extra: str = ""
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
     def node_root(self, node: str) -> Path:
@@ -121,6 +129,12 @@ class Settings:
             raw = e.get(name)
             return default if not raw else parse_duration_s(name, raw)
 
+        export_endpoint = e.get("POWER_EXPORT_ENDPOINT", "").strip()
+        if export_endpoint and not re.match(r"^https?://[^/\s]+", export_endpoint):
+            raise SettingsError(f"POWER_EXPORT_ENDPOINT={export_endpoint!r}: expected an http:// or https:// URL")
+        export_interval_s = dur("POWER_EXPORT_INTERVAL", 10.0)
+        if export_interval_s < 1.0:
+            raise SettingsError(f"POWER_EXPORT_INTERVAL={e.get('POWER_EXPORT_INTERVAL')!r}: must be at least 1s")
         shard = e.get("POOL_SHARD_ID", "").strip()
         if not shard:
             m = re.search(r"-(\d+)$", e.get("POD_NAME", ""))
@@ -140,6 +154,8 @@ class Settings:
             pool_shards=shards, pool_shard_id=int(shard), spec_read_timeout_s=dur("SPEC_READ_TIMEOUT", 300.0),
             heartbeat_s=dur("AGENT_HEARTBEAT", 30.0),
             tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
+            power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
+            hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
             dvfs=DvfsConfig(
                 ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),
                 low_margin_w=num("DVFS_LOW_MARGIN_W", 15.0), step_pct=num("DVFS_STEP_PCT", 10.0, 1.0),

@@ -33,6 +33,8 @@ def test_a_pool_agent_finds_each_nodes_tools_through_node_in_the_tool_path() -> 
     ({"NODE_NAME": "n", "SIMULATE_ONLY": "maybe"}, "SIMULATE_ONLY"),
     ({"NODE_NAME": "n", "DVFS_STEP_PCT": "x"}, "DVFS_STEP_PCT"),
     ({"AGENT_MODE": "pool", "POOL_SHARD_ID": "-1"}, "POOL_SHARD_ID"),
+    ({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "prometheus:9090"}, "POWER_EXPORT_ENDPOINT"),
+    ({"NODE_NAME": "n", "POWER_EXPORT_INTERVAL": "100ms"}, "POWER_EXPORT_INTERVAL"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
     with pytest.raises(SettingsError, match=name):
@@ -43,3 +45,10 @@ def test_pool_shard_comes_from_the_pod_name() -> None:
     # Which nodes a shard owns: joulie_common/sharding_test.py.
     s = Settings.from_env({"AGENT_MODE": "pool", "POOL_SHARDS": "3", "POD_NAME": "joulie-agent-2"})
     assert (s.pool_shards, s.pool_shard_id) == (3, 2)
+
+
+def test_power_export_is_off_by_default_and_takes_endpoint_and_interval() -> None:
+    assert Settings.from_env({"NODE_NAME": "n"}).power_export_endpoint == ""
+    s = Settings.from_env({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://prom:9090/api/v1/otlp/v1/metrics",
+                           "POWER_EXPORT_INTERVAL": "15s"})
+    assert (s.power_export_endpoint, s.power_export_interval_s) == ("http://prom:9090/api/v1/otlp/v1/metrics", 15.0)

@@ -155,3 +155,19 @@ def test_health_debug_and_metrics(client: TestClient) -> None:
 def test_unknown_workload_class_is_one_metric_label(client: TestClient) -> None:
     client.post("/filter", json={"Pod": pod("turbo-x"), "NodeNames": ["eco-1"]})
     assert 'joulie_scheduler_filter_requests_total{workload_class="other"} 1.0' in client.get("/metrics").text
+
+
+def test_eco_label_without_a_twin_rejects_performance_pods_in_both_wire_modes(cache: StateCache, client: TestClient) -> None:
+    # nodeCacheCapable: true sends names only, so the label comes from the cache's Node watch.
+    cache.put_profile_label("no-twin", "eco")
+    cache.put_profile_label("eco-stale", "eco")
+    r = client.post("/filter", json={"Pod": pod("performance"), "NodeNames": ALL})
+    assert set(r.json()["FailedNodes"]) == {"eco-1", "drain-1", "no-twin", "eco-stale"}
+    assert "joulie.io/power-profile=eco" in r.json()["FailedNodes"]["no-twin"]
+    # Full Node objects: their own labels decide, not the cache's copy.
+    nodes = [node(n) for n in ALL]
+    nodes[-1]["metadata"]["labels"]["joulie.io/power-profile"] = "eco"
+    r = client.post("/filter", json={"Pod": pod("performance"), "Nodes": {"items": nodes}})
+    assert set(r.json()["FailedNodes"]) == {"eco-1", "drain-1", "no-twin"}
+    # Standard pods still pass.
+    assert client.post("/filter", json={"Pod": pod(), "NodeNames": ALL}).json()["FailedNodes"] == {}

@@ -1,6 +1,10 @@
-"""In-memory NodeTwin and NodeHardware state, kept current by watches on the API server.
+"""In-memory NodeTwin and NodeHardware state, and each Node's power-profile label, kept current
+by watches on the API server.
 
-The request path reads only this cache: it never calls the API server. `StateCache` is the
+The request path reads only this cache: it never calls the API server. The Node label is kept
+because with `nodeCacheCapable: true` kube-scheduler sends node names only, and the eco rule
+(filtering.py) must hold without a twin; only the one label value is stored per Node, so memory
+stays a few bytes per node. `StateCache` is the
 plain store (tests fill it directly); `WatchCache` adds one thread per kind that lists, then
 watches from the list's resourceVersion, and relists after a 410 Gone or any error, with the
 backoff sequence 1, 1, 2, 3, 5, 8, 13, 21 s (capped). Until the CRDs exist it keeps retrying
@@ -35,7 +39,7 @@ from joulie_api.kube import (
 from joulie_api.names import GROUP, VERSION
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import ClusterContext, TwinView, cluster_context
-from joulie_extender.views import hardware_info, twin_view
+from joulie_extender.views import hardware_info, profile_label_of, twin_view
 
 log = logging.getLogger(__name__)
 
@@ -45,21 +49,27 @@ WATCH_TIMEOUT_S: Final = 60
 
 KIND_TWIN: Final = "NodeTwin"
 KIND_HARDWARE: Final = "NodeHardware"
+KIND_NODE: Final = "Node"
+
+Entry = tuple[str, TwinView | HardwareInfo | str]
+"""(node name, view): a twin view, a hardware view, or a Node's power-profile label value."""
 
 
 class StateCache:
-    """Twin and hardware views keyed by the raw node name (spec.nodeName), thread-safe."""
+    """Twin and hardware views keyed by the raw node name (spec.nodeName), and Node power-profile
+    labels keyed by Node name; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._twins: dict[str, TwinView] = {}
         self._hardware: dict[str, HardwareInfo] = {}
+        self._profiles: dict[str, str] = {}
         # object name -> node name, so a DELETED event finds the entry it removes.
-        self._names: dict[str, dict[str, str]] = {KIND_TWIN: {}, KIND_HARDWARE: {}}
+        self._names: dict[str, dict[str, str]] = {KIND_TWIN: {}, KIND_HARDWARE: {}, KIND_NODE: {}}
         self._generation = 0
         self._ctx_key: tuple[int, int, float] | None = None
         self._ctx = ClusterContext()
-        self.synced: dict[str, bool] = {KIND_TWIN: False, KIND_HARDWARE: False}
+        self.synced: dict[str, bool] = {KIND_TWIN: False, KIND_HARDWARE: False, KIND_NODE: False}
 
     # --- reads (request path) ---
     # Single-key reads take no lock: a dict lookup is atomic under the GIL and the values are immutable.
@@ -70,6 +80,10 @@ class StateCache:
     def hardware(self, node_name: str) -> HardwareInfo | None:
         return self._hardware.get(node_name)
 
+    def profile_label(self, node_name: str) -> str | None:
+        """The Node's `joulie.io/power-profile` label, None when absent or the Node is unknown."""
+        return self._profiles.get(node_name)
+
     def twins(self) -> list[TwinView]:
         with self._lock:
             return list(self._twins.values())
@@ -79,7 +93,7 @@ class StateCache:
             return dict(self._hardware)
 
     def counts(self) -> dict[str, int]:
-        return {KIND_TWIN: len(self._twins), KIND_HARDWARE: len(self._hardware)}
+        return {KIND_TWIN: len(self._twins), KIND_HARDWARE: len(self._hardware), KIND_NODE: len(self._profiles)}
 
     def cluster_context(self, now: datetime, staleness: timedelta) -> ClusterContext:
         """Aggregates over all twins, memoised per state change and per second of `now`."""
@@ -97,6 +111,13 @@ class StateCache:
     def put_hardware(self, object_name: str, node_name: str, info: HardwareInfo) -> None:
         self._put(KIND_HARDWARE, object_name, node_name, lambda: self._hardware.__setitem__(node_name, info))
 
+    def put_profile_label(self, node_name: str, label: str | None) -> None:
+        """Record a Node's power-profile label; None (label removed) forgets it."""
+        if label is None:
+            self.delete(KIND_NODE, node_name)
+        else:
+            self._put(KIND_NODE, node_name, node_name, lambda: self._profiles.__setitem__(node_name, label))
+
     def _put(self, kind: str, object_name: str, node_name: str, store: Callable[[], None]) -> None:
         with self._lock:
             old = self._names[kind].get(object_name)
@@ -107,7 +128,8 @@ class StateCache:
             self._generation += 1
 
     def _store(self, kind: str) -> dict[str, Any]:
-        return self._twins if kind == KIND_TWIN else self._hardware
+        stores: dict[str, dict[str, Any]] = {KIND_TWIN: self._twins, KIND_HARDWARE: self._hardware, KIND_NODE: self._profiles}
+        return stores[kind]
 
     def delete(self, kind: str, object_name: str) -> None:
         with self._lock:
@@ -116,7 +138,7 @@ class StateCache:
                 self._store(kind).pop(node, None)
             self._generation += 1
 
-    def replace(self, kind: str, entries: Mapping[str, tuple[str, TwinView | HardwareInfo]]) -> None:
+    def replace(self, kind: str, entries: Mapping[str, Entry]) -> None:
         """Replace every entry of `kind` (after a list): object name -> (node name, view)."""
         with self._lock:
             store = self._store(kind)
@@ -143,7 +165,7 @@ def _object_name(obj: Mapping[str, Any]) -> str:
     return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
 
 
-def _to_entry(resource: Resource[Any], obj: Mapping[str, Any]) -> tuple[str, TwinView | HardwareInfo]:
+def _to_entry(resource: Resource[Any], obj: Mapping[str, Any]) -> Entry:
     model = decode(resource, obj)
     if isinstance(model, NodeTwin):
         return model.spec.node_name, twin_view(model)
@@ -151,20 +173,49 @@ def _to_entry(resource: Resource[Any], obj: Mapping[str, Any]) -> tuple[str, Twi
     return model.spec.node_name, hardware_info(model)
 
 
+@dataclass(frozen=True)
+class _Source:
+    """One watched kind: how to list it and how to turn an object into a cache entry.
+
+    `decode` returns None for a Node without the label (the entry is dropped), and raises
+    ObjectDecodeError for an object that does not match its CRD.
+    """
+
+    kind: str
+    list_call: Callable[..., Any]
+    decode: Callable[[Mapping[str, Any]], Entry | None]
+
+
 class WatchCache(StateCache):
-    """A StateCache fed by list+watch of NodeTwin and NodeHardware."""
+    """A StateCache fed by list+watch of NodeTwin, NodeHardware and Node (labels only)."""
 
     def __init__(self, api: k8s.ApiClient, events: CacheEvents | None = None) -> None:
         super().__init__()
-        self._custom = k8s.CustomObjectsApi(api)
+        custom = k8s.CustomObjectsApi(api)
+        core = k8s.CoreV1Api(api)
         self._events = events or CacheEvents()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watches: list[k8s_watch.Watch] = []
 
+        def crd(resource: Resource[Any], kind: str) -> _Source:
+            def list_call(**kw: Any) -> Any:
+                return custom.list_cluster_custom_object(GROUP, VERSION, resource.plural, **kw)
+
+            return _Source(kind, list_call, lambda obj: _to_entry(resource, obj))
+
+        def node_entry(obj: Mapping[str, Any]) -> Entry | None:
+            label = profile_label_of(obj)
+            return None if label is None else (_object_name(obj), label)
+
+        # Watch.stream finds the return type from the call's docstring; deserialize=False skips it.
+        self._sources = {s.kind: s for s in (
+            crd(NODE_TWIN, KIND_TWIN), crd(NODE_HARDWARE, KIND_HARDWARE), _Source(KIND_NODE, core.list_node, node_entry),
+        )}
+
     def start(self) -> None:
-        for resource, kind in ((NODE_TWIN, KIND_TWIN), (NODE_HARDWARE, KIND_HARDWARE)):
-            t = threading.Thread(target=self._run, args=(resource, kind), name=f"watch-{kind}", daemon=True)
+        for source in self._sources.values():
+            t = threading.Thread(target=self._run, args=(source,), name=f"watch-{source.kind}", daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -176,75 +227,74 @@ class WatchCache(StateCache):
             t.join(timeout_s)
 
     def wait_synced(self, timeout_s: float) -> bool:
-        """Whether both kinds were listed within `timeout_s` seconds."""
+        """Whether every kind was listed within `timeout_s` seconds."""
         deadline = time.monotonic() + timeout_s
         while not all(self.synced.values()) and time.monotonic() < deadline and not self._stop.wait(0.05):
             pass
         return all(self.synced.values())
 
-    def _decode(self, resource: Resource[Any], kind: str, obj: Mapping[str, Any]) -> tuple[str, TwinView | HardwareInfo] | None:
+    def _decode(self, source: _Source, obj: Mapping[str, Any]) -> Entry | None:
         try:
-            return _to_entry(resource, obj)
+            return source.decode(obj)
         except ObjectDecodeError as err:
             # A bad object makes its node neutral (as if missing) rather than stopping the watch.
-            log.warning("ignoring %s: %s", kind, err)
-            self._events.on_decode_error(kind)
+            log.warning("ignoring %s: %s", source.kind, err)
+            self._events.on_decode_error(source.kind)
             return None
 
-    def _list(self, resource: Resource[Any], kind: str) -> str:
-        body = response_json(
-            self._custom.list_cluster_custom_object(GROUP, VERSION, resource.plural, _preload_content=False)
-        )
-        entries: dict[str, tuple[str, TwinView | HardwareInfo]] = {}
+    def _list(self, source: _Source) -> str:
+        body = response_json(source.list_call(_preload_content=False))
+        entries: dict[str, Entry] = {}
         for obj in body.get("items", []):
-            entry = self._decode(resource, kind, obj)
+            entry = self._decode(source, obj)
             if entry is not None:
                 entries[_object_name(obj)] = entry
-        self.replace(kind, entries)
+        self.replace(source.kind, entries)
         return str(body.get("metadata", {}).get("resourceVersion", ""))
 
-    def _apply_event(self, resource: Resource[Any], kind: str, event: Mapping[str, Any]) -> str | None:
+    def _apply_event(self, kind: str, event: Mapping[str, Any]) -> str | None:
         obj = event.get("object")
         if not isinstance(obj, Mapping):
             return None
         rv = obj.get("metadata", {}).get("resourceVersion")
         etype = event.get("type")
         name = _object_name(obj)
+        source = self._sources[kind]
         if etype == "DELETED":
             self.delete(kind, name)
         elif etype in ("ADDED", "MODIFIED"):
-            entry = self._decode(resource, kind, obj)
+            entry = self._decode(source, obj)
             if entry is None:
                 self.delete(kind, name)
-            elif kind == KIND_TWIN:
-                assert isinstance(entry[1], TwinView)
+            elif isinstance(entry[1], TwinView):
                 self.put_twin(name, entry[1])
-            else:
-                assert isinstance(entry[1], HardwareInfo)
+            elif isinstance(entry[1], HardwareInfo):
                 self.put_hardware(name, entry[0], entry[1])
+            else:
+                self.put_profile_label(entry[0], entry[1])
         return str(rv) if rv else None
 
-    def _run(self, resource: Resource[Any], kind: str) -> None:
+    def _run(self, source: _Source) -> None:
+        kind = source.kind
         failures = 0
         rv = ""
         while not self._stop.is_set():
             try:
                 if not rv:
-                    rv = self._list(resource, kind)
+                    rv = self._list(source)
                     failures = 0
                 w = k8s_watch.Watch()  # type: ignore[no-untyped-call]
                 self._watches.append(w)
                 try:
                     for event in w.stream(  # type: ignore[no-untyped-call]
-                        self._custom.list_cluster_custom_object, GROUP, VERSION, resource.plural,
-                        resource_version=rv, timeout_seconds=WATCH_TIMEOUT_S, allow_watch_bookmarks=True,
-                        deserialize=False,
+                        source.list_call, resource_version=rv, timeout_seconds=WATCH_TIMEOUT_S,
+                        allow_watch_bookmarks=True, deserialize=False,
                     ):
                         if self._stop.is_set():
                             break
                         if event.get("type") == "ERROR":
                             raise ApiException(status=int(event.get("object", {}).get("code", 0) or 0), reason="watch error")
-                        rv = self._apply_event(resource, kind, event) or rv
+                        rv = self._apply_event(kind, event) or rv
                         failures = 0
                 finally:
                     self._watches.remove(w)

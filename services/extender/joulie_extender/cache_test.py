@@ -2,10 +2,10 @@ from datetime import UTC, datetime, timedelta
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
-from joulie_extender.cache import KIND_HARDWARE, KIND_TWIN, StateCache
+from joulie_extender.cache import KIND_HARDWARE, KIND_NODE, KIND_TWIN, StateCache
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import TwinView
-from joulie_extender.views import hardware_info, twin_view
+from joulie_extender.views import hardware_info, profile_label_of, twin_view
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -28,7 +28,26 @@ def test_replace_after_a_relist_drops_what_is_gone_and_marks_synced() -> None:
     assert not c.synced[KIND_HARDWARE]
     c.replace(KIND_HARDWARE, {"new": ("new", HardwareInfo(cpu_total_cores=16))})
     assert c.hardware("old") is None and c.hardware("new") == HardwareInfo(cpu_total_cores=16)
-    assert c.synced[KIND_HARDWARE] and c.counts() == {KIND_TWIN: 0, KIND_HARDWARE: 1}
+    assert c.synced[KIND_HARDWARE] and c.counts() == {KIND_TWIN: 0, KIND_HARDWARE: 1, KIND_NODE: 0}
+
+
+def test_node_profile_labels_are_kept_per_node_and_forgotten_when_removed() -> None:
+    c = StateCache()
+    assert not c.synced[KIND_NODE]
+    c.replace(KIND_NODE, {"n1": ("n1", "eco"), "n2": ("n2", "performance")})
+    assert c.synced[KIND_NODE] and (c.profile_label("n1"), c.profile_label("n2")) == ("eco", "performance")
+    c.put_profile_label("n1", None)  # label removed from the Node
+    c.put_profile_label("n3", "eco")
+    assert c.profile_label("n1") is None and c.profile_label("n3") == "eco"
+    c.delete(KIND_NODE, "n2")
+    assert c.profile_label("n2") is None and c.counts()[KIND_NODE] == 1
+
+
+def test_profile_label_of_reads_only_a_non_empty_string() -> None:
+    assert profile_label_of({"metadata": {"labels": {"joulie.io/power-profile": "eco"}}}) == "eco"
+    assert profile_label_of({"metadata": {"labels": {"joulie.io/power-profile": ""}}}) is None
+    assert profile_label_of({"metadata": {"labels": None}}) is None
+    assert profile_label_of({}) is None
 
 
 def test_cluster_context_is_recomputed_when_state_changes() -> None:
@@ -72,26 +91,31 @@ def test_views_read_whole_numbers_and_missing_sections() -> None:
 def test_watch_events_update_the_cache_and_a_bad_object_makes_its_node_neutral() -> None:
     from kubernetes import client as k8s
 
-    from joulie_api.kube import NODE_HARDWARE, NODE_TWIN
     from joulie_extender.cache import CacheEvents, WatchCache
 
     errors: list[str] = []
     c = WatchCache(k8s.ApiClient(), CacheEvents(on_decode_error=errors.append))
     twin = {"metadata": {"name": "n1", "resourceVersion": "7"},
             "spec": {"nodeName": "n1", "profile": "eco"}, "status": {"schedulableClass": "eco"}}
-    assert c._apply_event(NODE_TWIN, KIND_TWIN, {"type": "ADDED", "object": twin}) == "7"
+    assert c._apply_event(KIND_TWIN, {"type": "ADDED", "object": twin}) == "7"
     assert c.twin("n1") is not None and c.twin("n1").schedulable_class == "eco"  # type: ignore[union-attr]
     bad = {"metadata": {"name": "n1", "resourceVersion": "8"}, "spec": {"nodeName": "n1", "profile": "turbo"}}
-    assert c._apply_event(NODE_TWIN, KIND_TWIN, {"type": "MODIFIED", "object": bad}) == "8"
+    assert c._apply_event(KIND_TWIN, {"type": "MODIFIED", "object": bad}) == "8"
     assert c.twin("n1") is None and errors == [KIND_TWIN]
     bookmark = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}
-    assert c._apply_event(NODE_TWIN, KIND_TWIN, bookmark) == "9"
+    assert c._apply_event(KIND_TWIN, bookmark) == "9"
     hw = {"metadata": {"name": "n-1", "resourceVersion": "10"}, "spec": {"nodeName": "N_1"},
           "status": {"cpu": {"totalCores": 8}}}
-    c._apply_event(NODE_HARDWARE, KIND_HARDWARE, {"type": "ADDED", "object": hw})
+    c._apply_event(KIND_HARDWARE, {"type": "ADDED", "object": hw})
     assert c.hardware("N_1") == HardwareInfo(cpu_total_cores=8)
-    c._apply_event(NODE_HARDWARE, KIND_HARDWARE, {"type": "DELETED", "object": hw})
+    c._apply_event(KIND_HARDWARE, {"type": "DELETED", "object": hw})
     assert c.hardware("N_1") is None
+    # Node events keep only the power-profile label; removing the label forgets the node.
+    node = {"metadata": {"name": "w1", "resourceVersion": "11", "labels": {"joulie.io/power-profile": "eco"}}}
+    c._apply_event(KIND_NODE, {"type": "ADDED", "object": node})
+    assert c.profile_label("w1") == "eco"
+    c._apply_event(KIND_NODE, {"type": "MODIFIED", "object": {"metadata": {"name": "w1", "labels": {}}}})
+    assert c.profile_label("w1") is None
 
 
 def test_a_node_whose_agent_is_lost_scores_neutral_like_a_stale_twin() -> None:

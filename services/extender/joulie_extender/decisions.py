@@ -9,6 +9,7 @@ from joulie_extender.filtering import rejection_reason
 from joulie_extender.podmeta import eco_class, workload_kind
 from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
 from joulie_extender.scoring import ClusterContext, ScoreBreakdown, TwinView, marginal_watts, score_node
+from joulie_extender.views import profile_label_of
 from joulie_extender.wire import ExtenderArgs
 
 
@@ -19,15 +20,25 @@ class NodeState(Protocol):
 
     def hardware(self, node_name: str) -> HardwareInfo | None: ...
 
+    def profile_label(self, node_name: str) -> str | None: ...
+
     def cluster_context(self, now: datetime, staleness: timedelta) -> ClusterContext: ...
 
 
 def failed_nodes(args: ExtenderArgs, state: NodeState, *, now: datetime, staleness: timedelta) -> dict[str, str]:
-    """Candidate node -> reason, for the nodes the pod may not use."""
+    """Candidate node -> reason, for the nodes the pod may not use.
+
+    The power-profile label comes from the Node objects in the request when kube-scheduler sends
+    them (nodeCacheCapable: false, the freshest copy), else from the cache's Node watch.
+    """
     cls = args.workload_class
     failed: dict[str, str] = {}
+    request_labels = (
+        {n["metadata"]["name"]: profile_label_of(n) for n in args.nodes} if args.nodes is not None else None
+    )
     for name in args.candidate_names:
-        reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness)
+        label = request_labels.get(name) if request_labels is not None else state.profile_label(name)
+        reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness, profile_label=label)
         if reason is not None:
             failed[name] = reason
     return failed

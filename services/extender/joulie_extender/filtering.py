@@ -1,14 +1,18 @@
 """Which nodes a pod may not use. Pure: no I/O.
 
-Rules (reference §5.4, with the issue's stricter staleness rule):
+Rules (reference §5.4, issue 21):
 - standard pods (and any class other than `performance`) pass every node;
 - a performance pod is rejected from a node whose fresh twin says `eco` or `draining`
   (status.schedulableClass, or spec.scheduling.draining);
-- a node with no twin, or a stale one, always passes: missing data is never a rejection.
+- a performance pod is rejected from a node labelled `joulie.io/power-profile=eco`, whether the
+  extender holds its twin or not (start-up, a stale twin, an agent that never reported). The
+  controller writes that label in the same tick as the twin's profile, and keeps it `eco` while
+  the node drains, so the label alone also keeps performance pods off draining nodes;
+- otherwise (no twin or a stale one, and no eco label) the node passes: missing measurements are
+  never a rejection.
 
-Difference from the original: it rejected on stale twins too, and fell back to the node label
-`joulie.io/power-profile=eco` when there was no twin. Both reject on data nobody vouches for
-any more, so here they pass.
+Difference from the original: it also rejected on a stale twin's class. A stale twin's class is
+data nobody vouches for any more; the label is what the controller currently asks for.
 """
 
 from __future__ import annotations
@@ -19,19 +23,28 @@ from typing import Final
 from joulie_extender.scoring import CLASS_DRAINING, CLASS_ECO, TwinView, is_stale
 
 WORKLOAD_PERFORMANCE: Final = "performance"
+PROFILE_ECO: Final = "eco"
 REASON_ECO: Final = "joulie: performance pod rejected from eco node"
 REASON_DRAINING: Final = "joulie: performance pod rejected from draining node"
+REASON_ECO_LABEL: Final = "joulie: performance pod rejected from node labelled joulie.io/power-profile=eco"
 
 
 def rejection_reason(
-    workload_class: str, twin: TwinView | None, *, now: datetime, staleness: timedelta
+    workload_class: str, twin: TwinView | None, *, now: datetime, staleness: timedelta,
+    profile_label: str | None = None,
 ) -> str | None:
-    """Why the pod may not run on the node, or None when it may."""
-    if workload_class != WORKLOAD_PERFORMANCE or twin is None or is_stale(twin, now, staleness):
+    """Why the pod may not run on the node, or None when it may.
+
+    `profile_label` is the node's `joulie.io/power-profile` label value (None when absent or unknown).
+    """
+    if workload_class != WORKLOAD_PERFORMANCE:
         return None
-    cls = twin.effective_class
-    if cls == CLASS_DRAINING:
-        return REASON_DRAINING
-    if cls == CLASS_ECO:
-        return REASON_ECO
+    if twin is not None and not is_stale(twin, now, staleness):
+        cls = twin.effective_class
+        if cls == CLASS_DRAINING:
+            return REASON_DRAINING
+        if cls == CLASS_ECO:
+            return REASON_ECO
+    if profile_label is not None and profile_label.strip().lower() == PROFILE_ECO:
+        return REASON_ECO_LABEL
     return None

@@ -59,7 +59,7 @@ def stack(
     """A watch-fed extender and a kube-scheduler calling it, in both wire modes in turn."""
     cache = WatchCache(kube_api)
     cache.start()
-    assert cache.wait_synced(15), "the watch cache did not list NodeTwin and NodeHardware"
+    assert cache.wait_synced(15), "the watch cache did not list NodeTwin, NodeHardware and Node"
     branches: list[str] = []
 
     def recording_parse(body: bytes) -> ExtenderArgs:
@@ -82,11 +82,14 @@ def stack(
         patch.undo()
 
 
-def make_node(core: k8s.CoreV1Api, name: str, group: str, gpus: int = 0) -> None:
+def make_node(core: k8s.CoreV1Api, name: str, group: str, gpus: int = 0, profile: str | None = None) -> None:
     alloc = {"cpu": "64", "memory": "512Gi", "pods": "110"}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
-    create_node(core, name, {"kubernetes.io/hostname": name, "joulie-test": group}, alloc, kwok=True)
+    labels = {"kubernetes.io/hostname": name, "joulie-test": group}
+    if profile:
+        labels["joulie.io/power-profile"] = profile
+    create_node(core, name, labels, alloc, kwok=True)
 
 
 def publish(api: k8s.ApiClient, node: str, profile: str, *, measured_w: float, capped_w: float, gpus: int = 0) -> None:
@@ -162,6 +165,26 @@ def test_performance_pods_are_never_bound_to_eco_nodes(kube_api: k8s.ApiClient, 
     assert bound_node(core, make_pod(core, group, "standard")) in eco
 
 
+def test_performance_pods_stay_off_eco_labelled_nodes_without_any_twin(kube_api: k8s.ApiClient, stack: Stack) -> None:
+    """Issue 21: start-up, or an agent that never reported: no NodeTwin, only the controller's label."""
+    core = k8s.CoreV1Api(kube_api)
+    group = f"notwin{RUN}{stack.mode}"
+    eco = [f"{group}-eco-{i}" for i in range(3)]
+    perf = f"{group}-perf-0"
+    for n in eco:
+        make_node(core, n, group, profile="eco")
+    make_node(core, perf, group, profile="performance")
+    # With nodeCacheCapable the request carries names only: the extender's Node watch has the labels.
+    eventually(lambda: all(stack.cache.profile_label(n) == "eco" for n in eco), what="labels in the extender cache")
+    assert all(stack.cache.twin(n) is None for n in [*eco, perf])
+
+    pods = [make_pod(core, group, "performance") for _ in range(6)]
+    assert {bound_node(core, p) for p in pods} == {perf}
+    # Standard pods are not filtered: with every score neutral, they spread over all four nodes.
+    standard = {bound_node(core, make_pod(core, group, "standard")) for _ in range(8)}
+    assert standard & set(eco), standard
+
+
 def test_heavy_gpu_pod_lands_on_the_node_with_most_headroom(kube_api: k8s.ApiClient, stack: Stack) -> None:
     core = k8s.CoreV1Api(kube_api)
     group = f"gpu{RUN}{stack.mode}"
@@ -224,7 +247,7 @@ def test_the_cli_serves_from_a_kubeconfig_with_a_watch_fed_cache(
         except AssertionError:
             log.flush()
             raise AssertionError((tmp_path / "extender.log").read_text()[-3000:]) from None
-        assert body["stalenessThresholdSeconds"] == 120.0 and body["cacheSynced"] == {"NodeTwin": True, "NodeHardware": True}
+        assert body["stalenessThresholdSeconds"] == 120.0 and body["cacheSynced"] == {"NodeTwin": True, "NodeHardware": True, "Node": True}
         req = urllib.request.Request(url + "/filter", method="POST", headers={"content-type": "application/json"},
                                      data=json.dumps({"Pod": {"metadata": {"annotations": {
                                          "joulie.io/workload-class": "performance"}}}, "NodeNames": [node]}).encode())

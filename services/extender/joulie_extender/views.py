@@ -1,9 +1,13 @@
-"""NodeTwin / NodeHardware objects -> the small views scoring reads. Pure: no I/O."""
+"""NodeTwin / NodeHardware / Node objects -> the small views scoring and filtering read. Pure: no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
+from joulie_api.names import LABEL_POWER_PROFILE
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import TwinView
 
@@ -48,3 +52,11 @@ def hardware_info(hw: NodeHardware) -> HardwareInfo:
         gpu_vendor=(gpu.vendor or "") if gpu else "",
         memory_bytes=(status.memory.total_bytes or 0) if status.memory else 0,
     )
+
+
+def profile_label_of(node: Mapping[str, Any]) -> str | None:
+    """A Node object's `joulie.io/power-profile` label value, None when absent, empty or not a string."""
+    meta = node.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    value = labels.get(LABEL_POWER_PROFILE) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) and value else None

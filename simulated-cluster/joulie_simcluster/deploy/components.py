@@ -93,6 +93,8 @@ class Plan:
     (telemetry modes scrape and otel-bridge: its /metrics is scraped); otel-collector: the Collector's."""
     controller_env: Mapping[str, str] = field(default_factory=dict)
     """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
+    agent_telemetry_env: Mapping[str, str] = field(default_factory=dict)
+    """The telemetry mode's agent settings (the ``agent`` mode: POWER_EXPORT_ENDPOINT / _INTERVAL)."""
     gpu_tool_timeout_s: float = 15.0
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
@@ -186,6 +188,7 @@ def _agent_env(plan: Plan, port: int, own: Mapping[str, str]) -> dict[str, str]:
     """An agent's environment: the values' agent.env, then what the harness owns (`own` and the rest)."""
     env = dict(plan.python_path_env)
     env.update(_env_values(plan.values, "agent", "env"))
+    env.update(plan.agent_telemetry_env)
     env.update(own)
     env.update({
         "KUBECONFIG": str(plan.kubeconfig),

@@ -70,6 +70,18 @@ def test_the_simulator_starts_first_and_pushes_otlp_at_the_timings_interval(tmp_
     assert cmds[1].argv[1:3] == ["--addr", "127.0.0.1:9876"]
 
 
+def test_in_the_agent_telemetry_mode_every_agent_pushes_its_power(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    env = {"POWER_EXPORT_ENDPOINT": "http://127.0.0.1:9090/api/v1/otlp/v1/metrics", "POWER_EXPORT_INTERVAL": "2s"}
+    p = comp.Plan(**{**base.__dict__, "agent_telemetry_env": env, "otlp_endpoint": ""})
+    cmds = comp.commands(p)
+    sim = cmds[0].argv
+    assert sim[sim.index("--otlp-endpoint") + 1] == ""
+    agents = [c for c in cmds if c.component == "agent"]
+    assert agents and all(c.env[k] == v for c in agents for k, v in env.items())
+    assert all("POWER_EXPORT_ENDPOINT" not in c.env for c in comp.commands(base) if c.component == "agent")
+
+
 def test_pool_agents_share_the_nodes_by_shard_with_per_node_roots_and_tools(tmp_path: Path) -> None:
     base = plan(tmp_path)
     p = comp.Plan(**{**base.__dict__, "agent_shards": 2, "pool_selector": "sim.joulie.io/cluster=s,joulie.io/managed=true",

@@ -175,6 +175,7 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         ports=ports, agents=agents, values=values, python_path_env=python_env(), python=interpreter(),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
         controller_env=tmode.joulie_env(settings.power_scope),
+        agent_telemetry_env=tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),
         otlp_endpoint=_otlp_endpoint(tmode, cluster), controller_replicas=replicas,
     )
     if shards > 0 and len(agents) != len(rendered.managed):

@@ -72,6 +72,9 @@ class CPUHardware(BaseModel):
     """
     sockets: Annotated[int | None, Field(ge=0)] = None
     total_cores: Annotated[int | None, Field(alias='totalCores', ge=0)] = None
+    """
+    Logical CPUs of the host: the /proc/cpuinfo processor entries, or the sum of siblings per physical id when larger (a containerised cpuinfo may list fewer), or without package fields the Node's capacity.cpu when larger.
+    """
     cores_per_socket: Annotated[int | None, Field(alias='coresPerSocket', ge=0)] = None
     driver_family: Annotated[str | None, Field(alias='driverFamily')] = None
     """
@@ -136,7 +139,7 @@ class GPUHardware(BaseModel):
         float | None, Field(alias='currentCapWatts', ge=0.0)
     ] = None
     """
-    Power cap currently set on each GPU, watts.
+    Power cap currently set on each GPU, watts. Absent when the node has no GPU or when the tools do not report the cap; never 0 as a stand-in for "no GPU" (0 would read as a GPU capped to nothing).
     """
     slicing: Annotated[GPUSlicing | None, Field(title='GPUSlicing')] = None
     control_available: Annotated[bool | None, Field(alias='controlAvailable')] = None
@@ -187,6 +190,10 @@ class InventoryResolution(BaseModel):
         HardwareCatalogKey | None,
         Field(alias='hardwareCatalogKey', title='HardwareCatalogKey'),
     ] = None
+    catalog_facts: Annotated[list[str] | None, Field(alias='catalogFacts')] = None
+    """
+    Facts published from the hardware catalog because the node did not state them (e.g. cpu.capRange, gpu.capRangePerGpu); each catalog entry cites the vendor datasheet it comes from. Empty when every fact came from the node.
+    """
     exactness: Annotated[
         InventoryExactness | None, Field(title='InventoryExactness')
     ] = None

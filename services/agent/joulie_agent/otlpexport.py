@@ -1,0 +1,237 @@
+"""Sends the node's measured power over OTLP/HTTP with the OpenTelemetry SDK. Shell.
+
+What is measured and how is in `powerexport.py`; this module reads the counter files and the GPU
+tool layer every interval and exports one OTLP request for all the agent's nodes (one in a
+daemonset, a shard in pool mode). Per node one resource: `service.name=joulie-agent`,
+`service.instance.id`, `k8s.node.name` and `host.name` = the node name (as the simulator's, so
+every telemetry mode's Prometheus settings apply unchanged). Metrics:
+`hw.host.energy` (counter, J), `hw.host.power` (gauge, W), `hw.energy` (counter, J) and
+`hw.power` (gauge, W) with `hw.type` / `hw.id`.
+
+The MetricsData is built directly and sent with the SDK's OTLPMetricExporter, like the
+simulator's push: no MeterProvider, no per-node SDK state, nothing queued. A failed export is
+counted and logged once per change of outcome, never retried in a loop: the counters are
+cumulative, so the next export carries the energy the failed one had.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    Gauge,
+    Metric,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+    NumberDataPoint,
+    ResourceMetrics,
+    ScopeMetrics,
+    Sum,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from joulie_agent import hostread
+from joulie_agent.discovery import HostFacts, allocatable_gpus, expected_gpu_vendor
+from joulie_agent.gputools import Inventory
+from joulie_agent.hostread import HostPaths
+from joulie_agent.powerexport import (
+    HOST_SOURCE_ATTRIBUTE,
+    HOST_SOURCE_SUM,
+    HW_GPU,
+    NO_COUNTERS_REASON,
+    Component,
+    EnergyAccumulator,
+    ExportPlan,
+    NodeSample,
+    node_sample,
+    plan_sources,
+)
+
+log = logging.getLogger(__name__)
+
+SCOPE = InstrumentationScope("joulie-agent")
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+GpuReader = Callable[[], Inventory | None]
+TOOL_READ_MIN_S = 10.0
+"""Shortest time between two GPU tool reads (the tool layer is NVML in a daemonset, a process otherwise)."""
+
+
+@dataclass
+class NodeSource:
+    """One node's counters and GPU reader, with its accumulated energies."""
+
+    paths: HostPaths
+    plan: ExportPlan
+    read_gpus: GpuReader
+    acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
+    _inv: Inventory | None = None
+    _inv_t_s: float | None = None
+
+    def sample(self, t_s: float) -> NodeSample:
+        comps: list[Component] = []
+        for src in self.plan.counters:
+            raw = hostread.read_counter_uj(self.paths, src.path_key)
+            if raw is not None:
+                comps.append(self.acc.counter(src, raw, t_s))
+        for m in self.plan.meters:
+            uw = hostread.read_counter_uj(self.paths, m.path_key)  # same integer file format, µW
+            if uw is not None:
+                comps.append(self.acc.meter(m.hw_type, m.hw_id, uw / 1e6, t_s))
+        if self.plan.gpus:
+            # A GPU tool is a process per call: read it at most every TOOL_READ_MIN_S and integrate the
+            # last draw in between (NVML would be cheap, but the fallback must not crowd the node).
+            if self._inv_t_s is None or t_s - self._inv_t_s >= TOOL_READ_MIN_S:
+                inv_now = self.read_gpus()
+                self._inv_t_s = t_s  # a failed read waits its turn too: no tool call each interval
+                if inv_now is not None and inv_now.devices:
+                    self._inv = inv_now
+            inv = self._inv
+            for d in inv.devices if inv else []:
+                if d.draw_w is not None:
+                    comps.append(self.acc.meter(HW_GPU, f"gpu-{d.index}", d.draw_w, t_s))
+        self.acc.forget_except({(c.hw_type, c.hw_id) for c in comps})
+        return node_sample(comps)
+
+
+def _point(value: float, start_ns: int, now_ns: int, attrs: dict[str, Any] | None = None) -> NumberDataPoint:
+    return NumberDataPoint(attributes=attrs or {}, start_time_unix_nano=start_ns, time_unix_nano=now_ns, value=value)
+
+
+def _counter(name: str, desc: str, points: list[NumberDataPoint]) -> Metric:
+    return Metric(name, desc, "J", Sum(points, AggregationTemporality.CUMULATIVE, is_monotonic=True))
+
+
+def _gauge(name: str, desc: str, points: list[NumberDataPoint]) -> Metric:
+    return Metric(name, desc, "W", Gauge(points))
+
+
+def node_resource(node: str) -> Resource:
+    return Resource.create({"service.name": "joulie-agent", "service.instance.id": node,
+                            "k8s.node.name": node, "host.name": node})
+
+
+def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
+                     resource: Resource | None = None) -> ResourceMetrics | None:
+    """One node's OTLP resource metrics; None when nothing was measured."""
+    if not sample.components:
+        return None
+    energy, power = [], []
+    for c in sample.components:
+        a = {"hw.type": c.hw_type, "hw.id": c.hw_id}
+        energy.append(_point(c.energy_j, start_ns, now_ns, a))
+        if c.power_w is not None:
+            power.append(_point(c.power_w, start_ns, now_ns, a))
+    host = {HOST_SOURCE_ATTRIBUTE: HOST_SOURCE_SUM}
+    metrics = [
+        _counter("hw.host.energy", "Energy of the host: the sum of its measured components",
+                 [_point(sample.host_energy_j, start_ns, now_ns, host)]),
+        _counter("hw.energy", "Energy consumed by a component", energy),
+    ]
+    if sample.host_power_w is not None:
+        metrics.append(_gauge("hw.host.power", "Power of the host: the sum of its measured components",
+                              [_point(sample.host_power_w, start_ns, now_ns, host)]))
+    if power:
+        metrics.append(_gauge("hw.power", "Instantaneous power of a component", power))
+    return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL)
+
+
+class PowerExporter:
+    """Every `interval_s`, samples each registered node and sends one OTLP request."""
+
+    def __init__(self, exporter: MetricExporter, interval_s: float = 10.0,
+                 monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None):
+        self.exporter = exporter
+        self.interval_s = interval_s
+        self._monotonic = monotonic
+        self._on_result = on_result
+        self._nodes: dict[str, NodeSource] = {}
+        self._resources: dict[str, Resource] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="power-export", daemon=True)
+        self._last_ok: bool | None = None
+        self.start_ns = time.time_ns()
+
+    def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader) -> str | None:
+        """(Re)plan a node after discovery. Returns why nothing is exported for it, or None."""
+        # GPUs the node has even when the tools did not answer at discovery (busy, timed out): the
+        # exporter then keeps asking them each TOOL_READ_MIN_S instead of waiting for rediscovery.
+        gpu_count = (len(facts.gpu.devices) if facts.gpu else 0) or allocatable_gpus(facts.allocatable) or int(
+            bool(expected_gpu_vendor(facts.labels, facts.nvidiactl)))
+        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
+                            hostread.read_amdgpu_power_files(paths))
+        with self._lock:
+            if plan.empty:
+                self._nodes.pop(node, None)
+                return NO_COUNTERS_REASON
+            old = self._nodes.get(node)
+            if old is not None and old.plan == plan and old.paths == paths:
+                return None  # keep the accumulated energies
+            self._nodes[node] = NodeSource(paths, plan, read_gpus)
+            self._resources.setdefault(node, node_resource(node))
+        return None
+
+    def remove_node(self, node: str) -> None:
+        with self._lock:
+            self._nodes.pop(node, None)
+            self._resources.pop(node, None)
+
+    def collect(self) -> MetricsData:
+        with self._lock:
+            nodes = sorted(self._nodes.items())
+        now_ns = time.time_ns()
+        out = []
+        for name, src in nodes:
+            try:
+                sample = src.sample(self._monotonic())
+            except Exception as err:  # one node's unreadable file must not stop the others
+                log.warning("power export: node %s: %s", name, err)
+                continue
+            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name))
+            if rm is not None:
+                out.append(rm)
+        return MetricsData(out)
+
+    def export_once(self) -> bool:
+        data = self.collect()
+        if not data.resource_metrics:
+            return True
+        try:
+            ok = self.exporter.export(data) == MetricExportResult.SUCCESS
+        except Exception as err:
+            log.debug("power export failed: %s", err)
+            ok = False
+        if ok != self._last_ok:
+            (log.info if ok else log.warning)("power export to OTLP %s", "succeeds" if ok else "fails; retrying each interval")
+            self._last_ok = ok
+        self._on_result(ok)
+        return ok
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.export_once()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self.exporter.shutdown()
+
+
+def otlp_exporter(endpoint: str, timeout_s: float = 5.0) -> MetricExporter:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter(endpoint=endpoint, timeout=timeout_s)
+
