@@ -39,7 +39,7 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
         assert 1.0 - 1e-6 <= float(r["p50_slowdown"]) <= float(r["p95_slowdown"]) <= float(r["p99_slowdown"]), r
     summary = list(csv.DictReader((out / "summary.csv").open()))
     assert {r["metric"] for r in summary} >= {"it_energy_kwh", "facility_energy_kwh", "makespan_s", "p95_slowdown"}
-    for png in (out / "energy_vs_makespan.png", out / "energy_split.png"):
+    for png in (out / "energy_vs_makespan.png", out / "energy_split.png", out / "paired_change.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "results.md").read_text()
     assert "| E work-aware |" in md and "| A-placement A + E's placement |" in md and "open: throughput" in md

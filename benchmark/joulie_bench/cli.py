@@ -9,7 +9,8 @@ extender scoring and the simulator's physics and workload engine decide everythi
 ``runs.csv`` (one row per policy and seed), ``summary.csv`` (mean and 95 % CI per policy),
 ``paired.csv`` (per-seed change against A with its 95 % CI, regimes ``completion`` and ``open``;
 format in benchmark/README.md), ``paired_seeds.csv`` (every seed's own change), ``results.md``
-(the tables in Markdown), ``energy_vs_makespan.png``, ``energy_split.png`` and the traces under
+(the tables in Markdown), ``energy_vs_makespan.png``, ``energy_split.png``, ``paired_change.png``
+and the traces under
 ``--out``. ``--trace PATH`` runs a trace file (JSONL, or an SWF log through ``traceextract``), or
 each ``*.jsonl``/``*.swf`` file of a directory, instead of generated traces (each file is one
 paired unit, numbered like a seed).
@@ -29,7 +30,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from joulie_bench.paired import PAIRED_HEADER, paired_rows, per_seed_changes
-from joulie_bench.report import markdown_report, plot_energy_split
+from joulie_bench.report import markdown_report, plot_energy_split, plot_paired
 from joulie_bench.sim import DEVICE_KINDS, POLICIES, BenchNode, RunResult, describe_settings, run
 from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
@@ -317,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writerows(per_seed_changes(results, policies))
     png = plot(out, summary)
     split_png = plot_energy_split(out, results, policies)
+    paired_png = plot_paired(out, paired_rows(results, policies))
     settings = [describe_settings(pol, nodes, args.budget_frac) for pol in policies]
     (out / "results.md").write_text(markdown_report(results, policies, summary_note=f"{len(nodes)} nodes ({args.nodes}); "
                                                     f"{source}; dt {args.dt:g} s", settings=settings))
@@ -354,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" (n={row[6]})")
     print("  (open facility_energy = facility kWh per ideal job-hour done inside the window; throughput = job-hours per hour)")
     print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {out / 'paired_seeds.csv'}, "
-          f"{out / 'results.md'}, {png}, {split_png} ({time.monotonic() - started:.0f} s wall)")
+          f"{out / 'results.md'}, {png}, {split_png}, {paired_png} ({time.monotonic() - started:.0f} s wall)")
     return 0
 
 

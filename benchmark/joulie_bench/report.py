@@ -1,5 +1,6 @@
-"""The benchmark's human-readable outputs: ``results.md`` (the tables in Markdown) and
-``energy_split.png`` (IT energy to completion per policy, stacked idle/dynamic by device kind).
+"""The benchmark's human-readable outputs: ``results.md`` (the tables in Markdown),
+``energy_split.png`` (IT energy to completion per policy, stacked idle/dynamic by device kind) and
+``paired_change.png`` (each policy's paired change against A, energy against time, with CIs).
 The figures are the ones ``paired.csv`` and ``summary.csv`` hold; nothing here computes anew."""
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def markdown_report(results: Sequence[RunResult], policies: Sequence[str], summa
                    f"{est([float(r.jobs_completed) for r in rs], 1)} | {slow} |")
     out += ["", "## Settings", "", *(f"- {line}" for line in settings), "",
             "Files: `paired.csv` (the table above, every metric), `paired_seeds.csv` (each seed's own change), "
-            "`runs.csv`, `summary.csv`, `energy_vs_makespan.png`, `energy_split.png`.", ""]
+            "`runs.csv`, `summary.csv`, `energy_vs_makespan.png`, `energy_split.png`, `paired_change.png`.", ""]
     return "\n".join(out)
 
 
@@ -100,6 +101,44 @@ def plot_energy_split(out: Path, results: Sequence[RunResult], policies: Sequenc
     ax.legend(ncol=3, fontsize=8, loc="upper center")
     ax.grid(axis="y", alpha=0.3)
     path = out / "energy_split.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_paired(out: Path, rows: Sequence[Sequence[str]]) -> Path:
+    """``paired_change.png``: each policy's paired change against A, energy against time, with the
+    95 % CIs of both (``paired.csv``'s rows): completion (facility energy vs makespan) and the open
+    regime (facility energy per work vs throughput). Left of 0 and below 0 is better; A sits at (0, 0)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    by = {(r[0], r[1], r[2]): r for r in rows}
+    policies = list(dict.fromkeys(r[0] for r in rows))
+    panels = (("completion", "makespan", "facility_energy", "makespan change vs A (%)", "facility energy change vs A (%)"),
+              ("open", "throughput", "facility_energy", "throughput change vs A (%)",
+               "facility energy per work change vs A (%)"))
+    for ax, (regime, xm, ym, xl, yl) in zip(axes, panels, strict=True):
+        for pol in policies:
+            x, y = by.get((pol, regime, xm)), by.get((pol, regime, ym))
+            if x is None or y is None or math.isnan(float(x[3])) or math.isnan(float(y[3])):
+                continue
+            xs, ys = float(x[3]), float(y[3])
+            xerr = [[xs - float(x[4])], [float(x[5]) - xs]] if not math.isnan(float(x[4])) else None
+            yerr = [[ys - float(y[4])], [float(y[5]) - ys]] if not math.isnan(float(y[4])) else None
+            ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=f"{pol}: {POLICIES[pol][0]}")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+        ax.set_title(f"{regime}: paired change against A (mean, 95 % CI)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    path = out / "paired_change.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
