@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from joulie_simcluster import chart
 from joulie_simcluster.agents import select_agents
+from joulie_simcluster.metricnames import service_metric_names
 from joulie_simcluster.nodes import render_nodes
 from joulie_simcluster.spec import load_spec
 from joulie_testinfra.tools import Tools
@@ -123,28 +124,8 @@ def test_prometheus_values_match_the_settings_the_tests_use() -> None:
     assert spec["tsdb"]["outOfOrderTimeWindow"] == want.out_of_order_time_window
 
 
-def _service_metric_names() -> set[str]:
-    """Prometheus names of the metrics the services define (prometheus-client and OTel hw.*)."""
-    names: set[str] = set()
-    for path in Path("services").glob("*/joulie_*/**/*.py"):
-        if path.name.endswith("_test.py"):
-            continue
-        text = path.read_text()
-        for kind, name in re.findall(r"\b(Counter|Gauge|Histogram|GaugeMetricFamily)\(\s*\"(joulie_[a-z0-9_]+)\"", text):
-            base = name.removesuffix("_total")
-            names.add(base + "_total" if kind == "Counter" else name)
-            if kind == "Histogram":
-                names.update({name + "_bucket", name + "_sum", name + "_count"})
-        # OTLP metrics pushed by the simulator: hw.host.energy (J, counter), hw.power (W, gauge) ...
-        for name in re.findall(r"_counter\(\"(hw\.[a-z.]+)\"", text):
-            names.add(name.replace(".", "_") + "_joules_total")
-        for name in re.findall(r"_gauge\(\"(hw\.[a-z.]+)\"", text):
-            names.add(name.replace(".", "_") + "_watts")
-    return names
-
-
 def test_dashboard_panels_query_metrics_the_services_export() -> None:
-    known = _service_metric_names()
+    known = service_metric_names()
     assert "hw_host_energy_joules_total" in known and "joulie_policy_state_transitions_total" in known
     dash = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]

@@ -23,7 +23,6 @@ from joulie_api.generated.nodetwin import (
     CPUCapSpec,
     DeviceCapDecision,
     EffectiveCapState,
-    GPUCapDecision,
     GPUCapSpec,
     GPUPowerCap,
     NodeTwin,
@@ -188,7 +187,7 @@ def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
         reason=work.reason[:2048],
         slowdown_budget_pct=_r(tau_pct, 2),
         cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
-        gpu=GPUCapDecision(**gpu) if gpu is not None else None,
+        gpu=DeviceCapDecision(**gpu) if gpu is not None else None,
     )
 
 

@@ -178,34 +178,6 @@ class DeviceCapDecision(BaseModel):
     """
 
 
-class GPUCapDecision(BaseModel):
-    model_config = ConfigDict(
-        populate_by_name=True,
-    )
-    cap_pct_of_max: Annotated[
-        float | None, Field(alias='capPctOfMax', ge=0.0, le=100.0)
-    ] = None
-    """
-    The cap chosen, % of the device's maximum (100 = uncapped).
-    """
-    driven_by: Annotated[str | None, Field(alias='drivenBy', max_length=512)] = None
-    """
-    The Pod (and its workload kind) that bound the choice, or why nothing was capped.
-    """
-    predicted_slowdown_pct: Annotated[
-        float | None, Field(alias='predictedSlowdownPct', ge=0.0)
-    ] = None
-    """
-    The controller model's predicted slowdown of the most affected Pod, % longer.
-    """
-    predicted_energy_saving_pct: Annotated[
-        float | None, Field(alias='predictedEnergySavingPct')
-    ] = None
-    """
-    The model's predicted change in node energy per unit of work, % saved.
-    """
-
-
 class CapDecision(BaseModel):
     """
     Why the caps in spec were chosen, as the work-aware policy (work_aware_v1) predicts them from the Pods on the node; absent under other policies and on performance nodes.
@@ -225,7 +197,7 @@ class CapDecision(BaseModel):
     τ: the predicted slowdown no Pod may exceed (WORK_AWARE_SLOWDOWN_BUDGET_PCT).
     """
     cpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
-    gpu: Annotated[GPUCapDecision | None, Field(title='GPUCapDecision')] = None
+    gpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
 
 
 class CPUControlStatus(BaseModel):
