@@ -282,9 +282,15 @@ def _within_budget(
         if p >= start[(name, key)] - 1e-9:
             continue
         c = out[name]
-        reason = f"{c.reason}; budget: {key} lowered to {p:g} %"
-        out[name] = replace(c, gpu_pct=p, reason=reason, capped=True, gpu_capped=True) if key == "gpu" else replace(
-            c, cpu_pct=p, reason=reason, capped=True, cpu_capped=True)
+        g = gs[name][key]
+        ref, at = refs[(name, key)], capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * p / 100.0, g.devices)
+        sd = round(capmodel.worst_slowdown(g.works, ref, at)[0] * 100, 2)
+        # Device energy per work only: the rest of the node is not known here.
+        saving = round((1.0 - (at.power_w / at.rate(g.works)) / (ref.power_w / ref.rate(g.works))) * 100, 2)
+        reason = f"{c.reason}; budget: {key} lowered to {p:g} % (predicted +{sd:.1f} % time)"
+        out[name] = replace(c, gpu_pct=p, reason=reason, capped=True, gpu_capped=True, gpu_slowdown_pct=sd,
+                            gpu_saving_pct=saving) if key == "gpu" else replace(
+            c, cpu_pct=p, reason=reason, capped=True, cpu_capped=True, cpu_slowdown_pct=sd, cpu_saving_pct=saving)
         lowered.add(name)
     met = "met" if shed >= excess else f"not met ({excess - shed:.0f} W short at the {floor:g} % floor)"
     return out, lowered, (f"budget {s.cluster_power_budget_w:.0f} W: forecast {forecast:.0f} W, "

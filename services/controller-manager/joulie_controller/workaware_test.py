@@ -68,6 +68,11 @@ def test_the_budget_binds_only_when_measured_power_would_exceed_it() -> None:
         tight.node_caps["cpu-1"].cpu_pct < free.node_caps["cpu-1"].cpu_pct
     assert lowered and "budget 3000 W" in tight.notes[0]
     assert tight.node_caps["gpu-1"].gpu_pct >= 50.0  # 200 W minimum of the board
+    # The prediction follows the lowered cap: past tau, and the reason says why.
+    t_gpu, f_gpu, t_cpu, f_cpu = (tight.node_caps["gpu-1"], free.node_caps["gpu-1"], tight.node_caps["cpu-1"],
+                                  free.node_caps["cpu-1"])
+    assert (t_gpu.gpu_slowdown_pct > f_gpu.gpu_slowdown_pct and "budget: gpu lowered to" in t_gpu.reason) or (
+        t_cpu.cpu_slowdown_pct > f_cpu.cpu_slowdown_pct and "budget: cpu lowered to" in t_cpu.reason)
 
 
 def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capped_one() -> None:
