@@ -347,7 +347,11 @@ def test_a06_mi300x_current_rocm_smi_only(tmp_path: Path) -> None:
     _, gpu = b.reconcile()
     g = b.hardware.gpu
     assert g is not None and g.vendor == "amd" and g.count == 8
-    assert g.cap_range_per_gpu is None
+    # The tool states no range: NodeHardware carries the hardware catalog's (issue 21), says so, and
+    # control stays off (a catalog range is never used to write a cap).
+    assert g.cap_range_per_gpu is not None and g.cap_range_per_gpu.max_watts == 750.0
+    assert b.hardware.inventory_resolution is not None
+    assert "gpu.capRangePerGpu" in (b.hardware.inventory_resolution.catalog_facts or [])
     assert b.hardware.capabilities is not None and b.hardware.capabilities.gpu_control is False
     assert (gpu.backend, gpu.result, gpu.message) == (
         "none", "blocked", "cannot resolve capPctOfMax without device max power limits")
@@ -380,8 +384,8 @@ def test_a06_a_refused_rocm_smi_cap_says_why(tmp_path: Path) -> None:
 
 
 def test_a16_na_power_limits_publish_no_range_and_block_a_percent_cap(tmp_path: Path) -> None:
-    """A16: H100 NVL boards answering `[N/A]` for power.min_limit/power.max_limit: no capRangePerGpu,
-    GPU control false (D16: unknown, not 0); 80 % → none/blocked with the original's message; limits
+    """A16: H100 NVL boards answering `[N/A]` for power.min_limit/power.max_limit: the board states no
+    range (capRangePerGpu is the hardware catalog's, listed in catalogFacts), GPU control false (D16: unknown, not 0); 80 % → none/blocked with the original's message; limits
     unchanged."""
     p = builtin_profile("nvidia-h100-nvl-8gpu")
     assert p.gpus is not None
@@ -393,7 +397,10 @@ def test_a16_na_power_limits_publish_no_range_and_block_a_percent_cap(tmp_path: 
     _, gpu = b.reconcile()
     g = b.hardware.gpu
     assert g is not None and g.count == 8
-    assert g.cap_range_per_gpu is None
+    # No range from the boards: the catalog's is published and named as such (issue 21); control off.
+    assert g.cap_range_per_gpu is not None and g.cap_range_per_gpu.max_watts == 400.0
+    assert b.hardware.inventory_resolution is not None
+    assert "gpu.capRangePerGpu" in (b.hardware.inventory_resolution.catalog_facts or [])
     assert b.hardware.capabilities is not None and b.hardware.capabilities.gpu_control is False
     assert (gpu.backend, gpu.result, gpu.message) == (
         "none", "blocked", "cannot resolve capPctOfMax without device max power limits")

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -136,7 +137,11 @@ class Bench:
         install_fakesmi(tool_dir, self.dir, host_root_for(profile, tmp / "host"), self.tool_log)
         self.kube = FakeKube(node_object(profile, node))
         settings = Settings(mode="emulated", node_name=node, root=str(self.root / "{node}"), tool_path=str(tool_dir),
-                            tool_timeout_s=60.0, metrics_addr="", dvfs=dvfs or DvfsConfig())
+                            tool_timeout_s=60.0, metrics_addr="",
+                            # The emulator updates energy counters once a tick (tick_s here, not 1 s):
+                            # an estimate over two ticks spans two updates, as the agent's 5 s default
+                            # does for the 1 s tick of a simulated cluster.
+                            dvfs=dataclasses.replace(dvfs or DvfsConfig(), energy_window_s=2 * tick_s))
         self.metrics = AgentMetrics()
         self.agent = Agent(settings, cast(AgentKube, cast(Any, self.kube)), load_catalog(), self.clock, self.metrics)
 

@@ -100,6 +100,9 @@ class DvfsConfig:
     min_freq_khz: int = 1_500_000
     cooldown_s: float = 20.0
     trip_count: int = 2
+    energy_window_s: float = 5.0
+    """ENERGY_WINDOW: the least counter history one package power estimate spans (energymeter);
+    several of the counter's update periods, so a counter read between its updates is not misread."""
 
 
 @dataclass

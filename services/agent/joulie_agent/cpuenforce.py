@@ -40,7 +40,7 @@ class CPUEnforcer:
         self.dvfs_config = dvfs
         self.simulate_only = simulate_only
         self.dvfs = cpucontrol.DvfsController(dvfs)
-        self.meter = WindowedPowerMeter()
+        self.meter = WindowedPowerMeter(min_window_s=dvfs.energy_window_s)
         # PL1 values found before the agent's first write, restored when the intent goes away.
         self.rapl_original_uw: dict[str, int] = {}
         # PL1 the agent last wrote (or found) per zone: a later read-back that differs is drift.

@@ -161,5 +161,6 @@ class Settings:
                 low_margin_w=num("DVFS_LOW_MARGIN_W", 15.0), step_pct=num("DVFS_STEP_PCT", 10.0, 1.0),
                 min_freq_khz=int(num("DVFS_MIN_FREQ_KHZ", 1_500_000)), cooldown_s=dur("DVFS_COOLDOWN", 20.0),
                 trip_count=int(num("DVFS_TRIP_COUNT", 2, 1)),
+                energy_window_s=dur("ENERGY_WINDOW", 5.0),
             ),
         )
