@@ -6,7 +6,7 @@ power budget policy sets one eco percentage; the work-aware policy sets each nod
 work on it, with the reason).
 
 Policies are pluggable: a policy is a function `(PolicyInput) -> PolicyPlan` in its own module,
-registered in `REGISTRY` under its POLICY_TYPE (docs/policies.md).
+registered in `REGISTRY` under its POLICY_TYPE (services/controller-manager/README.md, Policies).
 """
 
 from __future__ import annotations
