@@ -255,12 +255,12 @@ def progress_bar(total: int) -> Progress:
                     TimeRemainingColumn(), console=console, disable=not console.is_terminal)
 
 
-def write_paired(out: Path, results: Sequence[RunResult], policies: Sequence[str]) -> Path:
+def write_paired(out: Path, rows: Sequence[Sequence[str]]) -> Path:
     path = out / "paired.csv"
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(PAIRED_HEADER)
-        w.writerows(paired_rows(results, policies))
+        w.writerows(rows)
     return path
 
 
@@ -311,16 +311,17 @@ def main(argv: list[str] | None = None) -> int:
                 r.extend_to_window(window)
     summary = summarise(results, policies)
     write_csvs(out, results, summary, trace_of)
-    paired_csv = write_paired(out, results, policies)
+    rows = paired_rows(results, policies)  # paired.csv, its plot, results.md and the printed open regime
+    paired_csv = write_paired(out, rows)
     with (out / "paired_seeds.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(("policy", "seed", "regime", "metric", "change_pct"))
         w.writerows(per_seed_changes(results, policies))
     png = plot(out, summary)
     split_png = plot_energy_split(out, results, policies)
-    paired_png = plot_paired(out, paired_rows(results, policies))
+    paired_png = plot_paired(out, rows)
     settings = [describe_settings(pol, nodes, args.budget_frac) for pol in policies]
-    (out / "results.md").write_text(markdown_report(results, policies, summary_note=f"{len(nodes)} nodes ({args.nodes}); "
+    (out / "results.md").write_text(markdown_report(results, policies, rows, summary_note=f"{len(nodes)} nodes ({args.nodes}); "
                                                     f"{source}; dt {args.dt:g} s", settings=settings))
     n = len(units)
     print(f"\nResults over {n} seeds: mean ± 95 % CI half-width (Student t, {n - 1} df)")
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
               "   until its last job ends; 'common window' runs every policy of a seed to that seed's longest run, a\n"
               "   faster run idling for the rest, as a fixed-window experiment measures it)")
     print("\nOpen system in steady state (window: warm-up over to the last arrival), paired change vs A:")
-    for row in paired_rows(results, policies):
+    for row in rows:
         if row[1] == "open" and row[2] in ("facility_energy", "throughput", "p95_slowdown"):
             print(f"  {row[0]:<12} {row[2]:<16} {float(row[3]):+7.2f} % [{float(row[4]):+.2f}, {float(row[5]):+.2f}]"
                   f" (n={row[6]})")

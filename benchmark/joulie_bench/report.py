@@ -9,7 +9,6 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from joulie_bench.paired import paired_rows
 from joulie_bench.sim import DEVICE_KINDS, POLICIES, RunResult
 from joulie_bench.stats import ci95
 
@@ -32,9 +31,10 @@ def _cell(mean: str, low: str, high: str) -> str:
     return f"{m:+.1f}{ci}{mark}"
 
 
-def markdown_report(results: Sequence[RunResult], policies: Sequence[str], summary_note: str,
-                    settings: Sequence[str]) -> str:
-    rows = {(r[0], r[1], r[2]): r for r in paired_rows(results, policies)}
+def markdown_report(results: Sequence[RunResult], policies: Sequence[str], paired: Sequence[Sequence[str]],
+                    summary_note: str, settings: Sequence[str]) -> str:
+    """``paired``: ``paired.csv``'s rows (``paired.paired_rows``) for the same results."""
+    rows = {(r[0], r[1], r[2]): r for r in paired}
     n = len({r.seed for r in results})
     out = [f"# joulie-bench results ({n} traces or seeds)", "", summary_note, "",
            "## Change against A, paired per seed (mean % [95 % CI], * = the CI excludes 0)", "",
