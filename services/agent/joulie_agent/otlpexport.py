@@ -54,6 +54,7 @@ from joulie_agent.powerexport import (
     node_sample,
     plan_sources,
 )
+from joulie_common.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,7 @@ class PowerExporter:
         self._nodes: dict[str, NodeSource] = {}
         self._resources: dict[str, Resource] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="power-export", daemon=True)
+        self._loop = Periodic(interval_s, self.export_once, "power-export")
         self._last_ok: bool | None = None
         self.start_ns = time.time_ns()
 
@@ -216,17 +216,11 @@ class PowerExporter:
         self._on_result(ok)
         return ok
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.export_once()
-
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10)
+        self._loop.stop()
         self.exporter.shutdown()
 
 

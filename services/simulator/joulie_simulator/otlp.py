@@ -46,6 +46,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from joulie_common.periodic import Periodic
 from joulie_simulator.emulator import EVENT_TICK, EVENT_WRITE_REJECTED, Emulator, Event
 from joulie_simulator.hwsemconv import components, telemetry_gap
 
@@ -96,24 +97,17 @@ class OtlpPusher:
         self.exporter = OTLPMetricExporter(endpoint=endpoint, timeout=5)
         self.interval_s = interval_s
         self.start_ns = time.time_ns()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="otlp", daemon=True)
+        self._loop = Periodic(interval_s, self.push, "otlp")
 
     def push(self) -> bool:
         data = metrics_data(self.emu, self.start_ns, time.time_ns())
         return self.exporter.export(data) == MetricExportResult.SUCCESS
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.push()
-
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10)
+        self._loop.stop()
         self.exporter.shutdown()
 
 
@@ -164,8 +158,7 @@ class OtlpEventExporter:
         self._max_queue = max_queue
         self._resources: dict[str, Resource] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="otlp-logs", daemon=True)
+        self._loop = Periodic(interval_s, self.push, "otlp-logs")
 
     def on_event(self, ev: Event) -> None:
         if ev.name == EVENT_TICK:
@@ -189,19 +182,13 @@ class OtlpEventExporter:
             return True
         return self.exporter.export(batch) == LogRecordExportResult.SUCCESS
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.push()
-
     def start(self) -> None:
         self.emu.listeners.append(self.on_event)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         if self.on_event in self.emu.listeners:
             self.emu.listeners.remove(self.on_event)
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10)
+        self._loop.stop()
         self.push()
         self.exporter.shutdown()  # type: ignore[no-untyped-call]
