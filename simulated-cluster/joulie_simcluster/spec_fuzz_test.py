@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_simcluster.spec import SpecError, load_spec
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
 
 SMOKE = yaml.safe_load(Path("simulated-cluster/specs/smoke.yaml").read_text())
 TRIED: Counter[str] = Counter()
 REFUSED: Counter[str] = Counter()
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = fuzz_settings(300)
 
 
 @pytest.fixture(scope="module", autouse=True)

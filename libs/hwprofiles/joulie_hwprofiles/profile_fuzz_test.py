@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_hwprofiles.schema import BUILTIN_DIR, ProfileError, load_profile
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
 
 NAMES = ("intel-xeon-2s-rapl", "nvidia-h100-sxm-8gpu", "amd-instinct-mi300x-8gpu")
 DOCS = {n: yaml.safe_load((BUILTIN_DIR / f"{n}.yaml").read_text()) for n in NAMES}
 TRIED: Counter[str] = Counter()
 REFUSED: Counter[str] = Counter()
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = fuzz_settings(300)
 
 
 @pytest.fixture(scope="module", autouse=True)

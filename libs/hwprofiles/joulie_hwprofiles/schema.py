@@ -288,6 +288,9 @@ def _read_raw(path: Path) -> dict[str, Any]:
     return raw
 
 
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def load_profile(path: Path, search: Path | None = None) -> Profile:
     """Load and validate one profile file; ``extends`` names a file in ``search`` (default: its folder)."""
     raw = _read_raw(path)
@@ -298,10 +301,14 @@ def load_profile(path: Path, search: Path | None = None) -> Profile:
     seen = {expected}
     while "extends" in chain[-1]:
         parent = chain[-1]["extends"]
-        if not isinstance(parent, str) or parent in seen:
+        if not isinstance(parent, str) or not _PROFILE_NAME.fullmatch(parent) or parent in seen:
             raise ProfileError(f"{path}: extends: {parent!r} is not a profile name or extends itself")
         seen.add(parent)
-        chain.append(_read_raw((search or path.parent) / f"{parent}.yaml"))
+        try:
+            chain.append(_read_raw((search or path.parent) / f"{parent}.yaml"))
+        except ProfileError as e:
+            # The user edited this file, so the message names it first and the parent after.
+            raise ProfileError(f"{path}: extends: {parent!r}: {e}") from e
     merged: dict[str, Any] = {}
     for layer in reversed(chain):
         merged = deep_merge(merged, {k: v for k, v in layer.items() if k not in ("extends", "name", "description")})

@@ -65,3 +65,15 @@ def test_a_duplicate_key_and_a_wrong_name_are_refused(tmp_path: Path) -> None:
 def test_an_unknown_builtin_is_named_with_the_known_ones() -> None:
     with pytest.raises(ProfileError, match="no builtin profile 'cray-1'; known: .*vm-no-powercap"):
         builtin_profile("cray-1")
+
+
+@pytest.mark.parametrize(("parent", "message"), [
+    ("''", r"extends: '' is not a profile name"),
+    ("../etc/passwd", r"extends: '\.\./etc/passwd' is not a profile name"),
+    ("no-such-profile", r"extends: 'no-such-profile': .*no-such-profile\.yaml: cannot read"),
+])
+def test_a_bad_extends_is_refused_naming_the_file_that_says_it(tmp_path: Path, parent: str, message: str) -> None:
+    path = _write(tmp_path, "child", f"name: child\nextends: {parent}\n")
+    with pytest.raises(ProfileError, match=message) as err:
+        load_profile(path)
+    assert str(err.value).startswith(f"{path}: ")

@@ -7,13 +7,22 @@ Test support only (imported by ``*_fuzz_test.py``); hypothesis is a test depende
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 # What an error shown to a user must never carry: interpreter or library hints, tracebacks, reprs.
 LEAKS = ("Traceback", "set_int_max_str_digits", "pydantic.dev", "errors.pydantic", "object at 0x",
          "For further information")
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Settings every fuzz test uses: the same inputs on every run (a CI failure is reproducible and
+    never a roll of the dice), unless ``JOULIE_FUZZ_RANDOM=1`` asks for fresh ones to hunt with."""
+    return settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck),
+                    database=None, derandomize=os.environ.get("JOULIE_FUZZ_RANDOM", "") != "1")
+
 
 # Stands for a 5000-digit number: replaced in the document's text (``with_huge``), since Python
 # itself will not turn such an int into text.

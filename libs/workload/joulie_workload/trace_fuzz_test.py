@@ -8,10 +8,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
 from joulie_workload.trace import TraceError, parse_lines
 
 GOOD: dict[str, Any] = {"type": "job", "jobId": "a", "submitTimeOffsetSec": 3, "class": "eco", "workloadKind": "cpu-compute",
@@ -38,14 +38,14 @@ def _check(lines: list[str]) -> None:
         assert not clean(msg), msg
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(400)
 @given(st.sampled_from(paths(GOOD)), st.one_of(ODD_VALUES, st.just(DELETE)))
 def test_a_job_with_one_field_broken(path: tuple[Any, ...], value: Any) -> None:
     line = with_huge(json.dumps(set_path(GOOD, path, value)))
     _check([line])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(300)
 @given(st.lists(st.one_of(st.binary(max_size=200).map(lambda b: b.decode("utf-8", "replace")),
                           st.text(max_size=80), st.just(json.dumps(GOOD))), max_size=5))
 def test_arbitrary_lines(lines: list[str]) -> None:

@@ -41,6 +41,11 @@ def _int(value: str) -> int | None:
         return None
 
 
+def _small_int(value: str) -> bool:
+    """A count as the kernel writes it: ASCII digits only (``'²'.isdigit()`` is true) and short."""
+    return value.isascii() and value.isdigit() and len(value) < 10
+
+
 def parse_cpuinfo(text: str) -> CPUInfo:
     info = CPUInfo()
     physical_ids: set[str] = set()
@@ -56,7 +61,7 @@ def parse_cpuinfo(text: str) -> CPUInfo:
             continue
         key = key.strip().lower()
         value = value.strip()
-        if key == "processor" and value.isdigit():
+        if key == "processor" and _small_int(value):
             info.logical_cpus += 1
             current_id = None
         elif key == "model name" and value and not info.model_name:
@@ -66,7 +71,7 @@ def parse_cpuinfo(text: str) -> CPUInfo:
         elif key == "physical id" and value:
             physical_ids.add(value)
             current_id = value
-        elif key in ("siblings", "cpu cores") and current_id is not None and value.isdigit():
+        elif key in ("siblings", "cpu cores") and current_id is not None and _small_int(value):
             # Both follow `physical id` within a block on x86 (the kernel's show_cpuinfo order).
             (siblings if key == "siblings" else cores).setdefault(current_id, int(value))
         elif key == "cpu implementer" and implementer is None:

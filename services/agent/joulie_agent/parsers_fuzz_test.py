@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_agent import gputools, hostread, powercap, testtrees
@@ -24,9 +24,10 @@ from joulie_agent.node import NodeController
 from joulie_agent.toolrun import ToolResult, make_runner
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwinSpec
 from joulie_common.clock import FakeClock
+from joulie_testinfra.fuzzing import fuzz_settings
 
 TRIED: Counter[str] = Counter()
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = fuzz_settings(200)
 # What an error or warning shown to a user must never carry.
 LEAKS = ("Traceback", "set_int_max_str_digits", "pydantic.dev", "Exceeds the limit", "object at 0x")
 
@@ -151,7 +152,7 @@ SYS_FILES = ("energy_uj", "max_energy_range_uj", "constraint_0_power_limit_uw", 
              "constraint_0_name", "name", "enabled")
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(50)
 @given(st.dictionaries(st.sampled_from(SYS_FILES), BYTES, min_size=1, max_size=4), st.integers(0, 1))
 def test_a_node_with_garbage_sysfs_files_discovers_and_enforces_without_crashing(
         tmp_path_factory: pytest.TempPathFactory, garbage: dict[str, bytes], zone: int) -> None:

@@ -1,9 +1,11 @@
 """Tool and /proc parsers: the formats real nodes produce, including the awkward ones."""
 
 import json
+from pathlib import Path
 
 from joulie_agent import cpufreq, gputools
 from joulie_agent.cpuinfo import normalize_vendor, parse_cpuinfo
+from joulie_agent.sysfswrite import read_int
 
 
 def test_cpuinfo_sockets_are_distinct_physical_ids() -> None:
@@ -116,3 +118,14 @@ def test_a_refused_rocm_smi_set_is_explained_by_its_reason_not_its_banner() -> N
     )
     assert rocmsmi_failure_reason(out) == "GPU[0]\t\t: Unable to set power to 800W: must be within 0W and 750W".strip()
     assert rocmsmi_failure_reason("==== only banners ====\n") == "(rocm-smi printed no reason)"
+
+
+def test_garbage_numbers_in_sysfs_and_cpuinfo_are_not_numbers(tmp_path: Path) -> None:
+    # Found by the fuzz tests: 4301 digits overflow int()'s limit, and '²'.isdigit() is true.
+    huge = tmp_path / "energy_uj"
+    huge.write_text("9" * 4301)
+    assert read_int(huge) is None
+    huge.write_text("123456789\n")
+    assert read_int(huge) == 123456789
+    info = parse_cpuinfo("processor\t: ²\nphysical id\t: 0\nsiblings\t: ²\ncpu cores\t: 3\n")
+    assert info.logical_cpus == 0 and info.host_logical_cpus == 3

@@ -103,8 +103,9 @@ def plan_sources(zones: Sequence[powercap.Zone], hwmon: Sequence[HwmonEnergy], g
     if not counters:
         # amd_energy: per-socket counters; the per-core ones (Ecore*) would double count.
         for h in hwmon:
-            if h.label.startswith("Esocket") and h.label[len("Esocket"):].isdigit():
-                counters.append(CounterSource(HW_CPU, f"package-{int(h.label[len('Esocket'):])}", h.path_key))
+            socket = h.label.removeprefix("Esocket")
+            if socket != h.label and socket.isascii() and socket.isdigit() and len(socket) < 10:
+                counters.append(CounterSource(HW_CPU, f"package-{int(socket)}", h.path_key))
     for z in zones:
         dram = _dram_id(z)
         if dram is not None and z.energy_uj is not None:

@@ -139,7 +139,7 @@ class Settings:
         if not shard:
             m = re.search(r"-(\d+)$", e.get("POD_NAME", ""))
             shard = m.group(1) if m else "0"
-        if not shard.isdigit():
+        if not (shard.isascii() and shard.isdigit() and len(shard) < 10):
             raise SettingsError(f"POOL_SHARD_ID={shard!r}: expected a non-negative integer")
         shards = int(num("POOL_SHARDS", 1, 1))
         sys_root = e.get("HOST_SYS", "")

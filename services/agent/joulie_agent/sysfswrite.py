@@ -33,9 +33,14 @@ def write_attr(path: Path, value: str) -> str | None:
     return None
 
 
+_MAX_DIGITS = 24
+
+
 def read_int(path: Path) -> int | None:
     try:
         text = path.read_text().strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return int(text) if text.lstrip("+-").isdigit() else None
+    # A sysfs counter has at most 20 digits; a longer "number" is garbage, not an int to parse.
+    digits = text.lstrip("+-")
+    return int(text) if digits.isdigit() and len(digits) <= _MAX_DIGITS else None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core.result import Ok
@@ -22,6 +22,7 @@ from joulie_extender.app import create_app
 from joulie_extender.cache import StateCache
 from joulie_extender.scoring import TwinView
 from joulie_extender.settings import Settings
+from joulie_testinfra.fuzzing import fuzz_settings
 
 MAX_EXAMPLES = 100
 TRIED: Counter[str] = Counter()
@@ -37,7 +38,7 @@ def _app() -> Any:
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", _app())
 LOADED = list(SCHEMA.get_all_operations())
 OPERATIONS = [(r.ok().method.upper(), r.ok().path) for r in LOADED if isinstance(r, Ok)]
-FUZZ = settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = fuzz_settings(MAX_EXAMPLES)
 
 
 @pytest.fixture(scope="module", autouse=True)
