@@ -68,7 +68,8 @@ def capture_machine(root: Path, out: Path, name: str) -> Path:
                     (dest / "cpufreq" / pol.name).mkdir(parents=True, exist_ok=True)
                     (dest / "cpufreq" / pol.name / fname).write_text(text)
     run = make_runner()
-    for argv, fname in ((gputools.NVIDIA_QUERY, "nvidia-smi.txt"), (gputools.ROCMSMI_LEGACY_QUERY, "rocm-smi.txt"),
+    for argv, fname in ((gputools.NVIDIA_QUERY, "nvidia-smi.txt"), (gputools.NVIDIA_DEFAULT_QUERY, "nvidia-smi-default.txt"),
+                        (gputools.ROCMSMI_LEGACY_QUERY, "rocm-smi.txt"),
                         (gputools.AMDSMI_LIMITS, "amd-smi.txt")):
         res = run(argv)
         if res.ok and res.output.strip() and "unrecognized arguments" not in res.output:

@@ -145,8 +145,10 @@ def materialize(m: Machine, root: Path, reject_writes: bool = False) -> Path:
     if (m.path / "nvidia-smi.txt").is_file():
         (root / "dev").mkdir(exist_ok=True)
         (root / "dev" / "nvidiactl").write_text("")
-        write_tool(bin_dir, "nvidia-smi", {" ".join(gputools.NVIDIA_QUERY[1:]): m.path / "nvidia-smi.txt",
-                                           "-L": root / "_bin" / "empty"})
+        answers = {" ".join(gputools.NVIDIA_QUERY[1:]): m.path / "nvidia-smi.txt", "-L": root / "_bin" / "empty"}
+        if (m.path / "nvidia-smi-default.txt").is_file():  # captures from before the default-limit query lack it
+            answers[" ".join(gputools.NVIDIA_DEFAULT_QUERY[1:])] = m.path / "nvidia-smi-default.txt"
+        write_tool(bin_dir, "nvidia-smi", answers)
         (bin_dir / "empty").write_text("")
     amd: dict[str, dict[str, Path]] = {}
     if (m.path / "rocm-smi.txt").is_file():

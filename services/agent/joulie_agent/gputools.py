@@ -17,6 +17,9 @@ NVIDIA_QUERY = ["nvidia-smi", f"--query-gpu={NVIDIA_QUERY_FIELDS}", "--format=cs
 # tears its state down (persistence mode off, no client) or a reset goes back to the default while
 # `power.limit` may still read the request. A query of its own, so captures of NVIDIA_QUERY stay valid.
 NVIDIA_ENFORCED_QUERY = ["nvidia-smi", "--query-gpu=index,enforced.power.limit", "--format=csv,noheader,nounits"]
+# The limit a board powers on with (what "uncapped" means to the policies), also its own query: the
+# original one predates it and its captures stay valid.
+NVIDIA_DEFAULT_QUERY = ["nvidia-smi", "--query-gpu=index,power.default_limit", "--format=csv,noheader,nounits"]
 AMDSMI_LIMITS = ["amd-smi", "static", "--limit", "--json"]
 ROCMSMI_LEGACY_QUERY = ["rocm-smi", "--showpowercap", "--showproductname", "--json"]
 ROCMSMI_PRODUCT_QUERY = ["rocm-smi", "--showproductname", "--json"]
@@ -92,6 +95,16 @@ def parse_nvidia_csv(text: str) -> Inventory:
 
 def parse_nvidia_enforced(text: str) -> tuple[dict[int, float], list[str]]:
     """Rows of NVIDIA_ENFORCED_QUERY output: ({index: enforced watts}, warnings naming the line)."""
+    return parse_nvidia_index_watts(text, "enforced.power.limit")
+
+
+def parse_nvidia_default(text: str) -> tuple[dict[int, float], list[str]]:
+    """Rows of NVIDIA_DEFAULT_QUERY output: ({index: default limit watts}, warnings naming the line)."""
+    return parse_nvidia_index_watts(text, "power.default_limit")
+
+
+def parse_nvidia_index_watts(text: str, field_name: str) -> tuple[dict[int, float], list[str]]:
+    """Rows of an ``index,<field_name>`` nvidia-smi query; `[N/A]` rows are left out (unknown)."""
     out: dict[int, float] = {}
     warnings: list[str] = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -99,13 +112,13 @@ def parse_nvidia_enforced(text: str) -> tuple[dict[int, float], list[str]]:
             continue
         fields = [f.strip().strip('"').strip() for f in line.split(",")]
         if len(fields) != 2:
-            warnings.append(f"nvidia-smi enforced.power.limit: line {lineno}: expected 2 fields, got "
+            warnings.append(f"nvidia-smi {field_name}: line {lineno}: expected 2 fields, got "
                             f"{len(fields)}: {line[:80]!r}")
             continue
         try:
             index = int(fields[0])
         except ValueError:
-            warnings.append(f"nvidia-smi enforced.power.limit: line {lineno}: index {fields[0][:20]!r} is not an "
+            warnings.append(f"nvidia-smi {field_name}: line {lineno}: index {fields[0][:20]!r} is not an "
                             "integer")
             continue
         w = parse_watts(fields[1])

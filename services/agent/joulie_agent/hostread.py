@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from joulie_agent import cpufreq, discovery, gputools, powercap
@@ -204,6 +204,7 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None) -> gputo
         if res.ok:
             nv = gputools.parse_nvidia_csv(res.output)
             nv.warnings = warnings + nv.warnings
+            _nvidia_default_limits(nv, run)
             if nv.devices or expected_vendor == "nvidia":
                 return nv
         elif expected_vendor == "nvidia" or res.returncode != 127:
@@ -215,6 +216,20 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None) -> gputo
     if warnings:
         return gputools.Inventory(expected_vendor or "none", "none", [], warnings)
     return None
+
+
+def _nvidia_default_limits(inv: gputools.Inventory, run: Runner) -> None:
+    """Each board's default limit (otherwise discovery takes the maximum for it: 400 W, not 310 W, on
+    an H100 NVL). A tool that refuses the field leaves it unknown, quietly: the inventory itself is
+    complete without it."""
+    if not inv.devices:
+        return
+    res = run(gputools.NVIDIA_DEFAULT_QUERY)
+    if not res.ok:
+        return
+    defaults, warnings = gputools.parse_nvidia_default(res.output)
+    inv.warnings.extend(warnings)
+    inv.devices = [replace(d, default_w=defaults.get(d.index, d.default_w)) for d in inv.devices]
 
 
 def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None:

@@ -53,9 +53,10 @@ def report() -> Any:
     assert all(n >= 50 for n in TRIED.values()), TRIED
 
 
-def _clean(messages: list[str]) -> None:
+def _clean(messages: list[str], echoed: str = "") -> None:
+    """No leak in a message, except one the input itself carried (a warning may quote the file)."""
     for m in messages:
-        assert not any(leak in m for leak in LEAKS), m
+        assert not any(leak in m and leak not in echoed for leak in LEAKS), m
 
 
 @FUZZ
@@ -74,8 +75,9 @@ FILES = ("name", "enabled", "energy_uj", "max_energy_range_uj", "constraint_0_na
 @given(st.dictionaries(st.sampled_from(FILES), st.one_of(st.none(), BYTES), max_size=len(FILES)))
 def test_a_powercap_zone(files: dict[str, bytes | None]) -> None:
     TRIED["powercap zone"] += 1
-    res = powercap.parse_zone("intel-rapl:0", {k: None if v is None else _text(v) for k, v in files.items()})
-    _clean(res.warnings)
+    texts = {k: None if v is None else _text(v) for k, v in files.items()}
+    res = powercap.parse_zone("intel-rapl:0", texts)
+    _clean(res.warnings, echoed=" ".join(t for t in texts.values() if t))
     assert all("intel-rapl:0" in w for w in res.warnings)
 
 

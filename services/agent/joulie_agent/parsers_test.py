@@ -5,7 +5,9 @@ from pathlib import Path
 
 from joulie_agent import cpufreq, gputools
 from joulie_agent.cpuinfo import normalize_vendor, parse_cpuinfo
+from joulie_agent.hostread import gpu_inventory
 from joulie_agent.sysfswrite import read_int
+from joulie_agent.toolrun import Runner, ToolResult
 
 
 def test_cpuinfo_sockets_are_distinct_physical_ids() -> None:
@@ -129,3 +131,23 @@ def test_garbage_numbers_in_sysfs_and_cpuinfo_are_not_numbers(tmp_path: Path) ->
     assert read_int(huge) == 123456789
     info = parse_cpuinfo("processor\t: ²\nphysical id\t: 0\nsiblings\t: ²\ncpu cores\t: 3\n")
     assert info.logical_cpus == 0 and info.host_logical_cpus == 3
+
+
+def _runner(answers: dict[str, tuple[int, str]]) -> Runner:
+    def run(argv: list[str]) -> ToolResult:
+        code, out = answers.get(" ".join(argv), (2, "Invalid combination of input arguments."))
+        return ToolResult(tuple(argv), code, out)
+    return run
+
+
+def test_nvidia_smi_inventory_reads_each_boards_default_limit() -> None:
+    # An H100 NVL powers on at 310 W of its 400 W maximum; "uncapped" for the policies is 310 W.
+    rows = "0, 200.00, 400.00, 310.00, 60.00, NVIDIA H100 NVL\n1, 200.00, 400.00, 250.00, 55.00, NVIDIA H100 NVL\n"
+    answers = {" ".join(gputools.NVIDIA_QUERY): (0, rows),
+               " ".join(gputools.NVIDIA_DEFAULT_QUERY): (0, "0, 310.00\n1, 310.00\n")}
+    inv = gpu_inventory("nvidia", _runner(answers), None)
+    assert inv is not None and [d.default_w for d in inv.devices] == [310.0, 310.0] and not inv.warnings
+    # A driver that refuses the field: the default stays unknown, the inventory is still whole.
+    del answers[" ".join(gputools.NVIDIA_DEFAULT_QUERY)]
+    inv = gpu_inventory("nvidia", _runner(answers), None)
+    assert inv is not None and [d.default_w for d in inv.devices] == [None, None] and len(inv.devices) == 2
