@@ -96,10 +96,10 @@ def test_nvidia_smi_rows(lines: list[bytes]) -> None:
     TRIED["nvidia-smi --query-gpu"] += 1
     text = _text(b"\n".join(lines))
     inv = gputools.parse_nvidia_csv(text)
-    _clean(inv.warnings)
+    _clean(inv.warnings, echoed=text)
     assert all(w.startswith("nvidia-smi: line ") for w in inv.warnings)
     enforced, warnings = gputools.parse_nvidia_enforced(text)
-    _clean(warnings)
+    _clean(warnings, echoed=text)
     assert all(w.startswith("nvidia-smi enforced.power.limit: line ") for w in warnings)
 
 
@@ -126,7 +126,7 @@ def test_amd_smi_and_rocm_smi_output(data: bytes) -> None:
     TRIED["amd-smi / rocm-smi"] += 1
     text = _text(data)
     for inv in (gputools.parse_amdsmi_limits(text), gputools.parse_rocmsmi(text)):
-        _clean(inv.warnings)
+        _clean(inv.warnings, echoed=text)
         assert all(w.startswith(("amd-smi", "rocm-smi")) for w in inv.warnings)
     gputools.rocmsmi_failure_reason(text)
     gputools.amdsmi_set_failed(text)
@@ -147,7 +147,7 @@ def test_gpu_inventory_from_any_tool_answer(answers: dict[str, tuple[int, bytes]
 
     inv = hostread.gpu_inventory(vendor, run, None)
     if inv is not None:
-        _clean(inv.warnings)
+        _clean(inv.warnings, echoed=" ".join(_text(out) for _, out in answers.values()))
 
 
 SYS_FILES = ("energy_uj", "max_energy_range_uj", "constraint_0_power_limit_uw", "constraint_0_max_power_uw",
@@ -167,10 +167,11 @@ def test_a_node_with_garbage_sysfs_files_discovers_and_enforces_without_crashing
     c = NodeController("n1", hostread.HostPaths.under(root), load_catalog(), make_runner(str(root / "nobin")), None,
                        clock)
     hw = c.discover({}, {})
-    _clean(list(hw.quality.warnings or []) if hw.quality else [])
+    echoed = " ".join(_text(d) for d in garbage.values())
+    _clean(list(hw.quality.warnings or []) if hw.quality else [], echoed)
     for _ in range(2):
         out = c.reconcile_cpu(NodeTwinSpec(node_name="n1", profile="eco", cpu=CPUCapSpec(package_power_cap_watts=120)))
-        _clean([out.message, out.drift])
+        _clean([out.message, out.drift], echoed)
         clock.advance(6)
 
 
