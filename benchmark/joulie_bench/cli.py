@@ -7,6 +7,7 @@ ACCELERATED (virtual) clock: the emulator is frozen and stepped ``--dt`` virtual
 time, while the real controller code (``reconcile``: policy, FSM guard, caps, twin), the real
 extender scoring and the simulator's physics and workload engine decide everything. Writes
 ``runs.csv`` (one row per policy and seed), ``summary.csv`` (mean and 95 % CI per policy),
+``power.csv`` (boots, node-hours off, energy saved from idle, waits added; ``powerreport``),
 ``paired.csv`` (per-seed change against A with its 95 % CI, regimes ``completion`` and ``open``;
 format in benchmark/README.md), ``paired_seeds.csv`` (every seed's own change), ``results.md``
 (the tables in Markdown), ``energy_vs_makespan.png``, ``energy_split.png``, ``paired_change.png``
@@ -30,8 +31,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from joulie_bench.paired import PAIRED_HEADER, paired_rows, per_seed_changes
+from joulie_bench.powerreport import POWER_HEADER, power_rows
+from joulie_bench.powerreport import csv_rows as power_csv_rows
+from joulie_bench.powerreport import markdown as power_markdown
 from joulie_bench.report import markdown_report, plot_energy_split, plot_paired
-from joulie_bench.sim import DEVICE_KINDS, POLICIES, BenchNode, RunResult, describe_settings, run
+from joulie_bench.sim import DEVICE_KINDS, POLICIES, SUSPEND_AFTER_S, BenchNode, RunResult, describe_settings, run
+from joulie_bench.tradeoff import TRADEOFF_HEADER, curve
+from joulie_bench.tradeoff import csv_rows as tradeoff_csv_rows
+from joulie_bench.tradeoff import plot as tradeoff_plot
 from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
 from joulie_workload.extract import ExtractOptions, extract_swf
@@ -91,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eco-ratio", type=float, default=0.1)
     p.add_argument("--gpu-ratio", type=float, default=0.4)
     p.add_argument("--nodes", default="intel-xeon-2s-rapl*4,nvidia-h100-nvl-8gpu*2", help="profile*count,... (builtin profiles)")
-    p.add_argument("--policies", default="A,A-placement,B,C,D,E",
+    p.add_argument("--policies", default="A,A-placement,B,C,D,E,S,ES",
                    help=f"comma-separated policy ids of {', '.join(POLICIES)} (letters alone, 'ABD', also work; A, the "
                    "baseline of paired.csv, is always run)")
     p.add_argument("--trace", type=Path, help="a trace file (JSONL, or an SWF log: *.swf), or a directory whose *.jsonl and "
@@ -106,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "'gpu-inference=0.4,cpu-memory=0.6' (default: from --gpu-ratio)")
     p.add_argument("--dt", type=float, default=5.0, help="virtual seconds per tick (default 5)")
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
+    p.add_argument("--suspend-after", type=float, default=SUSPEND_AFTER_S,
+                   help=f"S and ES: SUSPEND_AFTER in seconds (default {SUSPEND_AFTER_S:g}, the chart's)")
+    p.add_argument("--suspend-sweep", default="",
+                   help="comma-separated SUSPEND_AFTER values in seconds, e.g. '120,300,600,1200': ES runs again at each "
+                   "and tradeoff.csv / tradeoff.png show energy against waiting")
     p.add_argument("--out", type=Path, required=True)
     return p
 
@@ -255,6 +267,38 @@ def progress_bar(total: int) -> Progress:
                     TimeRemainingColumn(), console=console, disable=not console.is_terminal)
 
 
+def parse_sweep(text: str) -> list[float]:
+    """``--suspend-sweep``: seconds, comma-separated; empty: no sweep."""
+    values = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            v = float(part)
+        except ValueError:
+            raise ValueError(f"--suspend-sweep: {part!r} is not a number of seconds") from None
+        if not v >= 0:
+            raise ValueError(f"--suspend-sweep: {part!r} must be >= 0 seconds")
+        values.append(v)
+    return sorted(set(values))
+
+
+def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[BenchNode], args: argparse.Namespace,
+              sweep: Sequence[float]) -> dict[float, list[RunResult]]:
+    """ES once more per suspend time and unit (A's runs of the main loop are the baseline)."""
+    out: dict[float, list[RunResult]] = {}
+    with progress_bar(len(units) * len(sweep)) as bar:
+        task = bar.add_task("sweep", total=len(units) * len(sweep))
+        for after_s in sweep:
+            for seed, name, jobs in units:
+                bar.update(task, description=f"ES SUSPEND_AFTER={after_s:g} s {name}")
+                r = run(jobs, nodes, "ES", seed, dt_s=args.dt, budget_frac=args.budget_frac, suspend_after_s=after_s)
+                out.setdefault(after_s, []).append(r)
+                bar.advance(task)
+            rs = out[after_s]
+            print(f"  sweep SUSPEND_AFTER={after_s:g} s: {len(rs)} runs, boots {sum(r.boots for r in rs)}, "
+                  f"node-hours off {sum(r.node_hours_off for r in rs):.1f}", flush=True)
+    return out
+
+
 def write_paired(out: Path, rows: Sequence[Sequence[str]]) -> Path:
     path = out / "paired.csv"
     with path.open("w", newline="") as f:
@@ -274,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--seeds: need at least 1 (20 or more for meaningful CIs)")
         if not args.dt > 0:
             raise ValueError("--dt: must be > 0")
+        sweep = parse_sweep(args.suspend_sweep)
+        if not args.suspend_after >= 0:
+            raise ValueError(f"--suspend-after: {args.suspend_after:g} must be >= 0 seconds")
         (out / "traces").mkdir(parents=True, exist_ok=True)
         units = load_traces(args, out, max_cpus=int(max(n.cpus for n in nodes)))
     except (ValueError, ProfileError, TraceError) as e:
@@ -298,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             for pol in policies:
                 bar.update(task, description=f"{name} {pol}")
                 t0 = time.monotonic()
-                r = run(jobs, nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac)
+                r = run(jobs, nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac, suspend_after_s=args.suspend_after)
                 results.append(r)
                 bar.advance(task)
                 print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
@@ -321,8 +368,17 @@ def main(argv: list[str] | None = None) -> int:
     split_png = plot_energy_split(out, results, policies)
     paired_png = plot_paired(out, rows)
     settings = [describe_settings(pol, nodes, args.budget_frac) for pol in policies]
+    prows = power_rows(results, policies)
+    with (out / "power.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(POWER_HEADER)
+        w.writerows(power_csv_rows(prows))
+    section = power_markdown(prows)
+    util = " / ".join(f"{ci95([getattr(r, k) for r in results if r.policy == 'A']).mean * 100:.0f} %"
+                      for k in ("cpu_utilisation", "gpu_utilisation"))
     (out / "results.md").write_text(markdown_report(results, policies, rows, summary_note=f"{len(nodes)} nodes ({args.nodes}); "
-                                                    f"{source}; dt {args.dt:g} s", settings=settings))
+                                                    f"{source}; dt {args.dt:g} s; allocated CPU / GPU under A: {util}",
+                                                    settings=settings, sections=section))
     n = len(units)
     print(f"\nResults over {n} seeds: mean ± 95 % CI half-width (Student t, {n - 1} df)")
     header = f"{'policy':<24}" + "".join(f"{label:>21}" for _, label, _ in METRICS)
@@ -356,6 +412,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row[0]:<12} {row[2]:<16} {float(row[3]):+7.2f} % [{float(row[4]):+.2f}, {float(row[5]):+.2f}]"
                   f" (n={row[6]})")
     print("  (open facility_energy = facility kWh per ideal job-hour done inside the window; throughput = job-hours per hour)")
+    print(f"\nPower states (allocated CPU / GPU under A: {util}):")
+    for line in section[4:]:
+        print("  " + line)
+    if sweep:
+        swept = run_sweep(units, nodes, args, sweep)
+        c = curve([r for r in results if r.policy == "A"], swept)
+        with (out / "tradeoff.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(TRADEOFF_HEADER)
+            w.writerows(tradeoff_csv_rows("ES", c))
+        tradeoff_plot(out, "ES", c)
+        print("\nES trade-off against SUSPEND_AFTER (paired vs A, mean [95 % CI]):")
+        for after_s, figs in c.items():
+            e, m, wt = figs["open_facility_energy_pct"], figs["makespan_pct"], figs["p95_wait_added_s"]
+            print(f"  {after_s:>6g} s: open facility energy/work {e.mean:+.1f} % [{e.low:+.1f}, {e.high:+.1f}], makespan "
+                  f"{m.mean:+.1f} %, p95 wait added {wt.mean:+.0f} s, boots {figs['boots'].mean:.1f}")
+        print(f"wrote {out / 'tradeoff.csv'}, {out / 'tradeoff.png'}")
     print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {out / 'paired_seeds.csv'}, "
           f"{out / 'results.md'}, {png}, {split_png}, {paired_png} ({time.monotonic() - started:.0f} s wall)")
     return 0

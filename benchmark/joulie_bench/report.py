@@ -32,7 +32,7 @@ def _cell(mean: str, low: str, high: str) -> str:
 
 
 def markdown_report(results: Sequence[RunResult], policies: Sequence[str], paired: Sequence[Sequence[str]],
-                    summary_note: str, settings: Sequence[str]) -> str:
+                    summary_note: str, settings: Sequence[str], sections: Sequence[str] = ()) -> str:
     """``paired``: ``paired.csv``'s rows (``paired.paired_rows``) for the same results."""
     rows = {(r[0], r[1], r[2]): r for r in paired}
     n = len({r.seed for r in results})
@@ -65,9 +65,9 @@ def markdown_report(results: Sequence[RunResult], policies: Sequence[str], paire
                    f"{est([r.it_energy_kwh for r in rs], 2)} | {est([r.idle_energy_kwh for r in rs], 2)} | "
                    f"{est([r.dynamic_energy_kwh for r in rs], 2)} | {est([r.makespan_s / 3600 for r in rs], 2)} | "
                    f"{est([float(r.jobs_completed) for r in rs], 1)} | {slow} |")
-    out += ["", "## Settings", "", *(f"- {line}" for line in settings), "",
+    out += ["", *sections, "## Settings", "", *(f"- {line}" for line in settings), "",
             "Files: `paired.csv` (the table above, every metric), `paired_seeds.csv` (each seed's own change), "
-            "`runs.csv`, `summary.csv`, `energy_vs_makespan.png`, `energy_split.png`, `paired_change.png`.", ""]
+            "`runs.csv`, `summary.csv`, `power.csv`, `energy_vs_makespan.png`, `energy_split.png`, `paired_change.png`.", ""]
     return "\n".join(out)
 
 

@@ -62,10 +62,20 @@ POLICIES = {
     "D": ("power budget", "cluster_power_budget"),
     "E": ("work-aware", "work_aware_v1"),
     "A-placement": ("A + E's placement", "work_aware_v1"),
+    "S": ("suspend idle nodes", "work_aware_v1"),
+    "ES": ("work-aware + suspend", "work_aware_v1"),
 }
-SOFT_PLACEMENT = frozenset({"E", "A-placement"})
+SOFT_PLACEMENT = frozenset({"E", "A-placement", "S", "ES"})
 """Policies whose Pods carry no hard affinity but the performance one (the extender steers the rest)."""
-NO_CAPS = frozenset({"A", "A-placement"})
+NO_CAPS = frozenset({"A", "A-placement", "S"})
+SUSPEND = frozenset({"S", "ES"})
+"""Policies that run the controller's power policy (idle_suspend_v1): idle nodes cordoned and powered
+off, powered on for Pending Pods. S is A-placement plus suspend, ES is E plus suspend, so each pair
+isolates what suspending adds. Their scheduler packs (kube-scheduler's NodeResourcesFit
+MostAllocated, the scoring cluster-autoscaler's scale-down is run with): spreading keeps every node
+a little busy and none ever idle."""
+SUSPEND_AFTER_S = 600.0
+"""SUSPEND_AFTER in the suspend arms unless ``run(suspend_after_s=...)`` says otherwise: the chart's default."""
 OPEN_WARMUP_FRAC = 0.25
 """The open regime's window starts this far into the trace's arrival span (warm-up) and ends at the
 last arrival, so jobs keep arriving through all of it."""
@@ -120,7 +130,8 @@ def node_hardware(n: BenchNode) -> NodeHardware:
     return NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": status})
 
 
-def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0) -> Settings:
+def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0,
+                 suspend_after_s: float = SUSPEND_AFTER_S) -> Settings:
     return Settings(
         policy_type=POLICIES[policy][1] or "static_partition",
         static_hp_frac=0.4,
@@ -133,6 +144,8 @@ def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, re
         reconcile_interval_s=reconcile_s,
         # E: the budget binds only on measured power; B and C ignore it.
         work_aware_slowdown_pct=3.0,
+        power_policy="idle_suspend_v1" if policy in SUSPEND else "none",
+        suspend_after_s=suspend_after_s,
     )
 
 
@@ -151,6 +164,11 @@ def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: floa
         e = (f"WORK_AWARE_SLOWDOWN_BUDGET_PCT={s.work_aware_slowdown_pct:g}, CLUSTER_POWER_BUDGET_W="
              f"{s.cluster_power_budget_w:.0f} on measured power (+ trend over {s.work_aware_forecast_s:g} s), {q}; "
              f"only performance Pods have a hard affinity")
+        if policy in SUSPEND:
+            sus = (f"POWER_POLICY=idle_suspend_v1, SUSPEND_AFTER={s.suspend_after_s:g} s, SUSPEND_MIN_POWERED="
+                   f"{s.suspend_min_powered} per pool (one pool per hardware profile), SUSPEND_MAX_CONCURRENT="
+                   f"{s.suspend_max_concurrent}, boot and standby from each profile; scheduler MostAllocated")
+            return f"ES: E's caps and placement + {sus}" if policy == "ES" else f"S: A-placement (no cap written) + {sus}"
         return f"E: {e}" if policy == "E" else f"A-placement: E's controller and placement, no cap written ({e})"
     return (f"D: CLUSTER_POWER_BUDGET_W={s.cluster_power_budget_w:.0f} ({budget_frac:g} x TDP sum), "
             f"CLUSTER_BUDGET_MIN_CAP_PCT={s.cluster_budget_min_pct:g}, {q}; {common}")
@@ -199,6 +217,18 @@ class RunResult:
     open_facility_energy_kwh: float = 0.0
     open_work_h: float = 0.0
     """Work done inside the window, in ideal job-hours (each job's progress x its ideal runtime)."""
+    empty_node_energy_kwh: float = 0.0
+    """IT energy drawn by nodes running no job (idle, booting, shutting down or off at standby), to
+    completion: what suspending idle nodes can take (A's minus a suspend arm's = energy saved from idle)."""
+    waits_s: list[float] = field(default_factory=list)
+    """Every started job's queueing delay: start - submit (resumes add to it)."""
+    boots: int = 0
+    """Nodes powered on from off during the run (resumes)."""
+    node_hours_off: float = 0.0
+    """Node-hours spent powered off (standby) during the run."""
+    cpu_utilisation: float = 0.0
+    """Allocated CPU over the run: sum(job CPU request x running time) / (cluster CPUs x run span)."""
+    gpu_utilisation: float = 0.0
     idle_by_kind_kwh: dict[str, float] = field(default_factory=dict)
     """The idle share of ``energy_by_kind_kwh``: each node's idle power (unloaded, uncapped, boards at
     their default limit) x the run's duration ``end_s``. Dynamic = energy - idle (may dip below 0
@@ -224,6 +254,13 @@ class RunResult:
     def open_slowdowns(self) -> list[float]:
         """Slowdowns of the jobs completed inside the open window."""
         return [sd for done, sd in self.completions if self.open_start_s <= done <= self.open_end_s]
+
+    def wait_pct(self, q: float) -> float:
+        return percentile(self.waits_s, q)
+
+    @property
+    def mean_wait_s(self) -> float:
+        return sum(self.waits_s) / len(self.waits_s) if self.waits_s else 0.0
 
     def slowdown_pct(self, q: float) -> float:
         return percentile([sd for _, sd in self.completions], q)
@@ -302,10 +339,11 @@ def run(
     budget_frac: float = 0.6,
     horizon_s: float | None = None,
     reconcile_s: float = 60.0,
+    suspend_after_s: float = SUSPEND_AFTER_S,
 ) -> RunResult:
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
-    r = _Run(jobs, nodes, policy, settings_for(policy, nodes, budget_frac, reconcile_s), dt_s)
+    r = _Run(jobs, nodes, policy, settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s)
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
@@ -328,6 +366,9 @@ class _Run:
         self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, policy, s, dt_s
         self.joulie = policy != "A"
         self.write_caps = policy not in NO_CAPS
+        self.suspend = policy in SUSPEND
+        self.cordoned: set[str] = set()
+        """Nodes the power policy cordoned and tainted (suspending, off, resuming until uncordoned, failed)."""
         self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
         self.emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=self.clock.monotonic)
         self.emu.frozen = True
@@ -349,7 +390,8 @@ class _Run:
         self.free_gpu = {n.name: n.gpus for n in nodes}
         self.pending: list[Job] = []
         self.last_load: dict[str, Load] = {}
-        self.it_j = self.fac_j = 0.0
+        self.it_j = self.fac_j = self.empty_j = 0.0
+        self.off_s = 0.0  # node-seconds powered off
         self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
         self.idle_kind_w = idle_power_by_kind_w(nodes, dt_s)
         self.reconciles = 0
@@ -410,6 +452,8 @@ class _Run:
         for n in self.nodes:
             if self.free_cpu[n.name] + 1e-9 < j.requests.cpu or self.free_gpu[n.name] < j.requests.gpu:
                 continue
+            if n.name in self.cordoned or self.emu.power_state(n.name) != "on":
+                continue  # tainted joulie.io/suspended, or NotReady while off or booting
             prof = self.labels.get(n.name, "")
             if self.joulie and j.workload_class == "performance" and prof == PROFILE_ECO:
                 continue
@@ -418,7 +462,7 @@ class _Run:
             la = (self.free_cpu[n.name] - j.requests.cpu) / n.cpus
             if n.gpus:
                 la = (la + (self.free_gpu[n.name] - j.requests.gpu) / n.gpus) / 2
-            score = 100.0 * la
+            score = 100.0 * (1.0 - la if self.suspend else la)  # MostAllocated packs; LeastAllocated spreads
             if self.joulie and ctx is not None:
                 wc = extender_workload_class(m)
                 demand = extract_pod_demand(m, wc)
@@ -445,6 +489,12 @@ class _Run:
             self.kind_j[kind] += w * dt_s
         self.it_j += it_w * dt_s
         self.fac_j += it_w * pue(it_w, self.nameplate, t) * dt_s
+        busy = {r.node for r in self.engine.runs.values() if r.running}
+        for n in nodes:
+            if n.name not in busy:
+                self.empty_j += emu.node(n.name).state.host_power_w * dt_s
+                if emu.power_state(n.name) == "off":
+                    self.off_s += dt_s
         speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
         for c in self.engine.step(t, dt_s, speeds):
             r = self.engine.runs[c.job_id]
@@ -476,6 +526,11 @@ class _Run:
         first = min((j.submit_s for j in self.jobs), default=0.0)
         makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else end_s
         slow = [r.slowdown for r in done if r.slowdown is not None]
+        started = [r for r in self.engine.runs.values() if r.start_s is not None]
+        span_s = max(end_s - first, 1e-9)
+        cpu_s = sum(r.job.requests.cpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
+        gpu_s = sum(r.job.requests.gpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
+        total_gpus = sum(n.gpus for n in self.nodes)
         marks = self.open_marks + [(self.it_j, self.fac_j, self.work_done_s())] * (2 - len(self.open_marks))
         (it0, fac0, w0), (it1, fac1, w1) = marks[0], marks[1]
         return RunResult(
@@ -503,6 +558,12 @@ class _Run:
             open_it_energy_kwh=(it1 - it0) / 3.6e6,
             open_facility_energy_kwh=(fac1 - fac0) / 3.6e6,
             open_work_h=(w1 - w0) / 3600.0,
+            empty_node_energy_kwh=self.empty_j / 3.6e6,
+            waits_s=[(r.start_s or 0.0) - r.job.submit_s for r in started],
+            boots=sum(self.emu.node(n.name).boots for n in self.nodes),
+            node_hours_off=self.off_s / 3600.0,
+            cpu_utilisation=cpu_s / (sum(n.cpus for n in self.nodes) * span_s),
+            gpu_utilisation=gpu_s / (total_gpus * span_s) if total_gpus else 0.0,
             completions=sorted((r.done_s, r.slowdown) for r in done if r.done_s is not None and r.slowdown is not None),
         )
 
