@@ -213,6 +213,20 @@ class GpuPhysics(_Sourced):
     vmin_clock_ratio: float = Field(gt=0, le=1, description="SM clock (over the maximum) below which the voltage stays at its floor")
 
 
+class PowerStatesPhysics(_Sourced):
+    """What a node draws switched off, and how long it takes to come back or go down.
+
+    Switched off (ACPI S5, soft-off) a server on AC power keeps its BMC, the PSUs' standby rail and
+    a NIC for wake-up alive: that is ``standby_w``. Powering on runs the firmware (POST, memory
+    training, option ROMs), then the OS, kubelet and the agent: ``boot_s``. A graceful shutdown stops
+    the workloads and the OS: ``shutdown_s``. The defaults are for a generic two-socket server."""
+
+    source: str = "assumed:schema default for a two-socket server (a profile without physics.power_states)"
+    standby_w: float = Field(default=8.0, ge=0, description="power drawn while off (BMC, PSU standby rail, wake-up NIC), W")
+    boot_s: float = Field(default=180.0, ge=0, description="power-on to node ready (firmware POST and OS boot), s")
+    shutdown_s: float = Field(default=20.0, ge=0, description="graceful shutdown to off, s")
+
+
 class PhysicsSpec(_Sourced):
     cpu: CpuPhysics
     dram_w_per_socket: float = Field(default=0, ge=0)
@@ -220,6 +234,20 @@ class PhysicsSpec(_Sourced):
     # RAPL limits settle toward a new value with the constraint's time window as time constant.
     hsmp_settle_tau_s: float = Field(default=1.0, ge=0)
     gpu: GpuPhysics | None = None
+    power_states: PowerStatesPhysics = Field(default_factory=PowerStatesPhysics)
+
+    # The power-state constants are one sourced sub-section in the YAML; code reads them here.
+    @property
+    def standby_w(self) -> float:
+        return self.power_states.standby_w
+
+    @property
+    def boot_s(self) -> float:
+        return self.power_states.boot_s
+
+    @property
+    def shutdown_s(self) -> float:
+        return self.power_states.shutdown_s
 
     @model_validator(mode="after")
     def _power(self) -> PhysicsSpec:
@@ -277,6 +305,7 @@ class Profile(_Strict):
         out.append(("physics.cpu", self.physics.cpu))
         if self.physics.gpu is not None:
             out.append(("physics.gpu", self.physics.gpu))
+        out.append(("physics.power_states", self.physics.power_states))
         return out
 
 

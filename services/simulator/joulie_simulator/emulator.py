@@ -11,7 +11,7 @@ import errno
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from joulie_common.clock import SYSTEM_CLOCK
 from joulie_hwprofiles.schema import Profile
@@ -32,6 +32,18 @@ EVENT_GPU_LIMIT_RESET = "joulie.sim.gpu.limit.reset"
 # Files mode: one of a node's files could not be written (immutable, read-only, gone) or is again.
 EVENT_FILE_UNWRITABLE = "joulie.sim.file.unwritable"
 EVENT_FILE_WRITABLE = "joulie.sim.file.writable"
+# A node's power state changed (message: the new state and why); see Emulator.power_off/power_on.
+EVENT_POWER = "joulie.sim.power.changed"
+
+PowerState = Literal["on", "off", "booting", "shutting-down"]
+POWER_ON: PowerState = "on"
+POWER_OFF: PowerState = "off"
+POWER_BOOTING: PowerState = "booting"
+POWER_SHUTTING_DOWN: PowerState = "shutting-down"
+
+
+class PowerStateError(ValueError):
+    """A power action the node's current state does not allow (what a BMC answers with 409)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,13 @@ class EmulatedNode:
     by_path: dict[str, Entry]
     last_tick_s: float
     faults: list[Fault] = field(default_factory=list)
+    # Power state (see Emulator.power_off/power_on): the state, the seconds of ticked time left in
+    # a transition (booting, shutting-down), when it was entered (emulator time_s) and how many
+    # boots it has done since the emulator started.
+    power: PowerState = POWER_ON
+    power_left_s: float = 0.0
+    power_since_s: float = 0.0
+    boots: int = 0
 
 
 class NotEmulated(KeyError):
@@ -112,6 +131,9 @@ class Emulator:
             step = physics.step_node
             for n in self.nodes.values():
                 old = n.state
+                if n.power != POWER_ON:
+                    self._step_power(n, dt, now)
+                    continue
                 new = step(n.profile, old, dt)
                 if n.faults and any(f.kind == "stale_counters" for f in n.faults):
                     new = replace(new, sockets=old.sockets, gpus=old.gpus)
@@ -186,34 +208,41 @@ class Emulator:
         return out
 
     def set_load(self, node: str, load: Load) -> None:
+        """A node's load; while it is not on (off, booting, shutting down) the load is ignored: nothing runs."""
         with self.lock:
             n = self.node(node)
+            if n.power != POWER_ON:
+                return
             n.state = replace(n.state, load=load)
         self._emit(Event(EVENT_LOAD, node, self.tick_count, self.clock(), message=f"cpu {load.cpu_util:g}"))
 
     def restart_view(self, node: str) -> None:
         """As after a reboot: limits back to their defaults; energy ledgers keep counting upward."""
         with self.lock:
-            n = self.node(node)
-            fresh = initial_state(n.profile, node)
-            socks = tuple(
-                replace(f, energy_j=o.energy_j, dram_energy_j=o.dram_energy_j) for f, o in zip(fresh.sockets, n.state.sockets, strict=True)
-            )
-            gpus = tuple(replace(f, energy_j=o.energy_j) for f, o in zip(fresh.gpus, n.state.gpus, strict=True))
-            n.state = replace(
-                fresh,
-                sockets=socks,
-                gpus=gpus,
-                zones=tuple(replace(z, start_uj=o.start_uj) for z, o in zip(fresh.zones, n.state.zones, strict=True)),
-                tick=n.state.tick,
-                time_s=n.state.time_s,
-                load=n.state.load,
-                host_energy_j=n.state.host_energy_j,
-                platform_energy_j=n.state.platform_energy_j,
-                faults=n.state.faults,
-            )
-            self.restarted.add(node)
+            self._reset_limits(self.node(node))
         self._emit(Event(EVENT_VIEW_RESTARTED, node, self.tick_count, self.clock()))
+
+    def _reset_limits(self, n: EmulatedNode) -> None:
+        """Limits back to their defaults, ledgers and load kept (the lock is held)."""
+        node = n.name
+        fresh = initial_state(n.profile, node)
+        socks = tuple(
+            replace(f, energy_j=o.energy_j, dram_energy_j=o.dram_energy_j) for f, o in zip(fresh.sockets, n.state.sockets, strict=True)
+        )
+        gpus = tuple(replace(f, energy_j=o.energy_j) for f, o in zip(fresh.gpus, n.state.gpus, strict=True))
+        n.state = replace(
+            fresh,
+            sockets=socks,
+            gpus=gpus,
+            zones=tuple(replace(z, start_uj=o.start_uj) for z, o in zip(fresh.zones, n.state.zones, strict=True)),
+            tick=n.state.tick,
+            time_s=n.state.time_s,
+            load=n.state.load,
+            host_energy_j=n.state.host_energy_j,
+            platform_energy_j=n.state.platform_energy_j,
+            faults=n.state.faults,
+        )
+        self.restarted.add(node)
 
     def inject_fault(self, node: str, fault: Fault) -> list[Fault]:
         with self.lock:
@@ -249,7 +278,91 @@ class Emulator:
         """What the emulator computed for a node (``/debug/emulate``'s ``nodes[]`` entry)."""
         with self.lock:
             n = self.node(node)
-            return node_truth(n.profile, n.state, [f.kind for f in n.faults])
+            t = node_truth(n.profile, n.state, [f.kind for f in n.faults])
+            t["power"] = {
+                "state": n.power,
+                "sinceS": n.power_since_s,
+                "transitionLeftS": n.power_left_s,
+                "boots": n.boots,
+                "standbyW": n.profile.physics.standby_w,
+            }
+            return t
+
+    # -- power states ---------------------------------------------------------------------------
+    # What a node's BMC switches. On the ticked time (dt of each tick), so a frozen clock stepped by
+    # the harness or the benchmark sees a boot last exactly boot_s. Off, a node draws its profile's
+    # standby power (host ledger), its RAPL/GPU counters stand still and no load runs; booting and
+    # shutting down it draws its idle power (fans, POST, no workload). A boot ends "on" with zero
+    # load and every limit back at its default, as a power cycle leaves real hardware.
+
+    def power_state(self, node: str) -> PowerState:
+        with self.lock:
+            return self.node(node).power
+
+    def power_off(self, node: str, graceful: bool = True) -> None:
+        """Graceful (the OS shuts down, ``shutdown_s``) from "on"; forced (at once) from any state but "off"."""
+        with self.lock:
+            n = self.node(node)
+            if n.power == POWER_OFF:
+                raise PowerStateError(f"node {node!r}: cannot power off: it is already off")
+            if graceful and n.power != POWER_ON:
+                raise PowerStateError(f"node {node!r}: cannot shut down gracefully: it is {n.power}, not on (a forced power-off is allowed)")
+            n.state = replace(n.state, load=Load())
+            if graceful and n.profile.physics.shutdown_s > 0:
+                self._enter(n, POWER_SHUTTING_DOWN, n.profile.physics.shutdown_s, "graceful shutdown")
+            else:
+                self._enter(n, POWER_OFF, 0.0, "graceful shutdown" if graceful else "forced power-off")
+
+    def power_on(self, node: str) -> None:
+        """From "off": booting for the profile's ``boot_s``, then "on" (a boot counted)."""
+        with self.lock:
+            n = self.node(node)
+            if n.power != POWER_OFF:
+                raise PowerStateError(f"node {node!r}: cannot power on: it is {n.power}, not off")
+            n.boots += 1
+            if n.profile.physics.boot_s > 0:
+                self._enter(n, POWER_BOOTING, n.profile.physics.boot_s, "power on")
+            else:
+                self._booted(n)
+
+    def _enter(self, n: EmulatedNode, state: PowerState, left_s: float, why: str) -> None:
+        n.power, n.power_left_s, n.power_since_s = state, left_s, n.state.time_s
+        if state == POWER_OFF:
+            socks = tuple(replace(s, power_w=0.0) for s in n.state.sockets)
+            gpus = tuple(replace(g, power_w=0.0, util=0.0) for g in n.state.gpus)
+            n.state = replace(n.state, sockets=socks, gpus=gpus, host_power_w=n.profile.physics.standby_w)
+        self._emit(Event(EVENT_POWER, n.name, self.tick_count, self.clock(), message=f"{state}: {why}", value_w=n.state.host_power_w))
+
+    def _booted(self, n: EmulatedNode) -> None:
+        host_w = n.state.host_power_w
+        self._reset_limits(n)
+        n.state = replace(n.state, load=Load(), host_power_w=host_w)
+        self._enter(n, POWER_ON, 0.0, f"booted (boot {n.boots})")
+
+    def _step_power(self, n: EmulatedNode, dt_s: float, now: float) -> None:
+        """One tick of a node that is not on (the lock is held)."""
+        st = n.state
+        if n.power == POWER_OFF:
+            w = n.profile.physics.standby_w
+            n.state = replace(
+                st,
+                tick=st.tick + 1,
+                time_s=st.time_s + dt_s,
+                host_power_w=w,
+                host_energy_j=st.host_energy_j + w * dt_s,
+                platform_energy_j=st.platform_energy_j + w * dt_s,
+            )
+        else:
+            n.state = physics.step_node(n.profile, replace(st, load=Load()), dt_s)
+        n.last_tick_s = now
+        if n.power == POWER_OFF:
+            return
+        n.power_left_s = max(0.0, n.power_left_s - dt_s)
+        if n.power_left_s <= 1e-9:
+            if n.power == POWER_BOOTING:
+                self._booted(n)
+            else:
+                self._enter(n, POWER_OFF, 0.0, "shut down")
 
 
 def _sync_faults(n: EmulatedNode) -> None:

@@ -24,5 +24,6 @@ def components(truth: Mapping[str, Any]) -> list[Component]:
 
 
 def telemetry_gap(emu_node: Any) -> bool:
-    """A node under a ``telemetry_gap`` fault reports nothing."""
-    return any(f.kind == "telemetry_gap" for f in emu_node.faults)
+    """A node under a ``telemetry_gap`` fault reports nothing; nor does one that is not powered on
+    (off, booting, shutting down: its agent does not run)."""
+    return getattr(emu_node, "power", "on") != "on" or any(f.kind == "telemetry_gap" for f in emu_node.faults)
