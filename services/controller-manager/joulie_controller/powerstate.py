@@ -219,15 +219,12 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
                 ready = "Ready" if n.info.ready else "not Ready"
                 tick.move(name, POWER_FAILED, f"not back within RESUME_TIMEOUT ({duration_text(s.resume_timeout_s)}): "
                           f"{bmc_text}, Node {ready}; left cordoned, not retried", "fail")
-        elif st.state == POWER_OFF:
-            if reading is not None and reading.state in ("on", "powering-on"):
-                tick.desired[name] = POWER_ON
-                tick.move(name, POWER_RESUMING, "the BMC reports on (powered on outside Joulie)", None)
-        elif st.state == POWER_FAILED:
-            if not tainted(n.info) and not n.info.unschedulable:
-                tick.desired[name] = POWER_ON
-                tick.move(name, POWER_ON, "cleared by an operator (taint joulie.io/suspended removed, uncordoned)",
-                          None)
+        elif st.state == POWER_OFF and reading is not None and reading.state in ("on", "powering-on"):
+            tick.desired[name] = POWER_ON
+            tick.move(name, POWER_RESUMING, "the BMC reports on (powered on outside Joulie)", None)
+        elif st.state == POWER_FAILED and not tainted(n.info) and not n.info.unschedulable:
+            tick.desired[name] = POWER_ON
+            tick.move(name, POWER_ON, "cleared by an operator (taint joulie.io/suspended removed, uncordoned)", None)
 
 
 def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
@@ -243,6 +240,11 @@ def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mappi
             tick.desired[name] = POWER_OFF
             tick.actions.append(PowerAction(name, "off", st.reason))
             tick.notes.append(f"node {name}: power off through the BMC: {st.reason}")
+
+
+def _bmc_reads(bmc: Mapping[str, BmcReading], node: str, state: str) -> bool:
+    reading = bmc.get(node)
+    return reading is not None and reading.state == state
 
 
 def _powered_schedulable(tick: _Tick, n: PowerNode) -> bool:
@@ -283,8 +285,7 @@ def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[
     candidates = sorted(
         (n for n in nodes
          if (tick.status[n.info.name].state == POWER_SUSPENDING and tick.desired[n.info.name] == POWER_ON)
-         or (tick.status[n.info.name].state == POWER_OFF and (r := bmc.get(n.info.name)) is not None
-             and r.state == POWER_OFF)),
+         or (tick.status[n.info.name].state == POWER_OFF and _bmc_reads(bmc, n.info.name, POWER_OFF))),
         key=candidate_order)
     woken: dict[str, Room] = {}
     first_pod: dict[str, PodInfo] = {}
@@ -353,7 +354,7 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
     due = [n for n in nodes
            if n.info.name in idle_since and n.info.name not in busy and not excluded(n.info)
            and (inp.now - idle_since[n.info.name]).total_seconds() >= s.suspend_after_s
-           and (r := inp.bmc.get(n.info.name)) is not None and r.state == POWER_ON and not r.error]
+           and _bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].error]
     # The longest idle first, then the hungriest.
     due.sort(key=lambda n: (idle_since[n.info.name], -n.rank_w, n.info.name))
     powered = _powered_by_pool(tick, nodes, s)
