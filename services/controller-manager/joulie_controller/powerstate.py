@@ -219,6 +219,9 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
                 ready = "Ready" if n.info.ready else "not Ready"
                 tick.move(name, POWER_FAILED, f"not back within RESUME_TIMEOUT ({duration_text(s.resume_timeout_s)}): "
                           f"{bmc_text}, Node {ready}; left cordoned, not retried", "fail")
+        elif st.state == POWER_ON and tainted(n.info):
+            # Resumed or taken back, but the uncordon did not reach the API server: again.
+            tick.actions.append(PowerAction(name, "uncordon", "on, still tainted joulie.io/suspended"))
         elif st.state == POWER_OFF and reading is not None and reading.state in ("on", "powering-on"):
             tick.desired[name] = POWER_ON
             tick.move(name, POWER_RESUMING, "the BMC reports on (powered on outside Joulie)", None)
@@ -230,13 +233,18 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
 def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
                         bmc: Mapping[str, BmcReading]) -> None:
     """Nodes cordoned on an earlier tick and still empty (a Pod bound while the cordon was written
-    would show by now), not taken back for a Pending Pod: power off through the BMC."""
+    would show by now), not taken back for a Pending Pod: power off through the BMC. Only a node
+    the cluster shows cordoned and tainted: a cordon that did not reach the API server is retried."""
     for n in nodes:
         name = n.info.name
         st = tick.status[name]
         reading = bmc.get(name)
-        if (st.state == POWER_SUSPENDING and tick.desired[name] == POWER_ON and tick.elapsed_s(name) > 0
-                and not workload[name] and reading is not None and reading.state == POWER_ON):
+        if st.state != POWER_SUSPENDING or tick.desired[name] != POWER_ON or tick.elapsed_s(name) <= 0:
+            continue
+        if not (tainted(n.info) and n.info.unschedulable):
+            tick.actions.append(PowerAction(name, "cordon", st.reason))
+            tick.notes.append(f"node {name}: not cordoned and tainted yet; cordon again")
+        elif not workload[name] and reading is not None and reading.state == POWER_ON:
             tick.desired[name] = POWER_OFF
             tick.actions.append(PowerAction(name, "off", st.reason))
             tick.notes.append(f"node {name}: power off through the BMC: {st.reason}")
@@ -349,7 +357,8 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
     idle_since: dict[str, datetime] = {}
     for n in nodes:
         name = n.info.name
-        if tick.status[name].state == POWER_ON and not workload[name] and not n.info.unschedulable and n.info.ready:
+        if (tick.status[name].state == POWER_ON and not workload[name] and not n.info.unschedulable
+                and not tainted(n.info) and n.info.ready):
             idle_since[name] = inp.idle_since.get(name, inp.now)
     due = [n for n in nodes
            if n.info.name in idle_since and n.info.name not in busy and not excluded(n.info)

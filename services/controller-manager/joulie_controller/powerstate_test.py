@@ -240,3 +240,11 @@ def test_actions_carry_a_reason() -> None:
 
 def test_durations_read_as_the_settings_are_written() -> None:
     assert [duration_text(x) for x in (600, 90, 5400, 0)] == ["10m", "1m30s", "1h30m", "0s"]
+
+
+def test_a_cordon_or_uncordon_that_did_not_reach_the_cluster_is_retried_never_powered_off_uncordoned() -> None:
+    not_cordoned = [pn(node("a"), "suspending"), pn(node("b"))]
+    d = run(not_cordoned, [pod("job", "b")], at=timedelta(minutes=1))
+    assert actions(d) == {("a", "cordon")}
+    still_tainted = [pn(node("a", taints=(SUSPENDED,))), pn(node("b"))]
+    assert actions(run(still_tainted, [pod("job", "b")])) == {("a", "uncordon")}
