@@ -61,6 +61,13 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "facility_zone_ambient_metric": "FACILITY_ZONE_AMBIENT_METRIC",
     "facility_rack_power_metric": "FACILITY_RACK_POWER_METRIC",
     "facility_inlet_metric": "FACILITY_NODE_INLET_TEMP_METRIC",
+    "power_policy": "POWER_POLICY",
+    "suspend_after_s": "SUSPEND_AFTER",
+    "suspend_timeout_s": "SUSPEND_TIMEOUT",
+    "resume_timeout_s": "RESUME_TIMEOUT",
+    "suspend_min_powered": "SUSPEND_MIN_POWERED",
+    "suspend_max_concurrent": "SUSPEND_MAX_CONCURRENT",
+    "suspend_pool_label": "SUSPEND_POOL_LABEL",
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -231,3 +231,16 @@ class JoulieClient:
             return self.core.patch_node(node_name, body, field_manager=self.field_manager, _content_type=MERGE_PATCH)
 
         self._call("label", "Node", node_name, op)
+
+    def update_node(self, node_name: str, action: str, change: Callable[[Mapping[str, Any]], dict[str, Any]]) -> None:
+        """Merge-patch the Node with what `change` makes of its current object. The patch carries
+        the resourceVersion it was made from, so a concurrent writer's change is a conflict, retried
+        on a fresh read, never overwritten (a Node's taints are one list: a merge patch replaces it)."""
+
+        def op() -> Any:
+            node = response_json(self.core.read_node(node_name, _preload_content=False))
+            body = change(node)
+            body.setdefault("metadata", {})["resourceVersion"] = (node.get("metadata") or {}).get("resourceVersion")
+            return self.core.patch_node(node_name, body, field_manager=self.field_manager, _content_type=MERGE_PATCH)
+
+        self._call(action, "Node", node_name, op)

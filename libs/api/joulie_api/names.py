@@ -57,6 +57,22 @@ LABEL_SIM_CLUSTER: Final = "sim.joulie.io/cluster"
 LABEL_SIM_POOL: Final = "sim.joulie.io/pool"
 ANNOTATION_SIM_RELOAD: Final = "sim.joulie.io/reload"
 
+# Node power states (issue 20, docs/suspend-resume.md): the controller's power policy cordons an idle
+# node, taints it TAINT_SUSPENDED (effect NoSchedule) and powers it off through its BMC; it powers it
+# on again when Pending Pods need it. A node labelled or annotated SUSPEND_EXCLUDE=true is never
+# suspended. NodeTwin status.power.state is one of POWER_STATES, spec.power.state one of on/off.
+TAINT_SUSPENDED: Final = "joulie.io/suspended"
+TAINT_SUSPENDED_EFFECT: Final = "NoSchedule"
+SUSPEND_EXCLUDE: Final = "joulie.io/suspend-exclude"
+LABEL_POOL: Final = "joulie.io/pool"
+"""The default SUSPEND_POOL_LABEL: nodes with the same value share one floor of powered nodes."""
+POWER_ON: Final = "on"
+POWER_SUSPENDING: Final = "suspending"
+POWER_OFF: Final = "off"
+POWER_RESUMING: Final = "resuming"
+POWER_FAILED: Final = "failed"
+POWER_STATES: Final = (POWER_ON, POWER_SUSPENDING, POWER_OFF, POWER_RESUMING, POWER_FAILED)
+
 # Extended resources a node advertises for GPUs.
 RESOURCE_NVIDIA_GPU: Final = "nvidia.com/gpu"
 RESOURCE_AMD_GPU: Final = "amd.com/gpu"

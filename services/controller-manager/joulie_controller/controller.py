@@ -1,13 +1,21 @@
-"""The controller manager's loop: leader check, measure, snapshot, reconcile, write, record."""
+"""The controller manager's loop: leader check, measure, snapshot, reconcile, write, record.
+
+With a power driver (and POWER_POLICY other than none) every node's BMC is read into the snapshot
+before the tick, and the tick's power actions are carried out after its writes: cordon/uncordon
+through the API server, off/on through the driver. A failed action is logged with the node and
+its error, and the error shows in the node's NodeTwin status.power.error on the next tick.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from joulie_api.kube import KubeWriteError
 from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.facility import pue
@@ -15,6 +23,8 @@ from joulie_controller.kube import ControllerKube
 from joulie_controller.leader import LeaderElector
 from joulie_controller.liveness import Liveness
 from joulie_controller.metrics import Metrics
+from joulie_controller.powerdriver import PowerDriver, PowerDriverError, read_all
+from joulie_controller.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.prometheus import FacilityReader, PowerReader
 from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
 from joulie_controller.settings import Settings
@@ -33,7 +43,8 @@ class TickSummary:
 class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
-                 facility: FacilityReader | None = None, liveness: Liveness | None = None):
+                 facility: FacilityReader | None = None, liveness: Liveness | None = None,
+                 power_driver: PowerDriver | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -44,6 +55,9 @@ class Controller:
         self.facility = Facility()
         self.facility_reader = facility
         self.liveness = liveness
+        self.power_driver = power_driver
+        self.power_errors: dict[str, str] = {}
+        """The last failed off/on per node, shown as its BMC error until an action on it succeeds."""
         self._facility_polled: datetime | None = None
         # Failing ticks and lease renewals are logged once when they start failing and once when
         # they work again, and retried with backoff: an API server outage used to leave a
@@ -81,6 +95,8 @@ class Controller:
         self.poll_facility(now)
         reading = self.power.read()
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
+        if self.power_driver is not None and self.settings.power_policy != POLICY_NONE:
+            snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         if self.liveness is not None:
             self.liveness.check(snap.twins, now)
         result = reconcile(snap, self.settings, self.memory)
@@ -91,6 +107,7 @@ class Controller:
             log.warning("lost the lease during the tick; %d node writes dropped", len(result.writes))
             return TickSummary(False, result, 0, 0)
         report = self.kube.write(result.writes, self.settings.power_profile_label)
+        report.failures += self.carry_out(result.power)
         self.metrics.record_tick(result)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
@@ -100,6 +117,31 @@ class Controller:
             log.info("assigned profiles policy=%s nodes=%d writes=%d plan=%s%s", result.plan.policy_name,
                      len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
+
+    def carry_out(self, actions: Sequence[PowerAction]) -> int:
+        """The power policy's actions, in order; returns how many failed (each logged)."""
+        failures = 0
+        for a in actions:
+            log.info("power %s node=%s reason=%s", a.action, a.node, a.reason)
+            try:
+                if a.action in ("cordon", "uncordon"):
+                    self.kube.set_suspended(a.node, a.action == "cordon")
+                elif a.action in ("off", "on"):
+                    if self.power_driver is None:
+                        raise PowerDriverError(f"node {a.node}: no power driver configured (BMC Secret)")
+                    if a.action == "off":
+                        self.power_driver.off(a.node, graceful=True)
+                    else:
+                        self.power_driver.on(a.node)
+                    self.power_errors.pop(a.node, None)
+                else:  # fail: the node stays cordoned for an operator
+                    log.warning("node %s: power %s; left cordoned: %s", a.node, a.action, a.reason)
+            except (KubeWriteError, PowerDriverError) as err:
+                failures += 1
+                if a.action in ("off", "on"):
+                    self.power_errors[a.node] = f"power {a.action} failed: {err}"[:1024]
+                log.error("node %s: power %s failed, the node is left as it is: %s", a.node, a.action, err)
+        return failures
 
     def _tick_quietly(self) -> float:
         """One tick; returns the backoff delay after a failure (0 after a success). Only a failure

@@ -46,6 +46,16 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class Toleration:
+    """One toleration of a Pod (spec.tolerations); an empty key with operator Exists tolerates every taint."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
 class PodInfo:
     """The fields of a pod the policy reads (the kube shell keeps nothing else)."""
 
@@ -63,6 +73,12 @@ class PodInfo:
     """Cores requested, summed over the containers."""
     gpu_request: int = 0
     """GPUs requested (nvidia.com/gpu, amd.com/gpu), summed over the containers."""
+    memory_request_bytes: float = 0.0
+    """Memory requested, bytes, summed over the containers."""
+    tolerations: tuple[Toleration, ...] = ()
+    daemonset: bool = False
+    """Owned by a DaemonSet (ownerReferences kind DaemonSet): runs on every node, so it never keeps
+    a node powered (the power policy)."""
 
     @property
     def workload_kind(self) -> str:

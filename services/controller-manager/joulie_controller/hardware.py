@@ -34,6 +34,13 @@ DEFAULT_GPU_PRODUCT_LABEL_KEYS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     """The fields of a Node the controller reads."""
 
@@ -42,6 +49,14 @@ class NodeInfo:
     unschedulable: bool = False
     allocatable_gpus: int = 0
     capacity_cpu: int = 0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable_cpu: float = 0.0
+    """Cores the Node offers Pods (status.allocatable.cpu)."""
+    allocatable_memory_bytes: float = 0.0
+    """Bytes the Node offers Pods (status.allocatable.memory)."""
+    ready: bool = True
+    """The Node's Ready condition is True."""
 
 
 @dataclass(frozen=True)

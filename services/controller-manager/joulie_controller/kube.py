@@ -23,10 +23,16 @@ from kubernetes.client.exceptions import ApiException
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, decode
-from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, VERSION
+from joulie_api.names import (
+    FIELD_MANAGER_CONTROLLER_MANAGER,
+    GROUP,
+    TAINT_SUSPENDED,
+    TAINT_SUSPENDED_EFFECT,
+    VERSION,
+)
 from joulie_api.quantity import QuantityError, parse_quantity
-from joulie_controller.fsm import PodInfo, Requirement
-from joulie_controller.hardware import NodeInfo
+from joulie_controller.fsm import PodInfo, Requirement, Toleration
+from joulie_controller.hardware import NodeInfo, Taint
 from joulie_controller.reconcile import Facility, Measurement, NodeWrite, Snapshot
 
 log = logging.getLogger(__name__)
@@ -47,19 +53,46 @@ def _quantity_int(raw: object) -> int:
         return 0
 
 
+def _quantity(raw: object) -> float:
+    """A quantity as a number ("500m" -> 0.5, "64Gi" -> bytes); 0 when absent or unreadable."""
+    try:
+        return float(parse_quantity(raw if raw is not None else "0"))
+    except QuantityError:
+        return 0.0
+
+
 def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     alloc = status.get("allocatable") or {}
     gpus = sum(_quantity_int(v) for k, v in alloc.items() if k in GPU_RESOURCES or k.endswith("/gpu"))
+    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect") or ""))
+                   for t in spec.get("taints") or [] if isinstance(t, dict))
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [] if isinstance(c, dict))
     return NodeInfo(
         name=str(meta.get("name", "")),
         labels=dict(meta.get("labels") or {}),
         unschedulable=bool(spec.get("unschedulable", False)),
         allocatable_gpus=gpus,
         capacity_cpu=_quantity_int((status.get("capacity") or {}).get("cpu")),
+        annotations=dict(meta.get("annotations") or {}),
+        taints=taints,
+        allocatable_cpu=_quantity(alloc.get("cpu")),
+        allocatable_memory_bytes=_quantity(alloc.get("memory")),
+        ready=ready,
     )
+
+
+def suspended_change(node: Mapping[str, Any], suspended: bool) -> dict[str, Any]:
+    """The merge patch that cordons a Node and adds the joulie.io/suspended:NoSchedule taint, or
+    uncordons it and removes the taint; other taints kept as they are."""
+    taints = [t for t in (node.get("spec") or {}).get("taints") or []
+              if isinstance(t, dict) and t.get("key") != TAINT_SUSPENDED]
+    if suspended:
+        taints.append({"key": TAINT_SUSPENDED, "effect": TAINT_SUSPENDED_EFFECT})
+    return {"spec": {"unschedulable": suspended or None, "taints": taints or None}}
 
 
 def pod_info(obj: Mapping[str, Any]) -> PodInfo:
@@ -73,12 +106,14 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
             Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
             for e in (term or {}).get("matchExpressions") or []))
     cpu = 0.0
+    memory = 0.0
     gpus = 0
     for c in spec.get("containers") or []:
         requests = ((c or {}).get("resources") or {}).get("requests") or {}
         limits = ((c or {}).get("resources") or {}).get("limits") or {}
         try:
             cpu += parse_quantity(requests.get("cpu", "0"))
+            memory += parse_quantity(requests.get("memory", "0"))
             for key in GPU_RESOURCES:
                 gpus += int(parse_quantity(requests.get(key, limits.get(key, "0"))))
         except QuantityError:
@@ -95,6 +130,11 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         labels=dict(meta.get("labels") or {}),
         cpu_request=cpu,
         gpu_request=gpus,
+        memory_request_bytes=memory,
+        tolerations=tuple(Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"),
+                                     str(t.get("value") or ""), str(t.get("effect") or ""))
+                          for t in spec.get("tolerations") or [] if isinstance(t, dict)),
+        daemonset=any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []),
     )
 
 
@@ -150,6 +190,11 @@ class ControllerKube:
             field_selector="status.phase!=Succeeded,status.phase!=Failed", _preload_content=False)).get("items") or []]
         return Snapshot(now=now, nodes=nodes, pods=pods, hardware=self.hardware(), twins=self.twins(),
                         measurements=measurements, facility=facility)
+
+    def set_suspended(self, node: str, suspended: bool) -> None:
+        """Cordon and taint joulie.io/suspended:NoSchedule, or the reverse (raises KubeWriteError)."""
+        self.client.update_node(node, "cordon" if suspended else "uncordon",
+                                lambda obj: suspended_change(obj, suspended))
 
     def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
         """Spec first (it creates the object), then label, then status. A failure skips the node's

@@ -6,6 +6,12 @@ not change anything are left out here, so an idle cluster costs no API writes:
 - status: when any value the controller owns changes (values rounded so noise does not count),
   or when `lastUpdated` is older than STATUS_REFRESH_INTERVAL (so the extender, which treats a
   twin older than 5 min as stale, keeps seeing fresh twins on idle nodes).
+
+Under POWER_POLICY=idle_suspend_v1 the power policy (powerstate.py) decides over every managed node,
+cordoned ones included, and `TickResult.power` carries its actions (cordon, off, on, uncordon, fail)
+for the shell or the benchmark to carry out. A node cordoned for suspend has no caps to plan (as any
+cordoned node) but its twin is still written: spec.power and status.power, the rest as it was, so
+the extender keeps a fresh twin that says the node is off.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -30,13 +36,24 @@ from joulie_api.generated.nodetwin import (
     NodeTwinStatus,
     PolicyRef,
     PowerMeasurement,
+    PowerSpec,
     SchedulingSpec,
 )
-from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
-from joulie_controller import fsm, twin
+from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
+from joulie_api.names import (
+    LABEL_COOLING_ZONE,
+    LABEL_RACK,
+    PROFILE_ECO,
+    PROFILE_PERFORMANCE,
+    TAINT_SUSPENDED,
+    TAINT_SUSPENDED_EFFECT,
+    object_name_for_node,
+)
+from joulie_controller import fsm, powerstate, twin
 from joulie_controller.caps import Caps, compute_caps
-from joulie_controller.hardware import HardwareView, NodeInfo, from_labels, from_node_hardware
+from joulie_controller.hardware import HardwareView, NodeInfo, Taint, from_labels, from_node_hardware
 from joulie_controller.policies import NodeCaps, PolicyInput, PolicyNode, PolicyPlan, plan
+from joulie_controller.powerstate import BmcReading, PowerAction, PowerDecision
 from joulie_controller.settings import Settings, selector_matches
 
 SOURCE_PROMETHEUS = "prometheus"
@@ -80,6 +97,8 @@ class Snapshot:
     """By node name; a node absent here has no data."""
     facility: Facility = field(default_factory=Facility)
     no_data_source: str = SOURCE_NO_DATA
+    bmc: Mapping[str, BmcReading] = field(default_factory=dict)
+    """What each node's BMC read this tick, by node name; a node absent here has no BMC (never suspended)."""
 
 
 @dataclass
@@ -88,6 +107,8 @@ class Memory:
 
     trends: dict[str, twin.PowerTrend] = field(default_factory=dict)
     warned: set[tuple[str, str]] = field(default_factory=set)
+    idle_since: dict[str, datetime] = field(default_factory=dict)
+    """Since when each powered node has had no workload Pod (the power policy's suspend clock)."""
 
 
 @dataclass(frozen=True)
@@ -122,25 +143,32 @@ class TickResult:
     plan: PolicyPlan | None
     log: list[str]
     """Human-readable problems and decisions, one line each, naming the node and field."""
+    power: list[PowerAction] = field(default_factory=list)
+    """The power policy's actions, in order (empty under POWER_POLICY=none)."""
 
     @property
     def write_count(self) -> int:
         return sum((w.spec is not None) + (w.label is not None) + (w.status is not None) for w in self.writes)
 
 
-def eligible(node: NodeInfo, s: Settings) -> bool:
-    if node.unschedulable:
-        return False
+def managed(node: NodeInfo, s: Settings) -> bool:
+    """Selected by NODE_SELECTOR and not reserved: the nodes the power policy looks after."""
     if node.labels.get(s.reserved_label_key, "").strip().lower() == "true":
         return False
     return selector_matches(s.node_selector, node.labels)
+
+
+def eligible(node: NodeInfo, s: Settings) -> bool:
+    """Managed and schedulable: the nodes the cap policies plan."""
+    return not node.unschedulable and managed(node, s)
 
 
 def normalise_profile(value: str | None) -> str:
     return value if value in (PROFILE_PERFORMANCE, PROFILE_ECO) else "unknown"
 
 
-def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str) -> NodeTwinSpec:
+def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str,
+                 power: str | None = None) -> NodeTwinSpec:
     if caps.cpu.pct_of_max is not None:
         cpu = CPUCapSpec(package_power_cap_pct_of_max=caps.cpu.pct_of_max)
     elif caps.cpu.watts is not None and caps.cpu.watts >= 1:
@@ -158,6 +186,7 @@ def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_nam
         gpu=gpu,
         policy=PolicyRef(name=policy_name),
         scheduling=SchedulingSpec(draining=draining),
+        power=PowerSpec(state=cast(Literal["on", "off"], power)) if power is not None else None,
     )
 
 
@@ -191,8 +220,23 @@ def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
     )
 
 
+def power_status(status: powerstate.PowerStatus) -> PowerStatusModel:
+    return PowerStatusModel(state=status.state, since=status.since, reason=status.reason or None,
+                            boots=status.boots, error=status.error)
+
+
+def previous_power(existing: NodeTwin | None) -> tuple[powerstate.PowerStatus, powerstate.DesiredPower]:
+    """The node's power status and desired state as its NodeTwin holds them (on for a new node)."""
+    spec_power = existing.spec.power if existing is not None else None
+    desired: powerstate.DesiredPower = "off" if spec_power is not None and spec_power.state == "off" else "on"
+    p = existing.status.power if existing is not None and existing.status is not None else None
+    if p is None or p.state is None:
+        return powerstate.PowerStatus(), desired
+    return powerstate.PowerStatus(p.state, p.since, p.reason or "", p.boots or 0, p.error), desired
+
+
 def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float,
-                   decision: CapDecision | None = None) -> NodeTwinStatus:
+                   decision: CapDecision | None = None, power: PowerStatusModel | None = None) -> NodeTwinStatus:
     """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change."""
     return NodeTwinStatus(
         cap_decision=decision,
@@ -213,6 +257,7 @@ def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, 
         predicted_psu_stress_score=_r(out.psu_stress_score),
         effective_cap_state=EffectiveCapState(cpu_pct=_r(out.cpu_pct), gpu_pct=_r(out.gpu_pct)),
         estimated_pue=_r(out.estimated_pue, 3),
+        power=power,
     )
 
 
@@ -259,12 +304,62 @@ def _measured(node: str, snap: Snapshot, log: list[str]) -> tuple[float | None, 
     return m.power_w, m.source
 
 
+def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) -> PowerDecision:
+    """The power policy over every managed node (cordoned ones too); keeps its idle clock in `memory`."""
+    if s.power_policy == powerstate.POLICY_NONE:
+        return PowerDecision([], {}, {}, {}, [])
+    nodes: list[powerstate.PowerNode] = []
+    for n in sorted((n for n in snap.nodes if managed(n, s)), key=lambda n: n.name):
+        status, desired = previous_power(snap.twins.get(object_name_for_node(n.name)))
+        # The TDP ranks the nodes a resume may wake: a CPU Pod wakes a CPU node, not a GPU one.
+        rank_w = _hardware_view(n, snap, s).budget().node_tdp_w
+        nodes.append(powerstate.PowerNode(n, status, desired, rank_w))
+    decision = powerstate.decide(powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since), s)
+    memory.idle_since = decision.idle_since
+    log.extend(decision.notes)
+    return decision
+
+
+def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecision) -> NodeWrite | None:
+    """A cordoned node's twin: spec.power and status.power, the rest left as it was. Refreshed (for
+    the extender's staleness rule) while the node is cordoned for suspend; otherwise written only
+    when its power fields change."""
+    obj_name = object_name_for_node(n.name)
+    existing = snap.twins.get(obj_name)
+    power_spec = PowerSpec(state=power.desired[n.name])
+    if existing is None:
+        label = normalise_profile(n.labels.get(s.power_profile_label))
+        spec = NodeTwinSpec(node_name=n.name, profile=cast(Literal["performance", "eco"],
+                                                            label if label != "unknown" else PROFILE_ECO),
+                            power=power_spec)
+        base = NodeTwinStatus()
+    else:
+        spec = existing.spec.model_copy(update={"power": power_spec})
+        base = NodeTwinStatus.model_validate(owned_status(existing.status))
+    spec_write = None if existing is not None and _dump(existing.spec) == _dump(spec) else spec
+    status = base.model_copy(update={"power": power_status(power.status[n.name])})
+    refresh_s = refresh_after_s(n.name, s.status_refresh_s) if powerstate.tainted(n) else math.inf
+    if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
+                                                     refresh_s):
+        return None
+    return NodeWrite(n.name, obj_name, spec_write, None, status.model_copy(update={"last_updated": snap.now}))
+
+
 def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     log: list[str] = []
+    power_plan = decide_power(snap, s, memory, log)
     nodes = sorted((n for n in snap.nodes if eligible(n, s)), key=lambda n: n.name)
+    power_writes: list[NodeWrite] = []
+    if power_plan.status:
+        cap_nodes = {n.name for n in nodes}
+        for n in sorted(snap.nodes, key=lambda n: n.name):
+            if n.name in power_plan.status and n.name not in cap_nodes:
+                power_write = power_only_write(n, snap, s, power_plan)
+                if power_write is not None:
+                    power_writes.append(power_write)
     if not nodes:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
-        return TickResult([], [], None, log)
+        return TickResult(power_writes, [], None, log, power_plan.actions)
 
     perf_pods = fsm.count_performance_pods(snap.pods)
     views: dict[str, HardwareView] = {}
@@ -335,7 +430,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         hw = views[n.name]
         obj_name = object_name_for_node(n.name)
         existing = snap.twins.get(obj_name)
-        spec = desired_spec(n.name, guarded.profile, guarded.draining, caps, decided.policy_name)
+        spec = desired_spec(n.name, guarded.profile, guarded.draining, caps, decided.policy_name,
+                            power_plan.desired.get(n.name))
         spec_write = None if existing is not None and _dump(existing.spec) == _dump(spec) else spec
         label_write = None if n.labels.get(s.power_profile_label) == guarded.profile else guarded.profile
 
@@ -367,7 +463,9 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         ))
         work = decided.node_caps.get(n.name)
         decision = cap_decision(work, s.work_aware_slowdown_pct) if work is not None and not guarded.draining else None
-        status = status_content(out, power_w, source, trend, decision)
+        node_power = power_plan.status.get(n.name)
+        status = status_content(out, power_w, source, trend, decision,
+                                power_status(node_power) if node_power is not None else None)
         status_write = None
         if spec_write is not None or status_needs_write(
                 status, existing.status if existing else None, snap.now, refresh_after_s(n.name, s.status_refresh_s)):
@@ -379,7 +477,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
             state=guarded.state, transition=fsm.transition_result(previous, guarded.state),
             performance_pods=guarded.performance_pods, family=hw.family(n.name), caps=caps,
         ))
-    return TickResult(writes, outcomes, decided, log)
+    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions)
 
 
 def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> Snapshot:
@@ -397,9 +495,26 @@ def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> S
             status = w.status.model_copy(update={"control_status": control})
         twins[w.object_name] = NodeTwin(metadata={"name": w.object_name}, spec=spec, status=status)
     nodes = [
-        NodeInfo(n.name, {**n.labels, profile_label: labels_by_node[n.name]}, n.unschedulable, n.allocatable_gpus,
-                 n.capacity_cpu) if n.name in labels_by_node else n
+        replace(n, labels={**n.labels, profile_label: labels_by_node[n.name]}) if n.name in labels_by_node else n
         for n in snap.nodes
     ]
+    nodes = [apply_power_action(n, result.power) for n in nodes]
     return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
-                    snap.no_data_source)
+                    snap.no_data_source, snap.bmc)
+
+
+SUSPENDED_TAINT = Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT)
+
+
+def apply_power_action(node: NodeInfo, actions: Sequence[PowerAction]) -> NodeInfo:
+    """The Node after the cordons and uncordons among `actions` (what the shell does through the
+    API; the benchmark uses it, and carries out on/off on its emulated BMCs itself)."""
+    for a in actions:
+        if a.node != node.name:
+            continue
+        others = tuple(t for t in node.taints if t.key != TAINT_SUSPENDED)
+        if a.action == "cordon":
+            node = replace(node, unschedulable=True, taints=(*others, SUSPENDED_TAINT))
+        elif a.action == "uncordon":
+            node = replace(node, unschedulable=False, taints=others)
+    return node

@@ -10,6 +10,7 @@ import pytest
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_controller.fsm import PodInfo, State
 from joulie_controller.hardware import NodeInfo
+from joulie_controller.powerstate import BmcReading
 from joulie_controller.reconcile import (
     Facility,
     Measurement,
@@ -229,3 +230,75 @@ def test_every_registered_policy_is_a_valid_policy_type() -> None:
     from joulie_controller.settings import POLICIES
 
     assert set(REGISTRY) == set(POLICIES)
+
+
+# --- the power policy (POWER_POLICY, powerstate.py) -----------------------------------------------------
+
+SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1, status_refresh_s=120)
+
+
+def on_bmc(snap: Snapshot, **states: str) -> Snapshot:
+    readings = {n.name: BmcReading(states.get(n.name.replace("-", "_"), "on")) for n in snap.nodes}  # type: ignore[arg-type]
+    return replace(snap, bmc=readings)
+
+
+def test_power_policy_none_writes_no_power_fields_and_decides_nothing() -> None:
+    s, mem = Settings(), Memory()
+    result, snap = tick(on_bmc(cluster(2)), s, mem)
+    later, snap = tick(replace(snap, now=T0 + timedelta(hours=2)), s, mem)
+    assert result.power == [] and later.power == []
+    for twin in snap.twins.values():
+        assert twin.spec.power is None and twin.status is not None and twin.status.power is None
+    assert not any(n.unschedulable for n in snap.nodes)
+
+
+def test_idle_node_is_suspended_through_cordon_and_off_and_its_twin_says_so() -> None:
+    s, mem = SUSPEND, Memory()
+    busy = PodInfo("default", "job", node_name="node-1")
+    snap = replace(on_bmc(cluster(2)), pods=[busy])
+    first, snap = tick(snap, s, mem)
+    assert first.power == []
+    twin = snap.twins["node-0"]
+    assert twin.spec.power is not None and twin.spec.power.state == "on"
+    assert twin.status is not None and twin.status.power is not None and twin.status.power.state == "on"
+
+    cordon, snap = tick(replace(snap, now=T0 + timedelta(minutes=10)), s, mem)
+    assert [(a.node, a.action) for a in cordon.power] == [("node-0", "cordon")]
+    assert snap.nodes[0].unschedulable and snap.nodes[0].taints[0].key == "joulie.io/suspended"
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power is not None and status.power.state == "suspending"
+
+    off, snap = tick(replace(snap, now=T0 + timedelta(minutes=11)), s, mem)
+    assert [(a.node, a.action) for a in off.power] == [("node-0", "off")]
+    assert snap.twins["node-0"].spec.power is not None and snap.twins["node-0"].spec.power.state == "off"
+    assert off.outcomes and {o.node for o in off.outcomes} == {"node-1"}  # a cordoned node gets no caps
+
+    done, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=12)), node_0="off"), s, mem)
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power is not None and status.power.state == "off"
+    assert status.power_measurement is not None  # the rest of the twin is kept as it was
+
+    # Its twin stays fresh for the extender while it is off.
+    quiet, snap = tick(replace(snap, now=T0 + timedelta(minutes=12, seconds=30)), s, mem)
+    assert all(w.node != "node-0" for w in quiet.writes)
+    late, snap = tick(replace(snap, now=T0 + timedelta(minutes=15)), s, mem)
+    assert [w.status is not None and w.spec is None for w in late.writes if w.node == "node-0"] == [True]
+
+
+def test_pending_pod_resumes_an_off_node_which_is_uncordoned_when_ready() -> None:
+    s, mem = SUSPEND, Memory()
+    snap = replace(on_bmc(cluster(2)), pods=[PodInfo("default", "job", node_name="node-1")])
+    _, snap = tick(snap, s, mem)
+    for minutes in (10, 11):
+        _, snap = tick(replace(snap, now=T0 + timedelta(minutes=minutes)), s, mem)
+    _, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=12)), node_0="off"), s, mem)
+    waiting = PodInfo("default", "new", phase="Pending", node_name="")  # node-1 has no CPU left
+    full = [replace(n, allocatable_cpu=0.0 if n.name == "node-1" else 8.0) for n in snap.nodes]
+    resume, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=20), nodes=full,
+                                       pods=[*snap.pods, replace(waiting, cpu_request=2.0)]), node_0="off"), s, mem)
+    assert [(a.node, a.action) for a in resume.power] == [("node-0", "on")]
+    back, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=23))), s, mem)
+    assert [(a.node, a.action) for a in back.power] == [("node-0", "uncordon")]
+    assert not snap.nodes[0].unschedulable and snap.nodes[0].taints == ()
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power is not None and (status.power.state, status.power.boots) == ("on", 1)

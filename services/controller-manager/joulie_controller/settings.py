@@ -14,12 +14,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from joulie_api.controller_env import CONTROLLER_ENV
-from joulie_api.names import LABEL_POWER_PROFILE, LABEL_RESERVED
+from joulie_api.names import LABEL_POOL, LABEL_POWER_PROFILE, LABEL_RESERVED
 
 POLICIES: Final = ("static_partition", "queue_aware_v1", "rule_swap_v1", "cluster_power_budget", "work_aware_v1")
 METRIC_NAMINGS: Final = ("underscore-suffixes", "underscore", "utf8-suffixes", "utf8")
 POWER_SOURCES: Final = ("prometheus", "static")
 POWER_SCOPES: Final = ("auto", "host", "components")
+POWER_POLICIES: Final = ("none", "idle_suspend_v1")
 MIN_CAP_PCT: Final = 10.0
 """The lowest cap, % of max, the NodeTwin CRD accepts (charts/joulie/crds: packagePowerCapPctOfMax, capPctOfMax)."""
 
@@ -153,6 +154,25 @@ class Settings:
     facility_inlet_metric: str = "hw.host.ambient_temperature"
     """FACILITY_NODE_INLET_TEMP_METRIC: OTel gauge, Cel, per node (the node attribute)."""
 
+    power_policy: str = "none"
+    """POWER_POLICY: none (default: no node is ever cordoned, powered off or on) or idle_suspend_v1
+    (idle nodes suspended through their BMCs, resumed for Pending Pods; docs/suspend-resume.md)."""
+    suspend_after_s: float = 600.0
+    """SUSPEND_AFTER, default 10m: how long a node has had no workload Pods (DaemonSet Pods aside)
+    before it is cordoned for suspend."""
+    suspend_timeout_s: float = 300.0
+    """SUSPEND_TIMEOUT, default 5m: from the cordon to the BMC reading off; past it the node is failed."""
+    resume_timeout_s: float = 900.0
+    """RESUME_TIMEOUT, default 15m: from the power-on to the BMC reading on and the Node Ready; past it
+    the node is failed, left cordoned and not retried."""
+    suspend_min_powered: int = 1
+    """SUSPEND_MIN_POWERED, default 1: powered, schedulable nodes each pool keeps (the floor)."""
+    suspend_max_concurrent: int = 2
+    """SUSPEND_MAX_CONCURRENT, default 2: nodes suspending or resuming at once, cluster-wide."""
+    suspend_pool_label: str = LABEL_POOL
+    """SUSPEND_POOL_LABEL, default joulie.io/pool: nodes with the same value are one pool for the
+    floor; nodes without the label are the pool "default"."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         return _parse(cls, env)
@@ -233,6 +253,12 @@ def _parse(cls: type[Settings], env: Mapping[str, str]) -> Settings:
         raise SettingsError(f"NODE_POWER_SOURCE={s.node_power_source!r}: expected one of {', '.join(POWER_SOURCES)}")
     if s.node_power_scope not in POWER_SCOPES:
         raise SettingsError(f"NODE_POWER_SCOPE={s.node_power_scope!r}: expected one of {', '.join(POWER_SCOPES)}")
+    if s.power_policy not in POWER_POLICIES:
+        raise SettingsError(f"POWER_POLICY={s.power_policy!r}: expected one of {', '.join(POWER_POLICIES)}")
+    if s.suspend_min_powered < 0:
+        raise SettingsError(f"SUSPEND_MIN_POWERED={s.suspend_min_powered}: expected 0 or more nodes")
+    if s.suspend_max_concurrent < 1:
+        raise SettingsError(f"SUSPEND_MAX_CONCURRENT={s.suspend_max_concurrent}: expected at least 1 node")
     for pct_field in ("cpu_performance_pct", "cpu_eco_pct", "gpu_performance_pct", "gpu_eco_pct", "cluster_budget_min_pct"):
         v = getattr(s, pct_field)
         if 0 < v < MIN_CAP_PCT:

@@ -57,3 +57,26 @@ def test_a_cap_percentage_below_what_the_crd_accepts_is_refused_naming_the_varia
     with pytest.raises(SettingsError, match=r"CPU_ECO_CAP_PCT_OF_MAX=5: below the 10 % of max"):
         Settings.from_env({"CPU_ECO_CAP_PCT_OF_MAX": "5"})
     assert Settings.from_env({"GPU_ECO_CAP_PCT_OF_MAX": "0"}).gpu_eco_pct == 0.0  # 0 still disables the GPU intent
+
+
+def test_the_power_policy_is_off_by_default_and_its_settings_read_with_units() -> None:
+    s = Settings.from_env({})
+    assert s.power_policy == "none"
+    assert (s.suspend_after_s, s.suspend_timeout_s, s.resume_timeout_s) == (600, 300, 900)
+    assert (s.suspend_min_powered, s.suspend_max_concurrent, s.suspend_pool_label) == (1, 2, "joulie.io/pool")
+    on = Settings.from_env({"POWER_POLICY": "idle_suspend_v1", "SUSPEND_AFTER": "2m", "RESUME_TIMEOUT": "5m",
+                            "SUSPEND_MIN_POWERED": "0", "SUSPEND_POOL_LABEL": "sim.joulie.io/pool"})
+    assert (on.power_policy, on.suspend_after_s, on.resume_timeout_s, on.suspend_min_powered) == (
+        "idle_suspend_v1", 120, 300, 0)
+    assert on.suspend_pool_label == "sim.joulie.io/pool"
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"POWER_POLICY": "sleep"}, "POWER_POLICY='sleep': expected one of none, idle_suspend_v1"),
+    ({"SUSPEND_MAX_CONCURRENT": "0"}, "SUSPEND_MAX_CONCURRENT=0: expected at least 1"),
+    ({"SUSPEND_MIN_POWERED": "-1"}, "SUSPEND_MIN_POWERED=-1: expected 0 or more"),
+    ({"SUSPEND_AFTER": "0"}, "SUSPEND_AFTER='0': expected a positive duration"),
+])
+def test_bad_power_settings_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        Settings.from_env(env)

@@ -38,3 +38,18 @@ def test_performance_pods_are_kept_off_eco_labelled_nodes(
     cls: str, view: TwinView | None, label: str | None, reason: str | None
 ) -> None:
     assert rejection_reason(cls, view, now=NOW, staleness=STALENESS, profile_label=label) == reason
+
+
+@pytest.mark.parametrize("cls", ["performance", "standard"])
+@pytest.mark.parametrize(("state", "rejected"), [("suspending", True), ("off", True), ("failed", True),
+                                                 ("resuming", False), ("on", False)])
+def test_a_node_powered_down_by_the_power_policy_is_rejected_for_any_pod(cls: str, state: str, rejected: bool) -> None:
+    view = TwinView("n", "performance", last_updated=NOW, power_state=state)
+    reason = rejection_reason(cls, view, now=NOW, staleness=STALENESS)
+    assert (reason == f"joulie: node is {state} (power policy, taint joulie.io/suspended)") == rejected
+    assert rejected or reason is None
+
+
+def test_a_stale_twin_saying_off_is_not_trusted() -> None:
+    stale_off = TwinView("n", "performance", last_updated=NOW - timedelta(minutes=10), power_state="off")
+    assert rejection_reason("standard", stale_off, now=NOW, staleness=STALENESS) is None

@@ -25,6 +25,11 @@ eco node's CPU uncapped for the memory-bound work sharing it).
 A missing twin or a stale one (lastUpdated missing or older than the threshold) scores
 NEUTRAL_SCORE (5) and is left out of the cluster aggregates.
 
+A fresh twin whose node is not powered on (status.power.state suspending, off, failed or resuming:
+the power policy, docs/suspend-resume.md) scores 0, the lowest, and is left out of the aggregates:
+a resuming node ranks after every powered one (filtering.py also rejects the first three). A
+stale twin stays neutral whatever its power state says, as for every other field.
+
 Difference from the original: it returned score100 truncated to an int (0..100), but
 kube-scheduler expects 0..MaxExtenderPriority (10) and multiplies by weight x 10, so the
 original's score counted ten times its intended weight. We divide by 10 and round.
@@ -61,6 +66,9 @@ WORK_AWARE_POLICY: Final = "work-aware-v1"
 PLACEMENT_BONUS: Final = 10.0
 KINDS_FOR_ECO: Final = frozenset({"gpu-inference", "cpu-memory"})
 KINDS_FOR_PERFORMANCE: Final = frozenset({"cpu-compute"})
+POWER_ON: Final = "on"
+POWERED_DOWN_STATES: Final = frozenset({"suspending", "off", "failed"})
+"""Power states in which a node takes no Pod (the filter rejects it); resuming is on its way back."""
 TREND_CAP: Final = 25.0
 TREND_BUSY_CLUSTER_W_PER_MIN: Final = 500.0
 
@@ -82,6 +90,8 @@ class TwinView:
     draining: bool = False
     policy_name: str = ""
     """The twin's spec.policy.name: which policy set its caps."""
+    power_state: str = POWER_ON
+    """The twin's status.power.state: on (also when absent), suspending, off, resuming or failed."""
 
     @property
     def effective_class(self) -> str:
@@ -106,7 +116,7 @@ def cluster_context(twins: Iterable[TwinView], now: datetime, threshold: timedel
     pressures: list[float] = []
     trend = 0.0
     for t in twins:
-        if is_stale(t, now, threshold):
+        if is_stale(t, now, threshold) or t.power_state != POWER_ON:
             continue
         if t.effective_class == CLASS_PERFORMANCE:
             pressures.append(100.0 - (t.headroom_score if t.headroom_score is not None else 100.0))
@@ -129,6 +139,8 @@ class ScoreBreakdown(NamedTuple):
 
 
 NEUTRAL: Final = ScoreBreakdown(NEUTRAL_SCORE, NEUTRAL_SCORE_100, stale=True)
+NOT_POWERED: Final = ScoreBreakdown(0, 0.0, stale=False)
+"""A node suspending, off, failed or resuming: the lowest score."""
 
 
 def _clamp(x: float, lo: float, hi: float) -> float:
@@ -163,6 +175,8 @@ def score_node(
     """The node's score for a pod that adds `marginal_w` watts to it (see `marginal_watts`)."""
     if twin is None or is_stale(twin, now, staleness):
         return NEUTRAL
+    if twin.power_state != POWER_ON:
+        return NOT_POWERED
     if twin.capped_power_w > 0:
         headroom = min(100.0, (twin.capped_power_w - (twin.measured_power_w + marginal_w)) / twin.capped_power_w * 100.0)
     else:

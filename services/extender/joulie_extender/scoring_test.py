@@ -161,3 +161,34 @@ def test_pod_kind_and_eco_class_come_from_labels_or_annotations() -> None:
     assert workload_kind({}) == ""
     assert eco_class({"metadata": {"labels": {"joulie.io/workload-class": "eco"}}})
     assert not eco_class({"metadata": {"annotations": {"joulie.io/workload-class": "standard"}}})
+
+
+# --- power states (issue 20) ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("state", ["suspending", "off", "failed", "resuming"])
+def test_a_node_not_powered_on_scores_lowest_and_leaves_the_aggregates(state: str) -> None:
+    best = twin(headroom_score=100.0, cooling_stress_score=0.0, power_state=state, schedulable_class="performance")
+    assert score(best) == (0, 0.0)
+    assert score(best, cls="standard") == (0, 0.0)
+    assert cluster_context([best], NOW, STALENESS) == ClusterContext()
+
+
+def test_a_resuming_node_ranks_after_every_powered_one() -> None:
+    powered = [twin(headroom_score=h, cooling_stress_score=c) for h in (0.0, 10.0, 50.0) for c in (0.0, 100.0)]
+    resuming = twin(headroom_score=100.0, cooling_stress_score=0.0, power_state="resuming")
+    assert all(score(resuming)[0] <= score(p)[0] for p in powered)
+
+
+def test_a_stale_twin_stays_neutral_whatever_its_power_state_says() -> None:
+    assert score(twin(power_state="off", last_updated=NOW - timedelta(minutes=6))) == (NEUTRAL_SCORE, 50.0)
+
+
+def test_the_power_state_is_read_from_the_nodetwin_status() -> None:
+    from joulie_api.generated.nodetwin import NodeTwin
+    from joulie_extender.views import twin_view
+
+    body = {"spec": {"nodeName": "n", "profile": "eco", "power": {"state": "off"}},
+            "status": {"schedulableClass": "eco", "power": {"state": "off", "reason": "no workload Pods for 10m"}}}
+    assert twin_view(NodeTwin.model_validate(body)).power_state == "off"
+    del body["status"]["power"]
+    assert twin_view(NodeTwin.model_validate(body)).power_state == "on"

@@ -33,6 +33,7 @@ def twin_view(twin: NodeTwin) -> TwinView:
         last_updated=None if status.agent is not None and status.agent.state == "agent-lost" else status.last_updated,
         draining=draining or status.schedulable_class == "draining",
         policy_name=policy,
+        power_state=(status.power.state or "on") if status.power is not None else "on",
     )
 
 

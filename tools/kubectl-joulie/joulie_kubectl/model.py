@@ -116,6 +116,27 @@ class NodeRow:
     raw_hardware: Mapping[str, Any] = field(default_factory=dict)
     decision: list[tuple[str, str]] = field(default_factory=list)
     """The work-aware policy's explanation (NodeTwin status.capDecision), as (label, text) lines."""
+    power_state: str = "-"
+    """NodeTwin status.power.state (on, suspending, off, resuming, failed); "-" without a power policy."""
+    power_since: datetime | None = None
+    power: list[tuple[str, str]] = field(default_factory=list)
+    """The power policy's status.power as (label, text) lines: state and since, reason, boots, BMC error."""
+
+
+def power_lines(power: Any, now: datetime) -> list[tuple[str, str]]:
+    """status.power as `node` shows it."""
+    if not isinstance(power, Mapping) or not power.get("state"):
+        return []
+    since = _time(power.get("since"))
+    state = str(power["state"])
+    out = [("Power state", state + (f" since {since.isoformat()}" if since is not None else ""))]
+    if power.get("reason"):
+        out.append(("Power reason", str(power["reason"])))
+    if _num(power.get("boots")) is not None:
+        out.append(("Boots (resumes)", f"{_num(power.get('boots')):g}"))
+    if power.get("error"):
+        out.append(("BMC error", str(power["error"])))
+    return out
 
 
 def decision_lines(decision: Any) -> list[tuple[str, str]]:
@@ -220,6 +241,9 @@ def node_rows(
             raw_twin=twin,
             raw_hardware=hw,
             decision=decision_lines(_get(st, "capDecision")),
+            power_state=str(_get(st, "power", "state") or "-"),
+            power_since=_time(_get(st, "power", "since")),
+            power=power_lines(_get(st, "power"), now),
         ))
     return sorted(rows, key=lambda row: row.node)
 

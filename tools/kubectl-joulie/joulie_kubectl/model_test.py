@@ -78,3 +78,27 @@ def test_a_lost_agent_and_a_drift_show_in_the_agent_columns() -> None:
     rows = node_rows([twin("a", {"controlStatus": control}),
                       twin("b", {"controlStatus": control, "agent": {"state": "agent-lost"}})], [], [], [], NOW)
     assert [r.cpu_control for r in rows] == ["applied (rapl) + drift", "agent-lost"]
+
+
+def test_the_power_state_shows_with_since_reason_boots_and_bmc_error() -> None:
+    from rich.console import Console
+
+    from joulie_kubectl.render import node_detail, status_table
+
+    power = {"state": "failed", "since": (NOW - timedelta(minutes=3)).isoformat(), "boots": 2,
+             "reason": "not back within RESUME_TIMEOUT (15m): the BMC reads off, Node not Ready; left cordoned",
+             "error": "power on failed: 401 Unauthorized"}
+    twin = {"spec": {"nodeName": "n1", "profile": "eco", "power": {"state": "on"}},
+            "status": {"schedulableClass": "eco", "lastUpdated": NOW.isoformat(), "power": power}}
+    row = node_rows([twin], [], [], [], NOW)[0]
+    assert row.power_state == "failed"
+    assert row.power == [("Power state", f"failed since {(NOW - timedelta(minutes=3)).isoformat()}"),
+                         ("Power reason", power["reason"]), ("Boots (resumes)", "2"),
+                         ("BMC error", "power on failed: 401 Unauthorized")]
+    console = Console(width=400, record=True)
+    console.print(status_table([row], NOW))
+    console.print(node_detail(row, [], NOW))
+    text = console.export_text()
+    assert "failed 3m" in text and "RESUME_TIMEOUT" in text and "401 Unauthorized" in text
+    plain = node_rows([{"spec": {"nodeName": "n2", "profile": "eco"}, "status": {}}], [], [], [], NOW)[0]
+    assert (plain.power_state, plain.power) == ("-", [])

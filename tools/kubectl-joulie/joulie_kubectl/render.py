@@ -11,6 +11,7 @@ from rich.text import Text
 from joulie_kubectl.model import NodeRow, PodRow, Summary
 
 CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}
+POWER_STYLE = {"on": "", "suspending": "yellow", "off": "dim", "resuming": "cyan", "failed": "bold red"}
 
 
 def _pct(v: float | None) -> str:
@@ -44,12 +45,14 @@ def summary_text(s: Summary) -> Text:
 
 def status_table(rows: list[NodeRow], now: datetime) -> Table:
     table = Table(show_lines=False, header_style="bold")
-    for col in ("NODE", "PROFILE", "CLASS", "POWER / CAP", "HEADROOM", "COOLING", "PSU", "CPU CAP", "GPU CAP",
+    for col in ("NODE", "STATE", "PROFILE", "CLASS", "POWER / CAP", "HEADROOM", "COOLING", "PSU", "CPU CAP", "GPU CAP",
                 "CPU REQ", "MEM REQ", "GPU REQ", "PODS", "AGENT CPU", "AGENT GPU", "UPDATED"):
         table.add_column(col, no_wrap=True)
     for r in rows:
+        state = r.power_state + (f" {_age(r.power_since, now)}" if r.power_since is not None and r.power_state != "on"
+                                 else "")
         table.add_row(
-            r.node, r.profile, Text(r.schedulable_class, style=CLASS_STYLE.get(r.schedulable_class, "")),
+            r.node, Text(state, style=POWER_STYLE.get(r.power_state, "")), r.profile, Text(r.schedulable_class, style=CLASS_STYLE.get(r.schedulable_class, "")),
             f"{_w(r.measured_w)} / {_w(r.capped_w)}", _pct(r.headroom_pct), _pct(r.cooling_pct), _pct(r.psu_pct),
             r.cpu_cap, r.gpu_cap, _pct(r.cpu_req_pct), _pct(r.mem_req_pct), _pct(r.gpu_req_pct),
             f"{r.pods} ({r.performance_pods} perf)", r.cpu_control, r.gpu_control,
@@ -95,6 +98,7 @@ def node_detail(row: NodeRow, pods: list[PodRow], now: datetime) -> RenderableTy
         ("Agent CPU control", row.cpu_control), ("Agent GPU control", row.gpu_control),
         ("Requested CPU / memory / GPU", f"{_pct(row.cpu_req_pct)} / {_pct(row.mem_req_pct)} / {_pct(row.gpu_req_pct)}"),
         ("Twin updated", _age(row.last_updated, now) + (" ago (STALE)" if row.stale else " ago")),
+        *row.power,
         *row.decision,
     ):
         info.add_row(key, value)

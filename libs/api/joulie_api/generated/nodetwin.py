@@ -78,6 +78,20 @@ class SchedulingSpec(BaseModel):
     """
 
 
+class PowerSpec(BaseModel):
+    """
+    Desired power state of the node, set by the controller manager's power policy (POWER_POLICY=idle_suspend_v1; absent under POWER_POLICY=none). docs/suspend-resume.md.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    state: Literal['on', 'off'] | None = None
+    """
+    on, or off once the policy has asked the node's BMC to power it off.
+    """
+
+
 class NodeTwinSpec(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -97,6 +111,10 @@ class NodeTwinSpec(BaseModel):
     gpu: Annotated[GPUCapSpec | None, Field(title='GPUCapSpec')] = None
     policy: Annotated[PolicyRef | None, Field(title='PolicyRef')] = None
     scheduling: Annotated[SchedulingSpec | None, Field(title='SchedulingSpec')] = None
+    power: Annotated[PowerSpec | None, Field(title='PowerSpec')] = None
+    """
+    Desired power state of the node, set by the controller manager's power policy (POWER_POLICY=idle_suspend_v1; absent under POWER_POLICY=none). docs/suspend-resume.md.
+    """
 
 
 class PowerMeasurement(BaseModel):
@@ -200,6 +218,36 @@ class CapDecision(BaseModel):
     gpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
 
 
+class PowerStatus(BaseModel):
+    """
+    The node's power state under the power policy (POWER_POLICY=idle_suspend_v1), written by the controller manager; absent under POWER_POLICY=none. docs/suspend-resume.md.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    state: Literal['on', 'suspending', 'off', 'resuming', 'failed'] | None = None
+    """
+    on; suspending (cordoned and tainted joulie.io/suspended, then powered off through the BMC); off; resuming (powered on, waiting for the Node to be Ready); failed (did not suspend or resume within its timeout, left cordoned, not retried until an operator removes the taint).
+    """
+    since: AwareDatetime | None = None
+    """
+    When the node entered this state (RFC 3339).
+    """
+    reason: Annotated[str | None, Field(max_length=1024)] = None
+    """
+    Why the node entered this state, e.g. "no workload Pods for 10m" or "Pending Pod ns/job-1 fits no powered node".
+    """
+    boots: Annotated[int | None, Field(ge=0)] = None
+    """
+    Resumes the policy has completed on this node.
+    """
+    error: Annotated[str | None, Field(max_length=1024)] = None
+    """
+    The last error of the node's BMC (unreachable, refused credentials, a rejected reset), never a credential; absent when none.
+    """
+
+
 class CPUControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -299,6 +347,10 @@ class NodeTwinStatus(BaseModel):
     ] = None
     """
     Why the caps in spec were chosen, as the work-aware policy (work_aware_v1) predicts them from the Pods on the node; absent under other policies and on performance nodes.
+    """
+    power: Annotated[PowerStatus | None, Field(title='PowerStatus')] = None
+    """
+    The node's power state under the power policy (POWER_POLICY=idle_suspend_v1), written by the controller manager; absent under POWER_POLICY=none. docs/suspend-resume.md.
     """
     control_status: Annotated[
         ControlStatus | None, Field(alias='controlStatus', title='ControlStatus')

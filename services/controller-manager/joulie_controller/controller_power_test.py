@@ -1,0 +1,133 @@
+"""The controller loop carrying out the power policy: BMC readings in, cordons and power actions out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from joulie_api.kube import KubeWriteError
+from joulie_common.clock import FakeClock
+from joulie_controller.controller import Controller
+from joulie_controller.fsm import PodInfo
+from joulie_controller.hardware import NodeInfo
+from joulie_controller.kube import WriteReport
+from joulie_controller.powerdriver import InMemoryPowerDriver
+from joulie_controller.prometheus import PowerReading
+from joulie_controller.reconcile import (
+    SUSPENDED_TAINT,
+    NodeWrite,
+    Snapshot,
+    TickResult,
+    apply_in_memory,
+)
+from joulie_controller.settings import Settings
+
+T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+MANAGED = {"joulie.io/managed": "true"}
+SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
+
+
+class MemoryKube:
+    """The cluster as a Snapshot: writes and cordons land in it as the API server would keep them."""
+
+    def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
+        self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
+        self.refuse_cordon = False
+
+    def snapshot(self, now: datetime, *_: Any) -> Snapshot:
+        return replace(self.snap, now=now)
+
+    def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
+        result = TickResult(writes, [], None, [])
+        self.snap = apply_in_memory(self.snap, result, profile_label)
+        return WriteReport(writes=len(writes))
+
+    def set_suspended(self, node: str, suspended: bool) -> None:
+        if self.refuse_cordon:
+            raise KubeWriteError("cordon", "Node", node, "joulie-controller-manager", 403, "forbidden")
+        self.snap = replace(self.snap, nodes=[
+            replace(n, unschedulable=suspended, taints=(SUSPENDED_TAINT,) if suspended else ())
+            if n.name == node else n for n in self.snap.nodes])
+
+
+class NoPower:
+    def read(self) -> PowerReading:
+        return PowerReading()
+
+
+def setup(settings: Settings, driver: InMemoryPowerDriver | None) -> tuple[Controller, MemoryKube, FakeClock]:
+    kube = MemoryKube([NodeInfo("a", MANAGED), NodeInfo("b", MANAGED)], [PodInfo("ns", "job", node_name="b")])
+    clock = FakeClock(t=0.0, start=T0)
+    return Controller(settings, kube, NoPower(), clock=clock, power_driver=driver), kube, clock  # type: ignore[arg-type]
+
+
+def power_state(kube: MemoryKube, node: str) -> tuple[str | None, str | None]:
+    status = kube.snap.twins[node].status
+    assert status is not None and status.power is not None
+    return status.power.state, status.power.error
+
+
+def test_an_idle_node_is_cordoned_then_powered_off_through_the_driver() -> None:
+    driver = InMemoryPowerDriver({"a": "on", "b": "on"})
+    ctl, kube, clock = setup(SUSPEND, driver)
+    ctl.tick()
+    clock.advance(600)
+    ctl.tick()
+    assert kube.snap.nodes[0].unschedulable and power_state(kube, "a") == ("suspending", None)
+    assert driver.calls == []
+    clock.advance(60)
+    ctl.tick()
+    assert driver.calls == [("a", "off")]
+    clock.advance(60)
+    ctl.tick()
+    assert power_state(kube, "a") == ("off", None)
+
+
+def test_a_bmc_refusing_credentials_leaves_the_node_as_it_was_with_the_error_in_status() -> None:
+    driver = InMemoryPowerDriver({"a": "on", "b": "on"})
+    driver.fail["a"] = "401 Unauthorized from https://10.0.0.1 (check the BMC Secret)"
+    ctl, kube, clock = setup(SUSPEND, driver)
+    for _ in range(3):
+        ctl.tick()
+        clock.advance(600)
+    assert not kube.snap.nodes[0].unschedulable and driver.calls == []
+    assert power_state(kube, "a") == ("on", "401 Unauthorized from https://10.0.0.1 (check the BMC Secret)")
+
+
+def test_a_failed_power_off_shows_in_status_and_is_not_repeated() -> None:
+    driver = InMemoryPowerDriver({"a": "on", "b": "on"})
+    ctl, kube, clock = setup(SUSPEND, driver)
+    ctl.tick()
+    clock.advance(600)
+    ctl.tick()
+    driver.refuse["a"] = "400 Bad Request: ResetType GracefulShutdown not supported"
+    clock.advance(60)
+    summary = ctl.tick()
+    assert summary.failures == 1 and "a" in ctl.power_errors
+    clock.advance(60)
+    ctl.tick()
+    state, error = power_state(kube, "a")
+    assert state == "suspending" and error is not None and "power off failed" in error
+    assert driver.calls == []
+
+
+def test_a_refused_cordon_is_retried_and_the_node_is_never_powered_off_uncordoned() -> None:
+    driver = InMemoryPowerDriver({"a": "on", "b": "on"})
+    ctl, kube, clock = setup(SUSPEND, driver)
+    kube.refuse_cordon = True
+    ctl.tick()
+    clock.advance(600)
+    assert ctl.tick().failures == 1
+    clock.advance(60)
+    ctl.tick()
+    assert driver.calls == [] and not kube.snap.nodes[0].unschedulable
+
+
+def test_with_power_policy_none_and_no_driver_nothing_changes() -> None:
+    ctl, kube, clock = setup(Settings(), None)
+    for _ in range(3):
+        ctl.tick()
+        clock.advance(3600)
+    assert not any(n.unschedulable for n in kube.snap.nodes)
+    assert all(t.status is not None and t.status.power is None for t in kube.snap.twins.values())
