@@ -17,12 +17,14 @@ import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from joulie_common.yamlload import YamlError, load_yaml
 from joulie_simulator.bmc import resources as rf
 from joulie_simulator.emulator import Emulator, PowerStateError
 
@@ -31,6 +33,26 @@ from joulie_simulator.emulator import Emulator, PowerStateError
 class BmcCredentials:
     username: str
     password: str = field(repr=False)
+
+
+class CredentialsError(ValueError):
+    """A credentials file that cannot be used: ``<file>: <field>: <why>`` (never the value)."""
+
+
+def load_credentials(path: Path) -> BmcCredentials:
+    """``username`` and ``password`` (YAML or JSON) that every emulated BMC accepts; a file, not a
+    flag, so that the password shows in no process listing."""
+    try:
+        doc = load_yaml(path, mapping=True)
+    except YamlError as e:
+        raise CredentialsError(str(e)) from None
+    for key in ("username", "password"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            raise CredentialsError(f"{path}: {key}: a non-empty string is required")
+    extra = sorted(set(doc) - {"username", "password"})
+    if extra:
+        raise CredentialsError(f"{path}: {extra[0]}: unknown key (username and password only)")
+    return BmcCredentials(doc["username"], doc["password"])
 
 
 @dataclass

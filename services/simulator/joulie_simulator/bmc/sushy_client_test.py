@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from joulie_hwprofiles.schema import builtin_profile
 from joulie_redfish.client import BmcClient, connect, connect_entry
 from joulie_redfish.credentials import Credentials
 from joulie_redfish.directory import parse_secret
 from joulie_redfish.errors import RedfishError
+
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.bmc.app import BmcCredentials
 from joulie_simulator.bmc.fleet import BmcFleet, BmcTls
 from joulie_simulator.emulator import Emulator
@@ -105,9 +105,8 @@ def test_a_wrong_password_is_refused_at_connect_with_a_clear_error_and_no_secret
 
 
 def test_power_on_of_a_node_that_is_on_surfaces_the_bmcs_409(fleet: BmcFleet, emu: Emulator) -> None:
-    with connect(fleet.addresses["node-a"], CREDS, timeout_s=5) as client:
-        with pytest.raises(RedfishError) as e:
-            client.reset("On")
+    with connect(fleet.addresses["node-a"], CREDS, timeout_s=5) as client, pytest.raises(RedfishError) as e:
+        client.reset("On")
     assert e.value.kind == "conflict" and e.value.status == 409
     assert "reset On failed: not allowed in the system's current power state (HTTP 409): The action ComputerSystem.Reset with " \
            "ResetType On is not supported while the system's PowerState is On." in str(e.value)
