@@ -2,7 +2,7 @@
 
 ``emulate``: emulate the hardware of the nodes of a spec (trees under ``--root``, served by FUSE
 under ``<root>/fuse`` in fuse mode), step them on one tick, publish the truth (``/debug/emulate``,
-gRPC, OTLP). ``profiles``: list or check hardware profiles. ``nodes``: print the Node objects a
+gRPC, OTLP), optionally with an emulated BMC per node (``--bmc``: Redfish, ``bmc/``). ``profiles``: list or check hardware profiles. ``nodes``: print the Node objects a
 spec implies. ``curve``: throughput, power and energy per work versus a power cap, per workload
 kind (the device models; ``curve_cmd``).
 """
@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--otlp-logs-endpoint", default="", help="OTLP/HTTP logs URL for the joulie.sim.* events, e.g. http://127.0.0.1:4318/v1/logs"
     )
     em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
+    em.add_argument("--bmc", default="", help="host the emulated BMCs (Redfish, one per node, free ports) listen on, e.g. 127.0.0.1 "
+                    "('' = off); addresses in <root>/bmcs.json and GET /debug/bmcs")
+    em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
+    em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
+    em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
     pr = sub.add_parser("profiles", help="list builtin profiles or check profile files")
     pr.add_argument("files", nargs="*", type=Path, help="profile files to check (none: list the builtin ones)")
     nd = sub.add_parser("nodes", help="print the Node objects of a spec as JSON lines")
@@ -87,6 +92,18 @@ def emulate(args: argparse.Namespace) -> int:
     root: Path = args.root
     root.mkdir(parents=True, exist_ok=True)
     emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs))
+    bmc_creds = None
+    if args.bmc:
+        from joulie_simulator.bmc.app import CredentialsError, load_credentials
+
+        if args.bmc_credentials is None or (args.bmc_tls_cert is None) != (args.bmc_tls_key is None):
+            print(f"{NAME}: --bmc needs --bmc-credentials, and --bmc-tls-cert goes with --bmc-tls-key", file=sys.stderr)
+            return 2
+        try:
+            bmc_creds = load_credentials(args.bmc_credentials)
+        except CredentialsError as e:
+            print(f"{NAME}: --bmc-credentials: {e}", file=sys.stderr)
+            return 2
     trees = FileTrees(root, emu, persist_only=args.mode == "fuse")
     trees.ensure()
     stoppers: list[Callable[[], object]] = []
@@ -100,11 +117,21 @@ def emulate(args: argparse.Namespace) -> int:
 
             fuse = FuseServer(emu, root / "fuse")
             fuse.start()
+        bmcs = None
+        if bmc_creds is not None:
+            from joulie_simulator.bmc.fleet import BmcFleet, BmcTls
+
+            tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
+            fleet = BmcFleet(emu, bmc_creds, host=args.bmc, tls=tls).start()
+            stoppers.append(fleet.stop)
+            fleet.write(root / "bmcs.json")
+            bmcs = fleet.document()
+            print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {root / 'bmcs.json'}", flush=True)
         if args.http:
             from joulie_simulator.http_debug import DebugServer
 
             host, port = _addr(args.http)
-            http = DebugServer(emu, host, port)
+            http = DebugServer(emu, host, port, bmcs=bmcs)
             http.start()
             stoppers.append(http.stop)
             print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)

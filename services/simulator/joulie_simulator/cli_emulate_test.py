@@ -70,3 +70,38 @@ def test_emulate_in_files_mode_renders_trees_and_steps_them(tmp_path: Path) -> N
 def test_profiles_lists_the_builtin_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profiles"]) == 0
     assert "intel-xeon-2s-rapl" in capsys.readouterr().out.split()
+
+
+def test_emulate_with_bmcs_publishes_each_nodes_bmc_address(tmp_path: Path) -> None:
+    creds = tmp_path / "bmc.yaml"
+    creds.write_text("username: admin\npassword: emulated-pw\n")
+    rc = main(
+        ["emulate", "--nodes", "x*2=intel-xeon-2s-rapl", "--root", str(tmp_path / "root"), "--mode", "files", "--tick", "0.01",
+         "--ticks", "2", "--http", "", "--grpc", "", "--bmc", "127.0.0.1", "--bmc-credentials", str(creds)]
+    )
+    assert rc == 0
+    text = (tmp_path / "root/bmcs.json").read_text()
+    doc = json.loads(text)
+    assert [b["node"] for b in doc["bmcs"]] == ["x-0", "x-1"]
+    assert all(b["address"].startswith("http://127.0.0.1:") and b["system"] == "/redfish/v1/Systems/1" for b in doc["bmcs"])
+    assert "emulated-pw" not in text
+
+
+@pytest.mark.parametrize(
+    ("creds", "message"),
+    [
+        (None, "--bmc needs --bmc-credentials"),
+        ("username: admin\n", "password: a non-empty string is required"),
+        ("username: admin\npassword: p\nrole: x\n", "role: unknown key"),
+    ],
+)
+def test_emulate_with_bmcs_refuses_missing_or_bad_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str], creds: str | None,
+                                                              message: str) -> None:
+    args = ["emulate", "--nodes", "x-0=vm-no-powercap", "--root", str(tmp_path), "--mode", "files", "--ticks", "1",
+            "--http", "", "--grpc", "", "--bmc", "127.0.0.1"]
+    if creds is not None:
+        (tmp_path / "bmc.yaml").write_text(creds)
+        args += ["--bmc-credentials", str(tmp_path / "bmc.yaml")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "p\n" not in err

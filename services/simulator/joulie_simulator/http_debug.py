@@ -3,6 +3,8 @@
 ``GET /debug/emulate`` -> ``{"clock": {...}, "nodes": [{name, profile, host: {powerW, energyJ},
 zones, gpus, caps, ...}], "events": [...]}``; ``?node=<name>`` narrows to one node (404 names it).
 
+``GET /debug/bmcs``: where each node's emulated BMC listens (``joulie_simulator.bmc.fleet``).
+
 ``GET /metrics``: the same hardware metrics as the OTLP push, in the Prometheus text format, for a
 Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_total`` and
 ``hw_host_power_watts`` per node, ``hw_energy_joules_total`` and ``hw_power_watts`` per component
@@ -74,9 +76,12 @@ def emulate_document(emu: Emulator, node: str | None = None) -> dict[str, Any]:
 
 
 class DebugServer:
-    def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None) -> None:
+        """``bmcs``: the emulated BMCs' addresses document, served at ``GET /debug/bmcs`` (404 without)."""
         self.emu = emu
         emulator = emu
+        self.bmcs = bmcs
+        server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # - the stdlib's name
@@ -92,8 +97,14 @@ class DebugServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                if url.path == "/debug/bmcs":
+                    if server.bmcs is None:
+                        self._send(404, {"error": "no emulated BMCs (the simulator runs without --bmc)"})
+                    else:
+                        self._send(200, server.bmcs)
+                    return
                 if url.path != "/debug/emulate":
-                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /metrics or /metrics/components"})
+                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /debug/bmcs, /metrics or /metrics/components"})
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:

@@ -1,0 +1,174 @@
+"""The emulated BMCs on loopback, as a Redfish client sees them: DMTF's resource layout, sessions and
+Basic auth, 401/404/409/400 with Redfish error bodies; exercised raw (requests) and with DMTF's own
+client library (python-redfish-library, ``import redfish``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redfish
+import requests
+
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_simulator.bmc.app import BmcCredentials
+from joulie_simulator.bmc.fleet import BmcFleet
+from joulie_simulator.emulator import Emulator
+from joulie_simulator.model import Load
+
+CREDS = BmcCredentials("operator", "s3cret-Pa55")
+XEON = builtin_profile("intel-xeon-2s-rapl")
+
+
+@pytest.fixture
+def emu() -> Emulator:
+    e = Emulator([("xeon-0", XEON), ("xeon-1", XEON)], tick_s=1.0, clock=lambda: 0.0)
+    e.frozen = True
+    e.step(1)
+    return e
+
+
+@pytest.fixture
+def fleet(emu: Emulator) -> Iterator[BmcFleet]:
+    f = BmcFleet(emu, CREDS).start()
+    yield f
+    f.stop()
+
+
+def _get(url: str, auth: tuple[str, str] | None = (CREDS.username, CREDS.password)) -> requests.Response:
+    return requests.get(url, auth=auth, timeout=5)
+
+
+def test_each_node_has_its_own_bmc_on_a_free_loopback_port_and_the_addresses_are_published(fleet: BmcFleet, tmp_path: Path) -> None:
+    addrs = fleet.addresses
+    assert sorted(addrs) == ["xeon-0", "xeon-1"] and len(set(addrs.values())) == 2
+    assert all(a.startswith("http://127.0.0.1:") for a in addrs.values())
+    fleet.write(tmp_path / "bmcs.json")
+    doc = json.loads((tmp_path / "bmcs.json").read_text())
+    assert doc == {"schemaVersion": 1, "bmcs": [
+        {"node": "xeon-0", "address": addrs["xeon-0"], "system": "/redfish/v1/Systems/1"},
+        {"node": "xeon-1", "address": addrs["xeon-1"], "system": "/redfish/v1/Systems/1"},
+    ]}
+    assert CREDS.password not in (tmp_path / "bmcs.json").read_text()
+    assert _get(f"{addrs['xeon-1']}/redfish/v1/Systems/1").json()["HostName"] == "xeon-1"
+
+
+def test_the_service_root_is_public_and_everything_else_wants_credentials(fleet: BmcFleet) -> None:
+    base = fleet.addresses["xeon-0"]
+    root = _get(f"{base}/redfish/v1/", auth=None)
+    assert root.status_code == 200 and root.json()["Systems"] == {"@odata.id": "/redfish/v1/Systems"}
+    assert root.json()["Links"]["Sessions"] == {"@odata.id": "/redfish/v1/SessionService/Sessions"}
+    assert _get(f"{base}/redfish", auth=None).json() == {"v1": "/redfish/v1/"}
+    for auth in (None, (CREDS.username, "wrong"), ("root", CREDS.password)):
+        r = _get(f"{base}/redfish/v1/Systems/1", auth=auth)
+        assert r.status_code == 401
+        assert r.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(".NoValidSession")
+    assert _get(f"{base}/redfish/v1/Systems/1").status_code == 200
+
+
+def test_the_dmtf_layout_system_chassis_power_sensors_manager(fleet: BmcFleet, emu: Emulator) -> None:
+    base = fleet.addresses["xeon-0"]
+    systems = _get(f"{base}/redfish/v1/Systems").json()
+    assert systems["Members"] == [{"@odata.id": "/redfish/v1/Systems/1"}] and systems["Members@odata.count"] == 1
+    sys1 = _get(f"{base}/redfish/v1/Systems/1").json()
+    assert sys1["PowerState"] == "On" and sys1["@odata.type"].startswith("#ComputerSystem.")
+    reset = sys1["Actions"]["#ComputerSystem.Reset"]
+    assert reset["target"] == "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+    assert reset["ResetType@Redfish.AllowableValues"] == ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]
+    chassis = _get(f"{base}/redfish/v1/Chassis/1").json()
+    assert chassis["Power"] == {"@odata.id": "/redfish/v1/Chassis/1/Power"}
+    watts = _get(f"{base}/redfish/v1/Chassis/1/Power").json()["PowerControl"][0]["PowerConsumedWatts"]
+    assert watts == pytest.approx(emu.node("xeon-0").state.host_power_w, abs=0.05)
+    sensor = _get(f"{base}/redfish/v1/Chassis/1/Sensors/TotalPower").json()
+    assert sensor["ReadingUnits"] == "W" and sensor["Reading"] == watts
+    assert _get(f"{base}/redfish/v1/Managers/1").json()["ManagerType"] == "BMC"
+
+
+def test_an_unknown_resource_is_404_with_a_redfish_error_body(fleet: BmcFleet) -> None:
+    r = _get(f"{fleet.addresses['xeon-0']}/redfish/v1/Systems/2")
+    assert r.status_code == 404
+    info = r.json()["error"]["@Message.ExtendedInfo"][0]
+    assert info["MessageId"].endswith(".ResourceMissingAtURI") and "/redfish/v1/Systems/2" in info["Message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message_id"),
+    [
+        ({"ResetType": "On"}, 409, "ActionNotSupported"),  # it is on
+        ({"ResetType": "Nmi"}, 400, "ActionParameterValueNotInList"),
+        ({}, 400, "ActionParameterMissing"),
+    ],
+)
+def test_a_reset_the_state_or_the_body_does_not_allow_is_refused(fleet: BmcFleet, emu: Emulator, body: dict[str, str], status: int,
+                                                                 message_id: str) -> None:
+    url = f"{fleet.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+    r = requests.post(url, json=body, auth=(CREDS.username, CREDS.password), timeout=5)
+    assert r.status_code == status
+    assert r.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(f".{message_id}")
+    assert emu.power_state("xeon-0") == "on"
+
+
+def test_a_reset_drives_the_emulator_and_the_bmc_reports_its_state_and_standby_watts(fleet: BmcFleet, emu: Emulator) -> None:
+    base = fleet.addresses["xeon-0"]
+    url = f"{base}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+    auth = (CREDS.username, CREDS.password)
+    emu.set_load("xeon-0", Load(cpu_util=1.0))
+    emu.step(1)
+    assert requests.post(url, json={"ResetType": "GracefulShutdown"}, auth=auth, timeout=5).status_code == 204
+    assert emu.power_state("xeon-0") == "shutting-down"
+    assert _get(f"{base}/redfish/v1/Systems/1").json()["PowerState"] == "PoweringOff"
+    r = requests.post(url, json={"ResetType": "GracefulShutdown"}, auth=auth, timeout=5)
+    assert r.status_code == 409 and "PoweringOff" in r.json()["error"]["@Message.ExtendedInfo"][0]["Message"]
+    emu.step(int(XEON.physics.shutdown_s))
+    assert _get(f"{base}/redfish/v1/Systems/1").json()["PowerState"] == "Off"
+    assert _get(f"{base}/redfish/v1/Chassis/1/Power").json()["PowerControl"][0]["PowerConsumedWatts"] == XEON.physics.standby_w
+    assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 204
+    assert _get(f"{base}/redfish/v1/Systems/1").json()["PowerState"] == "PoweringOn"
+    emu.step(int(XEON.physics.boot_s))
+    assert _get(f"{base}/redfish/v1/Systems/1").json()["PowerState"] == "On"
+    assert emu.node("xeon-0").boots == 1
+    assert emu.power_state("xeon-1") == "on"  # the other node's BMC was not involved
+
+
+def test_dmtf_redfish_library_logs_in_reads_the_system_resets_it_and_reads_power(fleet: BmcFleet, emu: Emulator) -> None:
+    client = redfish.redfish_client(base_url=fleet.addresses["xeon-0"], username=CREDS.username, password=CREDS.password,
+                                    default_prefix="/redfish/v1/", timeout=5, max_retry=1)
+    client.login(auth="session")
+    try:
+        sys1 = client.get("/redfish/v1/Systems/1")
+        assert sys1.status == 200 and sys1.dict["PowerState"] == "On"
+        target = sys1.dict["Actions"]["#ComputerSystem.Reset"]["target"]
+        off = client.post(target, body={"ResetType": "ForceOff"})
+        assert off.status == 204
+        assert client.get("/redfish/v1/Systems/1").dict["PowerState"] == "Off"
+        again = client.post(target, body={"ResetType": "ForceOff"})
+        assert again.status == 409
+        assert again.dict["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(".ActionNotSupported")
+        emu.step(1)
+        power = client.get("/redfish/v1/Chassis/1/Power").dict["PowerControl"][0]["PowerConsumedWatts"]
+        assert power == XEON.physics.standby_w
+        assert client.post(target, body={"ResetType": "On"}).status == 204
+        assert client.get("/redfish/v1/Systems/1").dict["PowerState"] == "PoweringOn"
+    finally:
+        client.logout()
+
+
+def test_dmtf_redfish_library_with_a_wrong_password_is_refused(fleet: BmcFleet) -> None:
+    client = redfish.redfish_client(base_url=fleet.addresses["xeon-0"], username=CREDS.username, password="guess",
+                                    default_prefix="/redfish/v1/", timeout=5, max_retry=1)
+    with pytest.raises(redfish.rest.v1.InvalidCredentialsError):
+        client.login(auth="session")
+
+
+def test_a_session_token_works_until_the_session_is_deleted(fleet: BmcFleet) -> None:
+    base = fleet.addresses["xeon-0"]
+    r = requests.post(f"{base}/redfish/v1/SessionService/Sessions", json={"UserName": CREDS.username, "Password": CREDS.password}, timeout=5)
+    assert r.status_code == 201 and r.headers["Location"].startswith("/redfish/v1/SessionService/Sessions/")
+    token = r.headers["X-Auth-Token"]
+    assert requests.get(f"{base}/redfish/v1/Systems/1", headers={"X-Auth-Token": token}, timeout=5).status_code == 200
+    assert requests.delete(f"{base}{r.headers['Location']}", headers={"X-Auth-Token": token}, timeout=5).status_code == 204
+    assert requests.get(f"{base}/redfish/v1/Systems/1", headers={"X-Auth-Token": token}, timeout=5).status_code == 401
+    bad = requests.post(f"{base}/redfish/v1/SessionService/Sessions", json={"UserName": CREDS.username, "Password": "x"}, timeout=5)
+    assert bad.status_code == 401 and "X-Auth-Token" not in bad.headers
