@@ -12,7 +12,7 @@ from joulie_bench.paired import METRICS as PAIRED_METRICS
 from joulie_bench.paired import REGIMES
 from joulie_bench.sim import run
 from joulie_workload.gen import GenOptions, generate
-from joulie_workload.trace import write_trace
+from joulie_workload.trace import Job, write_trace
 
 
 def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,7 +26,7 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
     assert "accelerated clock" in printed and "joulie_controller.reconcile" in printed
     assert "Energy saved vs A" in printed and "Energy split" in printed
     rows = list(csv.DictReader((out / "runs.csv").open()))
-    assert sorted({r["policy"] for r in rows}) == ["A", "A-placement", "B", "C", "D", "E"] and len(rows) == 12
+    assert sorted({r["policy"] for r in rows}) == ["A", "A-placement", "B", "C", "D", "E", "ES", "S"] and len(rows) == 16
     assert all(r["jobs_completed"] == "10" for r in rows), rows
     assert all(float(r["it_energy_kwh"]) > 0 and float(r["makespan_s"]) > 0 for r in rows)
     for r in rows:
@@ -44,14 +44,18 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
     md = (out / "results.md").read_text()
     assert "| E work-aware |" in md and "| A-placement A + E's placement |" in md and "open: throughput" in md
     per_seed = list(csv.DictReader((out / "paired_seeds.csv").open()))
-    assert {r["seed"] for r in per_seed} == {"1", "2"} and {r["policy"] for r in per_seed} == {"A-placement", "B", "C", "D", "E"}
+    assert {r["seed"] for r in per_seed} == {"1", "2"} and {r["policy"] for r in per_seed} == {"A-placement", "B", "C", "D", "E",
+                                                                                              "S", "ES"}
     assert (out / "traces" / "seed-1.jsonl").is_file()
     lines = (out / "paired.csv").read_text().splitlines()
     assert lines[0] == "policy,regime,metric,mean_change_pct,ci95_low_pct,ci95_high_pct,n_seeds"
     paired = list(csv.DictReader(lines))
-    assert len(paired) == 5 * len(REGIMES) * len(PAIRED_METRICS)
+    assert len(paired) == 7 * len(REGIMES) * len(PAIRED_METRICS)
     assert {(r["policy"], r["regime"], r["metric"]) for r in paired} == {
-        (p, g, m) for p in ("A-placement", "B", "C", "D", "E") for g in REGIMES for m in PAIRED_METRICS}
+        (p, g, m) for p in ("A-placement", "B", "C", "D", "E", "S", "ES") for g in REGIMES for m in PAIRED_METRICS}
+    power = {r["policy"]: r for r in csv.DictReader((out / "power.csv").open())}
+    assert set(power) == {"A", "A-placement", "B", "C", "D", "E", "S", "ES"} and power["A"]["boots"] == "0.00"
+    assert "## Power states" in md and "| ES work-aware + suspend |" in md
     for r in paired:
         if r["regime"] == "completion" or r["metric"] in ("facility_energy", "it_energy", "throughput"):
             assert r["n_seeds"] == "2", r
@@ -174,3 +178,28 @@ def test_an_swf_log_runs_through_traceextract_cut_into_paired_chunks(tmp_path: P
     e_it = [float(r["it_energy_kwh"]) for r in rows if r["policy"] == "E"]
     a_it = [float(r["it_energy_kwh"]) for r in rows if r["policy"] == "A"]
     assert e_it == pytest.approx(a_it, rel=2e-3)
+
+
+def _burst(start_s: float, n: int, prefix: str) -> list[Job]:
+    jobs = generate(GenOptions(jobs=n, seed=7, mean_interarrival_s=2, eco_ratio=0, perf_ratio=0, gpu_ratio=0,
+                               cpu_median_s=300, prefix=prefix))
+    return [j.model_copy(update={"submit_s": j.submit_s + start_s}) for j in jobs]
+
+
+def test_suspend_powers_idle_nodes_off_through_a_lull_and_back_on_for_the_next_burst() -> None:
+    # Two bursts of CPU jobs 3 h apart on four Xeons: in the lull the power policy suspends every node
+    # but the pool's floor of one; the second burst (30 jobs, ~300 cores in a minute) fits on no single
+    # powered node and resumes others.
+    jobs = _burst(0, 12, "early") + _burst(3 * 3600, 30, "late")
+    nodes = parse_nodes("intel-xeon-2s-rapl*4")
+    a = run(jobs, nodes, "A", seed=1, dt_s=10)
+    s = run(jobs, nodes, "S", seed=1, dt_s=10, suspend_after_s=600)
+    assert a.jobs_completed == s.jobs_completed == 42
+    assert a.boots == 0 and a.node_hours_off == 0
+    assert s.boots >= 1, "the second burst resumed no node"
+    assert s.node_hours_off > 3 * 2.0, s.node_hours_off  # three nodes off for most of the 3 h lull
+    assert s.empty_node_energy_kwh < 0.6 * a.empty_node_energy_kwh
+    assert s.it_energy_kwh < a.it_energy_kwh
+    boot_s = nodes[0].profile.physics.boot_s
+    # No Pod waits past a resume (boot) plus a few reconcile and scheduling cycles.
+    assert max(s.waits_s) <= boot_s + 3 * 60 + 60, max(s.waits_s)

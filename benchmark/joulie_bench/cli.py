@@ -36,10 +36,10 @@ from joulie_bench.powerreport import csv_rows as power_csv_rows
 from joulie_bench.powerreport import markdown as power_markdown
 from joulie_bench.report import markdown_report, plot_energy_split, plot_paired
 from joulie_bench.sim import DEVICE_KINDS, POLICIES, SUSPEND_AFTER_S, BenchNode, RunResult, describe_settings, run
+from joulie_bench.stats import Estimate, ci95
 from joulie_bench.tradeoff import TRADEOFF_HEADER, curve
 from joulie_bench.tradeoff import csv_rows as tradeoff_csv_rows
 from joulie_bench.tradeoff import plot as tradeoff_plot
-from joulie_bench.stats import Estimate, ci95
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
 from joulie_workload.extract import ExtractOptions, extract_swf
 from joulie_workload.gen import GenOptions, generate
@@ -425,8 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         tradeoff_plot(out, "ES", c)
         print("\nES trade-off against SUSPEND_AFTER (paired vs A, mean [95 % CI]):")
         for after_s, figs in c.items():
-            e, m, wt = figs["open_facility_energy_pct"], figs["makespan_pct"], figs["p95_wait_added_s"]
-            print(f"  {after_s:>6g} s: open facility energy/work {e.mean:+.1f} % [{e.low:+.1f}, {e.high:+.1f}], makespan "
+            en, m, wt = figs["open_facility_energy_pct"], figs["makespan_pct"], figs["p95_wait_added_s"]
+            print(f"  {after_s:>6g} s: open facility energy/work {en.mean:+.1f} % [{en.low:+.1f}, {en.high:+.1f}], makespan "
                   f"{m.mean:+.1f} %, p95 wait added {wt.mean:+.0f} s, boots {figs['boots'].mean:.1f}")
         print(f"wrote {out / 'tradeoff.csv'}, {out / 'tradeoff.png'}")
     print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {out / 'paired_seeds.csv'}, "

@@ -16,7 +16,10 @@ Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods
 power-profile affinity, since no node carries the label), B ``static_partition``, C
 ``queue_aware_v1``, D ``cluster_power_budget``, E ``work_aware_v1`` (caps from the work on each
 node, soft placement, the budget on measured power), and A-placement: E's labels and placement
-with no cap ever written, so E's change against A splits into placement and caps.
+with no cap ever written, so E's change against A splits into placement and caps. S and ES are
+A-placement and E plus the controller's power policy (``idle_suspend_v1``): idle nodes cordoned
+and powered off, powered on for Pending Pods that fit no powered node; the actions are carried
+out on the emulator as the emulated BMC would (off: the profile's standby power; on: its boot time).
 
 Facility model (reference joulie-node-sim.md §3.1.4, with the load fraction against the
 cluster's nameplate instead of a running peak, so policies compare on one scale):
@@ -35,12 +38,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
-from joulie_api.names import LABEL_MANAGED, LABEL_POWER_PROFILE, PROFILE_ECO, object_name_for_node
+from joulie_api.names import (
+    LABEL_MANAGED,
+    LABEL_POOL,
+    LABEL_POWER_PROFILE,
+    LABEL_SIM_CLUSTER,
+    PROFILE_ECO,
+    TAINT_SUSPENDED,
+    TAINT_SUSPENDED_EFFECT,
+    object_name_for_node,
+)
 from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.stats import percentile
 from joulie_common.clock import FakeClock
-from joulie_controller.hardware import NodeInfo
+from joulie_controller.hardware import NodeInfo, Taint
 from joulie_controller.kube import pod_info
+from joulie_controller.powerstate import BmcReading, BmcState
 from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
 from joulie_controller.settings import Settings
 from joulie_extender.podmeta import eco_class, workload_kind
@@ -84,6 +97,8 @@ DEVICE_KINDS = ("cpu", "gpu", "other")
 CLUSTER = "bench"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 STALENESS = timedelta(minutes=5)
+BMC_STATES: dict[str, BmcState] = {"on": "on", "off": "off", "booting": "powering-on", "shutting-down": "powering-off"}
+"""The emulator's power states as a Redfish BMC reports them (ComputerSystem PowerState)."""
 
 
 @dataclass(frozen=True)
@@ -408,8 +423,7 @@ class _Run:
         self.next_reconcile += self.s.reconcile_interval_s
         self.reconciles += 1
         now = EPOCH + timedelta(seconds=t)
-        infos = [NodeInfo(n.name, {LABEL_MANAGED: "true", **({LABEL_POWER_PROFILE: self.labels[n.name]} if n.name in self.labels else {})},
-                          allocatable_gpus=n.gpus, capacity_cpu=n.profile.node.cpu) for n in self.nodes]
+        infos = [self.node_info(n) for n in self.nodes]
         pods = []
         for r in self.engine.runs.values():
             if r.submitted and r.done_s is None:
@@ -417,14 +431,40 @@ class _Run:
                 obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": {"phase": "Running" if r.running else "Pending"}}
                 pods.append(pod_info(obj))
         meas = {n.name: Measurement(self.emu.node(n.name).state.host_power_w) for n in self.nodes}
-        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas)
+        bmc = {n.name: BmcReading(BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes} if self.suspend else {}
+        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc)
         result = reconcile(snap, self.s, self.memory)
         self.twins = dict(apply_in_memory(snap, result, self.s.power_profile_label).twins)
+        for a in result.power:
+            self.carry_out(a.node, a.action)
         for o in result.outcomes:
             self.labels[o.node] = o.profile
-            if self.write_caps:
+            if self.write_caps and self.emu.power_state(o.node) == "on":  # no agent runs on a node that is not up
                 twin = self.twins.get(object_name_for_node(o.node))
                 self.caps.apply(o.node, twin.spec if twin is not None else None)
+
+    def node_info(self, n: BenchNode) -> NodeInfo:
+        """The Node as the controller reads it: labels (one suspend pool per hardware profile), the
+        cordon and taint the power policy set, Ready only while the node is up."""
+        labels = {LABEL_MANAGED: "true", LABEL_POOL: n.profile.name, LABEL_SIM_CLUSTER: CLUSTER,  # the Pods' nodeSelector
+                  **({LABEL_POWER_PROFILE: self.labels[n.name]} if n.name in self.labels else {})}
+        cordoned = n.name in self.cordoned
+        return NodeInfo(n.name, labels, unschedulable=cordoned, allocatable_gpus=n.gpus, capacity_cpu=n.profile.node.cpu,
+                        taints=(Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT),) if cordoned else (),
+                        allocatable_cpu=n.cpus, allocatable_memory_bytes=n.profile.node.memory_ki * 1024.0,
+                        ready=self.emu.power_state(n.name) == "on")
+
+    def carry_out(self, node: str, action: str) -> None:
+        """A power action as the controller's shell carries it out: the cordon and taint on the Node, the
+        power through the node's BMC (here the emulator itself, as the emulated BMC drives it)."""
+        if action == "cordon":
+            self.cordoned.add(node)
+        elif action == "uncordon":
+            self.cordoned.discard(node)
+        elif action == "off":
+            self.emu.power_off(node, graceful=True)
+        elif action == "on":
+            self.emu.power_on(node)
 
     def schedule(self, t: float) -> None:
         """Pending jobs in submit order; each takes the best node it fits on, one that fits nowhere waits
