@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--swf-chunk-jobs", type=int, default=200,
                    help="SWF logs: cut the log into consecutive chunks of N jobs, each one paired unit (default 200)")
     p.add_argument("--swf-chunks", type=int, default=10, help="SWF logs: at most this many chunks (default 10)")
+    p.add_argument("--diurnal-amplitude", type=float, default=0.0,
+                   help="generated traces: arrivals follow a daily cycle, rate x (1 + A sin(2 pi t / day)), 0 <= A < 1 "
+                   "(0.6: the peak 4x the trough; default 0: none)")
+    p.add_argument("--day-s", type=float, default=86400.0, help="generated traces: the daily cycle's period (default 86400)")
     p.add_argument("--kind-shares", default="", help="generated traces: share of each workload kind, e.g. "
                    "'gpu-inference=0.4,cpu-memory=0.6' (default: from --gpu-ratio)")
     p.add_argument("--dt", type=float, default=5.0, help="virtual seconds per tick (default 5)")
@@ -253,7 +257,7 @@ def load_traces(args: argparse.Namespace, out: Path, max_cpus: int = 64) -> list
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         jobs = generate(GenOptions(jobs=args.jobs, seed=seed, mean_interarrival_s=args.mean_interarrival_s,
                                    perf_ratio=args.perf_ratio, eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio,
-                                   kind_shares=shares))
+                                   kind_shares=shares, diurnal_amplitude=args.diurnal_amplitude, day_s=args.day_s))
         name = f"seed-{seed}.jsonl"
         write_trace(out / "traces" / name, jobs)
         units.append((seed, name, jobs))
@@ -331,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         source = f"traces: {len(units)} from {args.trace} ({', '.join(f'{s}={n}' for s, n, _ in units)})"
     else:
         source = (f"trace: {args.jobs} jobs, mean inter-arrival {args.mean_interarrival_s:g} s, perf {args.perf_ratio:g} / "
-                  f"eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}{'; kinds ' + args.kind_shares if args.kind_shares else ''}; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+                  f"eco {args.eco_ratio:g} / gpu {args.gpu_ratio:g}{'; kinds ' + args.kind_shares if args.kind_shares else ''}"
+                  f"{f'; daily cycle amplitude {args.diurnal_amplitude:g}, period {args.day_s:g} s' if args.diurnal_amplitude else ''}"
+                  f"; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
     print(f"cluster: {len(nodes)} nodes ({args.nodes}); {source}; policies {','.join(policies)}; dt {args.dt:g} s")
     for pol in policies:
         print("  " + describe_settings(pol, nodes, args.budget_frac))

@@ -3,6 +3,11 @@
 Model (every draw from one ``random.Random(seed)``, in a fixed order, so a seed is a trace):
 
 - arrivals: a Poisson process, exponential inter-arrival times with mean ``mean_interarrival_s``;
+  with ``diurnal_amplitude`` a > 0, a daily cycle: the rate is ``(1 + a sin(2 pi t / day_s)) /
+  mean_interarrival_s`` (peak over trough (1 + a) / (1 - a); a = 0.6 gives 4, the order of the
+  daily cycles in the Lublin-Feitelson model of parallel workloads and the logs it was fitted to),
+  made by warping the homogeneous arrival times through the cycle's cumulative rate, so the jobs
+  themselves (every other draw) are the same as without it;
 - class: ``performance`` with probability ``perf_ratio``, ``eco`` with ``eco_ratio``, else ``general``;
 - kind (``kinds``): drawn with the shares of ``kind_shares`` (``--kind-shares``, e.g.
   ``gpu-training=0.25,gpu-inference=0.15,cpu-compute=0.4,cpu-memory=0.2``); without it, from
@@ -49,6 +54,10 @@ class GenOptions:
     gpu_median_s: float = 600.0
     namespace: str = "default"
     prefix: str = "job"
+    diurnal_amplitude: float = 0.0
+    """0: a homogeneous Poisson process; 0 < a < 1: arrivals follow a daily cycle (module docstring)."""
+    day_s: float = 86400.0
+    """The cycle's period (a compressed day, to run a week of lulls in less virtual time)."""
 
     def check(self) -> None:
         problems = []
@@ -64,6 +73,10 @@ class GenOptions:
         for name, v in (("--cpu-median-s", self.cpu_median_s), ("--gpu-median-s", self.gpu_median_s)):
             if not (v > 0 and math.isfinite(v)):
                 problems.append(f"{name}: {v} must be a finite number > 0")
+        if not 0 <= self.diurnal_amplitude < 1:
+            problems.append(f"--diurnal-amplitude: {self.diurnal_amplitude} is not within 0..1 (1 excluded)")
+        if not (self.day_s > 0 and math.isfinite(self.day_s)):
+            problems.append(f"--day-s: {self.day_s} must be a finite number > 0")
         if self.kind_shares is not None and abs(sum(self.kind_shares.values()) - 1) > 1e-6:
             problems.append(f"--kind-shares: shares sum to {sum(self.kind_shares.values()):g}, not 1")
         if problems:
@@ -79,6 +92,24 @@ class GenOptions:
 
 def _runtime(rnd: random.Random, median_s: float, lo_s: float) -> float:
     return min(max(rnd.lognormvariate(math.log(median_s), 0.8), lo_s), 12 * median_s)
+
+
+def diurnal_time(tau_s: float, amplitude: float, day_s: float) -> float:
+    """The time t at which the cycle's cumulative rate, in units of the mean rate, reaches ``tau_s``:
+    ``t - a day/(2 pi) (cos(2 pi t/day) - 1) = tau`` (increasing in t for a < 1; bisection)."""
+    if amplitude == 0:
+        return tau_s
+    w = 2 * math.pi / day_s
+
+    def cumulative(t: float) -> float:
+        return t - amplitude / w * (math.cos(w * t) - 1)
+
+    lo, hi = tau_s - 2 * amplitude / w, tau_s + 2 * amplitude / w
+    lo = max(lo, 0.0)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cumulative(mid) < tau_s else (lo, mid)
+    return (lo + hi) / 2
 
 
 def generate(opts: GenOptions) -> list[Job]:
@@ -117,7 +148,7 @@ def generate(opts: GenOptions) -> list[Job]:
         jobs.append(Job.model_validate({
             "type": "job",
             "jobId": f"{opts.prefix}-{i:0{width}d}",
-            "submitTimeOffsetSec": round(t, 3),
+            "submitTimeOffsetSec": round(diurnal_time(t, opts.diurnal_amplitude, opts.day_s), 3),
             "class": cls,
             "workloadKind": kind,
             "namespace": opts.namespace,

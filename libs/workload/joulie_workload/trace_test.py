@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,29 @@ def test_traceextract_normalises_swf() -> None:
         extract_swf(["1 soon 5 60 8 -1 -1 8 100 -1 1 1 1 1 1 -1 -1 -1"], "x.swf", ExtractOptions())
     with pytest.raises(ValueError, match="--queue-classes: '2=fast'"):
         parse_queue_classes("2=fast")
+
+
+def test_a_daily_cycle_moves_arrivals_into_the_day_and_keeps_the_jobs() -> None:
+    flat = generate(GenOptions(jobs=3000, seed=3, mean_interarrival_s=200))  # ~7 days
+    cyc = generate(GenOptions(jobs=3000, seed=3, mean_interarrival_s=200, diurnal_amplitude=0.6, day_s=86400))
+    # The same jobs (every draw but the times), in the same order.
+    assert [(j.job_id, j.requests, j.work) for j in flat] == [(j.job_id, j.requests, j.work) for j in cyc]
+    assert all(a.submit_s <= b.submit_s for a, b in pairwise(cyc))
+    # Rate 1 + 0.6 sin: the quarter around the peak gets about 4x the arrivals of the trough quarter.
+    day = [j.submit_s % 86400 for j in cyc]
+    peak = sum(1 for t in day if 0.125 * 86400 <= t < 0.375 * 86400)
+    trough = sum(1 for t in day if 0.625 * 86400 <= t < 0.875 * 86400)
+    assert 2.5 < peak / trough < 6, (peak, trough)
+    flat_day = [j.submit_s % 86400 for j in flat]
+    flat_ratio = sum(1 for t in flat_day if 0.125 * 86400 <= t < 0.375 * 86400) / max(
+        1, sum(1 for t in flat_day if 0.625 * 86400 <= t < 0.875 * 86400))
+    assert 0.7 < flat_ratio < 1.4
+    # The mean rate is unchanged: the same jobs span about the same time.
+    assert abs(cyc[-1].submit_s - flat[-1].submit_s) < 86400 * 0.6 / 3.14
+
+
+def test_diurnal_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="--diurnal-amplitude: 1.0"):
+        generate(GenOptions(jobs=1, diurnal_amplitude=1.0))
+    with pytest.raises(ValueError, match="--day-s: 0"):
+        generate(GenOptions(jobs=1, day_s=0))

@@ -53,6 +53,10 @@ def add_parsers(sub: Any) -> None:
                           "default from --gpu-ratio: 0.25,0.15,0.4,0.2)")
     gen.add_argument("--cpu-median-s", type=float, default=d.cpu_median_s)
     gen.add_argument("--gpu-median-s", type=float, default=d.gpu_median_s)
+    gen.add_argument("--diurnal-amplitude", type=float, default=d.diurnal_amplitude,
+                     help="0..1 (1 excluded): arrivals follow a daily cycle, rate x (1 + A sin(2 pi t / day)); 0.6 "
+                          "makes the peak 4x the trough (default 0: no cycle)")
+    gen.add_argument("--day-s", type=float, default=d.day_s, help="the cycle's period in seconds (default 86400)")
     gen.add_argument("--namespace", default=d.namespace)
     gen.add_argument("--out", default="-", help="output file ('-' = stdout)")
     ex = sub.add_parser("traceextract", help="normalise an SWF trace (Parallel Workloads Archive) into ours")
@@ -81,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
             jobs = generate(GenOptions(
                 jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s, perf_ratio=args.perf_ratio,
                 eco_ratio=args.eco_ratio, gpu_ratio=args.gpu_ratio, cpu_median_s=args.cpu_median_s,
-                gpu_median_s=args.gpu_median_s, namespace=args.namespace,
-                kind_shares=parse_shares(args.kind_shares) if args.kind_shares else None))
+                gpu_median_s=args.gpu_median_s, namespace=args.namespace, diurnal_amplitude=args.diurnal_amplitude,
+                day_s=args.day_s, kind_shares=parse_shares(args.kind_shares) if args.kind_shares else None))
             _emit(list(dump_lines(jobs)), args.out)
             print(f"workloadgen: {len(jobs)} jobs, seed {args.seed}", file=sys.stderr)
             return 0
