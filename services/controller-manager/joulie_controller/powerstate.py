@@ -172,8 +172,9 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
         if pod.node_name and pod.phase not in _FINISHED:
             bound[pod.node_name].append(pod)
     workload = {n.info.name: [p for p in bound[n.info.name] if not p.daemonset] for n in nodes}
-    pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting),
-                     key=_pod_name)
+    # A Pending DaemonSet Pod is bound to its node by a matchFields affinity and wakes nothing.
+    pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
+                      and not p.daemonset), key=_pod_name)
     tick = _Tick(inp)
     for n in nodes:
         if n.status.since is None:  # first seen by the policy
