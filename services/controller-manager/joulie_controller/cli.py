@@ -61,8 +61,16 @@ def _run(args: argparse.Namespace) -> int:
         elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
     facility = FacilityReader(settings) if settings.enable_facility_metrics else None
     liveness = Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry)
+    # The BMC driver (PowerDriver, powerdriver.py) for POWER_POLICY=idle_suspend_v1: the Redfish one
+    # (joulie_redfish, BMCs and credentials from a Secret) is connected here. Without a driver no
+    # node has a BMC reading, so the policy never suspends a node.
+    power_driver = None
+    if settings.power_policy != "none":
+        logging.getLogger(NAME).warning(
+            "POWER_POLICY=%s but no BMC driver is configured: no node has a BMC reading, none is suspended",
+            settings.power_policy)
     controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility,
-                            liveness=liveness)
+                            liveness=liveness, power_driver=power_driver)
     if args.once:
         summary = controller.tick()
         return 0 if summary.failures == 0 else 1

@@ -309,3 +309,77 @@ def test_crd_schema_accepts_what_the_controller_writes_and_rejects_garbage(kube_
             client.apply(NODE_TWIN, name, body)
     with pytest.raises(KubeWriteError, match="predictedCoolingStressScore"):
         client.apply_status(NODE_TWIN, name, {"predictedCoolingStressScore": 140})
+
+
+def test_power_policy_cordons_taints_powers_off_and_back_through_the_api_server(
+    kube_api: k8s.ApiClient, kwok: ManagedProcess, suite: str
+) -> None:
+    """idle_suspend_v1 end to end against the real API server (the CRD takes spec.power and
+    status.power; the cordon keeps KWOK's own taint), with an in-memory BMC per node."""
+    from joulie_controller.powerdriver import InMemoryPowerDriver
+
+    core = k8s.CoreV1Api(kube_api)
+    idle, busy = f"pw-a-{suite}", f"pw-b-{suite}"
+    make_node(core, idle, suite, kwok=True)
+    make_node(core, busy, suite, kwok=True)
+    toleration = {"key": KWOK_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    job = k8s.V1Pod.from_dict({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"job-{suite}"},
+        "spec": {"nodeName": busy, "containers": [{"name": "c", "image": "fake",
+                                                   "resources": {"requests": {"cpu": "30"}}}],
+                 "tolerations": [toleration]}})
+    waiting = k8s.V1Pod.from_dict({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"waiting-{suite}"},
+        "spec": {"nodeSelector": {"test.joulie.io/suite": suite},
+                 "containers": [{"name": "c", "image": "fake", "resources": {"requests": {"cpu": "8"}}}],
+                 "tolerations": [toleration]}})
+    assert job is not None and waiting is not None
+    core.create_namespaced_pod("default", job)
+    eventually(lambda: (core.read_namespaced_pod(f"job-{suite}", "default").status or k8s.V1PodStatus()).phase
+               == "Running", what="pod Running")
+    eventually(lambda: all(any(c.type == "Ready" and c.status == "True" for c in
+                               (core.read_node(n).status or k8s.V1NodeStatus()).conditions or [])
+                           for n in (idle, busy)), what="KWOK nodes Ready")
+    driver = InMemoryPowerDriver({idle: "on", busy: "on"})
+    s = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address="",
+                 power_policy="idle_suspend_v1", suspend_after_s=600)
+    shell = ControllerKube(kube_api, JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1,))))
+    clock = fake_clock()
+    ctl = Controller(s, shell, PowerReader(s), clock=clock, power_driver=driver)
+
+    def power(node: str) -> dict[str, Any]:
+        return dict(twin_raw(kube_api, node)["status"]["power"])
+
+    try:
+        assert ctl.tick().failures == 0
+        assert power(idle)["state"] == "on" and twin_raw(kube_api, idle)["spec"]["power"] == {"state": "on"}
+        clock.advance(600)
+        assert ctl.tick().failures == 0
+        spec = core.read_node(idle).spec
+        assert spec is not None and spec.unschedulable
+        assert sorted(t.key for t in spec.taints or []) == sorted([KWOK_TAINT_KEY, "joulie.io/suspended"])
+        assert power(idle)["state"] == "suspending" and "no workload Pods for 10m" in power(idle)["reason"]
+        assert not (core.read_node(busy).spec or k8s.V1NodeSpec()).unschedulable
+        clock.advance(60)
+        ctl.tick()
+        assert driver.calls == [(idle, "off")] and twin_raw(kube_api, idle)["spec"]["power"] == {"state": "off"}
+        clock.advance(60)
+        ctl.tick()
+        assert power(idle)["state"] == "off"
+
+        core.create_namespaced_pod("default", waiting)  # 8 cores: fits only the idle node (busy has 2 left)
+        clock.advance(60)
+        ctl.tick()
+        assert driver.calls[-1] == (idle, "on") and power(idle)["state"] == "resuming"
+        clock.advance(60)
+        ctl.tick()
+        spec = core.read_node(idle).spec
+        assert spec is not None and not spec.unschedulable and [t.key for t in spec.taints or []] == [KWOK_TAINT_KEY]
+        assert (power(idle)["state"], power(idle)["boots"]) == ("on", 1)
+    finally:
+        for name in (f"job-{suite}", f"waiting-{suite}"):
+            try:
+                core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from joulie_api.names import POWER_STATES
 from joulie_controller.fsm import State
 from joulie_controller.reconcile import Facility, TickResult
 
@@ -39,10 +40,19 @@ class Metrics:
                                    "Ambient temperature per cooling zone, °C.", ["zone"], registry=r)
         self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"],
                                    registry=r)
+        self.power_nodes = Gauge("joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"],
+                                 registry=r)
+        self.power_actions = Counter("joulie_power_actions", "Power policy actions decided, by action.", ["action"],
+                                     registry=r)
         self._nodes: set[str] = set()
         self._families: set[str] = set()
 
     def record_tick(self, result: TickResult) -> None:
+        if result.power_states:
+            for state in POWER_STATES:
+                self.power_nodes.labels(state).set(sum(s == state for s in result.power_states.values()))
+        for action in result.power:
+            self.power_actions.labels(action.action).inc()
         nodes = {o.node for o in result.outcomes}
         for gone in self._nodes - nodes:
             for st in STATES:

@@ -31,3 +31,15 @@ def test_state_profile_transitions_and_families() -> None:
     assert get("joulie_policy_node_state", {"node": "b", "state": "DrainingPerformance"}) is None
     assert get("joulie_policy_state_transitions_total", {"node": "a", "from_state": "ActivePerformance",
                                                          "to_state": "ActiveEco", "result": "applied"}) == 1
+
+
+def test_power_states_are_counted_per_state_and_actions_per_action() -> None:
+    from joulie_controller.powerstate import PowerAction
+
+    m = Metrics()
+    m.record_tick(TickResult([], [], None, [], [PowerAction("a", "cordon", "idle")],
+                             {"a": "suspending", "b": "on", "c": "on"}))
+    get = m.registry.get_sample_value
+    assert get("joulie_power_nodes", {"state": "on"}) == 2 and get("joulie_power_nodes", {"state": "off"}) == 0
+    assert get("joulie_power_actions_total", {"action": "cordon"}) == 1
+    assert get("joulie_power_nodes", {"state": "suspending"}) == 1

@@ -172,8 +172,9 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
         if pod.node_name and pod.phase not in _FINISHED:
             bound[pod.node_name].append(pod)
     workload = {n.info.name: [p for p in bound[n.info.name] if not p.daemonset] for n in nodes}
-    pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting),
-                     key=_pod_name)
+    # A Pending DaemonSet Pod is bound to its node by a matchFields affinity and wakes nothing.
+    pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
+                      and not p.daemonset), key=_pod_name)
     tick = _Tick(inp)
     for n in nodes:
         if n.status.since is None:  # first seen by the policy
@@ -255,6 +256,12 @@ def _bmc_reads(bmc: Mapping[str, BmcReading], node: str, state: str) -> bool:
     return reading is not None and reading.state == state
 
 
+def _shape(pod: PodInfo) -> tuple[object, ...]:
+    """What decides where a Pod fits (fit.py), as a key."""
+    return (pod.cpu_request, pod.memory_request_bytes, pod.gpu_request, tuple(sorted(pod.node_selector.items())),
+            pod.required_terms, pod.tolerations)
+
+
 def _powered_schedulable(tick: _Tick, n: PowerNode) -> bool:
     return tick.status[n.info.name].state == POWER_ON and not n.info.unschedulable and n.info.ready
 
@@ -273,12 +280,20 @@ def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[
     ignore = frozenset({TAINT_SUSPENDED})
     busy: set[str] = set()
     unsatisfied: list[PodInfo] = []
+    # Room only shrinks within a tick: a Pod shaped like one that fitted nowhere fits nowhere either
+    # (keeps a long queue against a full cluster from costing Pods x nodes checks).
+    no_room: set[tuple[object, ...]] = set()
     for pod in pending:
+        shape = _shape(pod)
+        if shape in no_room:
+            unsatisfied.append(pod)
+            continue
         spot = next((name for name, r in room.items()
                      if fits(pod, info[name], r, ignore if tick.status[name].state == POWER_RESUMING else frozenset())
                      is None), None)
         if spot is None:
             unsatisfied.append(pod)
+            no_room.add(shape)
         else:
             room[spot] = room[spot].minus(pod)
             busy.add(spot)
@@ -297,7 +312,12 @@ def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[
         key=candidate_order)
     woken: dict[str, Room] = {}
     first_pod: dict[str, PodInfo] = {}
+    nowhere: set[tuple[object, ...]] = set()
+    waiting: list[str] = []
     for pod in unsatisfied:
+        shape = _shape(pod)
+        if shape in nowhere:
+            continue
         spot = next((name for name, r in woken.items() if fits(pod, info[name], r, ignore) is None), None)
         if spot is None:
             for n in candidates:
@@ -309,14 +329,18 @@ def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[
                 if fits(pod, n.info, r, ignore) is not None:
                     continue
                 if is_off and budget <= 0:
-                    tick.notes.append(f"Pending Pod {_pod_name(pod)} would fit node {name}, off; waiting: "
-                                      "SUSPEND_MAX_CONCURRENT nodes already change state")
+                    waiting.append(_pod_name(pod))
                     break
                 budget -= 1 if is_off else 0
                 woken[name], first_pod[name], spot = r, pod, name
                 break
-        if spot is not None:
+        if spot is None:
+            nowhere.add(shape)
+        else:
             woken[spot] = woken[spot].minus(pod)
+    if waiting:
+        tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state")
     for name, pod in first_pod.items():
         if tick.status[name].state == POWER_SUSPENDING:
             tick.move(name, POWER_ON, f"Pending Pod {_pod_name(pod)} fits it and no powered node", "uncordon")

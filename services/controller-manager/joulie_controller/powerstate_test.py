@@ -248,3 +248,8 @@ def test_a_cordon_or_uncordon_that_did_not_reach_the_cluster_is_retried_never_po
     assert actions(d) == {("a", "cordon")}
     still_tainted = [pn(node("a", taints=(SUSPENDED,))), pn(node("b"))]
     assert actions(run(still_tainted, [pod("job", "b")])) == {("a", "uncordon")}
+
+
+def test_a_pending_daemonset_pod_wakes_nothing() -> None:
+    nodes = [pn(node("busy")), pn(node("off", cordoned=True), "off", desired="off")]
+    assert run(nodes, [pod("filler", "busy", cpu=32), pod("exporter-x", daemonset=True)]).actions == []

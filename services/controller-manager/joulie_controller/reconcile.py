@@ -145,6 +145,8 @@ class TickResult:
     """Human-readable problems and decisions, one line each, naming the node and field."""
     power: list[PowerAction] = field(default_factory=list)
     """The power policy's actions, in order (empty under POWER_POLICY=none)."""
+    power_states: dict[str, str] = field(default_factory=dict)
+    """Each managed node's power state after the tick (empty under POWER_POLICY=none)."""
 
     @property
     def write_count(self) -> int:
@@ -359,7 +361,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
                     power_writes.append(power_write)
     if not nodes:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
-        return TickResult(power_writes, [], None, log, power_plan.actions)
+        return TickResult(power_writes, [], None, log, power_plan.actions,
+                          {k: v.state for k, v in power_plan.status.items()})
 
     perf_pods = fsm.count_performance_pods(snap.pods)
     views: dict[str, HardwareView] = {}
@@ -477,7 +480,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
             state=guarded.state, transition=fsm.transition_result(previous, guarded.state),
             performance_pods=guarded.performance_pods, family=hw.family(n.name), caps=caps,
         ))
-    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions)
+    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions,
+                      {k: v.state for k, v in power_plan.status.items()})
 
 
 def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> Snapshot:
