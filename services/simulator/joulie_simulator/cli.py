@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
     em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
+    em.add_argument("--power-time-scale", type=float, default=1.0,
+                    help="boot and shutdown last the profiles' boot_s/shutdown_s times this (default 1; a CI preset shortens them)")
     pr = sub.add_parser("profiles", help="list builtin profiles or check profile files")
     pr.add_argument("files", nargs="*", type=Path, help="profile files to check (none: list the builtin ones)")
     nd = sub.add_parser("nodes", help="print the Node objects of a spec as JSON lines")
@@ -91,7 +93,10 @@ def emulate(args: argparse.Namespace) -> int:
         return 2
     root: Path = args.root
     root.mkdir(parents=True, exist_ok=True)
-    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs))
+    if not args.power_time_scale >= 0:
+        print(f"{NAME}: --power-time-scale: {args.power_time_scale} is not a number >= 0", file=sys.stderr)
+        return 2
+    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs), power_time_scale=args.power_time_scale)
     bmc_creds = None
     if args.bmc:
         from joulie_simulator.bmc.app import CredentialsError, load_credentials

@@ -95,8 +95,12 @@ class Emulator:
         tick_s: float = 1.0,
         clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,  # seconds: a joulie_common Clock's monotonic
         states: dict[str, NodeState] | None = None,
+        power_time_scale: float = 1.0,
     ) -> None:
         self.tick_s = tick_s
+        # Boot and shutdown last the profile's boot_s/shutdown_s times this (a CI timing preset
+        # shortens them; the physics and the standby power stay the profile's).
+        self.power_time_scale = power_time_scale
         self.clock = clock
         self.frozen = False
         self.tick_count = 0
@@ -308,20 +312,22 @@ class Emulator:
             if graceful and n.power != POWER_ON:
                 raise PowerStateError(f"node {node!r}: cannot shut down gracefully: it is {n.power}, not on (a forced power-off is allowed)")
             n.state = replace(n.state, load=Load())
-            if graceful and n.profile.physics.shutdown_s > 0:
-                self._enter(n, POWER_SHUTTING_DOWN, n.profile.physics.shutdown_s, "graceful shutdown")
+            shutdown_s = n.profile.physics.shutdown_s * self.power_time_scale
+            if graceful and shutdown_s > 0:
+                self._enter(n, POWER_SHUTTING_DOWN, shutdown_s, "graceful shutdown")
             else:
                 self._enter(n, POWER_OFF, 0.0, "graceful shutdown" if graceful else "forced power-off")
 
     def power_on(self, node: str) -> None:
-        """From "off": booting for the profile's ``boot_s``, then "on" (a boot counted)."""
+        """From "off": booting for the profile's ``boot_s`` (times ``power_time_scale``), then "on" (a boot counted)."""
         with self.lock:
             n = self.node(node)
             if n.power != POWER_OFF:
                 raise PowerStateError(f"node {node!r}: cannot power on: it is {n.power}, not off")
             n.boots += 1
-            if n.profile.physics.boot_s > 0:
-                self._enter(n, POWER_BOOTING, n.profile.physics.boot_s, "power on")
+            boot_s = n.profile.physics.boot_s * self.power_time_scale
+            if boot_s > 0:
+                self._enter(n, POWER_BOOTING, boot_s, "power on")
             else:
                 self._booted(n)
 

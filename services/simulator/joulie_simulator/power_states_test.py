@@ -137,3 +137,18 @@ def test_a_node_that_is_not_on_publishes_no_telemetry() -> None:
     emu.step(1)
     text = metrics_text(emu).decode()
     assert 'k8s_node_name="xeon-0"' in text and 'k8s_node_name="nvl-0"' not in text
+
+
+def test_a_time_scale_shortens_boot_and_shutdown_but_not_the_standby_power() -> None:
+    emu = Emulator([("xeon-0", XEON)], tick_s=1.0, clock=lambda: 0.0, power_time_scale=0.1)
+    emu.frozen = True
+    emu.power_off("xeon-0")
+    emu.step(int(XEON.physics.shutdown_s * 0.1))
+    assert emu.power_state("xeon-0") == "off"
+    emu.step(1)
+    assert emu.node("xeon-0").state.host_power_w == XEON.physics.standby_w
+    emu.power_on("xeon-0")
+    emu.step(int(XEON.physics.boot_s * 0.1) - 1)
+    assert emu.power_state("xeon-0") == "booting"
+    emu.step(1)
+    assert emu.power_state("xeon-0") == "on"

@@ -172,3 +172,24 @@ def test_a_session_token_works_until_the_session_is_deleted(fleet: BmcFleet) -> 
     assert requests.get(f"{base}/redfish/v1/Systems/1", headers={"X-Auth-Token": token}, timeout=5).status_code == 401
     bad = requests.post(f"{base}/redfish/v1/SessionService/Sessions", json={"UserName": CREDS.username, "Password": "x"}, timeout=5)
     assert bad.status_code == 401 and "X-Auth-Token" not in bad.headers
+
+
+def test_force_restart_power_cycles_the_node_through_a_boot(fleet: BmcFleet, emu: Emulator) -> None:
+    url = f"{fleet.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+    r = requests.post(url, json={"ResetType": "ForceRestart"}, auth=(CREDS.username, CREDS.password), timeout=5)
+    assert r.status_code == 204
+    assert emu.power_state("xeon-0") == "booting" and emu.node("xeon-0").boots == 1
+
+
+def test_the_debug_server_serves_the_bmc_addresses(fleet: BmcFleet, emu: Emulator) -> None:
+    from joulie_simulator.http_debug import DebugServer
+
+    with_bmcs, without = DebugServer(emu, bmcs=fleet.document()), DebugServer(emu)
+    with_bmcs.start()
+    without.start()
+    try:
+        assert _get(f"{with_bmcs.url}/debug/bmcs", auth=None).json() == fleet.document()
+        assert _get(f"{without.url}/debug/bmcs", auth=None).status_code == 404
+    finally:
+        with_bmcs.stop()
+        without.stop()
