@@ -1,10 +1,11 @@
-"""What suspending idle nodes did, per policy: boots, node-hours off, the energy drawn by nodes that
-ran no job (where suspend saves), and the queueing delay resumes added. Pure: figures from
-``RunResult`` only, paired per seed against A like ``paired.csv``.
+"""What suspending idle nodes did, per policy: boots, node-hours off, the idle baseline paid (where
+suspend saves), and the queueing delay resumes added. Pure: figures from ``RunResult`` only, paired
+per seed against A like ``paired.csv``.
 
-Energy saved from idle = A's empty-node energy - the policy's (nodes running no job: idle, booting,
-shutting down, or off at standby), per seed, to completion; the rest of the IT change is dynamic
-(work done at other speeds, caps). Wait = start - submit of every started job."""
+Energy saved from idle = A's idle baseline - the policy's (``RunResult.baseline_energy_kwh``: each
+node's idle power while powered, its standby power while off), per seed, to completion; the rest of
+the IT change is dynamic (the work's own power at other speeds and caps). Wait = start - submit of
+every started job."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from joulie_bench.sim import POLICIES, RunResult
 from joulie_bench.stats import Estimate, ci95
 
-POWER_HEADER = ("policy", "boots", "node_hours_off", "empty_node_it_kwh", "idle_saved_kwh", "idle_saved_pct_of_a_it",
+POWER_HEADER = ("policy", "boots", "node_hours_off", "idle_baseline_kwh", "idle_saved_kwh", "idle_saved_pct_of_a_it",
                 "dynamic_change_kwh", "mean_wait_s", "p95_wait_s", "mean_wait_added_s", "p95_wait_added_s",
                 "cpu_utilisation", "gpu_utilisation", "n_seeds")
 
@@ -25,13 +26,13 @@ class PowerRow:
     policy: str
     boots: Estimate
     node_hours_off: Estimate
-    empty_node_kwh: Estimate
+    baseline_kwh: Estimate
     idle_saved_kwh: Estimate
-    """A's empty-node IT energy minus this policy's, per seed (positive: saved)."""
+    """A's idle baseline minus this policy's, per seed (positive: saved)."""
     idle_saved_pct: Estimate
     """``idle_saved_kwh`` as % of A's IT energy to completion."""
     dynamic_change_kwh: Estimate
-    """The rest of the IT change against A: (IT - empty-node) energy minus A's."""
+    """The rest of the IT change against A: (IT - baseline) energy minus A's."""
     mean_wait_s: Estimate
     p95_wait_s: Estimate
     mean_wait_added_s: Estimate
@@ -53,11 +54,11 @@ def power_rows(results: Sequence[RunResult], policies: Sequence[str]) -> list[Po
             policy=pol,
             boots=ci95([float(r.boots) for r in rs]),
             node_hours_off=ci95([r.node_hours_off for r in rs]),
-            empty_node_kwh=ci95([r.empty_node_energy_kwh for r in rs]),
-            idle_saved_kwh=ci95([b.empty_node_energy_kwh - r.empty_node_energy_kwh for r, b in zip(rs, a, strict=True)]),
-            idle_saved_pct=ci95([(b.empty_node_energy_kwh - r.empty_node_energy_kwh) / b.it_energy_kwh * 100
+            baseline_kwh=ci95([r.baseline_energy_kwh for r in rs]),
+            idle_saved_kwh=ci95([b.baseline_energy_kwh - r.baseline_energy_kwh for r, b in zip(rs, a, strict=True)]),
+            idle_saved_pct=ci95([(b.baseline_energy_kwh - r.baseline_energy_kwh) / b.it_energy_kwh * 100
                                  for r, b in zip(rs, a, strict=True) if b.it_energy_kwh > 0] or [math.nan]),
-            dynamic_change_kwh=ci95([(r.it_energy_kwh - r.empty_node_energy_kwh) - (b.it_energy_kwh - b.empty_node_energy_kwh)
+            dynamic_change_kwh=ci95([(r.it_energy_kwh - r.baseline_energy_kwh) - (b.it_energy_kwh - b.baseline_energy_kwh)
                                      for r, b in zip(rs, a, strict=True)]),
             mean_wait_s=ci95([r.mean_wait_s for r in rs]),
             p95_wait_s=ci95([r.wait_pct(95) for r in rs]),
@@ -75,7 +76,7 @@ def _f(e: Estimate, d: int) -> str:
 
 def csv_rows(rows: Sequence[PowerRow]) -> list[tuple[str, ...]]:
     """``power.csv``'s rows (means; the Markdown table carries the CIs)."""
-    return [(r.policy, _f(r.boots, 2), _f(r.node_hours_off, 3), _f(r.empty_node_kwh, 4), _f(r.idle_saved_kwh, 4),
+    return [(r.policy, _f(r.boots, 2), _f(r.node_hours_off, 3), _f(r.baseline_kwh, 4), _f(r.idle_saved_kwh, 4),
              _f(r.idle_saved_pct, 2), _f(r.dynamic_change_kwh, 4), _f(r.mean_wait_s, 1), _f(r.p95_wait_s, 1),
              _f(r.mean_wait_added_s, 1), _f(r.p95_wait_added_s, 1), _f(r.cpu_utilisation, 3), _f(r.gpu_utilisation, 3),
              str(r.boots.n)) for r in rows]
@@ -84,15 +85,16 @@ def csv_rows(rows: Sequence[PowerRow]) -> list[tuple[str, ...]]:
 def markdown(rows: Sequence[PowerRow]) -> list[str]:
     """The results.md section: where the energy went and what the resumes cost in waiting."""
     out = ["## Power states: what suspending idle nodes saved and what it cost (mean ± 95 % CI half-width)", "",
-           "Empty-node energy: IT energy drawn by nodes running no job (idle, booting, shutting down, or off at "
-           "standby). Saved from idle = A's empty-node energy minus the policy's, per seed; dynamic = the rest of "
-           "the IT change. Wait = start - submit of every started job; added = minus A's, per seed.", "",
-           "| policy | boots | node-hours off | empty-node IT kWh | saved from idle kWh (% of A's IT) | dynamic change kWh "
+           "Idle baseline: each node's idle power (unloaded, uncapped) while powered, booting and shutting down "
+           "included, and its standby power while off. Saved from idle = A's baseline minus the policy's, per seed; "
+           "dynamic = the rest of the IT change. Wait = start - submit of every started job; added = minus A's, per "
+           "seed.", "",
+           "| policy | boots | node-hours off | idle baseline IT kWh | saved from idle kWh (% of A's IT) | dynamic change kWh "
            "| mean wait s (added) | p95 wait s (added) | CPU / GPU allocated |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r.policy} {POLICIES[r.policy][0]} | {r.boots.fmt(1)} | {r.node_hours_off.fmt(2)} | "
-                   f"{r.empty_node_kwh.fmt(2)} | {r.idle_saved_kwh.fmt(2)} ({r.idle_saved_pct.mean:+.1f} %) | "
+                   f"{r.baseline_kwh.fmt(2)} | {r.idle_saved_kwh.fmt(2)} ({r.idle_saved_pct.mean:+.1f} %) | "
                    f"{r.dynamic_change_kwh.fmt(2)} | {r.mean_wait_s.mean:.0f} ({r.mean_wait_added_s.fmt(0)}) | "
                    f"{r.p95_wait_s.mean:.0f} ({r.p95_wait_added_s.fmt(0)}) | "
                    f"{r.cpu_utilisation.mean * 100:.0f} % / {r.gpu_utilisation.mean * 100:.0f} % |")

@@ -232,9 +232,10 @@ class RunResult:
     open_facility_energy_kwh: float = 0.0
     open_work_h: float = 0.0
     """Work done inside the window, in ideal job-hours (each job's progress x its ideal runtime)."""
-    empty_node_energy_kwh: float = 0.0
-    """IT energy drawn by nodes running no job (idle, booting, shutting down or off at standby), to
-    completion: what suspending idle nodes can take (A's minus a suspend arm's = energy saved from idle)."""
+    baseline_energy_kwh: float = 0.0
+    """The idle baseline actually paid, to completion: each node's idle power (unloaded, uncapped) for
+    every tick it was powered (booting and shutting down included), its standby power while off. A's
+    minus a suspend arm's is the energy saved from idle; the rest of the IT change is dynamic."""
     waits_s: list[float] = field(default_factory=list)
     """Every started job's queueing delay: start - submit (resumes add to it)."""
     boots: int = 0
@@ -321,6 +322,21 @@ def idle_power_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, f
     return dict(_IDLE_CACHE[key])
 
 
+_NODE_IDLE_CACHE: dict[tuple[str, float], float] = {}
+
+
+def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
+    """Each node's idle power (host, unloaded, uncapped, boards at their default limit), measured on
+    an emulator of its profile alone; cached per profile."""
+    out = {}
+    for n in nodes:
+        key = (n.profile.name, dt_s)
+        if key not in _NODE_IDLE_CACHE:
+            _NODE_IDLE_CACHE[key] = sum(_measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s).values())
+        out[n.name] = _NODE_IDLE_CACHE[key]
+    return out
+
+
 def _measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
     clock = FakeClock(t=0.0)
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
@@ -405,10 +421,11 @@ class _Run:
         self.free_gpu = {n.name: n.gpus for n in nodes}
         self.pending: list[Job] = []
         self.last_load: dict[str, Load] = {}
-        self.it_j = self.fac_j = self.empty_j = 0.0
+        self.it_j = self.fac_j = self.baseline_j = 0.0
         self.off_s = 0.0  # node-seconds powered off
         self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
         self.idle_kind_w = idle_power_by_kind_w(nodes, dt_s)
+        self.idle_node_w = idle_power_by_node_w(nodes, dt_s)
         self.reconciles = 0
         self.next_reconcile = 0.0
         first = min((j.submit_s for j in jobs), default=0.0)
@@ -529,12 +546,12 @@ class _Run:
             self.kind_j[kind] += w * dt_s
         self.it_j += it_w * dt_s
         self.fac_j += it_w * pue(it_w, self.nameplate, t) * dt_s
-        busy = {r.node for r in self.engine.runs.values() if r.running}
         for n in nodes:
-            if n.name not in busy:
-                self.empty_j += emu.node(n.name).state.host_power_w * dt_s
-                if emu.power_state(n.name) == "off":
-                    self.off_s += dt_s
+            if emu.power_state(n.name) == "off":
+                self.off_s += dt_s
+                self.baseline_j += n.profile.physics.standby_w * dt_s
+            else:
+                self.baseline_j += self.idle_node_w[n.name] * dt_s
         speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
         for c in self.engine.step(t, dt_s, speeds):
             r = self.engine.runs[c.job_id]
@@ -598,7 +615,7 @@ class _Run:
             open_it_energy_kwh=(it1 - it0) / 3.6e6,
             open_facility_energy_kwh=(fac1 - fac0) / 3.6e6,
             open_work_h=(w1 - w0) / 3600.0,
-            empty_node_energy_kwh=self.empty_j / 3.6e6,
+            baseline_energy_kwh=self.baseline_j / 3.6e6,
             waits_s=[(r.start_s or 0.0) - r.job.submit_s for r in started],
             boots=sum(self.emu.node(n.name).boots for n in self.nodes),
             node_hours_off=self.off_s / 3600.0,
