@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from joulie_api import names
-from joulie_controller.twin import ambient_multiplier
+from joulie_controller.twin import NEUTRAL_COOLING_STRESS, ambient_multiplier
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.hwsemconv import components
 
@@ -45,7 +45,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S13": ("facility-ambient-step", "after a +10 °C ambient step through the simulator's control, Prometheus shows the "
             "facility's ambient (±0.5 °C), IT and cooling power (±5 %) of /debug/emulate, the facility's PUE rises, and "
             "every managed NodeTwin's cooling stress per measured watt rises as the controller's ambient multiplier of "
-            "the node's true inlet says (±3 %)"),
+            "the node's true inlet says (±3 %; Nodes without a TDP keep the neutral score)"),
 }
 
 
@@ -383,15 +383,14 @@ def restart_survived(
 # --- S13 --------------------------------------------------------------------------------------
 
 
-def _stress_per_w(twin: Mapping[str, Any] | None) -> float | None:
-    """Cooling stress over measured power (the ambient multiplier x 100 / node TDP), None when
-    unmeasured or clamped at 100 (the ratio then says nothing about the ambient)."""
+def _stress(twin: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """(cooling stress, measured W), None when either is missing or the power is not positive."""
     status = (twin or {}).get("status") or {}
     stress = status.get("predictedCoolingStressScore")
     measured = (status.get("powerMeasurement") or {}).get("measuredNodePowerW")
-    if not isinstance(stress, (int, float)) or not isinstance(measured, (int, float)) or measured <= 0 or stress >= 100:
+    if not isinstance(stress, (int, float)) or not isinstance(measured, (int, float)) or measured <= 0:
         return None
-    return float(stress) / float(measured)
+    return float(stress), float(measured)
 
 
 def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
@@ -417,13 +416,18 @@ def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after
         elif abs(got - want) > max(abs_tol, rel * abs(want)):
             failures.append(f"Prometheus facility {key} {got:.2f} vs truth {want:.2f}")
     inlet0, inlet1 = before.get("nodeInletC") or {}, after.get("nodeInletC") or {}
-    worst, ratios = 0.0, []
+    worst, ratios, neutral = 0.0, [], 0
     for node in sorted(twins_after):
-        r0, r1 = _stress_per_w(twins_before.get(node)), _stress_per_w(twins_after[node])
-        if r0 is None or r1 is None or node not in inlet0 or node not in inlet1:
+        s0, s1 = _stress(twins_before.get(node)), _stress(twins_after[node])
+        if s0 is None or s1 is None or node not in inlet0 or node not in inlet1:
             continue
+        if s0[0] == s1[0] == NEUTRAL_COOLING_STRESS:
+            neutral += 1  # no TDP known for the node (no cap range): the controller reports the neutral score
+            continue
+        if max(s0[0], s1[0]) >= 100:
+            continue  # clamped: the ratio says nothing about the ambient
         want = ambient_multiplier(float(inlet1[node])) / ambient_multiplier(float(inlet0[node]))
-        got = r1 / r0
+        got = (s1[0] / s1[1]) / (s0[0] / s0[1])
         ratios.append(got)
         err = abs(got / want - 1)
         worst = max(worst, err)
@@ -434,5 +438,5 @@ def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after
         failures.append("no managed NodeTwin with measured power and cooling stress below 100 to compare")
     observed = (f"ambient {float(before['ambientC']):.1f} -> {float(after['ambientC']):.1f} °C, PUE {pue0:.3f} -> {pue1:.3f}; "
                 f"{len(ratios)} NodeTwins' cooling stress per W x{min(ratios, default=0):.3f}-x{max(ratios, default=0):.3f}, "
-                f"worst error against truth {worst * 100:.2f} %") if not failures else ""
+                f"worst error against truth {worst * 100:.2f} %; {neutral} at the neutral score (no TDP)") if not failures else ""
     return _result("S13", failures, observed, expected, worst)

@@ -143,12 +143,16 @@ def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_
     after = {"ambientC": 32.0, "pue": 1.30, "itW": 5000.0, "coolingW": 1500.0, "nodeInletC": {"a": 32.0, "b": 33.0}}
     prom = {"ambient": 32.0, "itPower": 5010.0, "coolingPower": 1490.0}
     k = {n: ambient_multiplier(after["nodeInletC"][n]) / ambient_multiplier(before["nodeInletC"][n]) for n in "ab"}  # type: ignore[index]
-    t0 = {"a": _twin(40.0, 400.0), "b": _twin(50.0, 1000.0), "c": _twin(100.0, 900.0)}
+    before["nodeInletC"]["d"] = after["nodeInletC"]["d"] = 22.0  # type: ignore[index]
+    # c: clamped at 100; d: no TDP known, the neutral score (both say nothing about the ambient).
+    t0 = {"a": _twin(40.0, 400.0), "b": _twin(50.0, 1000.0), "c": _twin(100.0, 900.0), "d": _twin(50.0, 600.0)}
     # Power moved between the readings (b: 1000 -> 900 W): the stress per watt still follows the inlet.
-    t1 = {"a": _twin(40.0 * k["a"], 400.0), "b": _twin(50.0 * k["b"] * 0.9, 900.0), "c": _twin(100.0, 900.0)}
+    t1 = {"a": _twin(40.0 * k["a"], 400.0), "b": _twin(50.0 * k["b"] * 0.9, 900.0), "c": _twin(100.0, 900.0),
+          "d": _twin(50.0, 590.0)}
     ok = checks.facility_ambient_step(10.0, before, after, prom, t0, t1)
     assert ok.status == "pass", ok.observed
-    assert "2 NodeTwins' cooling stress per W" in ok.observed and ok.value is not None and ok.value < 1e-9
+    assert "2 NodeTwins' cooling stress per W" in ok.observed and "1 at the neutral score" in ok.observed
+    assert ok.value is not None and ok.value < 1e-9
 
     stuck = checks.facility_ambient_step(10.0, before, after, prom, t0, t0)  # the controller never saw the step
     assert stuck.status == "fail" and "a: cooling stress per W x1.000; its true inlet 22.0 -> 32.0 °C says x" in stuck.observed
