@@ -21,10 +21,11 @@ A-placement and E plus the controller's power policy (``idle_suspend_v1``): idle
 and powered off, powered on for Pending Pods that fit no powered node; the actions are carried
 out on the emulator as the emulated BMC would (off: the profile's standby power; on: its boot time).
 
-Facility model (reference joulie-node-sim.md §3.1.4, with the load fraction against the
-cluster's nameplate instead of a running peak, so policies compare on one scale):
-``T = 22 + 8 sin(2 pi t / 24 h)`` degC, ``load = IT / sum(node TDP)``,
-``PUE = clamp(1.08 + 0.006 (T - 15) + 0.04 load + 0.015 load (T - 15) / 15, 1, 3)``,
+Facility: the simulator's facility model (``joulie_simulator.facility.pue``, docs/facility-model.md;
+one implementation for the simulated cluster and the benchmark): reference joulie-node-sim.md
+§3.1.4 with the load fraction against the cluster's nameplate instead of a running peak, so
+policies compare on one scale: ``T = 22 + 8 sin(2 pi t / 24 h)`` degC, ``load = IT / sum(node
+TDP)``, ``PUE = clamp(1.08 + 0.006 (T - 15) + 0.04 load + 0.015 load (T - 15) / 15, 1, 3)``,
 facility power = IT x PUE.
 """
 
@@ -63,6 +64,7 @@ from joulie_extender.views import hardware_info, twin_view
 from joulie_extender.wire import workload_class as extender_workload_class
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.emulator import Emulator
+from joulie_simulator.facility import pue as pue  # the benchmark's PUE, re-exported
 from joulie_simulator.model import Load
 from joulie_simulator.workload.engine import Engine, speed_from_state
 from joulie_workload.pods import pod_manifest
@@ -187,12 +189,6 @@ def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: floa
         return f"E: {e}" if policy == "E" else f"A-placement: E's controller and placement, no cap written ({e})"
     return (f"D: CLUSTER_POWER_BUDGET_W={s.cluster_power_budget_w:.0f} ({budget_frac:g} x TDP sum), "
             f"CLUSTER_BUDGET_MIN_CAP_PCT={s.cluster_budget_min_pct:g}, {q}; {common}")
-
-
-def pue(it_w: float, nameplate_w: float, t_s: float) -> float:
-    temp = 22.0 + 8.0 * math.sin(2 * math.pi * t_s / 86400.0)
-    load = it_w / nameplate_w if nameplate_w > 0 else 0.0
-    return min(3.0, max(1.0, 1.08 + 0.006 * (temp - 15) + 0.04 * load + 0.015 * load * (temp - 15) / 15))
 
 
 @dataclass

@@ -16,6 +16,24 @@ def test_the_nine_kinds_of_the_smoke_spec_are_builtin_and_valid() -> None:
         assert builtin_profile(name).name == name
 
 
+def test_the_four_seed_profiles_are_builtin_with_their_datasheet_limits() -> None:
+    """Issue 22: Xeon Gold 6530 (TDP 270 W, 32 cores), EPYC 9534 (64 cores, energy counters only),
+    H100 SXM x4 (200-700 W), L40S x4 (100-350 W), each on the host profile it extends."""
+    xeon = builtin_profile("intel-xeon-6530-2s-rapl")
+    assert xeon.powercap is not None and xeon.cpu.cores_per_socket == 32 and xeon.node.cpu == 128
+    assert xeon.powercap.package.constraints[0].power_limit_uw == 270_000_000
+    assert xeon.powercap.dram is not None  # inherited from the 8260 host
+    epyc = builtin_profile("amd-epyc-9534-2s-energy-only")
+    assert epyc.powercap is not None and epyc.powercap.package.constraints == []
+    assert epyc.amd_energy is not None and epyc.cpu.cores_per_socket == 64 and epyc.physics.cpu.max_pkg_w == 280
+    sxm = builtin_profile("nvidia-h100-sxm-4gpu")
+    assert sxm.gpus is not None and (sxm.gpus.count, sxm.gpus.min_w, sxm.gpus.max_w) == (4, 200, 700)
+    assert sxm.cpu.model_name == "INTEL(R) XEON(R) GOLD 6530"
+    l40s = builtin_profile("nvidia-l40s-4gpu")
+    assert l40s.gpus is not None and (l40s.gpus.count, l40s.gpus.min_w, l40s.gpus.max_w) == (4, 100, 350)
+    assert l40s.powercap is not None and l40s.powercap.package.constraints == [] and l40s.cpu.cores_per_socket == 64
+
+
 def test_extends_merges_maps_and_replaces_values() -> None:
     sxm = builtin_profile("nvidia-h100-sxm-8gpu")
     assert sxm.gpus is not None and sxm.gpus.max_w == 700 and not sxm.gpus.persistence_mode

@@ -2,9 +2,10 @@
 
 ``emulate``: emulate the hardware of the nodes of a spec (trees under ``--root``, served by FUSE
 under ``<root>/fuse`` in fuse mode), step them on one tick, publish the truth (``/debug/emulate``,
-gRPC, OTLP), optionally with an emulated BMC per node (``--bmc``: Redfish, ``bmc/``). ``profiles``: list or check hardware profiles. ``nodes``: print the Node objects a
-spec implies. ``curve``: throughput, power and energy per work versus a power cap, per workload
-kind (the device models; ``curve_cmd``).
+gRPC, OTLP), optionally with an emulated BMC per node (``--bmc``: Redfish, ``bmc/``), and the facility
+around them (ambient, racks, cooling, PUE; docs/facility-model.md). ``profiles``: list or check
+hardware profiles. ``nodes``: print the Node objects a spec implies. ``curve``: throughput, power and
+energy per work versus a power cap, per workload kind (the device models; ``curve_cmd``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from joulie_api.version import service_version
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile_names, load_profile
+from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 from joulie_simulator.spec import NodeEntry, SpecError, load_spec, parse_inline, resolve_profiles
 
 NAME = "joulie-simulator"
@@ -55,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
     em.add_argument("--power-time-scale", type=float, default=1.0,
                     help="boot and shutdown last the profiles' boot_s/shutdown_s times this (default 1; a CI preset shortens them)")
+    em.add_argument("--facility", action=argparse.BooleanOptionalAction, default=True,
+                    help="model the facility (ambient, racks from joulie.io/rack and joulie.io/cooling-zone labels, "
+                         "cooling, PUE) and export it (default on)")
+    em.add_argument("--ambient", default="22,8,86400,0", metavar="BASE_C,AMPLITUDE_C,PERIOD_S[,PHASE_S]",
+                    help="outdoor ambient over emulated time: base + amplitude sin(2 pi (t + phase) / period) (default 22,8,86400,0)")
+    em.add_argument("--cooling-model", default="reference", help="cooling model: reference (default) or chiller")
+    em.add_argument("--facility-other-w", type=float, default=0.0, help="facility power beside IT and cooling, W (default 0)")
+    em.add_argument("--inlet-rise-c-per-kw", type=float, default=0.3,
+                    help="rack inlet above its zone's supply air per kW of rack IT power (default 0.3)")
     pr = sub.add_parser("profiles", help="list builtin profiles or check profile files")
     pr.add_argument("files", nargs="*", type=Path, help="profile files to check (none: list the builtin ones)")
     nd = sub.add_parser("nodes", help="print the Node objects of a spec as JSON lines")
@@ -82,12 +93,40 @@ def _addr(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def facility_params(args: argparse.Namespace) -> FacilityParams:
+    """The facility flags as parameters; ValueError names the flag."""
+    parts = [p.strip() for p in args.ambient.split(",")]
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError("expected 3 or 4 numbers")
+        nums = [float(p) for p in parts]
+        ambient = AmbientProfile(*nums)
+    except ValueError as e:
+        raise ValueError(f"--ambient: {args.ambient!r}: {e} (BASE_C,AMPLITUDE_C,PERIOD_S[,PHASE_S])") from None
+    try:
+        cooling = cooling_model(args.cooling_model)
+    except ValueError as e:
+        raise ValueError(f"--cooling-model: {e}") from None
+    for flag, value in (("--facility-other-w", args.facility_other_w), ("--inlet-rise-c-per-kw", args.inlet_rise_c_per_kw)):
+        if not value >= 0:
+            raise ValueError(f"{flag}: {value!r} must be >= 0")
+    return FacilityParams(ambient=ambient, cooling=cooling, other_w=args.facility_other_w,
+                          inlet_rise_c_per_kw=args.inlet_rise_c_per_kw)
+
+
 def emulate(args: argparse.Namespace) -> int:
     from joulie_simulator.emulator import Emulator
+    from joulie_simulator.facility_live import FacilityLive
     from joulie_simulator.files.ledger import load_states
     from joulie_simulator.files.trees import FileTrees
 
-    pairs = [(e.name, p) for e, p in _entries(args)]
+    entries = _entries(args)
+    pairs = [(e.name, p) for e, p in entries]
+    try:
+        params = facility_params(args) if args.facility else None
+    except ValueError as e:
+        print(f"{NAME}: {e}", file=sys.stderr)
+        return 2
     if args.mode == "fuse" and not os.path.exists("/dev/fuse"):
         print(f"{NAME}: --mode fuse: /dev/fuse is missing; give the container /dev/fuse or use --mode files", file=sys.stderr)
         return 2
@@ -97,6 +136,13 @@ def emulate(args: argparse.Namespace) -> int:
         print(f"{NAME}: --power-time-scale: {args.power_time_scale} is not a number >= 0", file=sys.stderr)
         return 2
     emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs), power_time_scale=args.power_time_scale)
+    facility = None
+    if params is not None:
+        try:
+            facility = FacilityLive(emu, {e.name: e.labels for e, _ in entries}, params)
+        except ValueError as e:  # a rack labelled into two cooling zones
+            print(f"{NAME}: facility: {e}", file=sys.stderr)
+            return 2
     bmc_creds = None
     if args.bmc:
         from joulie_simulator.bmc.app import CredentialsError, load_credentials
@@ -136,20 +182,20 @@ def emulate(args: argparse.Namespace) -> int:
             from joulie_simulator.http_debug import DebugServer
 
             host, port = _addr(args.http)
-            http = DebugServer(emu, host, port, bmcs=bmcs)
+            http = DebugServer(emu, host, port, bmcs=bmcs, facility=facility)
             http.start()
             stoppers.append(http.stop)
             print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)
         if args.grpc:
             from joulie_simulator.grpc_api import serve
 
-            server, gport = serve(emu, args.grpc)
+            server, gport = serve(emu, args.grpc, facility)
             stoppers.append(lambda: server.stop(0))
             print(f"gRPC at {args.grpc.rpartition(':')[0]}:{gport}", flush=True)
         if args.otlp_endpoint:
             from joulie_simulator.otlp import OtlpPusher
 
-            pusher = OtlpPusher(emu, args.otlp_endpoint, args.otlp_interval)
+            pusher = OtlpPusher(emu, args.otlp_endpoint, args.otlp_interval, facility)
             pusher.start()
             stoppers.append(pusher.stop)
             print(f"OTLP metrics pushed to {args.otlp_endpoint} every {args.otlp_interval:g}s", flush=True)

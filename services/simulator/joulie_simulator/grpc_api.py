@@ -14,6 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_simulator import emulator as em
+from joulie_simulator.facility_live import FacilityLive, check_c
 from joulie_simulator.model import Load
 
 # This build generates the protobuf modules without type stubs (the mypy plugin is off), so they
@@ -48,8 +49,9 @@ def _now() -> Timestamp:
 
 
 class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
-    def __init__(self, emu: em.Emulator) -> None:
+    def __init__(self, emu: em.Emulator, facility: FacilityLive | None = None) -> None:
         self.emu = emu
+        self.facility = facility
 
     def _truth(self, node: str, context: grpc.ServicerContext) -> Any:
         try:
@@ -155,6 +157,38 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return pb.FaultState(node=request.node)
 
+    def _facility(self, context: grpc.ServicerContext) -> FacilityLive:
+        if self.facility is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "this simulator runs no facility model")
+        assert self.facility is not None
+        return self.facility
+
+    def _facility_state(self, f: FacilityLive) -> Any:
+        r, c = f.reading(), f.control
+        return pb.FacilityState(ambient_c=r.ambient_c, offset_c=c.offset_c, fixed_c=c.fixed_c, it_power_w=r.it_w,
+                                cooling_power_w=r.cooling_w, facility_power_w=r.facility_w, pue=r.pue or 0.0)
+
+    def GetFacility(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._facility_state(self._facility(context))
+
+    def SetAmbient(self, request: Any, context: grpc.ServicerContext) -> Any:
+        f = self._facility(context)
+        which = request.WhichOneof("change")
+        if which is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "change: set one of offset_c, fixed_c, clear")
+        if which == "clear":
+            f.set_ambient(clear=True)
+            return self._facility_state(f)
+        try:
+            value = check_c(which, getattr(request, which))
+        except ValueError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        if which == "offset_c":
+            f.set_ambient(offset_c=value)
+        else:
+            f.set_ambient(fixed_c=value)
+        return self._facility_state(f)
+
     def StreamEvents(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         q: queue.Queue[em.Event] = queue.Queue(maxsize=10000)
         nodes = set(request.nodes)
@@ -184,10 +218,10 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
             self.emu.listeners.remove(listen)
 
 
-def serve(emu: em.Emulator, address: str = "127.0.0.1:0") -> tuple[grpc.Server, int]:
+def serve(emu: em.Emulator, address: str = "127.0.0.1:0", facility: FacilityLive | None = None) -> tuple[grpc.Server, int]:
     """Start the gRPC server; returns it and the bound port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="grpc"))
-    pb_grpc.add_EmulatorServiceServicer_to_server(EmulatorServicer(emu), server)
+    pb_grpc.add_EmulatorServiceServicer_to_server(EmulatorServicer(emu, facility), server)
     port = server.add_insecure_port(address)
     server.start()
     return server, port

@@ -11,6 +11,16 @@ Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_tot
 (``hw_type``, ``hw_id``), every series labelled ``k8s_node_name`` and ``host_name`` — the names
 and labels Prometheus gives the OTLP metrics with promotion and UnderscoreEscapingWithSuffixes.
 
+With a facility: ``/debug/emulate`` gains ``facility`` (ambient, IT, cooling, other and facility
+power, PUE, zones' supply air, racks' power, inlet and PSU load, each node's inlet, the ambient
+control in force), ``/metrics`` the facility series as Prometheus names them from OTLP
+(``joulie_facility_ambient_temperature_celsius``, ``joulie_facility_it_power_watts``,
+``joulie_facility_cooling_power_watts``, ``joulie_facility_pue_ratio``, ``joulie_rack_power_watts``
+by ``joulie_rack``, ``joulie_cooling_zone_ambient_temperature_celsius`` by ``joulie_cooling_zone``,
+``hw_host_ambient_temperature_celsius`` per node, ...), and ``POST /debug/facility/ambient`` with
+``{"offsetC": 6}`` (shift the daily profile), ``{"fixedC": 35}`` (pin it) or ``{"clear": true}``
+changes the ambient (400 names the field when the body is wrong).
+
 ``GET /metrics/components``: the component series only (no ``hw_host_*``), as a node exporter
 that knows RAPL and the GPUs but no whole-host meter serves them; the Collector's Prometheus bridge
 (telemetry mode ``otel-bridge``, which carries no whole-host power) scrapes this one.
@@ -30,6 +40,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from joulie_simulator.emulator import Emulator, NotEmulated
+from joulie_simulator.facility_live import FacilityLive, check_c
 from joulie_simulator.hwsemconv import components, telemetry_gap
 
 
@@ -60,23 +71,92 @@ class HardwareCollector(Collector):
         return [host_e, host_p, comp_e, comp_p] if self.host else [comp_e, comp_p]
 
 
-def metrics_text(emu: Emulator, host: bool = True) -> bytes:
+class FacilityCollector(Collector):
+    """The facility's signals, spelled as Prometheus spells the OTLP ones (UnderscoreEscapingWithSuffixes)."""
+
+    def __init__(self, facility: FacilityLive) -> None:
+        self.facility = facility
+
+    def collect(self) -> list[Metric]:
+        f = self.facility.reading()
+        out: list[Metric] = []
+        for name, doc, value in (
+            ("joulie_facility_ambient_temperature_celsius", "Outdoor ambient temperature", f.ambient_c),
+            ("joulie_facility_it_power_watts", "IT power of the facility", f.it_w),
+            ("joulie_facility_cooling_power_watts", "Cooling power of the facility", f.cooling_w),
+            ("joulie_facility_other_power_watts", "Facility power beside IT and cooling", f.other_w),
+            ("joulie_facility_power_watts", "Total facility power", f.facility_w),
+        ):
+            out.append(GaugeMetricFamily(name, doc, value=value))
+        if f.pue is not None:
+            out.append(GaugeMetricFamily("joulie_facility_pue_ratio", "Power usage effectiveness", value=f.pue))
+        zone = GaugeMetricFamily("joulie_cooling_zone_ambient_temperature_celsius", "Supply air of a cooling zone",
+                                 labels=["joulie_cooling_zone"])
+        for z, c in sorted(f.zone_supply_c.items()):
+            zone.add_metric([z], c)
+        rack_labels = ["joulie_rack", "joulie_cooling_zone"]
+        power = GaugeMetricFamily("joulie_rack_power_watts", "IT power of a rack", labels=rack_labels)
+        inlet = GaugeMetricFamily("joulie_rack_inlet_temperature_celsius", "Inlet air of a rack", labels=rack_labels)
+        psu = GaugeMetricFamily("joulie_rack_psu_load_ratio", "Rack IT power over rack PSU capacity", labels=rack_labels)
+        for r, x in sorted(f.racks.items()):
+            power.add_metric([r, x.zone], x.it_w)
+            inlet.add_metric([r, x.zone], x.inlet_c)
+            psu.add_metric([r, x.zone], x.psu_load)
+        node = GaugeMetricFamily("hw_host_ambient_temperature_celsius", "Inlet air of the host",
+                                 labels=["k8s_node_name", "host_name"])
+        for n, c in sorted(f.node_inlet_c.items()):
+            node.add_metric([n, n], c)
+        return [*out, zone, power, inlet, psu, node]
+
+
+def metrics_text(emu: Emulator, host: bool = True, facility: FacilityLive | None = None) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(HardwareCollector(emu, host))
+    if facility is not None and host:
+        registry.register(FacilityCollector(facility))
     return bytes(generate_latest(registry))
 
 
-def emulate_document(emu: Emulator, node: str | None = None) -> dict[str, Any]:
+def emulate_document(emu: Emulator, node: str | None = None, facility: FacilityLive | None = None) -> dict[str, Any]:
     names = [node] if node else sorted(emu.nodes)
-    return {
+    doc: dict[str, Any] = {
         "clock": {"tick": emu.tick_count, "tickSeconds": emu.tick_s, "frozen": emu.frozen},
         "nodes": [emu.truth(n) for n in names],
         "events": [asdict(e) for e in emu.events[-200:] if node is None or e.node == node],
     }
+    if facility is not None and node is None:
+        doc["facility"] = facility.document()
+    return doc
+
+
+def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[str, Any]]:
+    """``POST /debug/facility/ambient``: the status code and the answer (the control now, or the error)."""
+    if facility is None:
+        return 404, {"error": "no facility model in this simulator"}
+    try:
+        req = json.loads(body or b"{}")
+    except ValueError as e:
+        return 400, {"error": f"body: not JSON: {e}"}
+    if not isinstance(req, dict) or not req or set(req) - {"offsetC", "fixedC", "clear"} or len(req) != 1:
+        return 400, {"error": 'body: expected exactly one of {"offsetC": degC}, {"fixedC": degC}, {"clear": true}'}
+    key, value = next(iter(req.items()))
+    if key == "clear":
+        if value is not True:
+            return 400, {"error": f"clear: {value!r} is not true"}
+        return 200, {"control": facility.set_ambient(clear=True).as_json()}
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 400, {"error": f"{key}: {value!r} is not a number (degC)"}
+    try:
+        degc = check_c(key, float(value))
+    except ValueError as e:
+        return 400, {"error": str(e)}
+    control = facility.set_ambient(offset_c=degc) if key == "offsetC" else facility.set_ambient(fixed_c=degc)
+    return 200, {"control": control.as_json(), "ambientC": facility.reading().ambient_c}
 
 
 class DebugServer:
-    def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None) -> None:
+    def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None,
+                 facility: FacilityLive | None = None) -> None:
         """``bmcs``: the emulated BMCs' addresses document, served at ``GET /debug/bmcs`` (404 without)."""
         self.emu = emu
         emulator = emu
@@ -84,13 +164,22 @@ class DebugServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # - the stdlib's name
+                url = urlparse(self.path)
+                if url.path != "/debug/facility/ambient":
+                    self._send(404, {"error": f"no route POST {url.path}; try /debug/facility/ambient"})
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                code, answer = set_ambient(facility, self.rfile.read(min(length, 4096)))
+                self._send(code, answer)
+
             def do_GET(self) -> None:  # - the stdlib's name
                 url = urlparse(self.path)
                 if url.path == "/healthz":
                     self._send(200, {"status": "ok"})
                     return
                 if url.path in ("/metrics", "/metrics/components"):
-                    data = metrics_text(emulator, host=url.path == "/metrics")
+                    data = metrics_text(emulator, host=url.path == "/metrics", facility=facility)
                     self.send_response(200)
                     self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                     self.send_header("Content-Length", str(len(data)))
@@ -108,7 +197,7 @@ class DebugServer:
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:
-                    self._send(200, emulate_document(emulator, node))
+                    self._send(200, emulate_document(emulator, node, facility))
                 except NotEmulated as e:
                     self._send(404, {"error": str(e)})
 

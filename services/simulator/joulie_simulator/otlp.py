@@ -8,6 +8,18 @@ the node name; the last becomes Prometheus' ``instance``, which keeps nodes apar
   (``cpu`` for a package, ``memory`` for DRAM, ``gpu``) and ``hw.id`` (``package-0``,
   ``dram-0``, ``gpu-3``).
 
+With a facility (:class:`~joulie_simulator.facility_live.FacilityLive`), each node's resource also
+carries ``hw.host.ambient_temperature`` (gauge, Cel: the node's inlet air, its rack's), and one more
+resource (``service.instance.id`` = ``facility``) the facility's signals, the names the controller's
+facility poller reads by default (docs/facility-model.md, "Exported"):
+
+- ``joulie.facility.ambient.temperature`` (Cel), ``joulie.facility.it.power``,
+  ``joulie.facility.cooling.power``, ``joulie.facility.other.power``, ``joulie.facility.power`` (W),
+  ``joulie.facility.pue`` (1; absent while no IT power flows);
+- ``joulie.cooling_zone.ambient.temperature`` (Cel, attribute ``joulie.cooling_zone``: the zone's supply air);
+- ``joulie.rack.power`` (W), ``joulie.rack.inlet.temperature`` (Cel) and ``joulie.rack.psu.load``
+  (1: rack IT over rack PSU capacity), attributes ``joulie.rack`` and ``joulie.cooling_zone``.
+
 All nodes go in one export request (``MetricsData`` built directly, sent with the SDK's OTLP/HTTP
 exporter): one request per interval however many nodes, rather than a meter provider per node.
 A node under a ``telemetry_gap`` fault is left out.
@@ -48,6 +60,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from joulie_common.periodic import Periodic
 from joulie_simulator.emulator import EVENT_TICK, EVENT_WRITE_REJECTED, Emulator, Event
+from joulie_simulator.facility import FacilityReading
+from joulie_simulator.facility_live import FacilityLive
 from joulie_simulator.hwsemconv import components, telemetry_gap
 
 SCOPE = InstrumentationScope("joulie-simulator")
@@ -62,12 +76,58 @@ def _counter(name: str, desc: str, points: list[NumberDataPoint]) -> Metric:
     return Metric(name, desc, "J", Sum(points, AggregationTemporality.CUMULATIVE, is_monotonic=True))
 
 
-def _gauge(name: str, desc: str, points: list[NumberDataPoint]) -> Metric:
-    return Metric(name, desc, "W", Gauge(points))
+def _gauge(name: str, desc: str, points: list[NumberDataPoint], unit: str = "W") -> Metric:
+    return Metric(name, desc, unit, Gauge(points))
 
 
-def metrics_data(emu: Emulator, start_ns: int, now_ns: int) -> MetricsData:
+# The facility's signals; the first three names are the controller's FACILITY_*_METRIC defaults.
+FACILITY_AMBIENT = "joulie.facility.ambient.temperature"
+FACILITY_IT_POWER = "joulie.facility.it.power"
+FACILITY_COOLING_POWER = "joulie.facility.cooling.power"
+FACILITY_OTHER_POWER = "joulie.facility.other.power"
+FACILITY_POWER = "joulie.facility.power"
+FACILITY_PUE = "joulie.facility.pue"
+ZONE_AMBIENT = "joulie.cooling_zone.ambient.temperature"
+RACK_POWER = "joulie.rack.power"
+RACK_INLET = "joulie.rack.inlet.temperature"
+RACK_PSU_LOAD = "joulie.rack.psu.load"
+NODE_INLET = "hw.host.ambient_temperature"
+ZONE_ATTRIBUTE = "joulie.cooling_zone"
+RACK_ATTRIBUTE = "joulie.rack"
+
+
+def facility_metrics(f: FacilityReading, start_ns: int, now_ns: int) -> list[Metric]:
+    def one(v: float) -> list[NumberDataPoint]:
+        return [_point(v, start_ns, now_ns)]
+
+    racks = sorted(f.racks.items())
+    rack_attrs = [{RACK_ATTRIBUTE: r, ZONE_ATTRIBUTE: x.zone} if x.zone else {RACK_ATTRIBUTE: r} for r, x in racks]
+    out = [
+        _gauge(FACILITY_AMBIENT, "Outdoor ambient temperature", one(f.ambient_c), "Cel"),
+        _gauge(FACILITY_IT_POWER, "IT power of the facility (every emulated node)", one(f.it_w)),
+        _gauge(FACILITY_COOLING_POWER, "Cooling power of the facility", one(f.cooling_w)),
+        _gauge(FACILITY_OTHER_POWER, "Facility power beside IT and cooling", one(f.other_w)),
+        _gauge(FACILITY_POWER, "Total facility power (IT + cooling + other)", one(f.facility_w)),
+    ]
+    if f.pue is not None:
+        out.append(_gauge(FACILITY_PUE, "Power usage effectiveness, (IT + cooling + other) / IT", one(f.pue), "1"))
+    if f.zone_supply_c:
+        out.append(_gauge(ZONE_AMBIENT, "Supply air temperature of a cooling zone", [
+            _point(c, start_ns, now_ns, {ZONE_ATTRIBUTE: z}) for z, c in sorted(f.zone_supply_c.items())], "Cel"))
+    if racks:
+        out += [
+            _gauge(RACK_POWER, "IT power of a rack", [_point(x.it_w, start_ns, now_ns, a) for (_, x), a in zip(racks, rack_attrs, strict=True)]),
+            _gauge(RACK_INLET, "Inlet air temperature of a rack", [
+                _point(x.inlet_c, start_ns, now_ns, a) for (_, x), a in zip(racks, rack_attrs, strict=True)], "Cel"),
+            _gauge(RACK_PSU_LOAD, "Rack IT power over the rack's PSU capacity", [
+                _point(x.psu_load, start_ns, now_ns, a) for (_, x), a in zip(racks, rack_attrs, strict=True)], "1"),
+        ]
+    return out
+
+
+def metrics_data(emu: Emulator, start_ns: int, now_ns: int, facility: FacilityLive | None = None) -> MetricsData:
     out = []
+    reading = facility.reading() if facility is not None else None
     for name in sorted(emu.nodes):
         if telemetry_gap(emu.nodes[name]):
             continue
@@ -84,23 +144,30 @@ def metrics_data(emu: Emulator, start_ns: int, now_ns: int) -> MetricsData:
             _counter("hw.energy", "Energy consumed by a component", energy),
             _gauge("hw.power", "Instantaneous power of a component", power),
         ]
+        if reading is not None:
+            inlet = reading.node_inlet_c[name]
+            metrics.append(_gauge(NODE_INLET, "Inlet air temperature of the host", [_point(inlet, start_ns, now_ns)], "Cel"))
         resource = _node_resource(name)
         out.append(ResourceMetrics(resource, [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL))
+    if reading is not None:
+        resource = Resource.create({"service.name": "joulie-simulator", "service.instance.id": "facility"})
+        out.append(ResourceMetrics(resource, [ScopeMetrics(SCOPE, facility_metrics(reading, start_ns, now_ns), SCHEMA_URL)], SCHEMA_URL))
     return MetricsData(out)
 
 
 class OtlpPusher:
     """Pushes the truth every ``interval_s`` (wall clock) to an OTLP/HTTP metrics endpoint."""
 
-    def __init__(self, emu: Emulator, endpoint: str, interval_s: float = 5.0) -> None:
+    def __init__(self, emu: Emulator, endpoint: str, interval_s: float = 5.0, facility: FacilityLive | None = None) -> None:
         self.emu = emu
+        self.facility = facility
         self.exporter = OTLPMetricExporter(endpoint=endpoint, timeout=5)
         self.interval_s = interval_s
         self.start_ns = time.time_ns()
         self._loop = Periodic(interval_s, self.push, "otlp")
 
     def push(self) -> bool:
-        data = metrics_data(self.emu, self.start_ns, time.time_ns())
+        data = metrics_data(self.emu, self.start_ns, time.time_ns(), self.facility)
         return self.exporter.export(data) == MetricExportResult.SUCCESS
 
     def start(self) -> None:

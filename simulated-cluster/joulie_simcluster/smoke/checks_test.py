@@ -130,3 +130,36 @@ def test_the_readme_lists_every_check() -> None:
     text = README.read_text()
     rows = dict(re.findall(r"^\| (S\d\d) \| `[a-z-]+` \| (.+) \|$", text, re.M))
     assert rows == {k: v[1] for k, v in checks.CHECKS.items()}, "regenerate the table from joulie_simcluster.smoke.checks.CHECKS"
+
+
+def _twin(stress: float, measured: float) -> dict[str, object]:
+    return {"status": {"predictedCoolingStressScore": stress, "powerMeasurement": {"measuredNodePowerW": measured}}}
+
+
+def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_what_did_not_move() -> None:
+    from joulie_controller.twin import ambient_multiplier
+
+    before = {"ambientC": 22.0, "pue": 1.20, "itW": 5000.0, "coolingW": 1000.0, "nodeInletC": {"a": 22.0, "b": 23.0}}
+    after = {"ambientC": 32.0, "pue": 1.30, "itW": 5000.0, "coolingW": 1500.0, "nodeInletC": {"a": 32.0, "b": 33.0}}
+    prom = {"ambient": 32.0, "itPower": 5010.0, "coolingPower": 1490.0}
+    k = {n: ambient_multiplier(after["nodeInletC"][n]) / ambient_multiplier(before["nodeInletC"][n]) for n in "ab"}  # type: ignore[index]
+    before["nodeInletC"]["d"] = after["nodeInletC"]["d"] = 22.0  # type: ignore[index]
+    # c: clamped at 100; d: no TDP known, the neutral score (both say nothing about the ambient).
+    t0 = {"a": _twin(40.0, 400.0), "b": _twin(50.0, 1000.0), "c": _twin(100.0, 900.0), "d": _twin(50.0, 600.0)}
+    # Power moved between the readings (b: 1000 -> 900 W): the stress per watt still follows the inlet.
+    t1 = {"a": _twin(40.0 * k["a"], 400.0), "b": _twin(50.0 * k["b"] * 0.9, 900.0), "c": _twin(100.0, 900.0),
+          "d": _twin(50.0, 590.0)}
+    ok = checks.facility_ambient_step(10.0, before, after, prom, t0, t1)
+    assert ok.status == "pass", ok.observed
+    assert "2 NodeTwins' cooling stress per W" in ok.observed and "1 at the neutral score" in ok.observed
+    assert ok.value is not None and ok.value < 1e-9
+
+    stuck = checks.facility_ambient_step(10.0, before, after, prom, t0, t0)  # the controller never saw the step
+    assert stuck.status == "fail" and "a: cooling stress per W x1.000; its true inlet 22.0 -> 32.0 °C says x" in stuck.observed
+    stale = checks.facility_ambient_step(10.0, before, after, {**prom, "ambient": 22.0, "coolingPower": None}, t0, t1)
+    assert stale.status == "fail"
+    assert "Prometheus facility ambient 22.00 vs truth 32.00" in stale.observed and "Prometheus has no facility coolingPower" in stale.observed
+    flat = checks.facility_ambient_step(10.0, before, {**after, "pue": 1.2}, prom, t0, t1)
+    assert flat.status == "fail" and "facility PUE did not rise: 1.2 -> 1.2" in flat.observed
+    off = checks.facility_ambient_step(10.0, None, None, prom, t0, t1)
+    assert off.status == "fail" and "no facility" in off.observed

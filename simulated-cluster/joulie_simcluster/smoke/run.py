@@ -13,7 +13,11 @@ The sequence (caps as the smoke values set them: every Node performance, CPU and
 4. halfway: the controller manager is restarted with the caps at 50 % and half the Nodes eco
    (a changed install); S09 checks the new caps reach the files and bind, S08 that the agents
    that lived through the simulator restart applied them;
-5. pods of each workload class through the real kube-scheduler and the extender: S10-S12.
+5. pods of each workload class through the real kube-scheduler and the extender: S10-S12;
+6. the facility: the outdoor ambient raised 10 °C through the simulator's control
+   (``POST /debug/facility/ambient``); S13 reads what the controller's facility poller reads from
+   Prometheus and the NodeTwins' cooling stress against /debug/emulate's facility truth, then
+   puts the ambient back.
 
 Each check is recorded even when an earlier one failed; an exception in a step records that step's
 checks as failed with the error, never a silent pass.
@@ -28,6 +32,7 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -198,6 +203,7 @@ class Smoke:
             (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: self.step_phase1(excluded)),
             (["S08", "S09"], self.step_restart_and_lower),
             (["S10", "S11", "S12"], self.step_pods),
+            (["S13"], self.step_facility),
         ]
         for ids, step in steps:
             try:
@@ -268,6 +274,48 @@ class Smoke:
         if power.status != "pass":
             self.assertions.remove(caps)
             self.record(Assertion("S09", "fail", f"{caps.observed}; but {power.observed}", caps.expected, caps.value))
+
+    def facility_truth(self) -> dict[str, Any] | None:
+        url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            facility = json.loads(resp.read()).get("facility")
+        return cast(dict[str, Any], facility) if isinstance(facility, dict) else None
+
+    def set_ambient(self, body: dict[str, Any]) -> None:
+        req = urllib.request.Request(f"http://{self.env['SIMULATOR_HTTP']}/debug/facility/ambient",
+                                     data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
+
+    def prometheus_facility(self) -> dict[str, float | None]:
+        """What the controller's facility poller reads (its own queries, this telemetry mode's naming)."""
+        from joulie_controller.facility import facility_queries, read_facility
+        from joulie_controller.settings import Settings
+
+        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
+        tmode = telemetry.mode(self.env.get("TELEMETRY", "otlp"))
+        q = facility_queries(Settings.from_env(tmode.joulie_env()))
+
+        def query(promql: str) -> list[Mapping[str, Any]]:
+            url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
+
+        f, _ = read_facility(q, query)
+        return {"ambient": f.outdoor_ambient_c, "itPower": f.it_power_w or None, "coolingPower": f.cooling_power_w}
+
+    def step_facility(self) -> None:
+        step_c = 10.0
+        before, twins_before = self.facility_truth(), self.managed_twins()
+        self.progress(f"raising the outdoor ambient {step_c:g} °C through the simulator's control")
+        self.set_ambient({"offsetC": step_c})
+        try:
+            # The next push, the controller's facility poll (FACILITY_POLL_INTERVAL) and a reconcile.
+            wait = 60 + 3 * (self.timing.otlp_interval_s + self.timing.controller_interval_s)
+            self.record(self.until("S13", lambda: checks.facility_ambient_step(
+                step_c, before, self.facility_truth(), self.prometheus_facility(), twins_before, self.managed_twins()), wait))
+        finally:
+            self.set_ambient({"clear": True})
 
     def step_pods(self) -> None:
         api = kube.core_api(self.state.kubeconfig)
