@@ -10,7 +10,7 @@ import pytest
 from joulie_bench.cli import main, parse_nodes, parse_policies, progress_bar
 from joulie_bench.paired import METRICS as PAIRED_METRICS
 from joulie_bench.paired import REGIMES
-from joulie_bench.sim import run
+from joulie_bench.sim import idle_power_by_kind_w, run
 from joulie_workload.gen import GenOptions, generate
 from joulie_workload.trace import Job, write_trace
 
@@ -196,12 +196,32 @@ def test_suspend_powers_idle_nodes_off_through_a_lull_and_back_on_for_the_next_b
     s = run(jobs, nodes, "S", seed=1, dt_s=10, suspend_after_s=600)
     assert a.jobs_completed == s.jobs_completed == 42
     assert a.boots == 0 and a.node_hours_off == 0
-    # Under A every node is powered all the time: its baseline is the idle power x the run's duration.
-    assert a.baseline_energy_kwh == pytest.approx(a.idle_energy_kwh, rel=0.01)
+    # Under A every node is powered all the time: its idle baseline is the cluster's idle power x the
+    # run's duration (the nodes measured one by one add up to the cluster measured at once).
+    assert a.idle_energy_kwh == pytest.approx(sum(idle_power_by_kind_w(nodes, 10).values()) * a.end_s / 3.6e6, rel=0.01)
     assert s.boots >= 1, "the second burst resumed no node"
     assert s.node_hours_off > 3 * 2.0, s.node_hours_off  # three nodes off for most of the 3 h lull
-    assert s.baseline_energy_kwh < 0.6 * a.baseline_energy_kwh
+    assert s.idle_energy_kwh < 0.6 * a.idle_energy_kwh
+    assert s.idle_by_kind_kwh["other"] > 0 and s.dynamic_energy_kwh > 0
     assert s.it_energy_kwh < a.it_energy_kwh
     boot_s = nodes[0].profile.physics.boot_s
     # No Pod waits past a resume (boot) plus a few reconcile and scheduling cycles.
     assert max(s.waits_s) <= boot_s + 3 * 60 + 60, max(s.waits_s)
+
+
+def test_the_suspend_sweep_writes_the_trade_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench"
+    rc = main(["--seeds", "2", "--jobs", "12", "--mean-interarrival-s", "300", "--eco-ratio", "0", "--nodes",
+               "intel-xeon-2s-rapl*3", "--gpu-ratio", "0", "--policies", "ES", "--suspend-sweep", "300,600",
+               "--dt", "10", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    assert "ES trade-off against SUSPEND_AFTER" in printed
+    rows = list(csv.DictReader((out / "tradeoff.csv").open()))
+    assert {r["suspend_after_s"] for r in rows} == {"300", "600"}
+    assert {r["metric"] for r in rows} >= {"open_facility_energy_pct", "p95_wait_added_s", "makespan_pct", "boots"}
+    off = {r["suspend_after_s"]: float(r["mean"]) for r in rows if r["metric"] == "node_hours_off"}
+    assert off["300"] >= off["600"] > 0  # suspending sooner leaves nodes off at least as long
+    assert (out / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["--suspend-sweep", "5,x", "--out", str(out)]) == 2
+    assert "--suspend-sweep: 'x' is not a number of seconds" in capsys.readouterr().err

@@ -286,12 +286,17 @@ def parse_sweep(text: str) -> list[float]:
 
 
 def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[BenchNode], args: argparse.Namespace,
-              sweep: Sequence[float]) -> dict[float, list[RunResult]]:
-    """ES once more per suspend time and unit (A's runs of the main loop are the baseline)."""
+              sweep: Sequence[float], done: Sequence[RunResult]) -> dict[float, list[RunResult]]:
+    """ES once more per suspend time and unit (A's runs of the main loop are the baseline); the main
+    loop's ES runs stand for ``--suspend-after`` itself."""
     out: dict[float, list[RunResult]] = {}
-    with progress_bar(len(units) * len(sweep)) as bar:
-        task = bar.add_task("sweep", total=len(units) * len(sweep))
-        for after_s in sweep:
+    es = [r for r in done if r.policy == "ES"]
+    if args.suspend_after in sweep and len(es) == len(units):
+        out[args.suspend_after] = es
+    todo = [a for a in sweep if a not in out]
+    with progress_bar(len(units) * len(todo)) as bar:
+        task = bar.add_task("sweep", total=len(units) * len(todo))
+        for after_s in todo:
             for seed, name, jobs in units:
                 bar.update(task, description=f"ES SUSPEND_AFTER={after_s:g} s {name}")
                 r = run(jobs, nodes, "ES", seed, dt_s=args.dt, budget_frac=args.budget_frac, suspend_after_s=after_s)
@@ -391,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     for pol, est in summary.items():
         print(f"{pol + ' ' + POLICIES[pol][0]:<24}" + "".join(f"{est[k].fmt(d):>21}" for k, _, d in METRICS))
-    print("\nEnergy split (idle = each node's unloaded, uncapped power x the run's duration; dynamic = the rest) and "
+    print("\nEnergy split (idle = each node's unloaded, uncapped power while powered, standby while off; dynamic = the rest) and "
           "slowdown spread, to completion:")
     print(f"{'policy':<24}" + "".join(f"{label:>21}" for _, label, _ in EXTRA_METRICS))
     for pol, est in summary.items():
@@ -422,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in section[4:]:
         print("  " + line)
     if sweep:
-        swept = run_sweep(units, nodes, args, sweep)
+        swept = run_sweep(units, nodes, args, sweep, results)
         c = curve([r for r in results if r.policy == "A"], swept)
         with (out / "tradeoff.csv").open("w", newline="") as f:
             w = csv.writer(f)

@@ -2,7 +2,7 @@
 suspend saves), and the queueing delay resumes added. Pure: figures from ``RunResult`` only, paired
 per seed against A like ``paired.csv``.
 
-Energy saved from idle = A's idle baseline - the policy's (``RunResult.baseline_energy_kwh``: each
+Energy saved from idle = A's idle baseline - the policy's (``RunResult.idle_energy_kwh``: each
 node's idle power while powered, its standby power while off), per seed, to completion; the rest of
 the IT change is dynamic (the work's own power at other speeds and caps). Wait = start - submit of
 every started job."""
@@ -54,11 +54,11 @@ def power_rows(results: Sequence[RunResult], policies: Sequence[str]) -> list[Po
             policy=pol,
             boots=ci95([float(r.boots) for r in rs]),
             node_hours_off=ci95([r.node_hours_off for r in rs]),
-            baseline_kwh=ci95([r.baseline_energy_kwh for r in rs]),
-            idle_saved_kwh=ci95([b.baseline_energy_kwh - r.baseline_energy_kwh for r, b in zip(rs, a, strict=True)]),
-            idle_saved_pct=ci95([(b.baseline_energy_kwh - r.baseline_energy_kwh) / b.it_energy_kwh * 100
+            baseline_kwh=ci95([r.idle_energy_kwh for r in rs]),
+            idle_saved_kwh=ci95([b.idle_energy_kwh - r.idle_energy_kwh for r, b in zip(rs, a, strict=True)]),
+            idle_saved_pct=ci95([(b.idle_energy_kwh - r.idle_energy_kwh) / b.it_energy_kwh * 100
                                  for r, b in zip(rs, a, strict=True) if b.it_energy_kwh > 0] or [math.nan]),
-            dynamic_change_kwh=ci95([(r.it_energy_kwh - r.baseline_energy_kwh) - (b.it_energy_kwh - b.baseline_energy_kwh)
+            dynamic_change_kwh=ci95([(r.it_energy_kwh - r.idle_energy_kwh) - (b.it_energy_kwh - b.idle_energy_kwh)
                                      for r, b in zip(rs, a, strict=True)]),
             mean_wait_s=ci95([r.mean_wait_s for r in rs]),
             p95_wait_s=ci95([r.wait_pct(95) for r in rs]),

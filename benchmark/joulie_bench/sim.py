@@ -228,10 +228,6 @@ class RunResult:
     open_facility_energy_kwh: float = 0.0
     open_work_h: float = 0.0
     """Work done inside the window, in ideal job-hours (each job's progress x its ideal runtime)."""
-    baseline_energy_kwh: float = 0.0
-    """The idle baseline actually paid, to completion: each node's idle power (unloaded, uncapped) for
-    every tick it was powered (booting and shutting down included), its standby power while off. A's
-    minus a suspend arm's is the energy saved from idle; the rest of the IT change is dynamic."""
     waits_s: list[float] = field(default_factory=list)
     """Every started job's queueing delay: start - submit (resumes add to it)."""
     boots: int = 0
@@ -242,9 +238,11 @@ class RunResult:
     """Allocated CPU over the run: sum(job CPU request x running time) / (cluster CPUs x run span)."""
     gpu_utilisation: float = 0.0
     idle_by_kind_kwh: dict[str, float] = field(default_factory=dict)
-    """The idle share of ``energy_by_kind_kwh``: each node's idle power (unloaded, uncapped, boards at
-    their default limit) x the run's duration ``end_s``. Dynamic = energy - idle (may dip below 0
-    where a cap holds a device under its uncapped idle draw)."""
+    """The idle baseline actually paid, by device kind, to completion: each node's idle power
+    (unloaded, uncapped, boards at their default limit) for every tick it was powered (booting and
+    shutting down included), its standby power (as "other") while off. Dynamic = energy - idle (may
+    dip below 0 where a cap holds a device under its uncapped idle draw). A's minus a suspend arm's
+    idle is the energy suspend saved from idle."""
 
     @property
     def idle_energy_kwh(self) -> float:
@@ -318,18 +316,18 @@ def idle_power_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, f
     return dict(_IDLE_CACHE[key])
 
 
-_NODE_IDLE_CACHE: dict[tuple[str, float], float] = {}
+_NODE_IDLE_CACHE: dict[tuple[str, float], dict[str, float]] = {}
 
 
-def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
-    """Each node's idle power (host, unloaded, uncapped, boards at their default limit), measured on
-    an emulator of its profile alone; cached per profile."""
+def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, dict[str, float]]:
+    """Each node's idle power by device kind (unloaded, uncapped, boards at their default limit),
+    measured on an emulator of its profile alone; cached per profile."""
     out = {}
     for n in nodes:
         key = (n.profile.name, dt_s)
         if key not in _NODE_IDLE_CACHE:
-            _NODE_IDLE_CACHE[key] = sum(_measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s).values())
-        out[n.name] = _NODE_IDLE_CACHE[key]
+            _NODE_IDLE_CACHE[key] = _measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
+        out[n.name] = dict(_NODE_IDLE_CACHE[key])
     return out
 
 
@@ -417,10 +415,10 @@ class _Run:
         self.free_gpu = {n.name: n.gpus for n in nodes}
         self.pending: list[Job] = []
         self.last_load: dict[str, Load] = {}
-        self.it_j = self.fac_j = self.baseline_j = 0.0
+        self.it_j = self.fac_j = 0.0
+        self.idle_kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
         self.off_s = 0.0  # node-seconds powered off
         self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
-        self.idle_kind_w = idle_power_by_kind_w(nodes, dt_s)
         self.idle_node_w = idle_power_by_node_w(nodes, dt_s)
         self.reconciles = 0
         self.next_reconcile = 0.0
@@ -545,9 +543,10 @@ class _Run:
         for n in nodes:
             if emu.power_state(n.name) == "off":
                 self.off_s += dt_s
-                self.baseline_j += n.profile.physics.standby_w * dt_s
+                self.idle_kind_j["other"] += n.profile.physics.standby_w * dt_s
             else:
-                self.baseline_j += self.idle_node_w[n.name] * dt_s
+                for kind, w in self.idle_node_w[n.name].items():
+                    self.idle_kind_j[kind] += w * dt_s
         speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
         for c in self.engine.step(t, dt_s, speeds):
             r = self.engine.runs[c.job_id]
@@ -605,13 +604,12 @@ class _Run:
             jobs_per_node=dict(sorted(Counter(r.node for r in done if r.node).items())),
             first_submit_s=first,
             energy_by_kind_kwh={k: j / 3.6e6 for k, j in self.kind_j.items()},
-            idle_by_kind_kwh={k: w * end_s / 3.6e6 for k, w in self.idle_kind_w.items()},
+            idle_by_kind_kwh={k: j / 3.6e6 for k, j in self.idle_kind_j.items()},
             open_start_s=self.open_start_s,
             open_end_s=self.open_end_s,
             open_it_energy_kwh=(it1 - it0) / 3.6e6,
             open_facility_energy_kwh=(fac1 - fac0) / 3.6e6,
             open_work_h=(w1 - w0) / 3600.0,
-            baseline_energy_kwh=self.baseline_j / 3.6e6,
             waits_s=[(r.start_s or 0.0) - r.job.submit_s for r in started],
             boots=sum(self.emu.node(n.name).boots for n in self.nodes),
             node_hours_off=self.off_s / 3600.0,
