@@ -12,7 +12,8 @@ shortening boots (ci: 240 s of a Xeon's boot in 12 s):
 1. one node is cordoned and tainted ``joulie.io/suspended`` (NodeTwin ``suspending``) after
    SUSPEND_AFTER, the other kept as the pool's floor;
 2. its BMC powers it off: the emulator's truth says ``off`` and its host power is the profile's
-   standby power; the Node goes NotReady and its agent process stops (``runtimes/power.py``);
+   standby power; the Node goes NotReady and its agent process stops (``runtimes/power.py``),
+   both seen before the Pod is created;
 3. a Pod that fits only that node (``nodeSelector kubernetes.io/hostname``) is created: the
    controller powers the node on, the boot ends, the Node is Ready, uncordoned, and the Pod runs.
 
@@ -67,7 +68,7 @@ class Observed:
     error: str = ""
 
 
-EVENTS = ("cordoned", "off", "not-ready", "pod-created", "power-on", "on", "ready", "uncordoned", "pod-running")
+EVENTS = ("cordoned", "off", "not-ready", "agent-stopped", "pod-created", "power-on", "on", "ready", "uncordoned", "pod-running")
 
 
 def evaluate(o: Observed) -> list[tuple[str, bool, str]]:
@@ -165,8 +166,9 @@ class Watcher:
                 o.expected_standby_w = float(truth[o.node]["power"]["standbyW"])
         if "off" in o.timeline and not ready:
             self.mark("not-ready")
-            if "pod-created" not in o.timeline:
-                o.agent_stopped_while_off = not self.agent_alive(o.node)
+            if "pod-created" not in o.timeline and not self.agent_alive(o.node):
+                o.agent_stopped_while_off = True
+                self.mark("agent-stopped")
         if "pod-created" in o.timeline and emu in ("booting", "on"):
             self.mark("power-on", f"(emulator {emu})")
         if "power-on" in o.timeline and emu == "on":
@@ -217,6 +219,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         w.until("cordoned", 180)
         w.until("off", 120)
         w.until("not-ready", 60)
+        w.until("agent-stopped", 30)
         kube.core_api(state.kubeconfig).create_namespaced_pod(POD_NAMESPACE, wake_pod(o.node))  # type: ignore[arg-type]
         w.mark("pod-created", f"(Pod {POD_NAMESPACE}/{POD_NAME}, nodeSelector kubernetes.io/hostname={o.node})")
         w.until("pod-running", 240)

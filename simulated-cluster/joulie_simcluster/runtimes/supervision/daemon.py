@@ -56,6 +56,7 @@ class Supervisor:
         self.stopping = False
         self.next_power_s = 0.0
         self.bmcs_text: str | None = None
+        self.power_error = ""
 
     def _exit_reason(self, pid: int) -> str:
         """Our own children's exit status; a process the CLI started is just gone."""
@@ -124,9 +125,11 @@ class Supervisor:
             self.bmcs_text = power.sync_secret(root, self.state.kubeconfig, self.bmcs_text)
             states = power.read_power_states(denv["SIMULATOR_HTTP"])
         except Exception as e:  # the simulator restarting, the API server away: try next round
-            if self.bmcs_text is not None:
-                log(f"power: {e!r}")
+            if self.bmcs_text is not None and repr(e) != self.power_error:
+                log(f"power: cannot read the power states ({e!r}); trying every {POWER_POLL_S:g}s")
+            self.power_error = repr(e)
             return set(down)
+        self.power_error = ""
         change = power.transitions(states, down)
         for node in change.down:
             try:
