@@ -95,14 +95,16 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run(fleet: BmcFleet, directory: dict[str, BmcEntry], tmp_path: Path, ticks: int) -> tuple[MemoryKube, FakeClock]:
+def run(fleet: BmcFleet, directory: dict[str, BmcEntry], tmp_path: Path, ticks: int,
+        advance_s: float = 200.0) -> tuple[MemoryKube, FakeClock]:
+    """``ticks`` controller ticks ``advance_s`` apart (SUSPEND_AFTER 600 s: cordon on the 4th, power-off on the 5th)."""
     kube = MemoryKube([NodeInfo("idle", MANAGED), NodeInfo("busy", MANAGED)], [PodInfo("ns", "job", node_name="busy")])
     clock = FakeClock(t=0.0, start=T0)
     driver = RedfishPowerDriver(lambda: directory, lambda e: connect_entry(e, tmp_path, timeout_s=3))
     ctl = Controller(SUSPEND, kube, NoPower(), clock=clock, power_driver=driver)  # type: ignore[arg-type]
     for _ in range(ticks):
         ctl.tick()
-        clock.advance(400)
+        clock.advance(advance_s)
     driver.close()
     return kube, clock
 
@@ -114,7 +116,7 @@ def entries(fleet: BmcFleet, password: str = PASSWORD, idle_address: str | None 
 
 def test_the_controller_powers_an_idle_node_off_through_its_emulated_bmc(fleet: BmcFleet, emu: Emulator,
                                                                          tmp_path: Path) -> None:
-    kube, _ = run(fleet, entries(fleet), tmp_path, ticks=4)
+    kube, _ = run(fleet, entries(fleet), tmp_path, ticks=5)
     assert emu.power_state("idle") in ("shutting-down", "off")  # GracefulShutdown reached the emulator
     assert emu.power_state("busy") == "on"
     assert kube.node("idle").unschedulable and kube.power("idle").error is None
@@ -132,7 +134,7 @@ def test_a_bad_credential_or_an_unreachable_bmc_is_a_clear_error_and_the_node_is
         directory = entries(fleet, idle_address=address)
         expected = "log in failed: unreachable (connection refused)"
     with caplog.at_level(logging.INFO):
-        kube, _ = run(fleet, directory, tmp_path, ticks=4)
+        kube, _ = run(fleet, directory, tmp_path, ticks=6)  # past the cordon time, were the BMC answering
     power = kube.power("idle")
     print(f"{case}: NodeTwin idle status.power = state {power.state!r}, error {power.error!r}")
     assert power.state == "on" and power.error == f"node idle: BMC {address}: {expected}" + (
