@@ -164,6 +164,7 @@ CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
     "production": (JOULIE, [PRODUCTION_VALUES], {}),
     "extender-hostnet": (JOULIE, [EXTENDER_VALUES], {"schedulerExtender.hostNetwork": "true"}),
     "none": (JOULIE, [], {"agent.mode": "none"}),
+    "power-policy": (JOULIE, [], {"controllerManager.env.POWER_POLICY": "idle_suspend_v1"}),
     "nvidia-gpu": (JOULIE, [NVIDIA_VALUES], {}),
     "amd-gpu": (JOULIE, [AMD_VALUES], {}),
     "amd-gpu-pool": (JOULIE, [AMD_VALUES], {"agent.mode": "pool"}),
@@ -369,6 +370,21 @@ def test_extender_leader_election_and_dashboard() -> None:
 
     hostnet = one(render("extender-hostnet"), "Deployment", "joulie-scheduler-extender")["spec"]["template"]["spec"]
     assert hostnet["hostNetwork"] is True and hostnet["dnsPolicy"] == "ClusterFirstWithHostNet"
+
+
+def test_the_bmc_secrets_role_comes_only_with_a_power_policy() -> None:
+    """The Redfish driver lists the BMC Secrets of the release namespace: a Role there, not a
+    ClusterRole, and only when POWER_POLICY is not none (docs/suspend-resume.md)."""
+    for case in ("defaults", "extender", "production"):
+        assert not [n for k, n in ids(render(case)) if "bmc-secrets" in n], case
+    docs = render("power-policy")
+    role = one(docs, "Role", "joulie-controller-manager-bmc-secrets")
+    assert role["metadata"]["namespace"] == NS
+    assert rules(role) == {("", "secrets"): {"get", "list", "watch"}}
+    binding = one(docs, "RoleBinding", "joulie-controller-manager-bmc-secrets")
+    assert binding["roleRef"]["name"] == "joulie-controller-manager-bmc-secrets"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "joulie-controller-manager", "namespace": NS}]
+    assert env_of(one(docs, "Deployment", "joulie-controller-manager"))["POWER_POLICY"] == "idle_suspend_v1"
 
 
 def test_rbac_rules_are_the_least_each_component_needs() -> None:

@@ -1,6 +1,8 @@
 """simcluster: the simulated cluster harness (process runtime: every component a local process).
 
 ``smoke``  up + deploy + the checks + run results + down (SIMCLUSTER_KEEP=1 keeps the cluster)
+``suspend``  up + deploy (power policy on, no load) + an idle node suspended through its BMC and resumed by a
+Pod + runs/<UTC>-suspend/summary.json (its timeline) + down
 ``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
@@ -63,6 +65,7 @@ from joulie_simcluster.logs import print_log, print_tree
 from joulie_simcluster.runtimes import k3s, process
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.settings import Settings, SettingsError
+from joulie_simcluster.smoke import suspend as suspend_check
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
@@ -106,6 +109,12 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     sm.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
     sm.add_argument("--break", dest="break_component", choices=["simulator", "extender", "controller-manager", "agent"],
                     help="kill this component on purpose after deploy, to see the checks fail and say why")
+    su = sub.add_parser("suspend", help="up, deploy with the power policy on, an idle node suspended through its BMC "
+                        "and resumed by a Pod (runs/<UTC>-suspend/summary.json), down")
+    su.add_argument("--spec", type=Path, default=suspend_check.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
+    su.add_argument("--values", type=Path, action="append",
+                    help=f"values file (repeatable; default {suspend_check.DEFAULT_VALUES})")
+    su.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
     bl = sub.add_parser("bench-live", help="one trace under each policy on the live cluster, beside the accelerated "
                         "benchmark's prediction (up, deploy per policy, down)")
     bl.add_argument("--spec", type=Path, default=livebench.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
@@ -220,6 +229,11 @@ def _smoke(args: argparse.Namespace, ctx: Context) -> int:
         values_files=values, daemonset=daemonset_for(values), crd_dir=args.crds, break_component=args.break_component))
 
 
+def _suspend(args: argparse.Namespace, ctx: Context) -> int:
+    values = _values_files(ctx.settings, args.values, [suspend_check.DEFAULT_VALUES])
+    return suspend_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
+
+
 def _up(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
     rendered = RenderedSpec.load(args.spec)
@@ -263,6 +277,7 @@ def _chaos(args: argparse.Namespace, ctx: Context) -> int:
 
 
 _RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
+                     "suspend": _suspend,
                      "bench-live": _bench_live, "up": _up}
 
 

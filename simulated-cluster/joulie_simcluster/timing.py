@@ -41,6 +41,10 @@ class Timing:
     restart_reset_s: float = 600.0
     """A process that ran this long before it died is restarted after the first wait again (kubelet: 10 min)."""
 
+    power_time_scale: float = 1.0
+    """The simulator's --power-time-scale: boot and shutdown last the profiles' boot_s/shutdown_s
+    times this (ci: a 240 s boot takes 12 s)."""
+
     lease_duration_s: float = 15.0
     """LEADER_ELECTION_LEASE_DURATION of controller-manager replicas (the controller's default: 15 s):
     how long a dead leader holds the Lease before another replica takes over."""
@@ -48,7 +52,7 @@ class Timing:
     def validate(self) -> Timing:
         for field_name in ("sim_tick_s", "otlp_interval_s", "rate_window_s", "controller_interval_s",
                            "status_refresh_s", "agent_interval_s", "staleness_s", "restart_backoff_s",
-                           "restart_backoff_max_s", "restart_reset_s", "lease_duration_s"):
+                           "restart_backoff_max_s", "restart_reset_s", "lease_duration_s", "power_time_scale"):
             if getattr(self, field_name) <= 0:
                 raise TimingError(f"timing {self.name}: {field_name} must be > 0, got {getattr(self, field_name)}")
         if self.rate_window_s < 4 * self.otlp_interval_s:
@@ -92,7 +96,8 @@ PRESETS: dict[str, Timing] = {
         Timing("ci", sim_tick_s=0.5, otlp_interval_s=2, rate_window_s=12, controller_interval_s=3,
                status_refresh_s=30, agent_interval_s=3, staleness_s=60,
                # kubelet's CrashLoopBackOff compressed tenfold: a crash costs seconds, not minutes.
-               restart_backoff_s=1, restart_backoff_max_s=30, restart_reset_s=60, lease_duration_s=6),
+               restart_backoff_s=1, restart_backoff_max_s=30, restart_reset_s=60, lease_duration_s=6,
+               power_time_scale=0.05),
         Timing("production", sim_tick_s=1, otlp_interval_s=15, rate_window_s=120, controller_interval_s=60,
                status_refresh_s=120, agent_interval_s=20, staleness_s=300),
     )

@@ -61,14 +61,18 @@ def _run(args: argparse.Namespace) -> int:
         elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
     facility = FacilityReader(settings) if settings.enable_facility_metrics else None
     liveness = Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry)
-    # The BMC driver (PowerDriver, powerdriver.py) for POWER_POLICY=idle_suspend_v1: the Redfish one
-    # (joulie_redfish, BMCs and credentials from a Secret) is connected here. Without a driver no
-    # node has a BMC reading, so the policy never suspends a node.
+    # The BMC driver (PowerDriver, powerdriver.py) for POWER_POLICY=idle_suspend_v1: Redfish
+    # (joulie_redfish), BMC addresses and credentials from the Secrets labelled
+    # joulie.io/bmc-credentials=true in the controller's namespace (POD_NAMESPACE), read every 30 s.
     power_driver = None
     if settings.power_policy != "none":
-        logging.getLogger(NAME).warning(
-            "POWER_POLICY=%s but no BMC driver is configured: no node has a BMC reading, none is suspended",
-            settings.power_policy)
+        from kubernetes import client as k8s
+
+        from joulie_controller.redfishdriver import from_kube
+
+        power_driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
+        logging.getLogger(NAME).info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true "
+                                     "in namespace %s", settings.power_policy, settings.pod_namespace)
     controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility,
                             liveness=liveness, power_driver=power_driver)
     if args.once:

@@ -5,7 +5,8 @@ Pure: no process is started here (``deploy/start.py`` does that), so the command
 
 - ``simulator``: ``emulate`` over every Node of the spec, FUSE views (or plain trees) under
   ``<state>/hwemu``, /debug/emulate and gRPC on 127.0.0.1, OTLP pushed into Prometheus (or the
-  telemetry mode's Collector, or nothing where /metrics is scraped).
+  telemetry mode's Collector, or nothing where /metrics is scraped); an emulated BMC per node
+  (Redfish on 127.0.0.1, ``runtimes/power.py``), boots and shutdowns at the timing's ``power_time_scale``.
 - ``agent-<node>``: the released agent binary in ``emulated`` mode, literal ``NODE_NAME``, its tree
   as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from joulie_simcluster.runtimes import power
 from joulie_simcluster.settings import HwemuMode
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.timing import Timing, duration
@@ -151,6 +153,10 @@ def simulator_command(plan: Plan) -> Command:
             "--otlp-endpoint", (f"{plan.prometheus_url}/api/v1/otlp/v1/metrics" if plan.otlp_endpoint is None
                                 else plan.otlp_endpoint),
             "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
+            # An emulated BMC per node (Redfish); the login in a file, never on the command line.
+            "--bmc", "127.0.0.1",
+            "--bmc-credentials", str(power.credentials_path(plan.state)),
+            "--power-time-scale", f"{plan.timing.power_time_scale:g}",
         ],
         env=dict(plan.python_path_env),
         log=plan.log("simulator"),

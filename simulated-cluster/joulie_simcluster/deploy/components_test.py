@@ -68,6 +68,10 @@ def test_the_simulator_starts_first_and_pushes_otlp_at_the_timings_interval(tmp_
     assert sim[sim.index("--otlp-endpoint") + 1] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
     assert sim[sim.index("--otlp-interval") + 1] == "2" and sim[sim.index("--mode") + 1] == "fuse"
     assert cmds[1].argv[1:3] == ["--addr", "127.0.0.1:9876"]
+    # An emulated BMC per node, the login from a file (no password on the command line), ci boots fast.
+    assert sim[sim.index("--bmc") + 1] == "127.0.0.1"
+    assert sim[sim.index("--bmc-credentials") + 1] == str(tmp_path / "bmc" / "credentials.yaml")
+    assert sim[sim.index("--power-time-scale") + 1] == "0.05"
 
 
 def test_in_the_agent_telemetry_mode_every_agent_pushes_its_power(tmp_path: Path) -> None:

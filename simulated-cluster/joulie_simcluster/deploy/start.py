@@ -30,6 +30,7 @@ from joulie_simcluster.deploy.processes import interpreter, pid_key, python_env,
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
 from joulie_simcluster.deploy.values import load_values
 from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes import power
 from joulie_simcluster.runtimes.kube import core_api
 from joulie_simcluster.runtimes.pids import start_ticks
 from joulie_simcluster.runtimes.process import cluster_live
@@ -96,6 +97,9 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     if options.workload:
         plan = with_workload(plan, rendered.name, rendered.nodes, options.trace, options.workload_args)
     _write_agent_files(plan)
+    power.ensure_credentials(state.root)  # before the simulator starts: its BMCs accept this login
+    bmcs_json = power.bmcs_path(state.root)
+    bmcs_json.unlink(missing_ok=True)  # the simulator writes it afresh (new ports)
     env = _deploy_env(plan, rendered, cluster, options.values_files)
     for b in binaries.values():
         env[f"BINARY_{b.component}"] = str(b.path)
@@ -215,6 +219,7 @@ def _deploy_env(plan: comp.Plan, rendered: RenderedSpec, cluster: Mapping[str, s
         "SIMULATOR_GRPC": f"127.0.0.1:{ports.simulator_grpc}",
         "CONTROLLER_METRICS": f"127.0.0.1:{ports.controller_metrics}",
         "EXTENDER_ADDR": f"127.0.0.1:{ports.extender}",
+        "BMC_SECRET": f"{power.SECRET_NAMESPACE}/{power.SECRET_NAME}",
         **plan.timing.as_env(),
     }
 
@@ -236,6 +241,9 @@ def _start(ctx: Context, cmds: list[comp.Command], env: dict[str, str]) -> int:
         if cmd.name == "simulator":
             _wait_simulator(state, proc, cmd.metrics_url, settings.hwemu, ctx.progress,
                             max(120.0, settings.deploy_timeout_s))
+            if power.sync_secret(state.root, state.kubeconfig) is None:
+                raise RuntimeFailure(f"the simulator serves but wrote no {power.bmcs_path(state.root)}; log {state.log('simulator')}")
+            ctx.progress(f"BMC Secret {power.SECRET_NAMESPACE}/{power.SECRET_NAME} written from {power.bmcs_path(state.root)}")
     return len(cmds)
 
 

@@ -7,6 +7,12 @@ backoff is over (``backoff.observe``). Its own record, ``<state>/supervisor.json
 time, per process: restarts, last exit, next restart), is what ``simcluster status`` prints. It
 exits when ``cluster.env`` is gone (``down``, or an ``up`` that starts afresh starts another).
 
+Emulated power states (``runtimes/power.py``): every ``POWER_POLL_S`` it reads the emulator's power
+state per node; a node that is not on (shut down through its BMC) has its Node made NotReady and
+its agent stopped, and that agent is not restarted (``powered-off.json``) until the node is on
+again, as kubelet runs no DaemonSet Pod on a node that is off. It also keeps the BMC Secret equal
+to ``bmcs.json`` (new ports after a simulator restart).
+
 Run as ``python -m joulie_simcluster.runtimes.supervision.daemon --state DIR --backoff BASE,MAX,RESET``.
 """
 
@@ -22,13 +28,15 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from joulie_simcluster.runtimes.pids import start_ticks
+from joulie_simcluster.runtimes import power
+from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy, ProcessRecord, observe, restarted
 from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.runtimes.supervision.processes import start_again, watched
 from joulie_simcluster.state import StateDir
 
 POLL_S = 0.5
+POWER_POLL_S = 1.0
 
 
 def record_path(state: StateDir) -> Path:
@@ -46,6 +54,9 @@ class Supervisor:
         self.children: dict[int, subprocess.Popen[bytes]] = {}
         self.generations: dict[str, str] = {}
         self.stopping = False
+        self.next_power_s = 0.0
+        self.bmcs_text: str | None = None
+        self.power_error = ""
 
     def _exit_reason(self, pid: int) -> str:
         """Our own children's exit status; a process the CLI started is just gone."""
@@ -72,10 +83,13 @@ class Supervisor:
                 if self.generations.get(kind) != generation:
                     self.records = {k: r for k, r in self.records.items() if not k.startswith(kind + "/")}
                     self.generations[kind] = generation
+            off_agents = {f"agent-{n}" for n in self.power_round(now_s)}
             seen = set()
             for w in watched(self.state):
                 key = f"{w.kind}/{w.name}"
                 seen.add(key)
+                if w.kind == "deploy" and w.name in off_agents:
+                    continue  # its node is off: no agent runs there, none is restarted
                 rec = self.records.setdefault(key, ProcessRecord())
                 action = observe(rec, w.pid, w.alive, now_s, self.policy, self._exit_reason(w.pid))
                 if action == "restart":
@@ -97,6 +111,58 @@ class Supervisor:
                 del self.records[key]
             self._reap()
             self.write()
+
+    def power_round(self, now_s: float) -> set[str]:
+        """The nodes taken down (off through their BMCs), after acting on the emulator's power
+        states: Node NotReady and agent stopped on the way down, the reverse on the way up."""
+        root = self.state.root
+        down = power.read_powered_off(root)
+        denv = self.state.read_deploy_env() or {}
+        if now_s < self.next_power_s or not denv.get("BMC_SECRET") or not denv.get("SIMULATOR_HTTP"):
+            return set(down)
+        self.next_power_s = now_s + POWER_POLL_S
+        try:
+            self.bmcs_text = power.sync_secret(root, self.state.kubeconfig, self.bmcs_text)
+            states = power.read_power_states(denv["SIMULATOR_HTTP"])
+        except Exception as e:  # the simulator restarting, the API server away: try next round
+            if self.bmcs_text is not None and repr(e) != self.power_error:
+                log(f"power: cannot read the power states ({e!r}); trying every {POWER_POLL_S:g}s")
+            self.power_error = repr(e)
+            return set(down)
+        self.power_error = ""
+        change = power.transitions(states, down)
+        for node in change.down:
+            try:
+                power.set_node_powered(self.state.kubeconfig, node, False)
+            except Exception as e:
+                log(f"power: node {node} is {states[node]} but marking its Node NotReady failed: {e!r}; next round")
+                continue
+            raw = denv.get(f"PID_agent-{node}", "")
+            if raw.isdigit() and pid_alive(int(raw)) and start_ticks(int(raw)) == denv.get(f"START_agent-{node}"):
+                os.kill(int(raw), signal.SIGTERM)
+            down[node] = time.time()
+            log(f"power: node {node} is {states[node]}: Node NotReady, agent stopped")
+        for node in change.up:
+            try:
+                power.set_node_powered(self.state.kubeconfig, node, True)
+            except Exception as e:
+                log(f"power: node {node} is on again but giving it back to KWOK failed: {e!r}; next round")
+                continue
+            del down[node]
+            name = f"agent-{node}"
+            raw = denv.get(f"PID_{name}", "")
+            running = raw.isdigit() and pid_alive(int(raw)) and start_ticks(int(raw)) == denv.get(f"START_{name}")
+            if raw and not running:
+                try:
+                    child = start_again(self.state, name, "deploy")
+                    self.children[child.pid] = child
+                    self.records[f"deploy/{name}"] = ProcessRecord(pid=child.pid, started_at_s=now_s)
+                except (KeyError, OSError) as e:
+                    log(f"{name}: cannot start again after the boot: {e!r}")
+            log(f"power: node {node} is on again: Node back to KWOK (Ready), agent started")
+        if change.down or change.up:
+            power.write_powered_off(root, down)
+        return set(down)
 
     def write(self) -> None:
         path = record_path(self.state)

@@ -1,0 +1,145 @@
+"""The controller's Redfish driver against the simulator's emulated BMCs (real Redfish over sushy,
+on loopback): a graceful power-off and a power-on carried out by the controller loop, and a bad
+credential and an unreachable BMC each ending as a clear error in NodeTwin status.power.error and
+the log, with the node left as it was (not cordoned, not powered off)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from joulie_redfish.client import connect_entry
+from joulie_redfish.credentials import Credentials
+from joulie_redfish.directory import BmcEntry
+
+from joulie_api.kube import KubeWriteError
+from joulie_common.clock import FakeClock
+from joulie_controller.controller import Controller
+from joulie_controller.fsm import PodInfo
+from joulie_controller.hardware import NodeInfo
+from joulie_controller.kube import WriteReport
+from joulie_controller.prometheus import PowerReading
+from joulie_controller.reconcile import SUSPENDED_TAINT, NodeWrite, Snapshot, TickResult, apply_in_memory
+from joulie_controller.redfishdriver import RedfishPowerDriver
+from joulie_controller.settings import Settings
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_simulator.bmc.app import BmcCredentials
+from joulie_simulator.bmc.fleet import BmcFleet
+from joulie_simulator.emulator import Emulator
+
+PASSWORD = "Pa55-w0rd-of-the-pool"
+XEON = builtin_profile("intel-xeon-2s-rapl")
+T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+MANAGED = {"joulie.io/managed": "true"}
+SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
+
+
+class MemoryKube:
+    """Nodes, Pods and NodeTwins in memory, as the API server would keep the controller's writes."""
+
+    def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
+        self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
+
+    def snapshot(self, now: datetime, *_: Any) -> Snapshot:
+        return replace(self.snap, now=now)
+
+    def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
+        self.snap = apply_in_memory(self.snap, TickResult(writes, [], None, []), profile_label)
+        return WriteReport(writes=len(writes))
+
+    def set_suspended(self, node: str, suspended: bool) -> None:
+        if node not in {n.name for n in self.snap.nodes}:
+            raise KubeWriteError("cordon", "Node", node, "test", 404, "not found")
+        self.snap = replace(self.snap, nodes=[
+            replace(n, unschedulable=suspended, taints=(SUSPENDED_TAINT,) if suspended else ())
+            if n.name == node else n for n in self.snap.nodes])
+
+    def power(self, node: str) -> Any:
+        status = self.snap.twins[node].status
+        assert status is not None
+        return status.power
+
+    def node(self, name: str) -> NodeInfo:
+        return next(n for n in self.snap.nodes if n.name == name)
+
+
+class NoPower:
+    def read(self) -> PowerReading:
+        return PowerReading()
+
+
+@pytest.fixture
+def emu() -> Emulator:
+    e = Emulator([("idle", XEON), ("busy", XEON)], tick_s=1.0, clock=lambda: 0.0)
+    e.frozen = True
+    e.step(1)
+    return e
+
+
+@pytest.fixture
+def fleet(emu: Emulator) -> Iterator[BmcFleet]:
+    f = BmcFleet(emu, BmcCredentials("joulie", PASSWORD)).start()
+    yield f
+    f.stop()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(fleet: BmcFleet, directory: dict[str, BmcEntry], tmp_path: Path, ticks: int,
+        advance_s: float = 200.0) -> tuple[MemoryKube, FakeClock]:
+    """``ticks`` controller ticks ``advance_s`` apart (SUSPEND_AFTER 600 s: cordon on the 4th, power-off on the 5th)."""
+    kube = MemoryKube([NodeInfo("idle", MANAGED), NodeInfo("busy", MANAGED)], [PodInfo("ns", "job", node_name="busy")])
+    clock = FakeClock(t=0.0, start=T0)
+    driver = RedfishPowerDriver(lambda: directory, lambda e: connect_entry(e, tmp_path, timeout_s=3))
+    ctl = Controller(SUSPEND, kube, NoPower(), clock=clock, power_driver=driver)  # type: ignore[arg-type]
+    for _ in range(ticks):
+        ctl.tick()
+        clock.advance(advance_s)
+    driver.close()
+    return kube, clock
+
+
+def entries(fleet: BmcFleet, password: str = PASSWORD, idle_address: str | None = None) -> dict[str, BmcEntry]:
+    return {n: BmcEntry(n, idle_address if n == "idle" and idle_address else fleet.addresses[n],
+                        Credentials("joulie", password), secret="joulie-system/bmcs") for n in ("idle", "busy")}
+
+
+def test_the_controller_powers_an_idle_node_off_through_its_emulated_bmc(fleet: BmcFleet, emu: Emulator,
+                                                                         tmp_path: Path) -> None:
+    kube, _ = run(fleet, entries(fleet), tmp_path, ticks=5)
+    assert emu.power_state("idle") in ("shutting-down", "off")  # GracefulShutdown reached the emulator
+    assert emu.power_state("busy") == "on"
+    assert kube.node("idle").unschedulable and kube.power("idle").error is None
+
+
+@pytest.mark.parametrize("case", ["bad-credential", "unreachable"])
+def test_a_bad_credential_or_an_unreachable_bmc_is_a_clear_error_and_the_node_is_left(
+        case: str, fleet: BmcFleet, emu: Emulator, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    if case == "bad-credential":
+        directory = entries(fleet, password="wrong-" + PASSWORD)
+        expected = "log in failed: credentials refused (HTTP 401)"
+        address = fleet.addresses["idle"]
+    else:
+        address = f"http://127.0.0.1:{closed_port()}"
+        directory = entries(fleet, idle_address=address)
+        expected = "log in failed: unreachable (connection refused)"
+    with caplog.at_level(logging.INFO):
+        kube, _ = run(fleet, directory, tmp_path, ticks=6)  # past the cordon time, were the BMC answering
+    power = kube.power("idle")
+    print(f"{case}: NodeTwin idle status.power = state {power.state!r}, error {power.error!r}")
+    assert power.state == "on" and power.error == f"node idle: BMC {address}: {expected}" + (
+        "; check the username and password in the node's BMC Secret" if case == "bad-credential" else "")
+    assert f"node idle: BMC reading failed, the node is left as it is: node idle: BMC {address}: {expected}" in caplog.text
+    assert PASSWORD not in caplog.text and PASSWORD not in (power.error or "")
+    assert not kube.node("idle").unschedulable and not kube.node("idle").taints  # left as it was
+    assert emu.power_state("idle") == "on"
