@@ -33,6 +33,9 @@ NEWER_MODULES = {"tomllib", "wsgiref.types"}
 NEWER_BUILTINS = {"aiter", "anext", "ExceptionGroup", "BaseExceptionGroup", "EncodingWarning"}
 # Keyword arguments added in 3.10: dataclass(slots=, kw_only=, match_args=), field(kw_only=), zip(strict=).
 NEWER_KWARGS = {"dataclass": {"slots", "kw_only", "match_args"}, "field": {"kw_only"}, "zip": {"strict"}}
+# Operands that make `a | b` a type union rather than an integer or set `|`.
+TYPE_NAMES = {"None", "int", "float", "complex", "str", "bytes", "bool", "list", "dict", "tuple", "set", "frozenset",
+              "type", "object"}
 
 
 def _name(node: ast.expr) -> str:
@@ -58,29 +61,34 @@ def newer_constructs(source: str, filename: str) -> list[str]:
             annotations.update(id(n) for n in ast.walk(node.annotation))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
             annotations.update(id(n) for n in ast.walk(node.returns))
+    # isinstance(x, A | B) needs 3.10 whatever A and B are.
+    type_args = {id(n.args[1]) for n in ast.walk(tree) if isinstance(n, ast.Call) and _name(n.func) in ("isinstance", "issubclass")
+                 and len(n.args) == 2}
     for node in ast.walk(tree):
         where = f"{filename}:{getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.ImportFrom) and node.module is not None:
             if node.module in NEWER_MODULES:
-                found.append(f"{where}: module {node.module} (3.11+)")
-            found += [f"{where}: {node.module}.{a.name} (3.10+)" for a in node.names if a.name in NEWER_NAMES.get(node.module, set())]
+                found.append(f"{where}: module {node.module} (newer than 3.9)")
+            found += [f"{where}: {node.module}.{a.name} (newer than 3.9)" for a in node.names if a.name in NEWER_NAMES.get(node.module, set())]
         elif isinstance(node, ast.Import):
-            found += [f"{where}: module {a.name} (3.11+)" for a in node.names if a.name in NEWER_MODULES]
+            found += [f"{where}: module {a.name} (newer than 3.9)" for a in node.names if a.name in NEWER_MODULES]
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.attr in NEWER_NAMES.get(node.value.id, set()):
-                found.append(f"{where}: {node.value.id}.{node.attr} (3.10+)")
+                found.append(f"{where}: {node.value.id}.{node.attr} (newer than 3.9)")
         elif isinstance(node, ast.Name) and node.id in NEWER_BUILTINS:
-            found.append(f"{where}: builtin {node.id} (3.10+)")
+            found.append(f"{where}: builtin {node.id} (newer than 3.9)")
         elif isinstance(node, ast.Call):
             late = NEWER_KWARGS.get(_name(node.func), set()) & {k.arg for k in node.keywords if k.arg}
-            found += [f"{where}: {_name(node.func)}({k}=...) (3.10+)" for k in sorted(late)]
+            found += [f"{where}: {_name(node.func)}({k}=...) (newer than 3.9)" for k in sorted(late)]
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             # `X | None` is a 3.10+ runtime union; in an annotation it is only text when the module
             # defers annotations (pydantic models evaluate them: see the eval-type-backport test).
             in_annotation = id(node) in annotations
-            typeish = any(isinstance(side, ast.Constant) and side.value is None for side in (node.left, node.right))
+            typeish = id(node) in type_args or any(
+                (isinstance(side, ast.Constant) and side.value is None) or (isinstance(side, ast.Name) and side.id in TYPE_NAMES)
+                for side in (node.left, node.right))
             if (in_annotation and not future_annotations) or (not in_annotation and typeish):
-                found.append(f"{where}: `X | Y` union evaluated at run time (3.10+)")
+                found.append(f"{where}: `X | Y` union evaluated at run time (newer than 3.9)")
     return found
 
 
@@ -114,6 +122,9 @@ def test_the_check_catches_what_3_9_cannot_run() -> None:
         "match x:\n    case 1:\n        pass\n": "syntax",
         "from dataclasses import dataclass\n@dataclass(slots=True)\nclass A:\n    x: int\n": "slots",
         "x = isinstance(1, int | None)\n": "union",
+        "x = isinstance(1, int | float)\n": "union",
+        "x = isinstance(1, A | B)\n": "union",
+        "T = str | bytes\n": "union",
         "def f(a: int | None) -> None: ...\n": "union",
         "from typing import Self\n": "typing.Self",
         "y = list(zip([1], [2], strict=True))\n": "strict",
@@ -122,6 +133,7 @@ def test_the_check_catches_what_3_9_cannot_run() -> None:
         found = newer_constructs(src, "m.py")
         assert found and what in found[0], (src, found)
     assert newer_constructs("from __future__ import annotations\ndef f(a: int | None) -> str | None: ...\n", "m.py") == []
+    assert newer_constructs("flags = a | b\nx = isinstance(1, (int, float))\n", "m.py") == []
 
 
 def test_pydantic_models_get_the_union_backport_before_3_10(wheel: Path) -> None:
