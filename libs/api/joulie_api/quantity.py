@@ -29,7 +29,7 @@ def parse_quantity(value: object) -> float:
     """
     if isinstance(value, bool):
         raise QuantityError(f"expected a quantity, got the boolean {value!r}")
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):  # a tuple, not `int | float`: kubectl-joulie runs this on Python 3.9
         number = float(value)
     elif isinstance(value, str):
         match = _QUANTITY.match(value.strip())

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from rich.console import Console, Group
 
@@ -45,8 +45,13 @@ def status_view(state: ClusterState, now: datetime) -> Group:
     return Group(render.summary_text(model.summarize(rows, state.pods)), render.status_table(rows, now))
 
 
+def _now_utc() -> datetime:
+    # timezone.utc, not datetime.UTC (3.11+): the wheel runs on Python 3.9+ (py39_test.py).
+    return datetime.now(timezone.utc)  # noqa: UP017
+
+
 def run(argv: list[str] | None = None, *, console: Console | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC), sleep: Callable[[float], None] = time.sleep) -> int:
+        clock: Callable[[], datetime] = _now_utc, sleep: Callable[[float], None] = time.sleep) -> int:
     args = build_parser().parse_args(argv)
     out = console or Console()
     err = Console(stderr=True)

@@ -31,7 +31,7 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _time(value: Any) -> datetime | None:
