@@ -8,24 +8,18 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Iterator
-from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from joulie_redfish.client import connect_entry
 from joulie_redfish.credentials import Credentials
 from joulie_redfish.directory import BmcEntry
 
-from joulie_api.kube import KubeWriteError
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
 from joulie_controller.fsm import PodInfo
 from joulie_controller.hardware import NodeInfo
-from joulie_controller.kube import WriteReport
-from joulie_controller.prometheus import PowerReading
-from joulie_controller.reconcile import SUSPENDED_TAINT, NodeWrite, Snapshot, TickResult, apply_in_memory
+from joulie_controller.memkube import T0, MemoryKube, NoPower
 from joulie_controller.redfishdriver import RedfishPowerDriver
 from joulie_controller.settings import Settings
 from joulie_hwprofiles.schema import builtin_profile
@@ -35,43 +29,8 @@ from joulie_simulator.emulator import Emulator
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 XEON = builtin_profile("intel-xeon-2s-rapl")
-T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 MANAGED = {"joulie.io/managed": "true"}
 SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
-
-
-class MemoryKube:
-    """Nodes, Pods and NodeTwins in memory, as the API server would keep the controller's writes."""
-
-    def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
-        self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
-
-    def snapshot(self, now: datetime, *_: Any) -> Snapshot:
-        return replace(self.snap, now=now)
-
-    def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
-        self.snap = apply_in_memory(self.snap, TickResult(writes, [], None, []), profile_label)
-        return WriteReport(writes=len(writes))
-
-    def set_suspended(self, node: str, suspended: bool) -> None:
-        if node not in {n.name for n in self.snap.nodes}:
-            raise KubeWriteError("cordon", "Node", node, "test", 404, "not found")
-        self.snap = replace(self.snap, nodes=[
-            replace(n, unschedulable=suspended, taints=(SUSPENDED_TAINT,) if suspended else ())
-            if n.name == node else n for n in self.snap.nodes])
-
-    def power(self, node: str) -> Any:
-        status = self.snap.twins[node].status
-        assert status is not None
-        return status.power
-
-    def node(self, name: str) -> NodeInfo:
-        return next(n for n in self.snap.nodes if n.name == name)
-
-
-class NoPower:
-    def read(self) -> PowerReading:
-        return PowerReading()
 
 
 @pytest.fixture

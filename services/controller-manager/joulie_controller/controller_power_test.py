@@ -2,58 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import UTC, datetime
-from typing import Any
-
-from joulie_api.kube import KubeWriteError
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
 from joulie_controller.fsm import PodInfo
 from joulie_controller.hardware import NodeInfo
-from joulie_controller.kube import WriteReport
+from joulie_controller.memkube import T0, MemoryKube, NoPower
 from joulie_controller.powerdriver import InMemoryPowerDriver
-from joulie_controller.prometheus import PowerReading
-from joulie_controller.reconcile import (
-    SUSPENDED_TAINT,
-    NodeWrite,
-    Snapshot,
-    TickResult,
-    apply_in_memory,
-)
 from joulie_controller.settings import Settings
 
-T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 MANAGED = {"joulie.io/managed": "true"}
 SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
-
-
-class MemoryKube:
-    """The cluster as a Snapshot: writes and cordons land in it as the API server would keep them."""
-
-    def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
-        self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
-        self.refuse_cordon = False
-
-    def snapshot(self, now: datetime, *_: Any) -> Snapshot:
-        return replace(self.snap, now=now)
-
-    def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
-        result = TickResult(writes, [], None, [])
-        self.snap = apply_in_memory(self.snap, result, profile_label)
-        return WriteReport(writes=len(writes))
-
-    def set_suspended(self, node: str, suspended: bool) -> None:
-        if self.refuse_cordon:
-            raise KubeWriteError("cordon", "Node", node, "joulie-controller-manager", 403, "forbidden")
-        self.snap = replace(self.snap, nodes=[
-            replace(n, unschedulable=suspended, taints=(SUSPENDED_TAINT,) if suspended else ())
-            if n.name == node else n for n in self.snap.nodes])
-
-
-class NoPower:
-    def read(self) -> PowerReading:
-        return PowerReading()
 
 
 def setup(settings: Settings, driver: InMemoryPowerDriver | None) -> tuple[Controller, MemoryKube, FakeClock]:

@@ -13,9 +13,10 @@ from joulie_redfish.errors import RedfishError
 
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.controller_power_test import SUSPEND, MemoryKube, power_state
+from joulie_controller.controller_power_test import SUSPEND, power_state
 from joulie_controller.fsm import PodInfo
 from joulie_controller.hardware import NodeInfo
+from joulie_controller.memkube import MemoryKube
 from joulie_controller.powerdriver import PowerDriverError
 from joulie_controller.redfishdriver import RedfishPowerDriver
 
