@@ -1,8 +1,8 @@
 """The Redfish `PowerDriver`: the controller's power policy carried out through each node's BMC.
 
 Which BMC belongs to which node, and its credentials, come from the Secrets labelled
-``joulie.io/bmc-credentials=true`` in one namespace (``BMC_SECRET_NAMESPACE``, default the
-controller's own); `joulie_redfish` parses them and speaks Redfish (over sushy). The directory is
+``joulie.io/bmc-credentials=true`` in one namespace (the controller's own, ``POD_NAMESPACE``,
+which the chart sets to the release namespace); `joulie_redfish` parses them and speaks Redfish (over sushy). The directory is
 read again every ``refresh_s`` (a LIST of a few Secrets), so a Secret added or fixed is picked up
 without a restart; a directory that cannot be read keeps the last good one (logged once).
 
