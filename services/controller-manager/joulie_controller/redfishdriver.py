@@ -2,9 +2,10 @@
 
 Which BMC belongs to which node, and its credentials, come from the Secrets labelled
 ``joulie.io/bmc-credentials=true`` in one namespace (the controller's own, ``POD_NAMESPACE``,
-which the chart sets to the release namespace); `joulie_redfish` parses them and speaks Redfish (over sushy). The directory is
-read again every ``refresh_s`` (a LIST of a few Secrets), so a Secret added or fixed is picked up
-without a restart; a directory that cannot be read keeps the last good one (logged once).
+which the chart sets to the release namespace); `joulie_redfish` parses them and speaks Redfish
+(over sushy). The directory is read again every ``refresh_s`` (a LIST of a few Secrets), so a
+Secret added or fixed is picked up without a restart; a directory that cannot be read keeps the
+last good one (logged once).
 
 One logged-in client per node is kept between ticks (a Redfish session: one login, not one per
 reading) and dropped on any error or when the node's entry changes, so the next call logs in
