@@ -6,6 +6,8 @@ import errno
 import os
 from pathlib import Path
 
+from joulie_agent.powercap import parse_int
+
 REASONS = {
     errno.EACCES: "locked or permission denied (EACCES)",
     errno.EPERM: "not permitted (EPERM)",
@@ -33,14 +35,10 @@ def write_attr(path: Path, value: str) -> str | None:
     return None
 
 
-_MAX_DIGITS = 24
-
-
 def read_int(path: Path) -> int | None:
+    """The integer a sysfs attribute holds, or None when unreadable or garbage (``powercap.parse_int``)."""
     try:
-        text = path.read_text().strip()
+        text = path.read_text()
     except (OSError, UnicodeDecodeError):
         return None
-    # A sysfs counter has at most 20 digits; a longer "number" is garbage, not an int to parse.
-    digits = text.lstrip("+-")
-    return int(text) if digits.isdigit() and len(digits) <= _MAX_DIGITS else None
+    return parse_int(text)
