@@ -188,8 +188,12 @@ def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
     return sorted(out, key=lambda p: p.index)
 
 
-def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None) -> gputools.Inventory | None:
-    """The node's GPUs through NVML, nvidia-smi, amd-smi, rocm-smi (the first that answers)."""
+def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None,
+                  defaults: bool = False) -> gputools.Inventory | None:
+    """The node's GPUs through NVML, nvidia-smi, amd-smi, rocm-smi (the first that answers).
+    ``defaults``: also each nvidia-smi board's default limit, a query of its own that only discovery
+    needs (the limit never changes; the power exporter and cap verification re-read inventories
+    every few seconds and skip it)."""
     warnings: list[str] = []
     if expected_vendor in ("nvidia", ""):
         if nvml is not None:
@@ -204,7 +208,8 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None) -> gputo
         if res.ok:
             nv = gputools.parse_nvidia_csv(res.output)
             nv.warnings = warnings + nv.warnings
-            _nvidia_default_limits(nv, run)
+            if defaults:
+                _nvidia_default_limits(nv, run)
             if nv.devices or expected_vendor == "nvidia":
                 return nv
         elif expected_vendor == "nvidia" or res.returncode != 127:
@@ -275,5 +280,5 @@ def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, 
     facts.policies = read_policies(paths)
     facts.nvidiactl = exists(paths.nvidiactl)
     vendor = discovery.expected_gpu_vendor(labels, facts.nvidiactl)
-    facts.gpu = gpu_inventory(vendor, run, nvml)
+    facts.gpu = gpu_inventory(vendor, run, nvml, defaults=True)
     return facts

@@ -145,9 +145,20 @@ def test_nvidia_smi_inventory_reads_each_boards_default_limit() -> None:
     rows = "0, 200.00, 400.00, 310.00, 60.00, NVIDIA H100 NVL\n1, 200.00, 400.00, 250.00, 55.00, NVIDIA H100 NVL\n"
     answers = {" ".join(gputools.NVIDIA_QUERY): (0, rows),
                " ".join(gputools.NVIDIA_DEFAULT_QUERY): (0, "0, 310.00\n1, 310.00\n")}
-    inv = gpu_inventory("nvidia", _runner(answers), None)
+    inv = gpu_inventory("nvidia", _runner(answers), None, defaults=True)
     assert inv is not None and [d.default_w for d in inv.devices] == [310.0, 310.0] and not inv.warnings
     # A driver that refuses the field: the default stays unknown, the inventory is still whole.
     del answers[" ".join(gputools.NVIDIA_DEFAULT_QUERY)]
-    inv = gpu_inventory("nvidia", _runner(answers), None)
+    inv = gpu_inventory("nvidia", _runner(answers), None, defaults=True)
     assert inv is not None and [d.default_w for d in inv.devices] == [None, None] and len(inv.devices) == 2
+    # Only discovery asks: the exporter's and the verifier's frequent re-reads run one query, not two.
+    calls: list[str] = []
+    answers[" ".join(gputools.NVIDIA_DEFAULT_QUERY)] = (0, "0, 310.00\n1, 310.00\n")
+    run = _runner(answers)
+
+    def counted(argv: list[str]) -> ToolResult:
+        calls.append(" ".join(argv))
+        return run(argv)
+
+    gpu_inventory("nvidia", counted, None)
+    assert calls == [" ".join(gputools.NVIDIA_QUERY)]
