@@ -10,7 +10,7 @@ import pytest
 from joulie_bench.cli import main, parse_nodes, parse_policies, progress_bar
 from joulie_bench.paired import METRICS as PAIRED_METRICS
 from joulie_bench.paired import REGIMES
-from joulie_bench.sim import idle_power_by_kind_w, run
+from joulie_bench.sim import measure_idle_by_kind_w, run
 from joulie_workload.gen import GenOptions, generate
 from joulie_workload.trace import Job, write_trace
 
@@ -198,7 +198,7 @@ def test_suspend_powers_idle_nodes_off_through_a_lull_and_back_on_for_the_next_b
     assert a.boots == 0 and a.node_hours_off == 0
     # Under A every node is powered all the time: its idle baseline is the cluster's idle power x the
     # run's duration (the nodes measured one by one add up to the cluster measured at once).
-    assert a.idle_energy_kwh == pytest.approx(sum(idle_power_by_kind_w(nodes, 10).values()) * a.end_s / 3.6e6, rel=0.01)
+    assert a.idle_energy_kwh == pytest.approx(sum(measure_idle_by_kind_w(nodes, 10).values()) * a.end_s / 3.6e6, rel=0.01)
     assert s.boots >= 1, "the second burst resumed no node"
     assert s.node_hours_off > 3 * 2.0, s.node_hours_off  # three nodes off for most of the 3 h lull
     assert s.idle_energy_kwh < 0.6 * a.idle_energy_kwh

@@ -303,19 +303,6 @@ def _settle_idle(emu: Emulator, clock: FakeClock, nodes: Sequence[BenchNode], dt
         emu.tick(dt_s)
 
 
-_IDLE_CACHE: dict[tuple[tuple[str, ...], float], dict[str, float]] = {}
-
-
-def idle_power_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
-    """The cluster's idle power by device kind: its own emulator, no load, no cap, boards at their
-    default limit (A's baseline), a few ticks to settle. Cached per cluster (building an emulator
-    costs more than a short run's ticks)."""
-    key = (tuple(f"{n.name}={n.profile.name}" for n in nodes), dt_s)
-    if key not in _IDLE_CACHE:
-        _IDLE_CACHE[key] = _measure_idle_by_kind_w(nodes, dt_s)
-    return dict(_IDLE_CACHE[key])
-
-
 _NODE_IDLE_CACHE: dict[tuple[str, float], dict[str, float]] = {}
 
 
@@ -326,12 +313,14 @@ def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, d
     for n in nodes:
         key = (n.profile.name, dt_s)
         if key not in _NODE_IDLE_CACHE:
-            _NODE_IDLE_CACHE[key] = _measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
+            _NODE_IDLE_CACHE[key] = measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
         out[n.name] = dict(_NODE_IDLE_CACHE[key])
     return out
 
 
-def _measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
+def measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
+    """The nodes' idle power by device kind on an emulator of their own: no load, no cap, boards at
+    their default limit (A's baseline), a few ticks to settle."""
     clock = FakeClock(t=0.0)
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
     emu.frozen = True
