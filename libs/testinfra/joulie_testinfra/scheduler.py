@@ -28,13 +28,16 @@ class ExtenderConfig:
     http_timeout: str = "5s"
 
 
-def scheduler_config(kubeconfig: Path, extender: ExtenderConfig | None) -> dict[str, Any]:
+def scheduler_config(kubeconfig: Path, extender: ExtenderConfig | None, qps: float | None = None) -> dict[str, Any]:
+    """`qps`: the client's rate limit (kube-scheduler's default is 50, burst 100); burst is twice it."""
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "leaderElection": {"leaderElect": False},
     }
+    if qps is not None:
+        cfg["clientConnection"].update(qps=qps, burst=int(qps * 2))
     if extender is not None:
         cfg["extenders"] = [
             {
@@ -52,11 +55,12 @@ def scheduler_config(kubeconfig: Path, extender: ExtenderConfig | None) -> dict[
 
 
 def start_scheduler(
-    tools: Tools, cp: ControlPlane, *, extender: ExtenderConfig | None = None, timeout_s: float = 30
+    tools: Tools, cp: ControlPlane, *, extender: ExtenderConfig | None = None, timeout_s: float = 30,
+    qps: float | None = None,
 ) -> ManagedProcess:
     port = free_port()
     config_path = cp.workdir / "kube-scheduler.yaml"
-    config_path.write_text(yaml.safe_dump(scheduler_config(cp.kubeconfig, extender)))
+    config_path.write_text(yaml.safe_dump(scheduler_config(cp.kubeconfig, extender, qps)))
     proc = cp.group.add(
         ManagedProcess(
             "kube-scheduler",

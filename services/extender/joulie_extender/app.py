@@ -8,7 +8,6 @@ an `ignorable` extender makes kube-scheduler skip), and an internal error answer
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import asdict
@@ -30,6 +29,7 @@ from joulie_extender.wire import (
     ExtenderFilterResultModel,
     HostPriorityModel,
     WireError,
+    encode,
     filter_result,
     host_priority_list,
     parse_extender_args,
@@ -82,7 +82,7 @@ _REQUEST_BODY = {"requestBody": {"required": True, "content": {"application/json
 
 
 def _json(payload: Any, status: int = 200) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status_code=status, media_type="application/json")
+    return Response(encode(payload), status_code=status, media_type="application/json")
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -164,10 +164,9 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = SYSTEM_C
         cls = class_label(args.workload_class)
         m.prioritize_requests.labels(cls).inc()
         try:
-            breakdown = node_scores(
+            scores = node_scores(
                 args, cache, now=clock.now(), staleness=settings.staleness, coeffs=settings.coefficients
             )
-            scores = {name: b.score for name, b in breakdown.items()}
         except Exception:
             # A pod whose resources cannot be read lands here too: neutral beats failing the cycle.
             log.exception("prioritize failed internally; every node gets the neutral score")

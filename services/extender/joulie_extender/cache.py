@@ -37,8 +37,10 @@ from joulie_api.kube import (
     server_message,
 )
 from joulie_api.names import GROUP, VERSION
+from joulie_extender.columns import Gathered, NodeColumns
+from joulie_extender.filtering import is_eco_label
 from joulie_extender.powerest import HardwareInfo
-from joulie_extender.scoring import ClusterContext, TwinView, cluster_context
+from joulie_extender.scoring import WORK_AWARE_POLICY, ClusterContext, TwinView, cluster_context
 from joulie_extender.views import hardware_info, profile_label_of, twin_view
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,8 @@ class StateCache:
         self._profiles: dict[str, str] = {}
         # object name -> node name, so a DELETED event finds the entry it removes.
         self._names: dict[str, dict[str, str]] = {KIND_TWIN: {}, KIND_HARDWARE: {}, KIND_NODE: {}}
+        self._columns = NodeColumns()
+        """The same state as columns (columns.py), for requests over thousands of nodes."""
         self._generation = 0
         self._ctx_key: tuple[int, int, float] | None = None
         self._ctx = ClusterContext()
@@ -83,6 +87,11 @@ class StateCache:
     def profile_label(self, node_name: str) -> str | None:
         """The Node's `joulie.io/power-profile` label, None when absent or the Node is unknown."""
         return self._profiles.get(node_name)
+
+    def gather(self, names: list[str]) -> Gathered:
+        """The candidates' rows of the column table (copies, taken under the lock)."""
+        with self._lock:
+            return self._columns.gather(names)
 
     def twins(self) -> list[TwinView]:
         with self._lock:
@@ -106,26 +115,44 @@ class StateCache:
     # --- writes (watch threads, tests) ---
 
     def put_twin(self, object_name: str, view: TwinView) -> None:
-        self._put(KIND_TWIN, object_name, view.node_name, lambda: self._twins.__setitem__(view.node_name, view))
+        self._put(KIND_TWIN, object_name, view.node_name, view)
 
     def put_hardware(self, object_name: str, node_name: str, info: HardwareInfo) -> None:
-        self._put(KIND_HARDWARE, object_name, node_name, lambda: self._hardware.__setitem__(node_name, info))
+        self._put(KIND_HARDWARE, object_name, node_name, info)
 
     def put_profile_label(self, node_name: str, label: str | None) -> None:
         """Record a Node's power-profile label; None (label removed) forgets it."""
         if label is None:
             self.delete(KIND_NODE, node_name)
         else:
-            self._put(KIND_NODE, node_name, node_name, lambda: self._profiles.__setitem__(node_name, label))
+            self._put(KIND_NODE, node_name, node_name, label)
 
-    def _put(self, kind: str, object_name: str, node_name: str, store: Callable[[], None]) -> None:
+    def _put(self, kind: str, object_name: str, node_name: str, value: TwinView | HardwareInfo | str) -> None:
         with self._lock:
             old = self._names[kind].get(object_name)
             if old is not None and old != node_name:
-                self._store(kind).pop(old, None)
+                self._forget(kind, old)
             self._names[kind][object_name] = node_name
-            store()
+            self._remember(kind, node_name, value)
             self._generation += 1
+
+    def _remember(self, kind: str, node: str, value: TwinView | HardwareInfo | str) -> None:
+        self._store(kind)[node] = value
+        if isinstance(value, TwinView):
+            self._columns.put_twin(value, WORK_AWARE_POLICY)
+        elif isinstance(value, HardwareInfo):
+            self._columns.put_hardware(node, value)
+        else:
+            self._columns.put_label_eco(node, is_eco_label(value))
+
+    def _forget(self, kind: str, node: str) -> None:
+        self._store(kind).pop(node, None)
+        if kind == KIND_TWIN:
+            self._columns.remove_twin(node)
+        elif kind == KIND_HARDWARE:
+            self._columns.remove_hardware(node)
+        else:
+            self._columns.put_label_eco(node, False)
 
     def _store(self, kind: str) -> dict[str, Any]:
         stores: dict[str, dict[str, Any]] = {KIND_TWIN: self._twins, KIND_HARDWARE: self._hardware, KIND_NODE: self._profiles}
@@ -135,19 +162,19 @@ class StateCache:
         with self._lock:
             node = self._names[kind].pop(object_name, None)
             if node is not None:
-                self._store(kind).pop(node, None)
+                self._forget(kind, node)
             self._generation += 1
 
     def replace(self, kind: str, entries: Mapping[str, Entry]) -> None:
         """Replace every entry of `kind` (after a list): object name -> (node name, view)."""
         with self._lock:
-            store = self._store(kind)
-            store.clear()
+            for node in list(self._store(kind)):
+                self._forget(kind, node)
             names = self._names[kind]
             names.clear()
             for object_name, (node_name, view) in entries.items():
                 names[object_name] = node_name
-                store[node_name] = view
+                self._remember(kind, node_name, view)
             self._generation += 1
             self.synced[kind] = True
 

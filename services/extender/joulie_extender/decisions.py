@@ -1,26 +1,33 @@
-"""One request's filter and prioritize decisions over the cached node state. Pure: no I/O."""
+"""One request's filter and prioritize decisions over the cached node state. Pure: no I/O.
+
+Both work on the cache's columns for all candidates at once (bulk.py); the per-node definitions
+they equal are filtering.rejection_reason and scoring.score_node.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from joulie_extender.filtering import rejection_reason
+import numpy as np
+
+from joulie_extender import bulk
+from joulie_extender.columns import Gathered, micros
+from joulie_extender.filtering import is_eco_label, rejection_reason
 from joulie_extender.podmeta import eco_class, workload_kind
-from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
-from joulie_extender.scoring import ClusterContext, ScoreBreakdown, TwinView, marginal_watts, score_node
-from joulie_extender.views import profile_label_of
+from joulie_extender.powerest import Coefficients, extract_pod_demand
+from joulie_extender.scoring import ClusterContext, TwinView, marginal_watts
 from joulie_extender.wire import ExtenderArgs
+
+_US = timedelta(microseconds=1)
 
 
 class NodeState(Protocol):
-    """What decisions read: the watch cache, or a fixture in tests."""
+    """What decisions read: the watch cache (StateCache)."""
 
     def twin(self, node_name: str) -> TwinView | None: ...
 
-    def hardware(self, node_name: str) -> HardwareInfo | None: ...
-
-    def profile_label(self, node_name: str) -> str | None: ...
+    def gather(self, names: list[str]) -> Gathered: ...
 
     def cluster_context(self, now: datetime, staleness: timedelta) -> ClusterContext: ...
 
@@ -32,13 +39,19 @@ def failed_nodes(args: ExtenderArgs, state: NodeState, *, now: datetime, stalene
     them (nodeCacheCapable: false, the freshest copy), else from the cache's Node watch.
     """
     cls = args.workload_class
+    names = args.candidate_names
+    g = state.gather(names)
+    fresh = bulk.fresh_mask(g, micros(now), staleness // _US)
+    label_eco = g.label_eco if args.nodes is None else np.fromiter(
+        (is_eco_label(n.profile_label) for n in args.nodes), np.bool_, count=len(args.nodes))
+    codes = bulk.rejection_codes(g, cls, fresh, label_eco)
     failed: dict[str, str] = {}
-    request_labels = (
-        {n["metadata"]["name"]: profile_label_of(n) for n in args.nodes} if args.nodes is not None else None
-    )
-    for name in args.candidate_names:
-        label = request_labels.get(name) if request_labels is not None else state.profile_label(name)
-        reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness, profile_label=label)
+    for i in np.flatnonzero(codes).tolist():
+        name = names[i]
+        reason = bulk.REASONS.get(int(codes[i]))
+        if reason is None:  # powered down: the reason names the state, read from the twin itself
+            label = args.nodes[i].profile_label if args.nodes is not None else None
+            reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness, profile_label=label)
         if reason is not None:
             failed[name] = reason
     return failed
@@ -46,20 +59,19 @@ def failed_nodes(args: ExtenderArgs, state: NodeState, *, now: datetime, stalene
 
 def node_scores(
     args: ExtenderArgs, state: NodeState, *, now: datetime, staleness: timedelta, coeffs: Coefficients
-) -> dict[str, ScoreBreakdown]:
-    """Candidate node -> score (0..10) with its breakdown. Raises PodSpecError for a malformed pod."""
+) -> dict[str, int]:
+    """Candidate node -> score (0..10). Raises PodSpecError for a malformed pod."""
     cls = args.workload_class
     demand = extract_pod_demand(args.pod, cls)
     ctx = state.cluster_context(now, staleness)
-    kind, eco = workload_kind(args.pod), eco_class(args.pod)
-    # Nodes of one pool share a HardwareInfo value: estimate the pod's watts once per hardware kind.
-    watts: dict[HardwareInfo | None, float] = {}
-    scores: dict[str, ScoreBreakdown] = {}
-    for name in args.candidate_names:
-        hw = state.hardware(name)
-        marginal_w = watts.get(hw)
-        if marginal_w is None:
-            marginal_w = watts[hw] = marginal_watts(demand, hw, cls, coeffs)
-        scores[name] = score_node(state.twin(name), marginal_w, cls, ctx, now=now, staleness=staleness,
-                                   workload_kind=kind, eco_class=eco)
-    return scores
+    names = args.candidate_names
+    g = state.gather(names)
+    # Nodes of one pool share a hardware id: estimate the pod's watts once per hardware kind.
+    by_hw = np.zeros(len(g.hardware))
+    for hw in np.unique(g.hw_id).tolist():
+        if hw >= 0:
+            by_hw[hw] = marginal_watts(demand, g.hardware[hw], cls, coeffs)
+    fresh = bulk.fresh_mask(g, micros(now), staleness // _US)
+    result = bulk.scores(g, bulk.marginal_per_node(g, by_hw), cls, ctx, fresh,
+                         workload_kind=workload_kind(args.pod), eco_class=eco_class(args.pod))
+    return dict(zip(names, result.tolist(), strict=True))

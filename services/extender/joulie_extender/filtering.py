@@ -53,6 +53,11 @@ def rejection_reason(
             return REASON_DRAINING
         if cls == CLASS_ECO:
             return REASON_ECO
-    if profile_label is not None and profile_label.strip().lower() == PROFILE_ECO:
+    if is_eco_label(profile_label):
         return REASON_ECO_LABEL
     return None
+
+
+def is_eco_label(profile_label: str | None) -> bool:
+    """Whether a `joulie.io/power-profile` label value says eco (case and spaces ignored)."""
+    return profile_label is not None and profile_label.strip().lower() == PROFILE_ECO

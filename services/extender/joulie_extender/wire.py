@@ -7,6 +7,13 @@ original's docs) are accepted too. Replies use the Go field names.
 
 `Nodes` is sent when the extender is configured with `nodeCacheCapable: false`, `NodeNames`
 when it is true; the filter reply fills the same branch the request used.
+
+A 1000-Node `NodeList` is about 1.2 MB of JSON, and the extender reads only each Node's name and
+power-profile label. So a request is first decoded with msgspec into just those fields, each
+Node kept as its raw JSON and echoed byte for byte in the filter reply (about 5x faster to decode
+than the standard library, and no re-encoding). A body that path does not take (lowercase keys,
+a wrong type, anything odd) goes through the full standard-library parse, which accepts what Go
+accepts and names the field that is wrong, so both paths answer the same.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field
+
+from joulie_api.names import LABEL_POWER_PROFILE
 
 ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
 DEFAULT_WORKLOAD_CLASS: Final = "standard"
@@ -27,10 +37,21 @@ class WireError(ValueError):
 
 
 @dataclass(frozen=True)
+class RequestNode:
+    """One Node of a request's `Nodes` list: what the extender reads of it, and the Node as received."""
+
+    name: str
+    profile_label: str | None
+    """Its `joulie.io/power-profile` label, None when absent, empty or not a string."""
+    raw: msgspec.Raw
+    """The Node's JSON as kube-scheduler sent it, echoed in the filter reply."""
+
+
+@dataclass(frozen=True)
 class ExtenderArgs:
     pod: Mapping[str, Any]
-    # Full node objects (nodeCacheCapable: false), kept as received so the reply can echo them.
-    nodes: list[Mapping[str, Any]] | None
+    nodes: list[RequestNode] | None
+    """Full node objects (nodeCacheCapable: false)."""
     node_names: list[str] | None
 
     @property
@@ -38,7 +59,7 @@ class ExtenderArgs:
         if self.node_names is not None:
             return self.node_names
         if self.nodes is not None:
-            return [n["metadata"]["name"] for n in self.nodes]
+            return [n.name for n in self.nodes]
         return []
 
     @property
@@ -82,8 +103,62 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+class _NodeMeta(msgspec.Struct):
+    name: str = ""
+    labels: dict[str, str] | None = None
+
+
+class _Node(msgspec.Struct):
+    metadata: _NodeMeta = msgspec.field(default_factory=_NodeMeta)
+
+
+class _NodeList(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+
+
+class _Args(msgspec.Struct):
+    """ExtenderArgs with Go's field names; the Pod (small) and each Node are kept raw."""
+
+    Pod: msgspec.Raw
+    Nodes: _NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+_ARGS_DECODER: Final = msgspec.json.Decoder(_Args)
+_NODE_DECODER: Final = msgspec.json.Decoder(_Node)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _label(labels: Mapping[str, Any] | None) -> str | None:
+    value = labels.get(LABEL_POWER_PROFILE) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _fast_parse(body: bytes) -> ExtenderArgs | None:
+    """The common body, decoded only as far as the extender reads it; None: take the full parse."""
+    try:
+        args = _ARGS_DECODER.decode(body)
+        pod = json.loads(bytes(args.Pod), parse_int=_bounded_int)
+        nodes: list[RequestNode] | None = None
+        if args.Nodes is not None:
+            nodes = []
+            for raw in args.Nodes.items or ():
+                meta = _NODE_DECODER.decode(raw).metadata
+                if not meta.name:
+                    return None
+                nodes.append(RequestNode(meta.name, _label(meta.labels), raw))
+    except (msgspec.DecodeError, msgspec.ValidationError, WireError, ValueError, RecursionError):
+        return None
+    if not isinstance(pod, dict) or (args.NodeNames is not None and not all(args.NodeNames)):
+        return None
+    return ExtenderArgs(pod, nodes, args.NodeNames)
+
+
 def parse_extender_args(body: bytes) -> ExtenderArgs:
     """Parse and validate a request body. Raises `WireError` with a message naming the field."""
+    fast = _fast_parse(body)
+    if fast is not None:
+        return fast
     if not body.strip():
         raise WireError("empty body: expected ExtenderArgs JSON {\"Pod\": ..., \"Nodes\"|\"NodeNames\": ...}")
     try:
@@ -99,7 +174,7 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     if not isinstance(pod, dict):
         raise WireError(f"Pod: expected a v1.Pod object, got {_type_name(pod)}")
     raw_nodes = _field(doc, "Nodes")
-    nodes: list[Mapping[str, Any]] | None = None
+    nodes: list[RequestNode] | None = None
     if raw_nodes is not None:
         if not isinstance(raw_nodes, dict):
             raise WireError(f"Nodes: expected a v1.NodeList object or null, got {_type_name(raw_nodes)}")
@@ -108,12 +183,14 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
             items = []
         if not isinstance(items, list):
             raise WireError(f"Nodes.items: expected an array, got {_type_name(items)}")
+        nodes = []
         for i, node in enumerate(items):
             meta = node.get("metadata") if isinstance(node, dict) else None
             name = meta.get("name") if isinstance(meta, dict) else None
             if not isinstance(name, str) or not name:
                 raise WireError(f"Nodes.items[{i}].metadata.name: expected a non-empty string")
-        nodes = items
+            labels = meta.get("labels") if isinstance(meta, dict) else None
+            nodes.append(RequestNode(name, _label(labels), msgspec.Raw(_ENCODER.encode(node))))
     raw_names = _field(doc, "NodeNames")
     names: list[str] | None = None
     if raw_names is not None:
@@ -141,13 +218,28 @@ def filter_result(
         result["NodeNames"] = [n for n in args.node_names if n not in failed]
     elif args.nodes is not None:
         # Echo the nodes as received: kube-scheduler rebuilds its node list from the reply.
-        result["Nodes"] = {"items": [n for n in args.nodes if n["metadata"]["name"] not in failed]}
+        result["Nodes"] = {"items": [n.raw for n in args.nodes if n.name not in failed]}
     return result
 
 
-def host_priority_list(scores: Mapping[str, int]) -> list[dict[str, Any]]:
+def encode(payload: Any) -> bytes:
+    """A reply as compact JSON; the raw Nodes of a filter reply are copied, not re-encoded."""
+    return _ENCODER.encode(payload)
+
+
+class HostPriority(msgspec.Struct, gc=False):
+    """One entry of `HostPriorityList`, encoded as `{"Host": name, "Score": 0..10}`.
+
+    A struct the garbage collector does not track: a reply holds one per candidate node, thousands
+    in a large cluster, and these are cheaper to build and encode than as many dicts."""
+
+    Host: str
+    Score: int
+
+
+def host_priority_list(scores: Mapping[str, int]) -> list[HostPriority]:
     """`HostPriorityList`: `[{"Host": name, "Score": 0..10}]`."""
-    return [{"Host": host, "Score": score} for host, score in scores.items()]
+    return [HostPriority(host, score) for host, score in scores.items()]
 
 
 # --- Models for the OpenAPI schema only (requests are parsed by parse_extender_args above) ---
