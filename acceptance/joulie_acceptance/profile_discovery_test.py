@@ -43,10 +43,12 @@ def test_epyc_9534_energy_only_host_has_telemetry_but_no_cpu_cap_control(tmp_pat
     cpu = st["cpu"]
     assert isinstance(cpu, dict)
     assert (cpu["vendor"], cpu["model"], cpu["sockets"], cpu["totalCores"]) == ("AuthenticAMD", "AMD_EPYC_9534", 2, 256)
-    # Energy counters present (telemetry); no powercap constraint, so no cap range is published and
-    # the CPU is capped through the acpi-cpufreq P-state table (DVFS) only.
+    # Energy counters present (telemetry); no powercap constraint, so the cap range published is the
+    # hardware catalog's (cTDP 240-300 W, issue 21: headroom and a place in the power budget) and says
+    # so; the CPU is still capped through the acpi-cpufreq P-state table (DVFS) only.
     assert cpu["telemetryAvailable"] is True
-    assert "capRange" not in cpu
+    assert cpu["capRange"] == {"type": "package", "minWattsPerSocket": 240.0, "maxWattsPerSocket": 300.0}
+    assert st["inventoryResolution"]["catalogFacts"] == ["cpu.capRange"]  # type: ignore[index]
     assert cpu["driverFamily"] == "acpi-cpufreq"
     assert cpu["landmarks"] == {"maxBoostMHz": 2450.0, "minFreqMHz": 1500.0}
     assert st["capabilities"]["cpuTelemetry"] is True  # type: ignore[index]
@@ -70,7 +72,7 @@ def test_l40s_4gpu_node_has_four_boards_with_a_100_to_350_w_range_on_an_energy_o
     assert gpu["controlAvailable"] is True
     assert (gpu["capRangePerGpu"]["minWatts"], gpu["capRangePerGpu"]["maxWatts"]) == (100, 350)
     assert st["cpu"]["model"] == "AMD_EPYC_9534"  # type: ignore[index]
-    assert "capRange" not in st["cpu"]  # type: ignore[operator]
+    assert st["cpu"]["capRange"]["maxWattsPerSocket"] == 300.0  # type: ignore[index]  # the catalog's (issue 21)
 
 
 @pytest.mark.parametrize("name", ["intel-xeon-6530-2s-rapl", "amd-epyc-9534-2s-energy-only",

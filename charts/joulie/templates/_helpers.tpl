@@ -63,7 +63,7 @@ runtimeClassName: {{ . }}
 {{- end }}
 {{- end -}}
 
-{{/* Extra env of the agent container: POWER_EXPORT_*, HARDWARE_CATALOG_EXTRA, then agent.extraEnv (EnvVar objects). */}}
+{{/* Extra env of the agent container: POWER_EXPORT_*, BMC_*, HARDWARE_CATALOG_EXTRA, then agent.extraEnv (EnvVar objects). */}}
 {{- define "joulie.agentExtraEnv" -}}
 {{- $a := .Values.agent }}
 {{- with $a.powerExport.endpoint }}
@@ -71,6 +71,12 @@ runtimeClassName: {{ . }}
   value: {{ . | quote }}
 - name: POWER_EXPORT_INTERVAL
   value: {{ $a.powerExport.interval | default "10s" | quote }}
+{{- if $a.powerExport.bmcSecret }}
+- name: BMC_SECRET_DIR
+  value: /etc/joulie/bmc
+- name: BMC_TIMEOUT
+  value: {{ $a.powerExport.bmcTimeout | default "5s" | quote }}
+{{- end }}
 {{- end }}
 {{- if $a.hardwareCatalog.entries }}
 - name: HARDWARE_CATALOG_EXTRA
@@ -88,6 +94,11 @@ runtimeClassName: {{ . }}
   mountPath: /etc/joulie/hardware-catalog
   readOnly: true
 {{- end }}
+{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.bmcSecret }}
+- name: bmc-secret
+  mountPath: /etc/joulie/bmc
+  readOnly: true
+{{- end }}
 {{- with .Values.agent.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -99,6 +110,13 @@ runtimeClassName: {{ . }}
 - name: hardware-catalog
   configMap:
     name: {{ include "joulie.fullname" . }}-hardware-catalog
+{{- end }}
+{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.bmcSecret }}
+{{- /* optional: a missing Secret leaves the agent on the labelled sum (one log line), not a pod that never starts */}}
+- name: bmc-secret
+  secret:
+    secretName: {{ .Values.agent.powerExport.bmcSecret }}
+    optional: true
 {{- end }}
 {{- with .Values.agent.extraVolumes }}
 {{ toYaml . }}

@@ -102,6 +102,12 @@ class BmcClient:
             except (sx.SushyError, requests.RequestException) as e:
                 LOG.warning("BMC %s: closing the session failed: %s", self.address, scrub(str(e), self._secrets))
 
+    def abandon(self) -> None:
+        """Forget the session without telling the BMC (it does not answer; the session expires
+        there). Without this, sushy's finalizer would try to end it whenever the object is collected,
+        from whichever thread runs the collection, blocking that thread up to the timeout."""
+        self._root._auth = None
+
     def __enter__(self) -> BmcClient:
         return self
 

@@ -80,10 +80,11 @@ def normalize_address(secret: str, key: str, text: str) -> str:
     return f"{url.scheme}://{url.netloc}"
 
 
-def parse_secret(obj: Mapping[str, Any]) -> dict[str, BmcEntry]:
-    """One Secret object (as the API returns it, a dict) -> node -> its BMC."""
+def parse_secret(obj: Mapping[str, Any], *, name: str | None = None) -> dict[str, BmcEntry]:
+    """One Secret object (as the API returns it, a dict) -> node -> its BMC. ``name``: what messages
+    call the Secret (default ``<namespace>/<name>`` from its metadata; a mounted one has none)."""
     meta = obj.get("metadata") or {}
-    name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    name = name if name is not None else f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     data = _decode(name, obj)
     per_node: dict[str, dict[str, str]] = {}
     for key, value in data.items():

@@ -192,12 +192,11 @@ def _cpu(facts: HostFacts, info: CPUInfo, catalog: Catalog) -> tuple[CPUHardware
         warnings.append(WARN_CPU_MODEL)
     from_catalog: list[str] = []
     published = catalog.cpu_facts.get(res.key) if res.exactness == "exact" else None
-    dvfs_or_pl1 = bool(writable_pl1) or dvfs
-    if cap_range is None and not dvfs_or_pl1 and published is not None and published.cap_max_w is not None:
-        # Energy counters only (no RAPL constraints) and no other control: the datasheet's range gives
-        # the node a headroom and a place in the power budget. A node the agent controls (DVFS, HSMP)
-        # keeps no range: the controller's percent caps are then the agent's to interpret, and a
-        # range nobody enforces in watts would turn them into watts targets.
+    if cap_range is None and not writable_pl1 and published is not None and published.cap_max_w is not None:
+        # No RAPL constraint to take a range from (energy counters only, perhaps DVFS): the datasheet's
+        # range gives the node a headroom and a place in the power budget (issue 21). Control never
+        # uses it (cpucontrol.published_cap_range_w skips catalog facts), so a percent cap stays a
+        # percent for DVFS to interpret, as without the range.
         cap_range = (published.cap_min_w or 0.0, published.cap_max_w)
         from_catalog.append(CATALOG_CPU_CAP)
     cpu = CPUHardware(

@@ -5,8 +5,13 @@ tool layer every interval and exports one OTLP request for all the agent's nodes
 daemonset, a shard in pool mode). Per node one resource: `service.name=joulie-agent`,
 `service.instance.id`, `k8s.node.name` and `host.name` = the node name (as the simulator's, so
 every telemetry mode's Prometheus settings apply unchanged). Metrics:
-`hw.host.energy` (counter, J), `hw.host.power` (gauge, W), `hw.energy` (counter, J) and
+`hw.host.energy` (counter, J, one per source), `hw.host.power` (gauge, W, the current source),
+both with `joulie.host.power.source` (`bmc` or `sum-of-components`), `hw.energy` (counter, J) and
 `hw.power` (gauge, W) with `hw.type` / `hw.id`.
+
+Host power from a BMC comes from a `HostPowerReader` (`bmcpower.py`), which reads the BMC in a
+thread of its own: the export only takes its latest fresh reading, so a BMC that hangs or fails
+never delays an export; the host is then the sum of the components, labelled as such.
 
 The MetricsData is built directly and sent with the SDK's OTLPMetricExporter, like the
 simulator's push: no MeterProvider, no per-node SDK state, nothing queued. A failed export is
@@ -21,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -43,15 +48,15 @@ from joulie_agent.discovery import HostFacts, allocatable_gpus, expected_gpu_ven
 from joulie_agent.gputools import Inventory
 from joulie_agent.hostread import HostPaths
 from joulie_agent.powerexport import (
+    BMC_ONLY_REASON,
     HOST_SOURCE_ATTRIBUTE,
-    HOST_SOURCE_SUM,
     HW_GPU,
     NO_COUNTERS_REASON,
     Component,
     EnergyAccumulator,
     ExportPlan,
+    HostEnergy,
     NodeSample,
-    node_sample,
     plan_sources,
 )
 from joulie_common.periodic import Periodic
@@ -66,6 +71,20 @@ TOOL_READ_MIN_S = 10.0
 """Shortest time between two GPU tool reads (the tool layer is NVML in a daemonset, a process otherwise)."""
 
 
+class HostPowerReader(Protocol):
+    """A platform meter of one node's input power, read in the background (`bmcpower.BmcPowerReader`)."""
+
+    def power_w(self) -> float | None:
+        """The latest fresh reading in watts; None while there is none (never blocks)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+HostPowerFactory = Callable[[str], HostPowerReader | None]
+
+
 @dataclass
 class NodeSource:
     """One node's counters and GPU reader, with its accumulated energies."""
@@ -73,7 +92,9 @@ class NodeSource:
     paths: HostPaths
     plan: ExportPlan
     read_gpus: GpuReader
+    host_power: HostPowerReader | None = None
     acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
+    host: HostEnergy = field(default_factory=HostEnergy)
     _inv: Inventory | None = None
     _inv_t_s: float | None = None
 
@@ -100,7 +121,7 @@ class NodeSource:
                 if d.draw_w is not None:
                     comps.append(self.acc.meter(HW_GPU, f"gpu-{d.index}", d.draw_w, t_s))
         self.acc.forget_except({(c.hw_type, c.hw_id) for c in comps})
-        return node_sample(comps)
+        return self.host.update(comps, self.host_power.power_w() if self.host_power else None, t_s)
 
 
 def _point(value: float, start_ns: int, now_ns: int, attrs: dict[str, Any] | None = None) -> NumberDataPoint:
@@ -123,7 +144,7 @@ def node_resource(node: str) -> Resource:
 def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
                      resource: Resource | None = None) -> ResourceMetrics | None:
     """One node's OTLP resource metrics; None when nothing was measured."""
-    if not sample.components:
+    if not sample.measured:
         return None
     energy, power = [], []
     for c in sample.components:
@@ -131,15 +152,17 @@ def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
         energy.append(_point(c.energy_j, start_ns, now_ns, a))
         if c.power_w is not None:
             power.append(_point(c.power_w, start_ns, now_ns, a))
-    host = {HOST_SOURCE_ATTRIBUTE: HOST_SOURCE_SUM}
+    by_source = sample.host_energy_by_source_j or ((sample.host_source, sample.host_energy_j),)
     metrics = [
-        _counter("hw.host.energy", "Energy of the host: the sum of its measured components",
-                 [_point(sample.host_energy_j, start_ns, now_ns, host)]),
-        _counter("hw.energy", "Energy consumed by a component", energy),
+        _counter("hw.host.energy", "Energy of the host, per joulie.host.power.source (bmc: the BMC's input power "
+                 "reading; sum-of-components: the sum of the measured components)",
+                 [_point(j, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: src}) for src, j in by_source]),
     ]
+    if energy:
+        metrics.append(_counter("hw.energy", "Energy consumed by a component", energy))
     if sample.host_power_w is not None:
-        metrics.append(_gauge("hw.host.power", "Power of the host: the sum of its measured components",
-                              [_point(sample.host_power_w, start_ns, now_ns, host)]))
+        metrics.append(_gauge("hw.host.power", "Power of the host (joulie.host.power.source says from what)",
+                              [_point(sample.host_power_w, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: sample.host_source})]))
     if power:
         metrics.append(_gauge("hw.power", "Instantaneous power of a component", power))
     return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL)
@@ -149,8 +172,11 @@ class PowerExporter:
     """Every `interval_s`, samples each registered node and sends one OTLP request."""
 
     def __init__(self, exporter: MetricExporter, interval_s: float = 10.0,
-                 monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None):
+                 monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None,
+                 host_power: HostPowerFactory = lambda node: None):
         self.exporter = exporter
+        self._host_power_factory = host_power
+        self._host_power: dict[str, HostPowerReader | None] = {}
         self.interval_s = interval_s
         self._monotonic = monotonic
         self._on_result = on_result
@@ -170,20 +196,29 @@ class PowerExporter:
         plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
                             hostread.read_amdgpu_power_files(paths))
         with self._lock:
-            if plan.empty:
+            if node not in self._host_power:
+                reader = self._host_power[node] = self._host_power_factory(node)
+                if reader is not None:
+                    reader.start()
+            host_power = self._host_power[node]
+            if plan.empty and host_power is None:
                 self._nodes.pop(node, None)
                 return NO_COUNTERS_REASON
             old = self._nodes.get(node)
-            if old is not None and old.plan == plan and old.paths == paths:
-                return None  # keep the accumulated energies
-            self._nodes[node] = NodeSource(paths, plan, read_gpus)
-            self._resources.setdefault(node, node_resource(node))
-        return None
+            if old is None or old.plan != plan or old.paths != paths:
+                # A new plan keeps the host counters: they must not go back when a GPU comes or goes.
+                self._nodes[node] = NodeSource(paths, plan, read_gpus, host_power,
+                                               host=old.host if old is not None else HostEnergy())
+                self._resources.setdefault(node, node_resource(node))
+        return BMC_ONLY_REASON if plan.empty else None
 
     def remove_node(self, node: str) -> None:
         with self._lock:
             self._nodes.pop(node, None)
             self._resources.pop(node, None)
+            reader = self._host_power.pop(node, None)
+        if reader is not None:
+            reader.stop()
 
     def collect(self) -> MetricsData:
         with self._lock:
@@ -221,6 +256,11 @@ class PowerExporter:
 
     def stop(self) -> None:
         self._loop.stop()
+        with self._lock:
+            readers = [r for r in self._host_power.values() if r is not None]
+            self._host_power.clear()
+        for r in readers:
+            r.stop()
         self.exporter.shutdown()
 
 

@@ -13,9 +13,13 @@ Sources, per node (`plan_sources`):
   address order (no tool process per export); otherwise the power draw the agent's GPU tool layer
   reports (NVML, nvidia-smi). Integrated over time into energy (trapezoids). `hw.type=gpu`,
   `hw.id=gpu-<index>`.
-- Host: no platform meter is read (Redfish is not implemented), so `hw.host.energy` /
-  `hw.host.power` are the sum of the measured components, labelled
-  `joulie.host.power.source=sum-of-components` so nobody mistakes them for a wall meter.
+- Host (`HostEnergy`): the BMC's input power over Redfish where one is configured and answers
+  (`joulie.host.power.source=bmc`: the wall-side reading, fans and PSU losses included), otherwise
+  the sum of the measured components (`joulie.host.power.source=sum-of-components`, so nobody
+  mistakes it for a wall meter). Each source has its own `hw.host.energy` counter, and each
+  interval's energy goes to the one source the interval was measured with: a BMC that fails and
+  comes back leaves two monotonic counters whose rates add up to the host's power, never the same
+  joules twice (`sum by (node) (rate(...))` is what the controller queries).
 
 Counters: RAPL's `energy_uj` wraps at `max_energy_range_uj`; a reading below the previous one
 adds the range (one wrap per interval, as Kepler does per zone: at 10 s even 1 kW takes
@@ -39,9 +43,14 @@ HW_MEMORY: Final = "memory"
 HW_GPU: Final = "gpu"
 HOST_SOURCE_ATTRIBUTE: Final = "joulie.host.power.source"
 HOST_SOURCE_SUM: Final = "sum-of-components"
+HOST_SOURCE_BMC: Final = "bmc"
 NO_COUNTERS_REASON: Final = (
     "power export: no energy counter (no RAPL package zone with energy_uj, no amd_energy hwmon) and no GPU "
     "power reading on this node; nothing is exported"
+)
+BMC_ONLY_REASON: Final = (
+    "power export: no energy counter (no RAPL package zone with energy_uj, no amd_energy hwmon) and no GPU "
+    "power reading on this node; only the host power from its BMC is exported, nothing while the BMC does not answer"
 )
 
 
@@ -127,8 +136,17 @@ class Component:
 class NodeSample:
     components: tuple[Component, ...]
     host_energy_j: float
+    """Of the current source."""
     host_power_w: float | None
-    """None while any component's power is still unknown."""
+    """None while any component's power is still unknown (sum) or before the first BMC reading."""
+    host_source: str = HOST_SOURCE_SUM
+    host_energy_by_source_j: tuple[tuple[str, float], ...] = ()
+    """Every source's counter since the agent started (sorted by source); empty: only `host_energy_j`."""
+
+    @property
+    def measured(self) -> bool:
+        """Whether there is anything to export (a BMC-only node while its BMC is down has not)."""
+        return bool(self.components) or self.host_source == HOST_SOURCE_BMC
 
 
 @dataclass
@@ -184,3 +202,37 @@ def node_sample(components: Sequence[Component]) -> NodeSample:
     powers = [c.power_w for c in components]
     host_power = sum(p for p in powers if p is not None) if powers and all(p is not None for p in powers) else None
     return NodeSample(tuple(components), sum(c.energy_j for c in components), host_power)
+
+
+@dataclass
+class HostEnergy:
+    """The host's power and its energy per source, for one node (see the module docstring).
+
+    Each `update` books the interval since the previous one to the source it was measured with: the
+    BMC (trapezoid between its readings, or its one reading times the interval when the previous
+    interval was not the BMC's), else the components' energy growth (a component that restarted
+    from 0, e.g. a GPU gone and back, adds nothing for that interval rather than going backwards).
+    """
+
+    _energy_j: dict[str, float] = field(default_factory=dict)
+    _t_s: float | None = None
+    _components_j: dict[tuple[str, str], float] = field(default_factory=dict)
+    _bmc_w: float | None = None
+
+    def update(self, components: Sequence[Component], bmc_w: float | None, t_s: float) -> NodeSample:
+        comps_j = {(c.hw_type, c.hw_id): c.energy_j for c in components}
+        dt_s = t_s - self._t_s if self._t_s is not None else 0.0
+        if bmc_w is not None:
+            source = HOST_SOURCE_BMC
+            before_w = self._bmc_w if self._bmc_w is not None else bmc_w
+            add_j = (before_w + bmc_w) / 2 * max(dt_s, 0.0)
+            power_w: float | None = bmc_w
+        else:
+            source = HOST_SOURCE_SUM
+            add_j = sum(max(0.0, e - self._components_j.get(k, e)) for k, e in comps_j.items())
+            power_w = node_sample(components).host_power_w
+        if bmc_w is not None or components:
+            self._energy_j[source] = self._energy_j.get(source, 0.0) + add_j
+        self._t_s, self._components_j, self._bmc_w = t_s, comps_j, bmc_w
+        by_source = tuple(sorted(self._energy_j.items()))
+        return NodeSample(tuple(components), self._energy_j.get(source, 0.0), power_w, source, by_source)

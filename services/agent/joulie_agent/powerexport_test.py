@@ -4,10 +4,14 @@ import pytest
 
 from joulie_agent import powercap
 from joulie_agent.powerexport import (
+    HOST_SOURCE_BMC,
+    HOST_SOURCE_SUM,
     HW_CPU,
     HW_MEMORY,
+    Component,
     CounterSource,
     EnergyAccumulator,
+    HostEnergy,
     HwmonEnergy,
     node_sample,
     plan_sources,
@@ -93,3 +97,45 @@ def test_components_no_longer_read_are_forgotten() -> None:
     acc.meter("gpu", "gpu-1", 1.0, 0.0)
     acc.forget_except({("gpu", "gpu-0")})
     assert acc.meter("gpu", "gpu-1", 1.0, 10.0).energy_j == 0.0  # started over
+
+
+def _gpu(energy_j: float, power_w: float | None = 100.0) -> Component:
+    return Component("gpu", "gpu-0", energy_j, power_w)
+
+
+def test_host_from_the_bmc_integrates_its_readings_and_says_so() -> None:
+    h = HostEnergy()
+    s = h.update([_gpu(0.0)], 500.0, 0.0)
+    assert (s.host_source, s.host_power_w, s.host_energy_j) == (HOST_SOURCE_BMC, 500.0, 0.0)
+    s = h.update([_gpu(1000.0)], 700.0, 10.0)
+    assert s.host_energy_j == pytest.approx(6000.0)  # trapezoid (500 + 700) / 2 * 10 s, not the GPU's 1000 J
+    assert dict(s.host_energy_by_source_j) == {HOST_SOURCE_BMC: pytest.approx(6000.0)}
+
+
+def test_a_bmc_that_fails_and_comes_back_books_each_interval_to_one_source_and_no_counter_goes_back() -> None:
+    h = HostEnergy()
+    h.update([_gpu(0.0)], 500.0, 0.0)
+    h.update([_gpu(1000.0)], 500.0, 10.0)                    # bmc: +5000
+    down = h.update([_gpu(2000.0, 100.0)], None, 20.0)       # sum: the GPU's +1000 J
+    assert (down.host_source, down.host_power_w) == (HOST_SOURCE_SUM, 100.0) and down.host_energy_j == pytest.approx(1000.0)
+    assert dict(down.host_energy_by_source_j) == {HOST_SOURCE_BMC: pytest.approx(5000.0), HOST_SOURCE_SUM: pytest.approx(1000.0)}
+    back = h.update([_gpu(3000.0)], 600.0, 30.0)             # bmc again: its one reading over the interval, +6000
+    assert back.host_source == HOST_SOURCE_BMC and back.host_energy_j == pytest.approx(11000.0)
+    assert dict(back.host_energy_by_source_j)[HOST_SOURCE_SUM] == pytest.approx(1000.0)  # frozen, not reset
+    total = sum(j for _, j in back.host_energy_by_source_j)
+    assert total == pytest.approx(5000 + 1000 + 6000)  # every interval counted once
+
+
+def test_the_sum_never_goes_back_when_a_component_restarts_from_zero() -> None:
+    h = HostEnergy()
+    h.update([_gpu(0.0)], None, 0.0)
+    assert h.update([_gpu(1000.0)], None, 10.0).host_energy_j == pytest.approx(1000.0)
+    assert h.update([_gpu(0.0)], None, 20.0).host_energy_j == pytest.approx(1000.0)  # GPU re-planned: starts over
+    assert h.update([_gpu(500.0)], None, 30.0).host_energy_j == pytest.approx(1500.0)
+
+
+def test_a_node_without_components_and_without_a_bmc_reading_has_nothing_to_export() -> None:
+    h = HostEnergy()
+    assert h.update([], 250.0, 0.0).measured
+    s = h.update([], None, 10.0)
+    assert not s.measured and s.host_power_w is None and s.host_energy_by_source_j == ((HOST_SOURCE_BMC, 0.0),)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from joulie_agent.bmcpower import bmc_factory
 from joulie_agent.catalog import Catalog, CatalogError, load_catalog
 from joulie_agent.discovery import status_document
 from joulie_agent.gputools import Inventory
@@ -343,10 +344,13 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     exporter = None
     if settings.power_export_endpoint and not once:
         exporter = PowerExporter(otlp_exporter(settings.power_export_endpoint), settings.power_export_interval_s,
-                                 on_result=lambda ok: metrics.power_exports.labels("ok" if ok else "failed").inc())
+                                 on_result=lambda ok: metrics.power_exports.labels("ok" if ok else "failed").inc(),
+                                 host_power=bmc_factory(settings.bmc_secret_dir, settings.power_export_interval_s,
+                                                        settings.bmc_timeout_s))
         exporter.start()
-        log.info("exporting measured power every %.0f s to %s", settings.power_export_interval_s,
-                 settings.power_export_endpoint)
+        log.info("exporting measured power every %.0f s to %s (host power: %s)", settings.power_export_interval_s,
+                 settings.power_export_endpoint,
+                 f"the BMC in the Secret at {settings.bmc_secret_dir}" if settings.bmc_secret_dir else "sum of components")
     agent = Agent(settings, kube, catalog, clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = threading.Event(), threading.Event()

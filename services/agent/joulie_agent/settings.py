@@ -62,6 +62,11 @@ class Settings:
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
         (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
         "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
+    bmc_secret_dir: BMC_SECRET_DIR, where the BMC Secret (docs/redfish.md: `<node>.address`, `username`,
+        `password`, optional `ca.crt`) is mounted; the exported host power is then the BMC's reading
+        (`joulie.host.power.source=bmc`), the sum of the measured components while it does not answer.
+        "" (default): always the sum. Needs POWER_EXPORT_ENDPOINT. bmc_timeout_s: BMC_TIMEOUT, seconds
+        per BMC request (5 s; at least 0.5 s).
     hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
         added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     dvfs: DVFS_EMA_ALPHA (0.30), DVFS_HIGH_MARGIN_W (10 W), DVFS_LOW_MARGIN_W (15 W),
@@ -85,6 +90,8 @@ class Settings:
     tool_path: str = ""
     power_export_endpoint: str = ""
     power_export_interval_s: float = 10.0
+    bmc_secret_dir: str = ""
+    bmc_timeout_s: float = 5.0
     hardware_catalog_extra: str = ""
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
@@ -135,6 +142,13 @@ class Settings:
         export_interval_s = dur("POWER_EXPORT_INTERVAL", 10.0)
         if export_interval_s < 1.0:
             raise SettingsError(f"POWER_EXPORT_INTERVAL={e.get('POWER_EXPORT_INTERVAL')!r}: must be at least 1s")
+        bmc_secret_dir = e.get("BMC_SECRET_DIR", "").strip()
+        if bmc_secret_dir and not export_endpoint:
+            raise SettingsError(f"BMC_SECRET_DIR={bmc_secret_dir!r}: the BMC's host power is only read for the power "
+                                "export; set POWER_EXPORT_ENDPOINT too, or unset BMC_SECRET_DIR")
+        bmc_timeout_s = dur("BMC_TIMEOUT", 5.0)
+        if bmc_timeout_s < 0.5:
+            raise SettingsError(f"BMC_TIMEOUT={e.get('BMC_TIMEOUT')!r}: must be at least 500ms")
         shard = e.get("POOL_SHARD_ID", "").strip()
         if not shard:
             m = re.search(r"-(\d+)$", e.get("POD_NAME", ""))
@@ -155,6 +169,7 @@ class Settings:
             heartbeat_s=dur("AGENT_HEARTBEAT", 30.0),
             tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
+            bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
             dvfs=DvfsConfig(
                 ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),

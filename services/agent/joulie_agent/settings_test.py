@@ -35,6 +35,8 @@ def test_a_pool_agent_finds_each_nodes_tools_through_node_in_the_tool_path() -> 
     ({"AGENT_MODE": "pool", "POOL_SHARD_ID": "-1"}, "POOL_SHARD_ID"),
     ({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "prometheus:9090"}, "POWER_EXPORT_ENDPOINT"),
     ({"NODE_NAME": "n", "POWER_EXPORT_INTERVAL": "100ms"}, "POWER_EXPORT_INTERVAL"),
+    ({"NODE_NAME": "n", "BMC_SECRET_DIR": "/etc/joulie/bmc"}, "BMC_SECRET_DIR.*POWER_EXPORT_ENDPOINT"),
+    ({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://p:9090", "BMC_TIMEOUT": "100ms"}, "BMC_TIMEOUT"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
     with pytest.raises(SettingsError, match=name):
@@ -52,3 +54,11 @@ def test_power_export_is_off_by_default_and_takes_endpoint_and_interval() -> Non
     s = Settings.from_env({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://prom:9090/api/v1/otlp/v1/metrics",
                            "POWER_EXPORT_INTERVAL": "15s"})
     assert (s.power_export_endpoint, s.power_export_interval_s) == ("http://prom:9090/api/v1/otlp/v1/metrics", 15.0)
+
+
+def test_host_power_from_a_bmc_is_off_by_default_and_takes_the_mounted_secret_and_timeout() -> None:
+    s = Settings.from_env({"NODE_NAME": "n"})
+    assert (s.bmc_secret_dir, s.bmc_timeout_s) == ("", 5.0)
+    s = Settings.from_env({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://prom:9090/api/v1/otlp/v1/metrics",
+                           "BMC_SECRET_DIR": "/etc/joulie/bmc", "BMC_TIMEOUT": "2s"})
+    assert (s.bmc_secret_dir, s.bmc_timeout_s) == ("/etc/joulie/bmc", 2.0)

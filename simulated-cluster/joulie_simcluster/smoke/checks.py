@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from joulie_agent.powerexport import NO_COUNTERS_REASON
 from joulie_api import names
 from joulie_controller.twin import NEUTRAL_COOLING_STRESS, ambient_multiplier
 from joulie_hwprofiles.schema import Profile
@@ -31,7 +32,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S05": ("power-honours-caps", "under the workload's load, every package and GPU draws at most its cap (+2 %, +1 W)"),
     "S06": ("measured-power-matches-truth", "NodeTwin.status.powerMeasurement.measuredNodePowerW is within 3 % of the "
             "emulator's host power (the components' sum where the telemetry mode carries no host power; never closer than "
-            "1 W needed) on every managed Node"),
+            "1 W needed) on every managed Node; in the agent telemetry mode on every managed Node that can be measured, the "
+            "others (no agent, or NodeHardware saying the node has no counter) listed as skipped with that reason, and a "
+            "skipped Node that has a measurement fails"),
     "S07": ("power-profile-labels", "every managed Node carries joulie.io/power-profile equal to NodeTwin.spec.profile"),
     "S08": ("simulator-restart-survived", "after the simulator is killed and restarted (FUSE views gone, then back), "
             "every agent runs on with the same PID and applies the next caps"),
@@ -161,6 +164,10 @@ def expected_caps(twin: Mapping[str, Any], hardware: Mapping[str, Any]) -> tuple
     cpu_w = gpu_w = None
     cpu_spec = spec.get("cpu") or {}
     cpu_range = (status.get("cpu") or {}).get("capRange") or {}
+    if "cpu.capRange" in ((status.get("inventoryResolution") or {}).get("catalogFacts") or []):
+        # A datasheet range (issue 21): the controller budgets with it, the agent enforces no watts from
+        # it (joulie_agent.cpucontrol.published_cap_range_w), so a percent stays a percent for DVFS.
+        cpu_range = {}
     if cpu_spec.get("packagePowerCapWatts") is not None:
         cpu_w = float(cpu_spec["packagePowerCapWatts"])
     elif cpu_spec.get("packagePowerCapPctOfMax") is not None and cpu_range.get("maxWattsPerSocket"):
@@ -264,13 +271,47 @@ def true_power(node_truth: Mapping[str, Any], scope: str = "host") -> float:
     return float(node_truth["host"]["powerW"])
 
 
+NO_NODEHARDWARE = "no NodeHardware: no agent on this Node measures it"
+
+
+def unmeasurable_nodes(nodes: Iterable[str], hardware: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Where the power comes from the agents: the Nodes no agent can measure, each with the reason.
+
+    The agent's own word decides: a Node without NodeHardware has no agent, and an agent that finds
+    no counter says so in `status.quality.warnings` (joulie_agent.powerexport.NO_COUNTERS_REASON)
+    and exports nothing. Every other Node is measurable, and S06 then fails if it has no data.
+    """
+    out: dict[str, str] = {}
+    for node in nodes:
+        nhw = hardware.get(node)
+        if nhw is None:
+            out[node] = NO_NODEHARDWARE
+            continue
+        warnings = (((nhw.get("status") or {}).get("quality")) or {}).get("warnings") or []
+        said = next((w for w in warnings if isinstance(w, str) and w.startswith(NO_COUNTERS_REASON)), None)
+        if said is not None:
+            out[node] = said
+    return out
+
+
 def measured_power(
-    twins: Mapping[str, Mapping[str, Any]], truth: Mapping[str, Mapping[str, Any]], scope: str = "host"
+    twins: Mapping[str, Mapping[str, Any]], truth: Mapping[str, Mapping[str, Any]], scope: str = "host",
+    unmeasurable: Mapping[str, str] | None = None,
 ) -> Assertion:
+    """S06 over ``twins``; Nodes in ``unmeasurable`` (node -> why, `unmeasurable_nodes`) are skipped and
+    listed, and fail only if they have a measurement after all (a source nobody accounted for)."""
     failures, worst = [], 0.0
+    skipped = dict(unmeasurable or {})
+    checked = 0
     for node in sorted(twins):
         pm = ((twins[node].get("status") or {}).get("powerMeasurement")) or {}
         measured = pm.get("measuredNodePowerW")
+        if node in skipped:
+            if measured is not None:
+                failures.append(f"{node}: said unmeasurable ({skipped[node]}) but measured {float(measured):.1f} W "
+                                f"(source {pm.get('source')!r})")
+            continue
+        checked += 1
         t = truth.get(node)
         if t is None:
             failures.append(f"{node}: not in the emulator's truth")
@@ -283,8 +324,13 @@ def measured_power(
         worst = max(worst, rel)
         if not ok:
             failures.append(f"{node}: measured {float(measured):.1f} W, truth {true_w:.1f} W ({rel * 100:.1f} %)")
-    return _result("S06", failures, f"{len(twins)} Nodes, worst error {worst * 100:.2f} % (truth: {scope} power)",
-                   "|measured - truth| ≤ max(3 %, 1 W)", worst * 100)
+    skipped_here = sorted(n for n in skipped if n in twins)
+    observed = f"{checked} Nodes, worst error {worst * 100:.2f} % (truth: {scope} power)"
+    if skipped_here:
+        observed += f"; skipped {len(skipped_here)} unmeasurable: " + "; ".join(f"{n} ({skipped[n]})" for n in skipped_here)
+    if not checked and not failures:
+        failures.append("no Node could be measured: nothing was checked")
+    return _result("S06", failures, observed, "|measured - truth| ≤ max(3 %, 1 W)", worst * 100)
 
 
 def profile_labels(nodes: Iterable[Mapping[str, Any]], twins: Mapping[str, Mapping[str, Any]]) -> Assertion:

@@ -2,6 +2,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from joulie_agent.powerexport import NO_COUNTERS_REASON
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster.smoke import checks
 
@@ -48,6 +49,13 @@ def test_caps_in_the_files_are_compared_with_the_spec_in_watts() -> None:
     assert stale_spec.status == "fail" and "spec cpu 80 % ≠ 50 %" in stale_spec.observed
 
 
+def test_a_cpu_range_from_the_catalog_asks_no_watts_in_the_files() -> None:
+    hw = {"status": {"cpu": {"controlAvailable": True, "capRange": {"minWattsPerSocket": 320, "maxWattsPerSocket": 400}},
+                     "inventoryResolution": {"catalogFacts": ["cpu.capRange"]}}}
+    assert checks.expected_caps(twin(gpu_pct=None), hw) == (None, None)
+    assert checks.expected_caps(twin(gpu_pct=None), {"status": {**hw["status"], "inventoryResolution": {}}})[0] == 320.0
+
+
 def test_a_check_that_checked_nothing_fails() -> None:
     no_ctl = {"status": {"cpu": {"controlAvailable": False}}}
     r = checks.caps_match("S04", {"n": twin(gpu_pct=None)}, {"n": no_ctl}, {"n": truth([None], [])})
@@ -80,6 +88,49 @@ def test_without_host_power_the_truth_is_the_components_sum() -> None:
     r = checks.measured_power({"a": twin(measured=925)}, {"a": t}, "components")
     assert r.status == "pass" and "truth: components power" in r.observed
     assert checks.measured_power({"a": twin(measured=925)}, {"a": t}).status == "fail", "925 W is 7.5 % under the host's 1000 W"
+
+
+def _nhw(*warnings: str) -> dict[str, Any]:
+    return {"status": {"quality": {"overall": "exact", "warnings": list(warnings)}}}
+
+
+NO_COUNTERS = NO_COUNTERS_REASON
+
+
+def test_agent_mode_skips_the_nodes_no_agent_can_measure_and_names_why() -> None:
+    hardware = {"xeon-0": _nhw(), "vm-0": _nhw("cpuinfo: odd", NO_COUNTERS)}
+    skip = checks.unmeasurable_nodes(["xeon-0", "vm-0", "arm64-managed-0"], hardware)
+    assert skip == {"vm-0": NO_COUNTERS, "arm64-managed-0": checks.NO_NODEHARDWARE}
+    twins = {"xeon-0": twin(measured=1010), "vm-0": twin(), "arm64-managed-0": twin()}
+    truths = {n: truth([], []) for n in twins}
+    r = checks.measured_power(twins, truths, "host", skip)
+    assert r.status == "pass" and r.value is not None and abs(r.value - 1.0) < 1e-9
+    assert r.observed == ("1 Nodes, worst error 1.00 % (truth: host power); skipped 2 unmeasurable: "
+                          f"arm64-managed-0 ({checks.NO_NODEHARDWARE}); vm-0 ({NO_COUNTERS})")
+
+
+def test_agent_mode_fails_a_measurable_node_without_data_or_off_the_truth() -> None:
+    skip = checks.unmeasurable_nodes(["xeon-0", "epyc-0"], {"xeon-0": _nhw(), "epyc-0": _nhw()})
+    assert skip == {}
+    r = checks.measured_power({"xeon-0": twin(measured=1010), "epyc-0": twin()}, {n: truth([], []) for n in ("xeon-0", "epyc-0")},
+                              "host", skip)
+    assert r.status == "fail" and r.observed.startswith("epyc-0: no measuredNodePowerW")
+    r = checks.measured_power({"xeon-0": twin(measured=1100)}, {"xeon-0": truth([], [])}, "host", skip)
+    assert r.status == "fail" and "xeon-0: measured 1100.0 W, truth 1000.0 W (10.0 %)" in r.observed
+
+
+def test_agent_mode_fails_a_node_said_unmeasurable_that_has_a_measurement_and_a_run_that_measured_nothing() -> None:
+    skip = {"vm-0": NO_COUNTERS}
+    r = checks.measured_power({"vm-0": twin(measured=90)}, {"vm-0": truth([], [])}, "host", skip)
+    assert r.status == "fail" and r.observed.startswith("vm-0: said unmeasurable (power export: no energy counter")
+    r = checks.measured_power({"vm-0": twin()}, {"vm-0": truth([], [])}, "host", skip)
+    assert r.status == "fail" and r.observed == "no Node could be measured: nothing was checked"
+
+
+def test_the_no_counter_reason_is_the_agents_own_string() -> None:
+    hardware = {"vm-0": _nhw(NO_COUNTERS_REASON)}
+    assert checks.unmeasurable_nodes(["vm-0"], hardware) == {"vm-0": NO_COUNTERS_REASON}
+    assert NO_COUNTERS_REASON.startswith("power export: no energy counter")
 
 
 def test_performance_pods_on_eco_nodes_fail_and_a_check_without_eco_nodes_cannot_pass() -> None:

@@ -18,7 +18,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,9 @@ class BmcFleet:
         nodes: Iterable[str] | None = None,
         host: str = "127.0.0.1",
         tls: BmcTls | None = None,
+        ports: Mapping[str, int] | None = None,
     ) -> None:
+        """``ports``: a node's BMC on a given port (a BMC brought back where it was); others get a free one."""
         self.emu = emu
         self.host = host
         self.scheme = "https" if tls else "http"
@@ -63,7 +65,7 @@ class BmcFleet:
         for node in sorted(nodes if nodes is not None else emu.nodes):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, 0))
+            sock.bind((host, (ports or {}).get(node, 0)))
             config = uvicorn.Config(
                 create_app(emu, node, credentials),
                 log_level="warning",
