@@ -4,6 +4,7 @@ keeps every part that could be read when another fails (a component down during 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.scenario.conditions import Observation
@@ -21,12 +22,12 @@ class FakeLooker(Looker):
     def look(self, parts: Collection[str]) -> Observation:
         if set(parts) & self.down:
             raise RuntimeFailure(f"{sorted(set(parts) & self.down)} unreachable")
-        got = {"twins": {"twins": {"a": {}}}, "truth": {"truth": {"a": {}}, "facility": {"pue": 1.2}},
+        got: dict[str, dict[str, Any]] = {"twins": {"twins": {"a": {}}}, "truth": {"truth": {"a": {}}, "facility": {"pue": 1.2}},
                "prometheus": {"prometheus_power_w": 10.0}, "jobs": {"jobs": {"running": 1.0}}}
-        out: dict[str, object] = {"agents": ["a"]}
+        out: dict[str, Any] = {"agents": ["a"]}
         for p in parts:
             out.update(got[p])
-        return Observation(**out)  # type: ignore[arg-type]
+        return Observation(**out)
 
 
 def test_a_partial_look_keeps_what_could_be_read() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import matplotlib.pyplot as plt  # (after the backend is chosen)
 
 Row = Mapping[str, float | str | None]
 
