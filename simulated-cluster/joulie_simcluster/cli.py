@@ -277,7 +277,7 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
 
 def _scenario(args: argparse.Namespace, ctx: Context) -> int:
     try:
-        scenario = load_scenario(args.file)
+        scenario = load_scenario(args.file, list(POLICIES))
         RenderedSpec.load(resolve(args.file, scenario.spec))
     except (ScenarioError, SpecError) as e:
         print(f"simcluster scenario: {e}", file=sys.stderr)

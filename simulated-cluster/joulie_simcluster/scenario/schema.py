@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from joulie_bench.sim import POLICIES
 from joulie_common.yamlload import Document, YamlError, load_document
 from joulie_simcluster.chaos.catalogue import FAULTS
 
@@ -198,9 +197,12 @@ class Policy(_Strict):
 
     @field_validator("benchmark")
     @classmethod
-    def _known(cls, v: str | None) -> str | None:
-        if v is not None and v not in POLICIES:
-            raise ValueError(f"must be one of {', '.join(POLICIES)}, got {v!r}")
+    def _known(cls, v: str | None, info: ValidationInfo) -> str | None:
+        # The benchmark's policy names come from the caller (joulie_bench.sim.POLICIES): importing the
+        # benchmark here would pull the controller's Kubernetes client into this pure module.
+        known: Sequence[str] = (info.context or {}).get("benchmarks", ())
+        if v is not None and v not in known:
+            raise ValueError(f"must be one of {', '.join(known)}, got {v!r}")
         return v
 
     @field_validator("env")
@@ -367,11 +369,12 @@ def _where(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, tuple[int | 
     return out or field or "(top level)", path
 
 
-def parse_scenario(doc: Document) -> Scenario:
+def parse_scenario(doc: Document, benchmarks: Sequence[str]) -> Scenario:
+    """`benchmarks`: the policy names a ``policy.benchmark`` may give (``joulie_bench.sim.POLICIES``)."""
     if not isinstance(doc.data, dict):
         raise ScenarioError(f"{doc.source}: (top level): expected a mapping, got {type(doc.data).__name__}")
     try:
-        return Scenario.model_validate(doc.data)
+        return Scenario.model_validate(doc.data, context={"benchmarks": list(benchmarks)})
     except ValidationError as e:
         lines = []
         for err in e.errors():
@@ -381,13 +384,13 @@ def parse_scenario(doc: Document) -> Scenario:
         raise ScenarioError("\n".join(dict.fromkeys(lines))) from None
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, benchmarks: Sequence[str]) -> Scenario:
     """The scenario file `path`, validated (ScenarioError naming file, step and field)."""
     try:
         doc = load_document(path)
     except YamlError as e:
         raise ScenarioError(str(e)) from e
-    return parse_scenario(doc)
+    return parse_scenario(doc, benchmarks)
 
 
 def resolve(scenario_file: Path, path: str) -> Path:
