@@ -13,7 +13,7 @@ reading the file (``joulie_common.yamlload``: duplicate keys refused, lines name
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -369,7 +369,7 @@ def _where(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, tuple[int | 
     return out or field or "(top level)", path
 
 
-def parse_scenario(doc: Document, benchmarks: Sequence[str]) -> Scenario:
+def parse_scenario(doc: Document, benchmarks: Collection[str]) -> Scenario:
     """`benchmarks`: the policy names a ``policy.benchmark`` may give (``joulie_bench.sim.POLICIES``)."""
     if not isinstance(doc.data, dict):
         raise ScenarioError(f"{doc.source}: (top level): expected a mapping, got {type(doc.data).__name__}")
@@ -384,7 +384,7 @@ def parse_scenario(doc: Document, benchmarks: Sequence[str]) -> Scenario:
         raise ScenarioError("\n".join(dict.fromkeys(lines))) from None
 
 
-def load_scenario(path: Path, benchmarks: Sequence[str]) -> Scenario:
+def load_scenario(path: Path, benchmarks: Collection[str]) -> Scenario:
     """The scenario file `path`, validated (ScenarioError naming file, step and field)."""
     try:
         doc = load_document(path)
