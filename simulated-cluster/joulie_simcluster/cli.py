@@ -9,6 +9,9 @@ pinned Pod per Node: the load); waits until all report
 ``status``  the recorded processes, API readiness, Nodes and deployed components
 ``reload COMPONENT [--force] [--node N]``  follows the binary: unchanged → nothing; new (or --force) → restart
 (agents: --node restarts one Node's agent)
+``scenario FILE``  timed steps (load, policy, ambient, fault, wait, assert) on the live cluster: up, deploy,
+the steps, runs/<UTC>-<scenario>-.../summary.json (one assertion per assert step), timeline.csv/.png, down
+(schema: docs/scenarios.md)
 ``chaos [--faults A,B] [--repeats N] [--seed S]``  faults at random moments into the live, deployed cluster;
 what each did in runs/<UTC>-chaos/ (summary.json, report.md)
 ``logs COMPONENT [--node N]``  a component's log (agents: --node)
@@ -29,7 +32,8 @@ the seed's k3s container; simulated-cluster/K3S.md), SIMCLUSTER_KEEP, SIMCLUSTER
 SIMCLUSTER_FORCE_RELOAD, SIMCLUSTER_NO_BUILD (1|0), SIMCLUSTER_DIST (where ./pants package put the PEXes,
 default dist), SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate windows, at least 20 minutes),
 SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
-SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs).
+SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs),
+SIMCLUSTER_SIM_EXTRA_VALUES (comma-separated simulator values files merged at deploy).
 Units and defaults: simulated-cluster/README.md ("Settings"), ``joulie_simcluster.settings``.
 
 The state directory is ``$SIMCLUSTER_DIR`` or ``~/.cache/joulie/simcluster/$SIMCLUSTER_NAME``
@@ -64,6 +68,8 @@ from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.logs import print_log, print_tree
 from joulie_simcluster.runtimes import k3s, process
 from joulie_simcluster.runtimes.supervision import control as supervisor
+from joulie_simcluster.scenario import run as scenario_run
+from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke import suspend as suspend_check
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
@@ -131,6 +137,11 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     bl.add_argument("--budget-frac", type=float, default=0.6, help="D's and E's budget as a share of the Nodes' TDP sum")
     bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
     bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
+    sc = sub.add_parser("scenario", help="a scenario file's timed steps on the live cluster (up, deploy, steps, "
+                        "runs/<UTC>-<scenario>-.../summary.json and timeline.png, down)")
+    sc.add_argument("file", type=Path, help="scenario YAML (simulated-cluster/scenarios/; schema in docs/scenarios.md)")
+    sc.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
+    sc.add_argument("--check", action="store_true", help="only validate the file (and its spec) and exit")
     ch = sub.add_parser("chaos", help="inject faults at random moments into the live, deployed cluster and "
                         "record what each did (runs/<UTC>-chaos/summary.json and report.md)")
     ch.add_argument("--faults", default=",".join(chaos_catalogue.DEFAULT_FAULTS),
@@ -265,6 +276,20 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
         out=out, timeout_s=args.timeout_s))
 
 
+def _scenario(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        scenario = load_scenario(args.file, list(POLICIES))
+        RenderedSpec.load(resolve(args.file, scenario.spec))
+    except (ScenarioError, SpecError) as e:
+        print(f"simcluster scenario: {e}", file=sys.stderr)
+        return 2
+    if args.check:
+        print(f"{args.file}: scenario {scenario.name}, {len(scenario.steps)} steps, {len(scenario.asserts)} asserts: valid")
+        return 0
+    values = _values_files(ctx.settings, [resolve(args.file, v) for v in scenario.values] or None, [DEFAULT_SMOKE_VALUES])
+    return scenario_run.run_scenario(ctx, scenario_run.ScenarioOptions(args.file, scenario, values, daemonset_for, args.crds))
+
+
 def _chaos(args: argparse.Namespace, ctx: Context) -> int:
     try:
         faults = chaos_catalogue.parse_faults(args.faults)
@@ -277,7 +302,7 @@ def _chaos(args: argparse.Namespace, ctx: Context) -> int:
 
 
 _RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
-                     "suspend": _suspend,
+                     "suspend": _suspend, "scenario": _scenario,
                      "bench-live": _bench_live, "up": _up}
 
 

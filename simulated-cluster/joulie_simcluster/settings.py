@@ -86,6 +86,10 @@ class Settings:
     agent_shards: int = field(default=0, metadata=_env("AGENT_SHARDS"))
     """SIMCLUSTER_AGENT_SHARDS: 0 runs one agent per Node; N runs N pool-mode agents that share the
     Nodes (scale runs, where one process per Node costs ~90 MB each). Default 0."""
+    sim_extra_values: tuple[Path, ...] = field(default=(), metadata=_env("SIM_EXTRA_VALUES"))
+    """SIMCLUSTER_SIM_EXTRA_VALUES: comma-separated values files of the joulie-simulator chart merged, in
+    order, over the simulator's values at ``deploy`` (``deploy/simvalues.py``; a scenario's
+    ``simulator.set`` comes last). Default none."""
 
     @property
     def smoke_timeout_s(self) -> float:
@@ -195,4 +199,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "test_timeout_s": _seconds,
     "deploy_timeout_s": _seconds,
     "agent_shards": _count,
+    "sim_extra_values": _paths,
 }

@@ -17,7 +17,9 @@ def test_the_smoke_spec_has_the_seeds_nine_nodes_one_per_profile_kind() -> None:
     assert [p.count for p in spec.pools] == [1] * 9
     # The seed's nine kinds, one each (issue 22 added four more builtin profiles the smoke does not run).
     assert len({p.profile for p in spec.pools}) == 9 and {p.profile for p in spec.pools} <= set(builtin_profile_names())
-    assert all(p.labels == {"joulie.io/managed": "true"} for p in spec.pools)
+    assert all(p.labels["joulie.io/managed"] == "true" for p in spec.pools)
+    # Every Node in a rack and a cooling zone (the facility model's racks, docs/facility-model.md).
+    assert all(set(p.labels) == {"joulie.io/managed", "joulie.io/rack", "joulie.io/cooling-zone"} for p in spec.pools)
 
 
 def test_the_smoke_spec_sets_tool_delivery_on_every_gpu_pool() -> None:

@@ -108,6 +108,9 @@ class Plan:
     no workload runner."""
     workload_args: tuple[str, ...] = ()
     """More arguments of the workload runner (``simcluster bench-live``: ``--go-file``, ``--no-class-constraints``)."""
+    simulator_extra_args: tuple[str, ...] = ()
+    """The simulator values' ``extraArgs`` (SIMCLUSTER_SIM_EXTRA_VALUES, ``deploy/simvalues.py``), appended to
+    ``emulate`` as the chart's Deployment appends them."""
 
     @property
     def hwemu_root(self) -> Path:
@@ -157,6 +160,7 @@ def simulator_command(plan: Plan) -> Command:
             "--bmc", "127.0.0.1",
             "--bmc-credentials", str(power.credentials_path(plan.state)),
             "--power-time-scale", f"{plan.timing.power_time_scale:g}",
+            *plan.simulator_extra_args,
         ],
         env=dict(plan.python_path_env),
         log=plan.log("simulator"),

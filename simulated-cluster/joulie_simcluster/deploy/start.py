@@ -25,6 +25,7 @@ from joulie_simcluster import telemetry
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy import simvalues
 from joulie_simcluster.deploy.binaries import install_binaries
 from joulie_simcluster.deploy.processes import interpreter, pid_key, python_env, stop_deployed
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
@@ -89,11 +90,14 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     values = load_values(options.values_files)
     state.values.mkdir(parents=True, exist_ok=True)
     (state.values / "values.effective.yaml").write_text(yaml.safe_dump(values, sort_keys=True))
+    sim_values = simvalues.load_extra(settings.sim_extra_values)  # SIMCLUSTER_SIM_EXTRA_VALUES
+    (state.values / "values.simulator.effective.yaml").write_text(yaml.safe_dump(sim_values, sort_keys=True))
     eligible, excluded = select_agents(rendered.nodes, options.daemonset)
     progress(f"agents: {len(eligible)} of {len(rendered.nodes)} Nodes eligible" +
              "".join(f"; {n}: {why}" for n, why in excluded))
     agents = agent_nodes(rendered.spec, rendered.nodes, eligible, values)
     plan = _plan(ctx, rendered, cluster, {c: b.path for c, b in binaries.items()}, values, agents)
+    plan = dataclasses.replace(plan, simulator_extra_args=simvalues.extra_args(sim_values))
     if options.workload:
         plan = with_workload(plan, rendered.name, rendered.nodes, options.trace, options.workload_args)
     _write_agent_files(plan)
@@ -101,6 +105,7 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     bmcs_json = power.bmcs_path(state.root)
     bmcs_json.unlink(missing_ok=True)  # the simulator writes it afresh (new ports)
     env = _deploy_env(plan, rendered, cluster, options.values_files)
+    env["SIM_EXTRA_VALUES"] = ",".join(str(p) for p in settings.sim_extra_values)
     for b in binaries.values():
         env[f"BINARY_{b.component}"] = str(b.path)
         env[f"TAG_{b.component}"] = b.tag
