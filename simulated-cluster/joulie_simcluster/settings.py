@@ -87,6 +87,10 @@ class Settings:
     """SIMCLUSTER_AGENT_SHARDS: 0 runs one agent per Node; N runs N pool-mode agents that share the
     Nodes (scale runs, where one process per Node costs ~90 MB each). Default 0."""
 
+    api_proxy: bool = field(default=False, metadata=_env("API_PROXY"))
+    """SIMCLUSTER_API_PROXY: 1 makes ``deploy`` put the chaos run's injecting proxy between the components
+    and kube-apiserver (``chaos/apiproxy.py``; faults ``api-conflict-storm``, ``api-throttle``). Default 0."""
+
     @property
     def smoke_timeout_s(self) -> float:
         """How long a smoke run may take: SIMCLUSTER_TEST_TIMEOUT, else ten rate windows, at least 20 minutes."""
@@ -195,4 +199,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "test_timeout_s": _seconds,
     "deploy_timeout_s": _seconds,
     "agent_shards": _count,
+    "api_proxy": _flag,
 }

@@ -31,8 +31,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from joulie_simcluster.chaos.apifaults import ApiFault, answer
 
 # Headers of one hop (RFC 9110 7.6.1); the proxy sets its own framing.
@@ -184,15 +182,6 @@ def serve(listen: tuple[str, int], upstream: str, pki: Path, control: Path,
     server = _ProxyServer(listen, upstream, pki, Control(control, log))
     threading.Thread(target=server.serve_forever, name="api-proxy", daemon=True).start()
     return server
-
-
-def proxied_kubeconfig(kubeconfig: Path, proxy_url: str, out: Path) -> Path:
-    """`kubeconfig` with every cluster's server replaced by `proxy_url` (same CA, same user)."""
-    data = yaml.safe_load(kubeconfig.read_text())
-    for cluster in data.get("clusters") or []:
-        cluster["cluster"]["server"] = proxy_url
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

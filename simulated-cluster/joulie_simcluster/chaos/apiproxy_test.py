@@ -17,7 +17,12 @@ import pytest
 import yaml
 
 from joulie_simcluster.chaos.apifaults import ApiFault, answer
-from joulie_simcluster.chaos.apiproxy import proxied_kubeconfig, serve
+from joulie_simcluster.chaos.apiproxy import serve
+from joulie_simcluster.chaos.catalogue import FAULTS, Step
+from joulie_simcluster.chaos.inject import inject
+from joulie_simcluster.deploy.proxied import proxied_kubeconfig
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.state import StateDir
 from joulie_testinfra.certs import make_pki
 from joulie_testinfra.controlplane import write_kubeconfig
 from joulie_testinfra.procs import free_port
@@ -25,14 +30,11 @@ from joulie_testinfra.procs import free_port
 
 class _Upstream(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    seen: list[tuple[str, str, bytes]] = []
-
     def log_message(self, format: str, *args: object) -> None:
         pass
 
     def _any(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        _Upstream.seen.append((self.command, self.path, body))
         if "watch=true" in self.path:
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -51,7 +53,7 @@ class _Upstream(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(out)
 
-    do_GET = do_PATCH = do_POST = _any
+    do_GET = do_PATCH = do_POST = do_PUT = _any
 
 
 @pytest.fixture
@@ -141,3 +143,27 @@ def test_the_proxied_kubeconfig_names_the_proxy_and_keeps_ca_and_user(tmp_path: 
     orig = yaml.safe_load((tmp_path / "kubeconfig").read_text())
     assert out["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:7000"
     assert out["clusters"][0]["cluster"]["certificate-authority"] == str(pki.ca_crt) and out["users"] == orig["users"]
+
+
+def test_the_chaos_faults_turn_the_proxy_on_and_their_clear_turns_it_off(proxy: tuple[int, Path, Path],
+                                                                          tmp_path: Path) -> None:
+    port, control, pki = proxy
+    sd = StateDir(tmp_path / "state")
+    sd.write_deploy_env({"API_PROXY_CONTROL": str(control)})
+    hit = inject(sd, Step(FAULTS["api-throttle"], 1, 0.0, 0.0), [], [])
+    assert hit.target == "api-proxy" and _call(port, pki, "GET", "/api/v1/nodes")[0] == 429
+    assert hit.clear is not None
+    hit.clear()
+    assert _call(port, pki, "GET", "/api/v1/nodes")[0] == 200
+    hit = inject(sd, Step(FAULTS["api-conflict-storm"], 1, 0.0, 0.0), [], [])
+    assert _call(port, pki, "PUT", "/api/v1/nodes/a", b"{}")[0] == 409 and _call(port, pki, "GET", "/api/v1/nodes")[0] == 200
+    assert hit.clear is not None
+    hit.clear()
+    assert _call(port, pki, "PUT", "/api/v1/nodes/a", b"{}")[0] == 200
+
+
+def test_the_api_faults_need_a_deploy_with_the_proxy(tmp_path: Path) -> None:
+    sd = StateDir(tmp_path / "state")
+    sd.write_deploy_env({"HWEMU_MODE": "files"})
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_API_PROXY=1"):
+        inject(sd, Step(FAULTS["api-conflict-storm"], 1, 0.0, 0.0), [], [])

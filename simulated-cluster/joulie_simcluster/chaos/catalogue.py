@@ -33,11 +33,27 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("limit-reset", "a random Node's device resets its limits to the defaults (as after a reboot)"),
     Fault("write-refused", "a random Node refuses cap writes (EACCES) for 10 s while its limits reset",
           hold_s=10.0),
+    Fault("api-conflict-storm", "every write through the API proxy answered 409 Conflict for 15 s "
+          "(needs SIMCLUSTER_API_PROXY=1 at deploy)", hold_s=15.0),
+    Fault("api-throttle", "every call through the API proxy answered 429 with Retry-After: 1 for 15 s "
+          "(needs SIMCLUSTER_API_PROXY=1 at deploy)", hold_s=15.0),
+    Fault("extender-slow", "SIGSTOP the scheduler extender for 12 s (beyond kube-scheduler's 5 s httpTimeout), "
+          "a probe Pod created meanwhile; then SIGCONT", hold_s=12.0),
+    Fault("prometheus-empty", "Prometheus on a fresh TSDB: frozen, its data dir moved aside, SIGKILL "
+          "(the supervisor restarts it on an empty one)"),
+    Fault("tool-timeout", "a random GPU Node's tools (nvidia-smi, rocm-smi, amd-smi) hang for 40 s, "
+          "beyond the agent's GPU_TOOL_TIMEOUT (emulator gpu_tool_hang)", hold_s=40.0),
+    Fault("clock-skew", "one agent restarted with its wall clock 90 s behind (libfaketime) for 60 s, then "
+          "restarted on the true clock", hold_s=60.0),
+    Fault("sysfs-garbage", "a random capped CPU Node's RAPL energy and limit files hold garbage bytes and are "
+          "immutable (chattr +i) for 20 s (files mode)", hold_s=20.0),
 )}
 
 DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-kill", "etcd-kill",
-                  "prometheus-freeze", "extender-kill", "limit-reset", "write-refused")
-"""The default run: what works on any deployed cluster (leader-failover needs two replicas)."""
+                  "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
+                  "prometheus-empty", "tool-timeout")
+"""The default run: what works on any deployed cluster (leader-failover needs two replicas, the
+api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode)."""
 
 
 @dataclass(frozen=True)
