@@ -150,7 +150,7 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
     if name == "tool-timeout":
         return _tool_timeout(state, step, agent_nodes)
     if name == "clock-skew":
-        return _clock_skew(state, choose(agent_nodes, step.pick))
+        return _clock_skew(state, choose(_cpu_only(state, agent_nodes), step.pick))
     if name == "sysfs-garbage":
         return _sysfs_garbage(state, step, capped_nodes)
     raise RuntimeFailure(f"chaos: no injection for fault {name!r}")
@@ -244,6 +244,10 @@ def _sources(state: StateDir, agent_nodes: list[str]) -> dict[str, str]:
             for t in kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1) if t["spec"]["nodeName"] in agent_nodes}
 
 
+RATE_REFILL_WAIT_S = 300.0
+"""How long the prometheus-empty note waits for every twin to read measured power again."""
+
+
 def _prometheus_empty(state: StateDir, agent_nodes: list[str]) -> Injected:
     """Frozen first, so nothing is written while its data dir moves aside; killed; the supervisor
     starts it again on the same --storage.tsdb.path, now empty."""
@@ -267,7 +271,13 @@ def _prometheus_empty(state: StateDir, agent_nodes: list[str]) -> Injected:
 
     def note() -> str:
         shutil.rmtree(aside, ignore_errors=True)
+        # The rate() over an empty TSDB needs two samples inside the rate window: wait for it
+        # here (bounded), as the window of the table closes once the processes are back.
+        deadline = time.monotonic() + RATE_REFILL_WAIT_S
         watch()
+        while not back_after and time.monotonic() < deadline:
+            time.sleep(2.0)
+            watch()
         back = f"all back on prometheus {back_after[0]:.0f} s after the kill" if back_after else (
             "not all back on prometheus by the end of the window: " + json.dumps(seen))
         return f"twins on prometheus-no-data (neutral): up to {worst_no_data[0]} of {len(seen)}; {back}"
@@ -280,17 +290,40 @@ def _gpu_nodes(state: StateDir, agent_nodes: list[str]) -> list[str]:
         return sorted(n["name"] for n in json.loads(resp.read())["nodes"] if n.get("gpus") and n["name"] in agent_nodes)
 
 
+def _hung_tools(node: str) -> int:
+    """Tool processes (fakesmi) of `node` running now: the hang, seen from outside."""
+    mark = b"HWEMU_STATE_ROOT="
+    count = 0
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                env = (proc / "environ").read_bytes().split(b"\0")
+                if any(e.startswith(mark) and e.rstrip(b"/").endswith(f"/{node}/state".encode()) for e in env):
+                    count += 1
+    return count
+
+
 def _tool_timeout(state: StateDir, step: Step, agent_nodes: list[str]) -> Injected:
     node = choose(_gpu_nodes(state, agent_nodes), step.pick)
     log = state.log(f"agent-{node}")
     offset = _log_size(log)
     emulator_call(state, "tool-hang", node)
+    hung: list[int] = [0]
+    said: list[str] = []
+
+    def watch() -> None:
+        hung[0] = max(hung[0], _hung_tools(node))
+        with contextlib.suppress(Exception):
+            for t in kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1):
+                text = json.dumps(((t.get("status") or {}).get("controlStatus") or {}).get("gpu") or {})
+                if t["spec"]["nodeName"] == node and "timed out" in text and not said:
+                    said.append(text[:200])
 
     def note() -> str:
         lines = [line for line in _log_since(log, offset).splitlines() if "timed out" in line or "timeout" in line.lower()]
-        first = lines[0].strip()[-160:] if lines else ""
-        return f"agent-{node} logged {len(lines)} tool timeout line(s)" + (f", first: {first}" if first else "")
-    return Injected(node, clear=lambda: emulator_call(state, "clear", node), note=note)
+        return (f"up to {hung[0]} tool processes of {node} hanging at once; agent-{node} logged {len(lines)} timeout "
+                f"line(s); controlStatus.gpu " + (f"said: {said[0]}" if said else "never said 'timed out'"))
+    return Injected(node, clear=lambda: emulator_call(state, "clear", node), watch=watch, note=note)
 
 
 LIBFAKETIME = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
@@ -298,6 +331,26 @@ LIBFAKETIME = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
 SKEW_S = -180
 """The skewed agent's wall clock, seconds from the truth: behind by more than the controller's
 AGENT_LOST_AFTER (120 s), inside the 5 minutes the throwaway certificates are valid before their creation."""
+
+
+def _leader_gauge(state: StateDir, metric: str, node: str) -> float:
+    """One gauge of the leading controller-manager replica's /metrics for `node`."""
+    url = (state.read_deploy_env() or {}).get(f"URL_{leader(state)}", "")
+    with urllib.request.urlopen(url, timeout=3) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith(metric + "{") and f'node="{node}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+    raise LookupError(f"{metric} for {node} not in {url}")
+
+
+def _cpu_only(state: StateDir, agent_nodes: list[str]) -> list[str]:
+    """Agents of Nodes without GPUs: they start no tool subprocess, whose wait libfaketime breaks
+    (below); on a GPU Node the skew would be masked by that artifact."""
+    try:
+        gpus = set(_gpu_nodes(state, agent_nodes))
+    except (OSError, KeyError, ValueError):
+        gpus = set()
+    return [n for n in agent_nodes if n not in gpus]
 
 
 def _restart_with_env(state: StateDir, name: str, env: dict[str, str]) -> None:
@@ -321,20 +374,36 @@ def _clock_skew(state: StateDir, node: str) -> Injected:
     if lib is None:
         raise RuntimeFailure(f"chaos: clock-skew needs libfaketime ({LIBFAKETIME[0]}; Debian package libfaketime)")
     name = f"agent-{node}"
+    log = state.log(name)
+    offset = _log_size(log)
     original = dict(json.loads(deploy_commands_path(state).read_text())[name]["env"])
-    # Wall clock only: NTP skew leaves CLOCK_MONOTONIC alone, and so does this.
+    # Wall clock only: NTP skew leaves CLOCK_MONOTONIC alone, and so does this. libfaketime 0.9.10
+    # (Debian bookworm) then makes Python's time.sleep fail with EINVAL (clock_nanosleep on the
+    # monotonic clock, absolute deadline), which subprocess waits use; faking the monotonic clock too
+    # instead makes threading waits last the offset longer (a 180 s Event.wait for 0.5 s). Neither is
+    # a real skew's effect, so the target is a Node without GPU tools and the note says what the
+    # agent logged.
     _restart_with_env(state, name, {**original, "LD_PRELOAD": str(lib), "FAKETIME": f"{SKEW_S:+d}",
                                     "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
     verdicts: set[str] = set()
+    heartbeats: set[str] = set()
+    ages_s: list[float] = []
 
     def watch() -> None:
         with contextlib.suppress(Exception):
             for t in kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1):
                 if t["spec"]["nodeName"] == node:
-                    verdicts.add(json.dumps(((t.get("status") or {}).get("agent")), sort_keys=True))
+                    st = t.get("status") or {}
+                    verdicts.add(str((st.get("agent") or {}).get("state")))
+                    heartbeats.add(str((st.get("controlStatus") or {}).get("heartbeatAt")))
+        with contextlib.suppress(Exception):
+            ages_s.append(_leader_gauge(state, "joulie_node_agent_heartbeat_age_seconds", node))
 
     def note() -> str:
-        return f"{name} clock {SKEW_S:+d} s; its twin's status.agent seen: " + "; ".join(sorted(verdicts))
+        return (f"{name} clock {SKEW_S:+d} s; controller's verdicts seen: {', '.join(sorted(verdicts))}; heartbeatAt "
+                f"written: {', '.join(sorted(heartbeats)[-4:])}; heartbeat age (leader's metric) up to "
+                f"{max(ages_s, default=float('nan')):.0f} s; agent log lines with EINVAL (the libfaketime artifact): "
+                f"{_log_since(log, offset).count('Invalid argument')}")
     return Injected(name, {name}, clear=lambda: _restart_with_env(state, name, original), watch=watch, note=note)
 
 

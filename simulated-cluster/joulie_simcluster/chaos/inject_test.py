@@ -61,8 +61,10 @@ def test_prometheus_freeze_stops_it_until_cleared(state: tuple[StateDir, dict[st
     assert _state_of(pid) == "S"
 
 
-def test_prometheus_empty_kills_it_and_leaves_an_empty_tsdb_path(state: tuple[StateDir, dict[str, ManagedProcess]]) -> None:
+def test_prometheus_empty_kills_it_and_leaves_an_empty_tsdb_path(state: tuple[StateDir, dict[str, ManagedProcess]],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     sd, procs = state
+    monkeypatch.setattr("joulie_simcluster.chaos.inject.RATE_REFILL_WAIT_S", 0.0)  # no API here to wait for
     (sd.root / "tsdb" / "wal").mkdir(parents=True)
     hit = inject(sd, Step(FAULTS["prometheus-empty"], 1, 0.0, 0.0), [], [])
     procs["prometheus"].proc.wait(timeout=5)  # type: ignore[union-attr]
