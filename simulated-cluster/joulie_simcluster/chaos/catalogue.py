@@ -41,8 +41,10 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "a probe Pod created meanwhile; then SIGCONT", hold_s=12.0),
     Fault("prometheus-empty", "Prometheus on a fresh TSDB: frozen, its data dir moved aside, SIGKILL "
           "(the supervisor restarts it on an empty one)"),
-    Fault("tool-timeout", "a random GPU Node's tools (nvidia-smi, rocm-smi, amd-smi) hang for 40 s, "
-          "beyond the agent's GPU_TOOL_TIMEOUT (emulator gpu_tool_hang)", hold_s=40.0),
+    # 75 s: beyond the agent's GPU_TOOL_TIMEOUT (15 s here) and its 60 s GPU re-check, so the
+    # re-read of the limits falls inside the hang (a 40 s hang could pass between two re-checks).
+    Fault("tool-timeout", "a random GPU Node's tools (nvidia-smi, rocm-smi, amd-smi) hang for 75 s, "
+          "beyond the agent's GPU_TOOL_TIMEOUT and its 60 s GPU re-check (emulator gpu_tool_hang)", hold_s=75.0),
     Fault("clock-skew", "one agent (of a Node without GPUs) restarted with its wall clock 180 s behind "
           "(libfaketime) for 60 s, then on the true clock; libfaketime 0.9.10 breaks Python's timed waits "
           "(inject.py), so what it shows is not a pure skew", hold_s=60.0),
