@@ -91,6 +91,10 @@ class Settings:
     order, over the simulator's values at ``deploy`` (``deploy/simvalues.py``; a scenario's
     ``simulator.set`` comes last). Default none."""
 
+    api_proxy: bool = field(default=False, metadata=_env("API_PROXY"))
+    """SIMCLUSTER_API_PROXY: 1 makes ``deploy`` put the chaos run's injecting proxy between the components
+    and kube-apiserver (``chaos/apiproxy.py``; faults ``api-conflict-storm``, ``api-throttle``). Default 0."""
+
     @property
     def smoke_timeout_s(self) -> float:
         """How long a smoke run may take: SIMCLUSTER_TEST_TIMEOUT, else ten rate windows, at least 20 minutes."""
@@ -200,4 +204,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "deploy_timeout_s": _seconds,
     "agent_shards": _count,
     "sim_extra_values": _paths,
+    "api_proxy": _flag,
 }

@@ -10,7 +10,8 @@ Layout under a node's state root (``<root>/<node>/state``):
   amdgpu hwmon ``power1_cap`` (microwatts) under the node's sys root, named in ``hwmon``.
 - ``tools.json``: which GPU tools the node has and their variants (:class:`ToolsManifest`).
 - ``faults.json``: faults the harness injected into the node's view, ``{"schemaVersion": 1,
-  "faults": ["gpu_tool_failure", ...]}``; with ``gpu_tool_failure`` the GPU tools fail.
+  "faults": ["gpu_tool_failure", ...]}``; with ``gpu_tool_failure`` the GPU tools fail, with
+  ``gpu_tool_hang`` they hang until the fault is cleared.
 
 Units are in the field names (W, mW, mJ, µW).
 """
@@ -29,6 +30,7 @@ GPU_STATE_FILE = "gpus.json"
 TOOLS_FILE = "tools.json"
 FAULTS_FILE = "faults.json"
 FAULT_GPU_TOOL_FAILURE = "gpu_tool_failure"
+FAULT_GPU_TOOL_HANG = "gpu_tool_hang"
 NVIDIA_DRIVER_VERSION = "590.48.01"
 
 Vendor = Literal["nvidia", "amd"]

@@ -12,19 +12,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Callable
 
 from joulie_api.version import service_version
 from joulie_fakesmi import amd_smi, nvidia_smi, rocm_smi
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result
-from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE
+from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE, FAULT_GPU_TOOL_HANG
 
 NAME = "joulie-fakesmi"
 TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
 USAGE = "usage: fakesmi nvidia-smi|rocm-smi|amd-smi [ARG ...]\n"
+HANG_MAX_S = 600.0
+"""The longest an injected hang lasts when nobody clears it (a wedged call that never returns
+would outlive the harness); the caller's timeout normally ends it long before."""
+HANG_POLL_S = 0.5
 
 
-def run_tool(tool: str, args: list[str], node: NodeView) -> Result:
+def run_tool(tool: str, args: list[str], node: NodeView, sleep: Callable[[float], None] = time.sleep) -> Result:
     manifest = node.tools()
     if manifest is None or tool not in manifest.tools:
         return Result(127, stderr=f"fakesmi: {tool} is not installed on this emulated node\n")
@@ -35,6 +41,7 @@ def run_tool(tool: str, args: list[str], node: NodeView) -> Result:
         if "python" in os.path.basename(missing):
             return Result(127, stderr=f"/usr/bin/env: '{os.path.basename(missing)}': No such file or directory\n")
         return Result(127, stderr=f"{tool}: cannot execute: required file not found\n")
+    _hang_while_injected(node, sleep)
     if FAULT_GPU_TOOL_FAILURE in node.faults():
         return _tool_failure(tool, node)
     variant = manifest.tools[tool]
@@ -49,6 +56,15 @@ def run_tool(tool: str, args: list[str], node: NodeView) -> Result:
     if variant not in ("7.1", "7.2"):
         return Result(2, stderr=f"fakesmi: amd-smi variant {variant!r} is unknown\n")
     return amd_smi.run(args, node, variant)
+
+
+def _hang_while_injected(node: NodeView, sleep: Callable[[float], None]) -> None:
+    """The harness injected a hang: block, as a call into a wedged driver does, until the fault is
+    cleared (then answer as usual) or HANG_MAX_S passed."""
+    waited_s = 0.0
+    while FAULT_GPU_TOOL_HANG in node.faults() and waited_s < HANG_MAX_S:
+        sleep(HANG_POLL_S)
+        waited_s += HANG_POLL_S
 
 
 def _tool_failure(tool: str, node: NodeView) -> Result:

@@ -277,3 +277,23 @@ def test_an_injected_gpu_tool_failure_makes_the_tools_fail(tmp_path: Path) -> No
     assert (r.code, r.stdout) == (255, "Unable to determine the device handle for GPU 00000000:10:00.0: Unknown Error\n")
     (node.state_root / "faults.json").write_text(faults_json(()))
     assert run_tool("nvidia-smi", QUERY, node).code == 0
+
+
+def test_an_injected_gpu_tool_hang_blocks_until_the_fault_is_cleared(tmp_path: Path) -> None:
+    from joulie_simhw.gpustate import faults_json
+
+    node = _nvidia(tmp_path, [t4()])
+    (node.state_root / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:  # the fake clock: the harness clears the fault after the third poll
+        slept.append(s)
+        if len(slept) == 3:
+            (node.state_root / "faults.json").write_text(faults_json(()))
+
+    r = run_tool("nvidia-smi", QUERY, node, sleep=sleep)
+    assert r.code == 0 and len(slept) == 3, "answers as usual once the hang is cleared"
+    (node.state_root / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
+    slept.clear()
+    run_tool("nvidia-smi", QUERY, node, sleep=slept.append)
+    assert sum(slept) >= 600.0, "a hang nobody clears still ends (HANG_MAX_S)"

@@ -60,7 +60,7 @@ class Event:
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # view_unavailable | stale_counters | write_denied | gpu_tool_failure | telemetry_gap
+    kind: str  # view_unavailable | stale_counters | write_denied | gpu_tool_failure | telemetry_gap | gpu_tool_hang
     ticks_left: int = 0  # 0 = until cleared
     target: str = ""
 

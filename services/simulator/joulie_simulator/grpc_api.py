@@ -28,6 +28,7 @@ _FAULTS = {
     pb.FAULT_KIND_WRITE_DENIED: "write_denied",
     pb.FAULT_KIND_GPU_TOOL_FAILURE: "gpu_tool_failure",
     pb.FAULT_KIND_TELEMETRY_GAP: "telemetry_gap",
+    pb.FAULT_KIND_GPU_TOOL_HANG: "gpu_tool_hang",
 }
 _FAULT_KINDS = {v: k for k, v in _FAULTS.items()}
 _EVENTS = {

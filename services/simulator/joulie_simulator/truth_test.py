@@ -118,3 +118,14 @@ def test_grpc_streams_a_rejected_write(emu: Emulator, stub: Any) -> None:
     stream.cancel()
     assert ev.kind == pb.EVENT_KIND_WRITE_REJECTED and ev.node == "xeon-0"
     assert "error.type=enodata" in ev.message
+
+
+def test_every_fault_kind_of_the_proto_has_an_emulator_fault(emu: Emulator, stub: Any) -> None:
+    from joulie_simulator.grpc_api import _FAULTS
+
+    kinds = {v for k, v in pb.FaultKind.items() if k != "FAULT_KIND_UNSPECIFIED"}
+    assert set(_FAULTS) == kinds, "a FaultKind added to emulator.proto needs its name in grpc_api._FAULTS"
+    st = stub.InjectFault(pb.InjectFaultRequest(node="nvl-0", fault=pb.Fault(kind=pb.FAULT_KIND_GPU_TOOL_HANG)))
+    assert [f.kind for f in st.active_faults] == [pb.FAULT_KIND_GPU_TOOL_HANG]
+    assert "gpu_tool_hang" in emu.nodes["nvl-0"].state.faults, "shown in the node's faults.json for fakesmi"
+    stub.ClearFaults(pb.ClearFaultsRequest(node="nvl-0"))

@@ -33,11 +33,30 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("limit-reset", "a random Node's device resets its limits to the defaults (as after a reboot)"),
     Fault("write-refused", "a random Node refuses cap writes (EACCES) for 10 s while its limits reset",
           hold_s=10.0),
+    Fault("api-conflict-storm", "every write through the API proxy answered 409 Conflict for 15 s "
+          "(needs SIMCLUSTER_API_PROXY=1 at deploy)", hold_s=15.0),
+    Fault("api-throttle", "every call through the API proxy answered 429 with Retry-After: 1 for 15 s "
+          "(needs SIMCLUSTER_API_PROXY=1 at deploy)", hold_s=15.0),
+    Fault("extender-slow", "SIGSTOP the scheduler extender for 12 s (beyond kube-scheduler's 5 s httpTimeout), "
+          "a probe Pod created meanwhile; then SIGCONT", hold_s=12.0),
+    Fault("prometheus-empty", "Prometheus on a fresh TSDB: frozen, its data dir moved aside, SIGKILL "
+          "(the supervisor restarts it on an empty one)"),
+    # 75 s: beyond the agent's GPU_TOOL_TIMEOUT (15 s here) and its 60 s GPU re-check, so the
+    # re-read of the limits falls inside the hang (a 40 s hang could pass between two re-checks).
+    Fault("tool-timeout", "a random GPU Node's tools (nvidia-smi, rocm-smi, amd-smi) hang for 75 s, "
+          "beyond the agent's GPU_TOOL_TIMEOUT and its 60 s GPU re-check (emulator gpu_tool_hang)", hold_s=75.0),
+    Fault("clock-skew", "one agent (of a Node without GPUs) restarted with its wall clock 180 s behind "
+          "(libfaketime) for 60 s, then on the true clock; libfaketime 0.9.10 breaks Python's timed waits "
+          "(inject.py), so what it shows is not a pure skew", hold_s=60.0),
+    Fault("sysfs-garbage", "a random capped CPU Node's RAPL energy and limit files hold garbage bytes and are "
+          "immutable (chattr +i) for 20 s (files mode)", hold_s=20.0),
 )}
 
 DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-kill", "etcd-kill",
-                  "prometheus-freeze", "extender-kill", "limit-reset", "write-refused")
-"""The default run: what works on any deployed cluster (leader-failover needs two replicas)."""
+                  "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
+                  "prometheus-empty", "tool-timeout")
+"""The default run: what works on any deployed cluster (leader-failover needs two replicas, the
+api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode)."""
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,11 @@ class Outcome:
     pods_failed: int
     pods_stuck: int
     why: str = ""
+    """What was still wrong at the end, when it did not survive."""
     caps_wrong_before: int = 0
     """Caps already ≠ the decisions before this injection (left by an earlier fault)."""
-    """What was still wrong at the end, when it did not survive."""
+    note: str = ""
+    """What the fault showed beyond the table (a probe Pod's binding, the twins' power source, timeouts logged)."""
 
 
 def per_fault(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
@@ -90,4 +92,8 @@ def markdown(section: dict[str, Any], title: str) -> str:
         lines += [f"- {i['fault']} #{i['repetition']} on {i['target']} at {i['injected_at']}: {i['why']}" for i in failed]
     else:
         lines.append("Every injection survived.")
+    notes = [i for i in section["injections"] if i.get("note")]
+    if notes:
+        lines += ["", "## What the faults showed", ""]
+        lines += [f"- {i['fault']} #{i['repetition']} on {i['target']}: {i['note']}" for i in notes]
     return "\n".join(lines) + "\n"

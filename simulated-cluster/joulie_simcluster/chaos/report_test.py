@@ -34,3 +34,11 @@ def test_mismatched_caps_are_counted_from_the_assertion() -> None:
     assert mismatches(two) == 2
     many = Assertion("S04", "fail", "; ".join(["x"] * 6) + "; … 4 more", "")
     assert mismatches(many) == 10
+
+
+def test_what_a_fault_showed_is_listed_under_its_injection() -> None:
+    shown = Outcome("extender-slow", 1, "extender", "2026-12-03T12:00:00Z", True, 2.0, 0, 0, 0, 0, 0, 0, 0,
+                    note="probe Pod bound 10 s after creation")
+    md = markdown(chaos_section([shown, outcome("agent-kill", 1, True, 4.0)], 7, 1), "chaos")
+    assert "## What the faults showed" in md
+    assert "- extender-slow #1 on extender: probe Pod bound 10 s after creation" in md and "agent-kill #1 on x:" not in md

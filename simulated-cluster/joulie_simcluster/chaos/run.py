@@ -70,6 +70,8 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
     if step.fault.hold_s:
         held_until = time.monotonic() + step.fault.hold_s
         while time.monotonic() < held_until:
+            if hit.watch:
+                hit.watch()
             h = observe.look(state, rendered)
             drift |= set(h.drift_nodes)
             worst_caps = max(worst_caps, h.caps_mismatched)
@@ -80,6 +82,8 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
     deadline = ended + options.timeout_s
     recover_s = None
     while True:
+        if hit.watch:
+            hit.watch()
         h = observe.look(state, rendered)
         drift |= set(h.drift_nodes)
         worst_caps = max(worst_caps, h.caps_mismatched)
@@ -90,6 +94,12 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
         if time.monotonic() > deadline:
             break
         time.sleep(1.0)
+    note = ""
+    if hit.note:
+        try:
+            note = hit.note()
+        except Exception as e:  # - what the fault showed is a note; failing to read it must not end the run
+            note = f"note unavailable: {e}"[:300]
     delta = {n: k - before.get(n, 0) for n, k in h.restarts.items() if k > before.get(n, 0)}
     out = report.Outcome(
         fault=step.fault.name, repetition=step.repetition, target=hit.target, injected_at=injected_at,
@@ -99,10 +109,11 @@ def one(ctx: Context, rendered: RenderedSpec, step: catalogue.Step, options: Cha
         caps_wrong_before=baseline.caps_mismatched,
         drift_detected=len(drift), restarts=sum(delta.values()),
         crashes=sum(k for n, k in delta.items() if n not in hit.killed),
-        pods_failed=pods_failed, pods_stuck=pods_stuck, why="" if recover_s is not None else h.why_not())
+        pods_failed=pods_failed, pods_stuck=pods_stuck, why="" if recover_s is not None else h.why_not(), note=note)
     ctx.progress(f"{step.fault.name} #{step.repetition}: " + (
         f"recovered in {recover_s:.1f}s" if out.survived else f"NOT recovered within {options.timeout_s:.0f}s: {out.why}")
-        + (f"; restarts {delta}" if delta else "") + (f"; drift on {sorted(drift)}" if drift else ""))
+        + (f"; restarts {delta}" if delta else "") + (f"; drift on {sorted(drift)}" if drift else "")
+        + (f"; {note}" if note else ""))
     return out
 
 

@@ -11,6 +11,8 @@ Pure: no process is started here (``deploy/start.py`` does that), so the command
   as ``ROOT``, fakesmi first on its tool path as the pool's ``toolDelivery`` says.
 - ``controller-manager``: reads node power from Prometheus; its env from the values' ``controllerManager.env``.
 - ``extender``: on 127.0.0.1 at the port kube-scheduler's configuration names.
+- ``api-proxy`` (``SIMCLUSTER_API_PROXY=1`` only): the chaos run's injecting proxy in front of
+  kube-apiserver (``chaos/apiproxy.py``); every component above then gets ``kubeconfig.proxied``.
 - ``workload``: the simulator's ``workload`` runner on the deploy's trace (by default the smoke's,
   ``joulie_simcluster.smoke.load``: one pinned Pod per Node): Pods through the real kube-scheduler, each
   Node's load on the emulator (gRPC) following its Pods; /metrics on 127.0.0.1. Started last: it
@@ -67,6 +69,25 @@ class Ports:
 
 
 @dataclass(frozen=True)
+class ApiProxy:
+    """The chaos run's API proxy (``SIMCLUSTER_API_PROXY=1``): where it listens, what it forwards to."""
+
+    port: int
+    upstream: str
+    """kube-apiserver's URL."""
+    pki: Path
+    control: Path
+    """The fault file the chaos run writes (``chaos/apifaults.py``)."""
+    python: str
+    pythonpath: str
+    """The harness' own code: the proxy is ``joulie_simcluster.chaos.apiproxy``, not a released binary."""
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
 class Plan:
     state: Path
     binaries: Mapping[str, Path]
@@ -111,6 +132,8 @@ class Plan:
     simulator_extra_args: tuple[str, ...] = ()
     """The simulator values' ``extraArgs`` (SIMCLUSTER_SIM_EXTRA_VALUES, ``deploy/simvalues.py``), appended to
     ``emulate`` as the chart's Deployment appends them."""
+    api_proxy: ApiProxy | None = None
+    """The chaos API proxy; when set, ``kubeconfig`` is the proxied one that names it."""
 
     @property
     def hwemu_root(self) -> Path:
@@ -324,6 +347,18 @@ def workload_command(plan: Plan) -> Command:
     )
 
 
+def api_proxy_command(plan: Plan, proxy: ApiProxy) -> Command:
+    env = {**plan.python_path_env, "PYTHONPATH": proxy.pythonpath}
+    return Command(
+        name="api-proxy",
+        component="api-proxy",
+        argv=[proxy.python, "-m", "joulie_simcluster.chaos.apiproxy", "--listen", f"127.0.0.1:{proxy.port}",
+              "--upstream", proxy.upstream, "--pki", str(proxy.pki), "--control", str(proxy.control)],
+        env=env,
+        log=plan.log("api-proxy"),
+    )
+
+
 def commands(plan: Plan) -> list[Command]:
     """Every process of the deploy, in start order: the simulator first (the agents read its
     views), then the extender and controller manager, then one agent per eligible node, then
@@ -334,4 +369,5 @@ def commands(plan: Plan) -> list[Command]:
         agents = [agent_command(plan, n) for n in plan.agents]
     workload = [workload_command(plan)] if plan.cluster else []
     controllers = [controller_command(plan, i) for i in range(plan.controller_replicas)]
-    return [simulator_command(plan), extender_command(plan), *controllers, *agents, *workload]
+    proxy = [api_proxy_command(plan, plan.api_proxy)] if plan.api_proxy else []
+    return [*proxy, simulator_command(plan), extender_command(plan), *controllers, *agents, *workload]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy import simvalues
 from joulie_simcluster.deploy.binaries import install_binaries
 from joulie_simcluster.deploy.processes import interpreter, pid_key, python_env, stop_deployed
+from joulie_simcluster.deploy.proxied import proxied_kubeconfig
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
 from joulie_simcluster.deploy.values import load_values
 from joulie_simcluster.errors import RuntimeFailure
@@ -187,12 +190,25 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         agent_telemetry_env=tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),
         otlp_endpoint=_otlp_endpoint(tmode, cluster), controller_replicas=replicas,
     )
+    if settings.api_proxy:
+        plan = _with_api_proxy(plan, cluster)
     if shards > 0 and len(agents) != len(rendered.managed):
         raise RuntimeFailure(
             f"SIMCLUSTER_AGENT_SHARDS={shards}: pool agents own every managed Node of the spec, but the agent "
             f"DaemonSet reaches only {len(agents)} of them; use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)"
         )
     return plan
+
+
+def _with_api_proxy(plan: comp.Plan, cluster: Mapping[str, str]) -> comp.Plan:
+    """`plan` with the chaos API proxy first and every component's kubeconfig naming it."""
+    state = StateDir(plan.state)
+    proxy = comp.ApiProxy(free_port(), cluster["API_URL"], plan.state / "pki", plan.state / "api-proxy" / "fault.json",
+                          sys.executable, os.pathsep.join(os.path.abspath(p) for p in sys.path if p))
+    proxy.control.parent.mkdir(parents=True, exist_ok=True)
+    proxy.control.unlink(missing_ok=True)  # no fault of an earlier run
+    kubeconfig = proxied_kubeconfig(state.kubeconfig, proxy.url, plan.state / "kubeconfig.proxied")
+    return dataclasses.replace(plan, api_proxy=proxy, kubeconfig=kubeconfig)
 
 
 def _write_agent_files(plan: comp.Plan) -> None:
@@ -225,6 +241,7 @@ def _deploy_env(plan: comp.Plan, rendered: RenderedSpec, cluster: Mapping[str, s
         "CONTROLLER_METRICS": f"127.0.0.1:{ports.controller_metrics}",
         "EXTENDER_ADDR": f"127.0.0.1:{ports.extender}",
         "BMC_SECRET": f"{power.SECRET_NAMESPACE}/{power.SECRET_NAME}",
+        "API_PROXY_CONTROL": str(plan.api_proxy.control) if plan.api_proxy else "",
         **plan.timing.as_env(),
     }
 
