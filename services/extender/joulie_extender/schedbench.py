@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
 from rich.console import Console
 from rich.table import Table
 
@@ -189,14 +190,18 @@ def _count_bound(api: k8s.ApiClient, namespace: str, total: int, done: threading
     bound: set[str] = set()
     while not done.is_set() and time.monotonic() < deadline_s:
         w = k8s_watch.Watch()  # type: ignore[no-untyped-call]
-        for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=30):  # type: ignore[no-untyped-call]
-            pod = event["object"]
-            if pod.spec.node_name:
-                bound.add(pod.metadata.name)
-            if len(bound) >= total:
-                done.set()
-                w.stop()  # type: ignore[no-untyped-call]
-                break
+        try:
+            # A new watch starts with every existing Pod, so nothing bound in between is missed.
+            for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=30):  # type: ignore[no-untyped-call]
+                pod = event["object"]
+                if pod.spec.node_name:
+                    bound.add(pod.metadata.name)
+                if len(bound) >= total:
+                    done.set()
+                    w.stop()  # type: ignore[no-untyped-call]
+                    break
+        except ApiException:  # e.g. 504 "Too large resource version" while the watch cache catches up
+            time.sleep(0.5)
 
 
 def _run_arm(arm: str, tools: Any, cp: Any, api: k8s.ApiClient, nodes: int, pods: int, console: Console) -> ArmResult:
