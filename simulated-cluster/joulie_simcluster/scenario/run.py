@@ -25,7 +25,6 @@ import csv
 import dataclasses
 import datetime as dt
 import json
-import os
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ from kubernetes.client.exceptions import ApiException
 from joulie_simcluster import livebench
 from joulie_simcluster.chaos.observe import capped_nodes
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.deploy.processes import recorded_deploy_pids, stop_deployed
+from joulie_simcluster.deploy.processes import recorded_deploy_pids
 from joulie_simcluster.deploy.reload import restart_process
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
@@ -54,7 +53,15 @@ from joulie_simcluster.scenario.plot import plot_timeline
 from joulie_simcluster.scenario.schema import Condition, Scenario, Step, resolve
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
-from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
+from joulie_simcluster.smoke.results import (
+    Deadline,
+    MemorySampler,
+    Tee,
+    collect,
+    git_state,
+    release_cluster,
+    write_results,
+)
 from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
 from joulie_workload.pods import LABEL_PART_OF, PART_OF
 from joulie_workload.trace import Job, TraceError, load_trace, write_trace
@@ -294,15 +301,7 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
     aborted: str | None = None
     timed_out = False
     images: dict[str, str] = {}
-    fired = threading.Event()
-
-    def _time_out() -> None:
-        fired.set()
-        os.kill(os.getpid(), 2)  # KeyboardInterrupt in the main thread, wherever it waits
-
-    deadline = threading.Timer(scenario.timeout_s, _time_out)
-    deadline.daemon = True
-    deadline.start()
+    deadline = Deadline(scenario.timeout_s).start()
     try:
         process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=settings.telemetry)
         w = scenario.workload
@@ -314,7 +313,7 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
         timeline.start()
         runner.run_steps(timeline)
     except KeyboardInterrupt:
-        if fired.is_set():
+        if deadline.fired.is_set():
             timed_out = True
             progress(f"timed out after {scenario.timeout_s:.0f}s (the scenario's timeoutS)")
         else:
@@ -369,11 +368,7 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
                            "steps": [r.as_json() for r in runner.records], "timeline": "timeline.csv",
                            "timelineSamples": len(rows), "plot": "timeline.png"}
     write_results(state, run, summary, assertions, scenario.name, settings.hwemu, finished)
-    if not settings.keep:
-        stop_deployed(state, progress)
-        process.down(state, keep=True, progress=progress)
-    else:
-        progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
+    release_cluster(state, settings.keep, progress)
     print("", file=out)
     print(checks_table(assertions), file=out)
     print(f"\n{status.upper()}: {sum(a.status == 'pass' for a in assertions)}/{len(assertions)} assertions passed "

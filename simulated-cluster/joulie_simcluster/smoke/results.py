@@ -1,6 +1,7 @@
 """What a smoke run leaves behind and how it is measured: the run directory's copies of the cluster
 (k8s/ objects, logs/, env files, effective values), summary.json and the OTLP lines, the
-``runs/latest`` link, smoke.log beside stdout, the peak memory of everything the run started."""
+``runs/latest`` link, smoke.log beside stdout, the peak memory of everything the run started; and
+the frame every run (smoke, scenario) shares: its wall-clock deadline and the cluster's release."""
 
 from __future__ import annotations
 
@@ -8,17 +9,51 @@ import contextlib
 import datetime as dt
 import io
 import json
+import os
 import shutil
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from joulie_simcluster.runtimes import kube
+from joulie_simcluster.deploy.processes import stop_deployed
+from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.summary import otlp_logs_line, otlp_metrics_line
 from joulie_simcluster.state import StateDir
+
+
+class Deadline:
+    """A run's wall-clock limit: when it passes, the main thread gets a KeyboardInterrupt wherever it
+    waits, and `fired` tells that timeout from a user's Ctrl-C."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.fired = threading.Event()
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired.set()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def start(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def release_cluster(state: StateDir, keep: bool, progress: Progress) -> None:
+    """After a run: stop what it deployed and the cluster (runs/ kept), unless SIMCLUSTER_KEEP asks to keep it."""
+    if keep:
+        progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
+        return
+    stop_deployed(state, progress)
+    process.down(state, keep=True, progress=progress)
 
 
 class Tee(io.TextIOBase):

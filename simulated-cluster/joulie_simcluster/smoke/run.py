@@ -30,7 +30,6 @@ import datetime as dt
 import json
 import os
 import sys
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -43,7 +42,7 @@ from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids, stop_deployed
+from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
 from joulie_simcluster.deploy.reload import restart_process
 from joulie_simcluster.deploy.reports import collector_report, component_reports, http_ok
 from joulie_simcluster.deploy.start import DeployOptions, deploy
@@ -54,7 +53,15 @@ from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
-from joulie_simcluster.smoke.results import MemorySampler, Tee, collect, git_state, write_results
+from joulie_simcluster.smoke.results import (
+    Deadline,
+    MemorySampler,
+    Tee,
+    collect,
+    git_state,
+    release_cluster,
+    write_results,
+)
 from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
 from joulie_workload.trace import load_trace
 
@@ -392,15 +399,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     aborted: str | None = None
     timed_out = False
     images: dict[str, str] = {}
-    fired = threading.Event()
-
-    def _time_out() -> None:
-        fired.set()
-        os.kill(os.getpid(), 2)  # KeyboardInterrupt in the main thread, wherever it waits
-
-    deadline_timer = threading.Timer(timeout_s, _time_out)
-    deadline_timer.daemon = True
-    deadline_timer.start()
+    deadline = Deadline(timeout_s).start()
     try:
         process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
         result = deploy(ctx, rendered, DeployOptions(options.values_files, options.daemonset))
@@ -413,7 +412,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
             _break(env, options.break_component, progress)
         smoke.run_steps(result.excluded)
     except KeyboardInterrupt:
-        if fired.is_set():
+        if deadline.fired.is_set():
             timed_out = True
             progress(f"timed out after {timeout_s:.0f}s (SIMCLUSTER_TEST_TIMEOUT)")
         else:
@@ -423,7 +422,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         aborted = str(e)
         progress(f"aborted: {e}")
     finally:
-        deadline_timer.cancel()
+        deadline.cancel()
         sampler.stopped.set()
         with contextlib.suppress(Exception):
             sampler.peak_kib = max(sampler.peak_kib, sampler.sample())
@@ -439,11 +438,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
         resources=resources, aborted=aborted,
     ))
     write_results(state, run, summary, assertions, spec.name, mode, finished)
-    if not settings.keep:
-        stop_deployed(state, progress)
-        process.down(state, keep=True, progress=progress)
-    else:
-        progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
+    release_cluster(state, settings.keep, progress)
     print("", file=out)
     print(checks_table(assertions), file=out)
     print(f"\n{status.upper()}: {sum(a.status == 'pass' for a in assertions)}/{len(assertions)} checks passed "
