@@ -129,7 +129,8 @@ class ClusterSpec(_Strict):
         return "mounted" if agent.get("runtimeClassName") or agent.get("extraVolumes") else "none"
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a user reads it: ``pools[2].profile``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -139,7 +140,8 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _why(err: Mapping[str, Any]) -> str:
+def field_reason(err: Mapping[str, Any]) -> str:
+    """What is wrong, from one pydantic error, in words for the person who wrote the file."""
     kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
     if kind == "value_error":
         return str(ctx.get("error", err["msg"]))
@@ -149,10 +151,14 @@ def _why(err: Mapping[str, Any]) -> str:
         return "required"
     if kind == "literal_error":
         return f"must be {ctx.get('expected')}, got {got!r}"
-    if kind == "string_pattern_mismatch":
-        return f"must be a DNS label (lower-case letters, digits and '-'), got {got!r}"
     msg = str(err["msg"])
     return f"{msg[:1].lower()}{msg[1:]}, got {got!r}"
+
+
+def _why(err: Mapping[str, Any]) -> str:
+    if err["type"] == "string_pattern_mismatch":  # the spec's only patterns are its names
+        return f"must be a DNS label (lower-case letters, digits and '-'), got {err.get('input')!r}"
+    return field_reason(err)
 
 
 def _errors(source: str, e: ValidationError) -> SpecError:
@@ -163,7 +169,7 @@ def _errors(source: str, e: ValidationError) -> SpecError:
         # A model validator's error sits at the model itself; name the field it is about.
         if not loc:
             loc, why = (("harness", "pools"), why.removeprefix("harness.pools ")) if why.startswith("harness.pools ") else (("pools",), why)
-        lines.append(f"{source}: {_loc(loc)}: {why}")
+        lines.append(f"{source}: {field_path(loc)}: {why}")
     return SpecError("\n".join(lines))
 
 

@@ -13,7 +13,7 @@ reading the file (``joulie_common.yamlload``: duplicate keys refused, lines name
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from joulie_common.yamlload import Document, YamlError, load_document
 from joulie_simcluster.chaos.catalogue import FAULTS
+from joulie_simcluster.spec import field_path, field_reason
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 ACTIONS = ("load", "policy", "ambient", "fault", "wait", "assert")
@@ -331,20 +332,6 @@ class Scenario(_Strict):
 # --- errors that name the file, the step and the field ----------------------------------------
 
 
-def _why(err: Mapping[str, Any]) -> str:
-    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
-    if kind == "value_error":
-        return str(ctx.get("error", err["msg"]))
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "required"
-    if kind == "literal_error":
-        return f"must be {ctx.get('expected')}, got {got!r}"
-    msg = str(err["msg"])
-    return f"{msg[:1].lower()}{msg[1:]}, got {got!r}"
-
-
 _TAGS = ("function-after", "function-before", "function-plain", "function-wrap")
 
 
@@ -361,9 +348,7 @@ def _where(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, tuple[int | 
         name = step.get("name")
         out = f'steps[{i}] "{name}"' if isinstance(name, str) and name else f"steps[{i}]"
         rest = path[2:]
-    field = ""
-    for part in rest:
-        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+    field = field_path(rest) if rest else ""
     if out and field:
         return f"{out}: {field}", path
     return out or field or "(top level)", path
@@ -380,7 +365,7 @@ def parse_scenario(doc: Document, benchmarks: Collection[str]) -> Scenario:
         for err in e.errors():
             where, path = _where(doc, tuple(err["loc"]))
             line = doc.line_of(path)
-            lines.append(f"{doc.source}: {where}: {_why(err)}" + (f" (line {line})" if line is not None else ""))
+            lines.append(f"{doc.source}: {where}: {field_reason(err)}" + (f" (line {line})" if line is not None else ""))
         raise ScenarioError("\n".join(dict.fromkeys(lines))) from None
 
 
