@@ -7,9 +7,9 @@ from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
-from joulie_api.names import LABEL_POWER_PROFILE
 from joulie_extender.powerest import HardwareInfo
 from joulie_extender.scoring import TwinView
+from joulie_extender.wire import profile_label
 
 
 def twin_view(twin: NodeTwin) -> TwinView:
@@ -58,6 +58,4 @@ def hardware_info(hw: NodeHardware) -> HardwareInfo:
 def profile_label_of(node: Mapping[str, Any]) -> str | None:
     """A Node object's `joulie.io/power-profile` label value, None when absent, empty or not a string."""
     meta = node.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    value = labels.get(LABEL_POWER_PROFILE) if isinstance(labels, Mapping) else None
-    return value if isinstance(value, str) and value else None
+    return profile_label(meta.get("labels") if isinstance(meta, Mapping) else None)

@@ -129,7 +129,8 @@ _NODE_DECODER: Final = msgspec.json.Decoder(_Node)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
-def _label(labels: Mapping[str, Any] | None) -> str | None:
+def profile_label(labels: object) -> str | None:
+    """A Node's `joulie.io/power-profile` label value from its labels, None when absent, empty or not a string."""
     value = labels.get(LABEL_POWER_PROFILE) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) and value else None
 
@@ -146,7 +147,7 @@ def _fast_parse(body: bytes) -> ExtenderArgs | None:
                 meta = _NODE_DECODER.decode(raw).metadata
                 if not meta.name:
                     return None
-                nodes.append(RequestNode(meta.name, _label(meta.labels), raw))
+                nodes.append(RequestNode(meta.name, profile_label(meta.labels), raw))
     except (msgspec.DecodeError, msgspec.ValidationError, WireError, ValueError, RecursionError):
         return None
     if not isinstance(pod, dict) or (args.NodeNames is not None and not all(args.NodeNames)):
@@ -190,7 +191,7 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
             if not isinstance(name, str) or not name:
                 raise WireError(f"Nodes.items[{i}].metadata.name: expected a non-empty string")
             labels = meta.get("labels") if isinstance(meta, dict) else None
-            nodes.append(RequestNode(name, _label(labels), msgspec.Raw(_ENCODER.encode(node))))
+            nodes.append(RequestNode(name, profile_label(labels), msgspec.Raw(_ENCODER.encode(node))))
     raw_names = _field(doc, "NodeNames")
     names: list[str] | None = None
     if raw_names is not None:
