@@ -120,7 +120,8 @@ def create_app(cache: StateCache, settings: Settings, *, clock: Clock = SYSTEM_C
 
     async def parse(request: Request, endpoint: str) -> ExtenderArgs | Response:
         try:
-            return parse_extender_args(await read_body(request, settings.max_body_bytes))
+            # Only a filter reply echoes the Nodes: prioritize skips keeping their raw JSON.
+            return parse_extender_args(await read_body(request, settings.max_body_bytes), keep_raw=endpoint == "filter")
         except WireError as err:
             m.bad_requests.labels(endpoint).inc()
             return _json({"error": f"decode error: {err}"}, 400)

@@ -7,6 +7,9 @@ entries, so the load generator does not share its interpreter. Each simulated po
 kube-scheduler does per scheduling cycle: one /filter, then /prioritize on the nodes that
 passed, serially, over one keep-alive connection. Bounded by --pods; prints p50/p99 per
 endpoint and pods/s (cycles per second); /healthz is the HTTP floor measured in the same run.
+It also prints the CPU each cycle cost the extender process and the load generator: on a shared
+machine pods/s moves with everything else running, the CPU per cycle much less, and
+1000 / (extender CPU ms per pod) is the rate one core spent on the extender alone would reach.
 Not a test: nothing here gates on time.
 """
 
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import resource
 import socket
 import statistics
 import time
@@ -104,6 +109,21 @@ def pod_object(i: int) -> dict[str, Any]:
     }
 
 
+_TICKS_PER_S: int = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of a process (``/proc/<pid>/stat`` fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+
+
+def own_cpu_s() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
 @dataclass
 class Result:
     nodes: int
@@ -112,10 +132,20 @@ class Result:
     prioritize_ms: list[float]
     wall_s: float
     pods: int
+    server_cpu_s: float
+    client_cpu_s: float
 
     @property
     def pods_per_s(self) -> float:
         return self.pods / self.wall_s
+
+    @property
+    def server_cpu_ms_per_pod(self) -> float:
+        return self.server_cpu_s * 1000 / self.pods
+
+    @property
+    def client_cpu_ms_per_pod(self) -> float:
+        return self.client_cpu_s * 1000 / self.pods
 
 
 def _pct(values: list[float], q: int) -> float:
@@ -123,15 +153,16 @@ def _pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def drive(client: httpx.Client, n: int, pods: int, cache_capable: bool, warmup: int) -> Result:
+def drive(client: httpx.Client, n: int, pods: int, cache_capable: bool, warmup: int, server_pid: int) -> Result:
     names = [node_name(i) for i in range(n)]
     nodes = None if cache_capable else [node_object(i) for i in range(n)]
     fl: list[float] = []
     pr: list[float] = []
-    started = 0.0
+    started = server_cpu0 = client_cpu0 = 0.0
     for k in range(warmup + pods):
         if k == warmup:
             started = time.perf_counter()
+            server_cpu0, client_cpu0 = process_cpu_s(server_pid), own_cpu_s()
         pod = pod_object(k)
         args: dict[str, Any] = {"Pod": pod, "Nodes": None, "NodeNames": names} if cache_capable else {
             "Pod": pod, "Nodes": {"items": nodes}, "NodeNames": None}
@@ -150,7 +181,9 @@ def drive(client: httpx.Client, n: int, pods: int, cache_capable: bool, warmup: 
         if k >= warmup:
             fl.append((t1 - t0) * 1000)
             pr.append((t3 - t2) * 1000)
-    return Result(n, "nodeCacheCapable" if cache_capable else "full Nodes", fl, pr, time.perf_counter() - started, pods)
+    wall_s = time.perf_counter() - started
+    return Result(n, "nodeCacheCapable" if cache_capable else "full Nodes", fl, pr, wall_s, pods,
+                  process_cpu_s(server_pid) - server_cpu0, own_cpu_s() - client_cpu0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,19 +222,22 @@ def main(argv: list[str] | None = None) -> int:
                 for cache_capable in (True, False):
                     console.print(f"[dim]{n} nodes, {'nodeCacheCapable' if cache_capable else 'full Nodes'}: "
                                   f"{args.pods} pods ...[/dim]")
-                    results.append(drive(client, n, args.pods, cache_capable, args.warmup))
+                    assert proc.pid is not None
+                    results.append(drive(client, n, args.pods, cache_capable, args.warmup, proc.pid))
         finally:
             proc.terminate()
             proc.join(10)
     table = Table(title="joulie-extender on loopback (serial scheduling cycles: /filter then /prioritize)")
     for col in ("nodes", "request carries", "filter p50 ms", "filter p99 ms", "prioritize p50 ms", "prioritize p99 ms",
-                "pods/s", "/healthz p50 ms (floor)"):
+                "pods/s", "extender CPU ms/pod", "one-core pods/s", "client CPU ms/pod", "/healthz p50 ms (floor)"):
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(str(r.nodes), r.mode, f"{_pct(r.filter_ms, 50):.2f}", f"{_pct(r.filter_ms, 99):.2f}",
                       f"{_pct(r.prioritize_ms, 50):.2f}", f"{_pct(r.prioritize_ms, 99):.2f}", f"{r.pods_per_s:.0f}",
-                      f"{floors[r.nodes]:.2f}")
+                      f"{r.server_cpu_ms_per_pod:.2f}", f"{1000 / max(r.server_cpu_ms_per_pod, 1e-9):.0f}",
+                      f"{r.client_cpu_ms_per_pod:.2f}", f"{floors[r.nodes]:.2f}")
     console.print(table)
+    console.print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     console.print("pods/s counts the whole cycle as the client saw it, including encoding the request bodies "
                   "(kube-scheduler does that too; the client uses msgspec, closer to Go's speed than the json module).")
     return 0

@@ -62,8 +62,8 @@ def stack(
     assert cache.wait_synced(15), "the watch cache did not list NodeTwin, NodeHardware and Node"
     branches: list[str] = []
 
-    def recording_parse(body: bytes) -> ExtenderArgs:
-        args = parse_extender_args(body)
+    def recording_parse(body: bytes, *, keep_raw: bool = True) -> ExtenderArgs:
+        args = parse_extender_args(body, keep_raw=keep_raw)
         branches.append("NodeNames" if args.node_names is not None else "Nodes")
         return args
 
