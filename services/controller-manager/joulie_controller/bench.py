@@ -3,21 +3,35 @@
     ./pants run services/controller-manager:bench -- --nodes 1000 --pods 10000
 
 Prints CPU ms per tick for the first tick (everything to write) and for steady ticks (nothing
-changed), and the writes per tick in each. Figures, not a test: nothing is gated on time.
+changed), the writes per tick in each, and memory: the process's resident set before the
+snapshot is built (interpreter and imports), after it (the cluster as the reconciler holds it:
+Nodes, Pods, NodeHardware, measurements) and at its peak over all ticks, with the cost per Node
+and per Pod. Figures, not a test: nothing is gated on time.
+
+``--list`` adds what each tick costs before the reconcile: reading every Node and Pod from the
+API server. It serves KWOK-like Node and Pod JSON (managedFields, status, tolerations: ~2.4 kB a
+Pod) and prints CPU ms and peak memory above the start of the read for the tick's read as it is
+(pages of LIST_PAGE_SIZE, decoded by field) beside one unpaged list parsed whole with
+``json.loads``, the way it was read before.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_controller.fsm import PodInfo, Requirement
 from joulie_controller.hardware import NodeInfo
+from joulie_controller.kube import LIST_PAGE_SIZE, list_paged, node_info, nodes_from_page, pod_info, pods_from_page
 from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
 from joulie_controller.settings import Settings
 
@@ -55,6 +69,147 @@ def synthetic(n_nodes: int, n_pods: int, seed: int = 42) -> Snapshot:
     return Snapshot(datetime(2026, 3, 1, tzinfo=UTC), nodes, pods, hardware, {}, measurements)
 
 
+def _status_mib(field: str) -> float:
+    """A ``/proc/self/status`` memory field (VmRSS now, VmHWM its peak), in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def rss_mib() -> float:
+    return _status_mib("VmRSS")
+
+
+def peak_rss_mib() -> float:
+    return _status_mib("VmHWM")
+
+
+def reset_peak_rss() -> None:
+    """Start VmHWM again from the current resident set (Linux: clear_refs 5)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def pod_json(j: int, n_nodes: int) -> dict[str, Any]:
+    """A running Pod as the API server lists it (KWOK-like: managedFields, conditions, status)."""
+    t = "2026-12-03T10:00:00Z"
+    return {
+        "metadata": {"name": f"job-{j}-x7k2p", "namespace": "bench", "uid": f"00000000-0000-0000-0000-{j:012d}",
+                     "resourceVersion": str(100000 + j), "creationTimestamp": t,
+                     "labels": {"app": "bench", "batch.kubernetes.io/job-name": f"job-{j}"},
+                     "annotations": {"joulie.io/workload-class": "standard"},
+                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{j}", "uid": "u",
+                                          "controller": True, "blockOwnerDeletion": True}],
+                     "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                                        "time": t, "fieldsType": "FieldsV1", "fieldsV1": {
+                                            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                                            "f:spec": {"f:containers": {'k:{"name":"main"}': {
+                                                ".": {}, "f:image": {}, "f:resources": {"f:requests": {}}}}}}}]},
+        "spec": {"nodeName": f"node-{j % n_nodes:05d}", "restartPolicy": "Never", "dnsPolicy": "ClusterFirst",
+                 "containers": [{"name": "main", "image": "registry.local/bench:1", "imagePullPolicy": "IfNotPresent",
+                                 "resources": {"requests": {"cpu": "4", "memory": "16Gi"},
+                                               "limits": {"cpu": "4", "memory": "16Gi"}},
+                                 "terminationMessagePath": "/dev/termination-log"}],
+                 "serviceAccountName": "default", "schedulerName": "default-scheduler", "priority": 0,
+                 "tolerations": [{"key": k, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                                 for k in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")]},
+        "status": {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.1.2.3", "startTime": t, "qosClass": "Guaranteed",
+                   "conditions": [{"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
+                                  for c in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+                   "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "started": True,
+                                          "image": "registry.local/bench:1", "imageID": "",
+                                          "state": {"running": {"startedAt": t}}}]},
+    }
+
+
+def node_json(i: int) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    t = "2026-12-03T10:00:00Z"
+    return {
+        "metadata": {"name": name, "uid": f"n-{i}", "resourceVersion": str(i), "creationTimestamp": t,
+                     "labels": {"kubernetes.io/hostname": name, "joulie.io/managed": "true", "type": "kwok",
+                                "joulie.io/power-profile": "performance", "joulie.io/rack": f"rack-{i // 40}"},
+                     "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"podCIDR": f"10.{i // 256 % 256}.{i % 256}.0/24",
+                 "taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]},
+        "status": {"capacity": {"cpu": "128", "memory": "1024Gi", "pods": "110"},
+                   "allocatable": {"cpu": "128", "memory": "1024Gi", "pods": "110"},
+                   "conditions": [{"type": c, "status": "True" if c == "Ready" else "False", "lastHeartbeatTime": t,
+                                   "lastTransitionTime": t, "reason": "r", "message": "m"}
+                                  for c in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure",
+                                            "NetworkUnavailable")],
+                   "nodeInfo": {"kubeletVersion": "fake", "osImage": "", "architecture": "amd64",
+                                "containerRuntimeVersion": "", "kernelVersion": "", "machineID": ""},
+                   "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}], "daemonEndpoints": {}},
+    }
+
+
+class _Resp:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class ListServer:
+    """A LIST endpoint over generated objects, page by page with continue tokens (the page's JSON is
+    made when asked, as the API server does, so no whole list sits in this process)."""
+
+    def __init__(self, make: Callable[[int], dict[str, Any]], count: int) -> None:
+        self.make, self.count = make, count
+
+    def page(self, start: int, end: int, token: str | None) -> bytes:
+        meta = {"resourceVersion": "1", **({"continue": token} if token else {})}
+        return json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta,
+                           "items": [self.make(i) for i in range(start, min(end, self.count))]}).encode()
+
+    def __call__(self, *, limit: int | None = None, _continue: str | None = None, **_: Any) -> _Resp:
+        start = int(_continue or 0)
+        end = start + limit if limit else self.count
+        return _Resp(self.page(start, end, str(end) if end < self.count else None))
+
+
+def list_read_cost(n_nodes: int, n_pods: int) -> None:
+    """CPU and peak memory of one tick's read of every Node and Pod: paged and by field, beside whole."""
+    nodes, pods = ListServer(node_json, n_nodes), ListServer(lambda j: pod_json(j, n_nodes), n_pods)
+    body = pods(limit=None).data + nodes(limit=None).data  # sizes only
+    print(f"list read per tick: {n_nodes} Nodes + {n_pods} Pods, {len(body) / 2**20:.0f} MiB of JSON "
+          f"({len(pods(limit=1).data)} B a Pod page of one)")
+    del body
+    decode_s = 0.0
+
+    def timed(decode: Callable[[bytes], tuple[list[Any], str | None]]) -> Callable[[bytes], tuple[list[Any], str | None]]:
+        def run(data: bytes) -> tuple[list[Any], str | None]:
+            nonlocal decode_s
+            t0 = time.process_time()
+            out = decode(data)
+            decode_s += time.process_time() - t0
+            return out
+        return run
+
+    gc.collect()
+    reset_peak_rss()
+    rss0 = rss_mib()
+    got = len(list_paged(nodes, timed(nodes_from_page))) + len(list_paged(pods, timed(pods_from_page)))
+    paged_ms, paged_peak = decode_s * 1000, peak_rss_mib() - rss0
+    assert got == n_nodes + n_pods
+    gc.collect()
+    whole_pods, whole_nodes = pods(limit=None).data, nodes(limit=None).data  # what an unpaged LIST returns
+    reset_peak_rss()
+    rss0 = rss_mib()
+    t0 = time.process_time()
+    read = [node_info(n) for n in json.loads(whole_nodes)["items"]] + [pod_info(p) for p in json.loads(whole_pods)["items"]]
+    whole_ms, whole_peak = (time.process_time() - t0) * 1000, peak_rss_mib() - rss0
+    whole_mib = (len(whole_pods) + len(whole_nodes)) / 2**20
+    assert len(read) == got
+    print(f"  paged ({LIST_PAGE_SIZE} a page), decoded by field: {paged_ms:8.0f} CPU ms, peak {paged_peak:6.0f} MiB "
+          "above the start (pages made on demand)")
+    print(f"  one list, json.loads whole:        {whole_ms:8.0f} CPU ms, peak {whole_peak:6.0f} MiB above the "
+          f"{whole_mib:.0f} MiB body already held")
+    print(f"  ratio paged/whole: CPU {paged_ms / whole_ms:.2f}, peak memory "
+          f"{(paged_peak) / max(whole_peak + whole_mib, 1e-9):.2f} (the whole list counted with its body)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -62,9 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ticks", type=int, default=5, help="steady ticks to time after the first")
     parser.add_argument("--policy", default="queue_aware_v1")
     parser.add_argument("--budget-w", type=float, default=1e12, help="CLUSTER_POWER_BUDGET_W for cluster_power_budget")
+    parser.add_argument("--list", action="store_true", help="also measure each tick's LIST of Nodes and Pods")
     args = parser.parse_args(argv)
     s = Settings(policy_type=args.policy, cluster_power_budget_w=args.budget_w)
+    gc.collect()
+    base_mib = rss_mib()
     snap = synthetic(args.nodes, args.pods)
+    gc.collect()
+    snap_mib = rss_mib()
     mem = Memory()
 
     t0 = time.process_time()
@@ -91,6 +251,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{s.status_refresh_s:.0f} s, spread by node name: about {args.nodes / (s.status_refresh_s * 0.875):.1f} "
           "writes/s averaged, none at all between refreshes")
     print(f"ratio steady/first: {statistics.median(steady_ms) / first_ms:.2f}")
+    gc.collect()
+    held = snap_mib - base_mib
+    print(f"memory: {base_mib:.0f} MiB before the snapshot (interpreter, imports); the snapshot {held:.0f} MiB "
+          f"(about {held * 2**20 / (args.nodes + args.pods):.0f} B per Node or Pod); after all ticks {rss_mib():.0f} MiB; "
+          f"peak {peak_rss_mib():.0f} MiB")
+    if args.list:
+        del snap, mem, first, result
+        list_read_cost(args.nodes, args.pods)
     return 0
 
 
