@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from kubernetes import client as k8s
@@ -142,6 +142,8 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
     )
 
 
+T = TypeVar("T")
+
 LIST_PAGE_SIZE: Final = 500
 """Objects per LIST page: the API server's own default chunk size for kubectl and informers."""
 
@@ -224,28 +226,26 @@ def _continue_of(doc: Mapping[str, Any]) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
+def _read_page(body: bytes, decoder: msgspec.json.Decoder[Any], read: Callable[[Mapping[str, Any]], T]) -> tuple[list[T], str | None]:
+    """One LIST page: each object read by `read`, and the continue token (None on the last page)."""
+    try:
+        page = decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        doc = json.loads(body)  # an odd shape: the full parse; `read` tolerates missing fields
+        doc = doc if isinstance(doc, dict) else {}
+        return [read(o) for o in doc.get("items") or [] if isinstance(o, dict)], _continue_of(doc)
+    token = page.metadata.continue_ if page.metadata else None
+    return [read(msgspec.to_builtins(o)) for o in page.items or ()], token or None
+
+
 def pods_from_page(body: bytes) -> tuple[list[PodInfo], str | None]:
     """One page of a Pod LIST: the pods and the continue token (None on the last page)."""
-    try:
-        page = _POD_PAGE.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        doc = json.loads(body)  # an odd shape: the full parse, whose pod_info tolerates anything
-        doc = doc if isinstance(doc, dict) else {}
-        return [pod_info(p) for p in doc.get("items") or [] if isinstance(p, dict)], _continue_of(doc)
-    token = page.metadata.continue_ if page.metadata else None
-    return [pod_info(msgspec.to_builtins(p)) for p in page.items or ()], token or None
+    return _read_page(body, _POD_PAGE, pod_info)
 
 
 def nodes_from_page(body: bytes) -> tuple[list[NodeInfo], str | None]:
     """One page of a Node LIST: the nodes and the continue token (None on the last page)."""
-    try:
-        page = _NODE_PAGE.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        doc = json.loads(body)
-        doc = doc if isinstance(doc, dict) else {}
-        return [node_info(n) for n in doc.get("items") or [] if isinstance(n, dict)], _continue_of(doc)
-    token = page.metadata.continue_ if page.metadata else None
-    return [node_info(msgspec.to_builtins(n)) for n in page.items or ()], token or None
+    return _read_page(body, _NODE_PAGE, node_info)
 
 
 class KubeListError(RuntimeError):
