@@ -83,9 +83,10 @@ class Settings:
     timing, at least 1200 (:attr:`smoke_timeout_s`)."""
     deploy_timeout_s: float = field(default=240.0, metadata=_env("DEPLOY_TIMEOUT"))
     """SIMCLUSTER_DEPLOY_TIMEOUT: seconds ``deploy`` waits for every component to report. Default 240."""
-    agent_shards: int = field(default=0, metadata=_env("AGENT_SHARDS"))
+    agent_shards: int | None = field(default=None, metadata=_env("AGENT_SHARDS"))
     """SIMCLUSTER_AGENT_SHARDS: 0 runs one agent per Node; N runs N pool-mode agents that share the
-    Nodes (scale runs, where one process per Node costs ~90 MB each). Default 0."""
+    Nodes (scale runs, where one process per Node costs ~90 MB each); ``auto`` (None) sizes them
+    from the spec at ``deploy`` (``deploy/components.auto_agent_shards``). Default auto."""
     sim_extra_values: tuple[Path, ...] = field(default=(), metadata=_env("SIM_EXTRA_VALUES"))
     """SIMCLUSTER_SIM_EXTRA_VALUES: comma-separated values files of the joulie-simulator chart merged, in
     order, over the simulator's values at ``deploy`` (``deploy/simvalues.py``; a scenario's
@@ -163,9 +164,11 @@ def _seconds(raw: str) -> float:
     return value
 
 
-def _count(raw: str) -> int:
+def _shards(raw: str) -> int | None:
+    if raw == "auto":
+        return None
     if not raw.isdigit():
-        raise ValueError("a whole number >= 0")
+        raise ValueError("auto or a whole number >= 0")
     return int(raw)
 
 
@@ -202,7 +205,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "dist": Path,
     "test_timeout_s": _seconds,
     "deploy_timeout_s": _seconds,
-    "agent_shards": _count,
+    "agent_shards": _shards,
     "sim_extra_values": _paths,
     "api_proxy": _flag,
 }

@@ -24,7 +24,9 @@ def test_defaults_when_nothing_is_set_or_a_variable_is_empty() -> None:
     assert (s.name, s.hwemu, s.timing.name, s.telemetry, s.power_scope, s.runtime) == (
         "joulie-sim", "fuse", "ci", "otlp", "auto", "process")
     assert (s.keep, s.keep_failed, s.force_reload, s.no_build) == (False, False, False, False)
-    assert (s.spec, s.values, s.dist, s.deploy_timeout_s, s.agent_shards) == (None, None, Path("dist"), 240.0, 0)
+    assert (s.spec, s.values, s.dist, s.deploy_timeout_s, s.agent_shards) == (None, None, Path("dist"), 240.0, None)
+    assert Settings.from_env({"SIMCLUSTER_AGENT_SHARDS": "auto"}).agent_shards is None
+    assert Settings.from_env({"SIMCLUSTER_AGENT_SHARDS": "0"}).agent_shards == 0
     assert s.smoke_timeout_s == 1200.0
 
 
@@ -50,7 +52,7 @@ def test_values_are_parsed_with_their_units() -> None:
     ({"SIMCLUSTER_KEEP": "yes"}, "SIMCLUSTER_KEEP='yes': expected 1 or 0 (or unset)"),
     ({"SIMCLUSTER_DEPLOY_TIMEOUT": "4m"}, "SIMCLUSTER_DEPLOY_TIMEOUT='4m': expected a number of seconds > 0"),
     ({"SIMCLUSTER_TEST_TIMEOUT": "-1"}, "SIMCLUSTER_TEST_TIMEOUT='-1': expected a number of seconds > 0"),
-    ({"SIMCLUSTER_AGENT_SHARDS": "two"}, "SIMCLUSTER_AGENT_SHARDS='two': expected a whole number >= 0"),
+    ({"SIMCLUSTER_AGENT_SHARDS": "two"}, "SIMCLUSTER_AGENT_SHARDS='two': expected auto or a whole number >= 0"),
     ({"SIMCLUSTER_TELEMTRY": "scrape"}, "SIMCLUSTER_TELEMTRY='scrape': unknown variable; expected one of SIMCLUSTER_NAME,"),
 ])
 def test_an_unknown_variable_or_a_malformed_value_is_refused_naming_it(env: dict[str, str], message: str) -> None:

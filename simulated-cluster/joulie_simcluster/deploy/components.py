@@ -87,6 +87,23 @@ class ApiProxy:
         return f"https://127.0.0.1:{self.port}"
 
 
+
+PER_NODE_AGENTS_UP_TO = 32
+"""SIMCLUSTER_AGENT_SHARDS=auto: one agent per Node up to this many Nodes (as the seed's DaemonSet)."""
+NODES_PER_POOL_AGENT = 25
+"""Beyond that, pool agents of about this many Nodes each: 200 Nodes -> 8 agents (the scale-200
+runs' setting), 1000 -> 40; one process per Node would cost ~90 MB each."""
+
+
+def auto_agent_shards(eligible: int, managed: int) -> int:
+    """The agent processes ``auto`` deploys: 0 (one per Node) for a small cluster, or when the agent
+    DaemonSet does not reach every managed Node (pool agents own them all); else pools of
+    ``NODES_PER_POOL_AGENT``."""
+    if eligible <= PER_NODE_AGENTS_UP_TO or eligible != managed:
+        return 0
+    return -(-eligible // NODES_PER_POOL_AGENT)
+
+
 @dataclass(frozen=True)
 class Plan:
     state: Path

@@ -146,3 +146,11 @@ def test_replicas_without_leader_election_are_refused_as_the_chart_refuses_them(
         comp.controller_replicas({"controllerManager": {"replicas": 2}})
     assert comp.controller_replicas({"controllerManager": {"replicas": 2, "leaderElection": {"enabled": True}}}) == 2
     assert comp.controller_replicas({}) == 1
+
+
+def test_auto_agent_shards_keep_small_clusters_per_node_and_pool_large_ones() -> None:
+    assert comp.auto_agent_shards(9, 9) == 0, "the smoke's Nodes each get their own agent, as the seed's DaemonSet"
+    assert comp.auto_agent_shards(32, 32) == 0
+    assert comp.auto_agent_shards(200, 200) == 8
+    assert comp.auto_agent_shards(1000, 1000) == 40
+    assert comp.auto_agent_shards(200, 210) == 0, "pool agents own every managed Node: the DaemonSet must reach all"

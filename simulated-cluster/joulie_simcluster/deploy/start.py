@@ -172,6 +172,10 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
     if not spec_file.is_file():
         raise RuntimeFailure(f"{spec_file} missing; run simcluster up first")
     shards = settings.agent_shards
+    if shards is None:
+        shards = comp.auto_agent_shards(len(agents), len(rendered.managed))
+        ctx.progress(f"agents: SIMCLUSTER_AGENT_SHARDS=auto: {f'{shards} pool agents' if shards else 'one per Node'}"
+                     f" for {len(agents)} Nodes")
     agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
     tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
