@@ -7,6 +7,7 @@ calls, and the controlStatus the agent reports.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 from pathlib import Path
@@ -274,6 +275,31 @@ def test_gpu_that_lost_its_limit_is_reported_as_drift_and_set_again(tmp_path: Pa
     assert out.status(clock).drift == out.drift
     clock.advance(61)
     assert c.reconcile_gpu(spec(gpu_w=350)).drift == ""  # held since
+
+
+def test_a_failed_enforced_limit_read_back_leaves_the_cap_unverified_not_applied(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23: gpuenforce._read_enforced ignored a failed enforced-limit query, and the cap read
+    # "applied" though nothing said what the boards enforce.
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    testtrees.write(gpus.state / "enforced_fail", "")
+    with caplog.at_level(logging.INFO, logger="joulie_agent.gpuenforce"):
+        for _ in range(3):  # three verify intervals with the query failing
+            clock.advance(61)
+            out = c.reconcile_gpu(spec(gpu_w=350))
+            assert (out.backend, out.result) == ("host-nvidia", "error")
+            assert out.message.startswith("gpu cap 350.0W set on 8 devices, enforced limit unknown (unverified): "
+                                          "read-back failed: nvidia-smi --query-gpu=index,enforced.power.limit")
+            assert "exit 15" in out.message
+        (gpus.state / "enforced_fail").unlink()
+        clock.advance(61)
+        assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gpu enforced-limit read-back failed, caps unverified until it answers: nvidia-smi")
+    assert lines[1] == "gpu enforced-limit read-back answers again"
 
 
 def test_a_limit_changed_out_of_band_is_drift_too(tmp_path: Path) -> None:
