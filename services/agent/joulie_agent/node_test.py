@@ -75,6 +75,45 @@ def test_rapl_limit_changed_out_of_band_is_reported_as_drift_and_written_again(t
     assert c.reconcile_cpu(spec(cpu_w=130)).drift == ""  # a new intent is not drift
 
 
+def test_garbage_in_rapl_files_is_reported_once_never_read_as_a_number(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23, sysfs-garbage: garbage in energy_uj and constraint_0_power_limit_uw drew no reaction.
+    testtrees.rapl_node(tmp_path, sockets=2)
+    clock = FakeClock()
+    metrics = AgentMetrics()
+    c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path / "nobin")), None,
+                       clock, metrics)
+    c.discover({}, {})
+    assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
+    zone0, zone1 = (tmp_path / f"sys/class/powercap/intel-rapl:{i}" for i in (0, 1))
+    testtrees.write(zone0 / "energy_uj", "\x00garbage")
+    testtrees.write(zone1 / "constraint_0_power_limit_uw", "12ab")
+    with caplog.at_level(logging.INFO, logger="joulie_agent"):
+        outs = []
+        for _ in range(5):
+            clock.advance(5)
+            outs.append(c.reconcile_cpu(spec(cpu_w=120)))
+    first = outs[0]
+    assert (first.backend, first.result) == ("rapl", "applied")
+    assert first.drift == "intel-rapl:1 PL1 reads '12ab', not an integer, intent 120.0W; re-applied"
+    assert testtrees.pl1(tmp_path, "intel-rapl:1") == "120000000"  # written again
+    assert first.message.endswith("; unusable readings: intel-rapl:0/energy_uj reads '\\x00garbage', not an "
+                                  "integer; intel-rapl:1/constraint_0_power_limit_uw reads '12ab', not an integer")
+    assert outs[-1].message.endswith("; unusable readings: intel-rapl:0/energy_uj reads '\\x00garbage', "
+                                     "not an integer") and outs[-1].drift == ""
+    exported = metrics.registry.get_sample_value("joulie_rapl_energy_uj", {"node": "n1", "zone": "intel-rapl:0"})
+    assert exported is None  # the last good counter is not exported in the garbage's place
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "node n1: intel-rapl:0/energy_uj reads '\\x00garbage', not an integer; the reading is unusable and "
+        "left out until it reads a number",
+        "node n1: intel-rapl:1/constraint_0_power_limit_uw reads '12ab', not an integer; the reading is unusable and "
+        "left out until it reads a number",
+        "node n1: RAPL cap drift: intel-rapl:1 PL1 reads '12ab', not an integer, intent 120.0W; re-applied",
+        "node n1: intel-rapl:1/constraint_0_power_limit_uw reads a number again",
+    ], lines
+
+
 def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
     testtrees.rapl_node(tmp_path)
     c = controller(tmp_path, labels={})

@@ -22,6 +22,16 @@ class NodeMetrics:
             for zid, w in watts.items():
                 self.metrics.rapl_power_w.labels(self.node, zid).set(w)
 
+    def forget_rapl(self, zone_ids: list[str]) -> None:
+        """Drop the zones' series (their counter is unusable): no stale number stands in for it."""
+        if self.metrics:
+            for zid in zone_ids:
+                for gauge in (self.metrics.rapl_energy_uj, self.metrics.rapl_power_w):
+                    try:
+                        gauge.remove(self.node, zid)
+                    except KeyError:  # never set
+                        pass
+
     def package_total(self, total_w: float) -> None:
         if self.metrics:
             self.metrics.rapl_package_total_w.labels(self.node).set(total_w)
