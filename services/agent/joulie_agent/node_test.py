@@ -114,6 +114,33 @@ def test_garbage_in_rapl_files_is_reported_once_never_read_as_a_number(
     ], lines
 
 
+def test_a_rediscovery_that_cannot_read_the_node_keeps_the_last_good_facts(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23: rediscovery during a simulator outage (FUSE views gone) replaced good hardware
+    # facts with "cpuinfo unreadable".
+    testtrees.rapl_node(tmp_path, sockets=2)
+    c = controller(tmp_path)
+    good = c.hardware
+    assert good is not None and good.cpu is not None and good.cpu.sockets == 2 and good.cpu.raw_model
+    for d in ("proc", "sys"):
+        (tmp_path / d).rename(tmp_path / f"{d}.away")
+    with caplog.at_level(logging.INFO, logger="joulie_agent"):
+        for _ in range(2):
+            hw = c.discover({}, {})
+            assert hw.cpu == good.cpu and hw.capabilities == good.capabilities
+            assert hw.quality is not None and hw.quality.warnings is not None
+            assert hw.quality.warnings[-1] == (
+                "rediscovery failed (/proc/cpuinfo unreadable; no powercap zone readable (4 before)); the facts of "
+                "the last good discovery are kept")
+            assert not any("cpuinfo: /proc/cpuinfo unreadable" in w for w in hw.quality.warnings)
+        for d in ("proc", "sys"):
+            (tmp_path / f"{d}.away").rename(tmp_path / d)
+        assert c.discover({}, {}) == good
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["node n1: rediscovery failed (/proc/cpuinfo unreadable; no powercap zone readable (4 before)); "
+                     "keeping the facts of the last good discovery", "node n1: rediscovery works again"], lines
+
+
 def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
     testtrees.rapl_node(tmp_path)
     c = controller(tmp_path, labels={})

@@ -261,7 +261,7 @@ class Agent:
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
             c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
-            if self.exporter is not None:
+            if self.exporter is not None and not c.rediscovery_failed:  # kept facts: the plan stands
                 self.plan_export(name, c)
         hardware = c.hardware
         assert hardware is not None
