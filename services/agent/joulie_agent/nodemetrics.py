@@ -6,6 +6,8 @@ Prometheus gauges are labelled."""
 
 from __future__ import annotations
 
+import contextlib
+
 from joulie_agent.metrics import AgentMetrics
 
 
@@ -27,10 +29,8 @@ class NodeMetrics:
         if self.metrics:
             for zid in zone_ids:
                 for gauge in (self.metrics.rapl_energy_uj, self.metrics.rapl_power_w):
-                    try:
+                    with contextlib.suppress(KeyError):  # never set
                         gauge.remove(self.node, zid)
-                    except KeyError:  # never set
-                        pass
 
     def package_total(self, total_w: float) -> None:
         if self.metrics:
