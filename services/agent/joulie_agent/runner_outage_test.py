@@ -153,8 +153,8 @@ def test_a_node_that_keeps_failing_the_same_way_is_logged_once(tmp_path: Path,
     testtrees.rapl_node(tmp_path, sockets=2)
     clock = FakeClock()
     kube = FlakyKube(NodeTwinSpec(node_name="n1", profile="eco"))
-    agent = Agent(Settings(node_name="n1", root=str(tmp_path), metrics_addr=""), kube, load_catalog(), clock,
-                  AgentMetrics())  # type: ignore[arg-type]
+    settings = Settings(node_name="n1", root=str(tmp_path), metrics_addr="")
+    agent = Agent(settings, kube, load_catalog(), clock, AgentMetrics())  # type: ignore[arg-type]
     refused = KubeWriteError("apply status of", "NodeTwin", "n1", "joulie-agent", 422, "spec.x: invalid")
 
     def refuse(node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:

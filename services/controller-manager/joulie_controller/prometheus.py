@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from joulie_controller.facility import facility_queries, read_facility
 from joulie_api.outage import Outage
+from joulie_controller.facility import facility_queries, read_facility
 from joulie_controller.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
 from joulie_controller.ratewarmup import RateWarmup
 from joulie_controller.reconcile import SOURCE_PROMETHEUS, Facility, Measurement
