@@ -37,6 +37,9 @@ class GPUEnforcer:
         # Why the last enforced-limit read-back failed ("" when it answered): the cap is then
         # unverified, not "applied" (issue 23: a failed query used to pass silently).
         self.unverified = ""
+        # Why the last GPU inventory failed ("" when it answered): logged once per change (issue 23,
+        # tool-timeout: a hung tool showed in controlStatus only, with no log line).
+        self.inventory_failed = ""
 
     def _inventory(self, facts: HostFacts,
                    intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:
@@ -83,6 +86,14 @@ class GPUEnforcer:
         inv.devices = [replace(d, enforced_w=enforced.get(d.index)) for d in inv.devices]
         return "; ".join(failures)[:300]
 
+    def _note_inventory(self, failure: str) -> None:
+        """Keep why the GPU inventory failed; one log line when that starts and one when it ends."""
+        if failure and not self.inventory_failed:
+            log.warning("gpu inventory failed, GPU caps neither set nor verified until it answers: %s", failure)
+        elif not failure and self.inventory_failed:
+            log.warning("gpu inventory answers again")
+        self.inventory_failed = failure
+
     def _note_read_back(self, failure: str) -> None:
         """Keep why the read-back failed; one log line when that changes, not one per check."""
         if failure and failure != self.unverified:
@@ -101,6 +112,7 @@ class GPUEnforcer:
         intent = (cap.cap_watts_per_gpu, cap.cap_pct_of_max)
         inv, fresh = self._inventory(facts, intent)
         self.intent = intent
+        self._note_inventory('; '.join(inv.warnings)[:300] if inv is not None and not inv.devices else "")
         if inv is None or not inv.devices:
             if inv is not None and inv.warnings:
                 return GPUOutcome("none", "error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")

@@ -368,6 +368,27 @@ def test_a_failed_enforced_limit_read_back_leaves_the_cap_unverified_not_applied
     assert lines[1] == "gpu enforced-limit read-back answers again"
 
 
+def test_a_failing_gpu_inventory_is_logged_once_when_it_starts_and_once_when_it_ends(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23, tool-timeout: the failure showed in controlStatus.gpu only, never in the log.
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    testtrees.write(gpus.state / "fail", "")
+    with caplog.at_level(logging.INFO, logger="joulie_agent.gpuenforce"):
+        for _ in range(3):
+            clock.advance(61)
+            out = c.reconcile_gpu(spec(gpu_w=350))
+            assert (out.result, out.message[:21]) == ("error", "gpu inventory failed:")
+        (gpus.state / "fail").unlink()
+        clock.advance(61)
+        assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gpu inventory failed, GPU caps neither set nor verified until it answers: ")
+    assert "exit 9" in lines[0] and lines[1] == "gpu inventory answers again"
+
+
 def test_a_limit_changed_out_of_band_is_drift_too(tmp_path: Path) -> None:
     clock = FakeClock()
     c, gpus = nvidia_node(tmp_path, clock=clock)

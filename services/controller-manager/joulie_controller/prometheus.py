@@ -150,6 +150,9 @@ class FacilityReader:
         self.address = settings.facility_prometheus_address or settings.prometheus_address
         self.client = client or httpx.Client(timeout=settings.prometheus_timeout_s)
         self.queries = facility_queries(settings)
+        # The problems of the last poll: logged when they change, not every poll (issue 23,
+        # prometheus-kill: a line per facility query per poll while Prometheus was down).
+        self.problems: list[str] = []
 
     def close(self) -> None:
         self.client.close()
@@ -159,6 +162,9 @@ class FacilityReader:
             log.warning("facility metrics enabled but no Prometheus address (FACILITY_PROMETHEUS_ADDRESS)")
             return Facility()
         facility, problems = read_facility(self.queries, lambda q: instant_query(self.client, self.address, q))
-        for problem in problems:
-            log.warning("%s", problem)
+        if problems and problems != self.problems:
+            log.warning("facility metrics: %s (logged again only when this changes)", "; ".join(problems)[:2000])
+        elif not problems and self.problems:
+            log.warning("facility metrics: every query answers again")
+        self.problems = problems
         return facility

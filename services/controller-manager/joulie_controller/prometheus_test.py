@@ -114,3 +114,25 @@ def test_while_down_and_for_a_window_after_no_data_and_one_log_line_per_change(
     assert lines[1].startswith("Prometheus (measured power; every node neutral meanwhile) works again after ")
     assert lines[2].startswith("Prometheus restarted or was unreachable: every node neutral for ")
     assert lines[3] == "Prometheus rate window covered again: measured power in use"
+
+
+def test_facility_queries_failing_are_logged_once_per_change(caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23, prometheus-kill: a warning per facility query per poll while Prometheus was down.
+    from joulie_controller.prometheus import FacilityReader
+
+    prom = FakePrometheus()
+    settings = Settings(prometheus_address="http://prom:9090", enable_facility_metrics=True)
+    facility = FacilityReader(settings, httpx.Client(transport=httpx.MockTransport(prom.handle)))
+    with caplog.at_level(logging.INFO, logger="joulie_controller.prometheus"):
+        facility.read()
+        answered = [r.getMessage() for r in caplog.records]
+        prom.up = False
+        for _ in range(5):
+            facility.read()
+        prom.up = True
+        facility.read()
+    lines = [r.getMessage() for r in caplog.records][len(answered):]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("facility metrics: facility ambient: query failed: ") and "ConnectError" in lines[0]
+    assert answered == [] and lines[1] == "facility metrics: every query answers again"
+
