@@ -30,6 +30,7 @@ from joulie_api.names import (
     PLURAL_NODE_TWIN,
     VERSION,
 )
+from joulie_api.outage import Outage
 
 log = logging.getLogger(__name__)
 
@@ -146,16 +147,25 @@ class JoulieClient:
         self.custom = k8s.CustomObjectsApi(api)
         self.core = k8s.CoreV1Api(api)
         self.backoff = backoff or Backoff()
+        # Whether the server takes this manager's writes; its delays are unused (``backoff`` paces
+        # the retries), it only keeps the log to one line per change.
+        self.server = Outage(f"API server (writes as {field_manager})", log)
 
     def _call(self, action: str, kind: str, name: str, op: Any) -> Any:
         def on_retry(attempt: int, delay: float, exc: BaseException) -> None:
-            log.warning("%s %s/%s attempt %d failed (%s); retrying in %.0fs", action, kind, name, attempt,
-                        server_message(exc), delay)
+            # One line when the server starts refusing for now (429, 409, 5xx), one when it answers
+            # again (``self.server``); each retry in between only at debug: a 429 storm used to
+            # log a warning per attempt (issue 23, api-throttle).
+            self.server.failed(exc)
+            log.debug("%s %s/%s attempt %d failed (%s); retrying in %.0fs", action, kind, name, attempt,
+                      server_message(exc), delay)
 
         try:
-            return retry(op, is_temporary=is_temporary, backoff=self.backoff, on_retry=on_retry)
+            result = retry(op, is_temporary=is_temporary, backoff=self.backoff, on_retry=on_retry)
         except ApiException as exc:
             raise KubeWriteError(action, kind, name, self.field_manager, exc.status, server_message(exc)) from exc
+        self.server.ok()
+        return result
 
     def get(self, resource: Resource[M], name: str) -> M | None:
         """The object, or None when it does not exist."""

@@ -11,6 +11,7 @@ from the injected monotonic clock.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -21,9 +22,26 @@ from joulie_api.backoff import DEFAULT_DELAYS_S
 MAX_ERROR_CHARS = 200
 
 
+def _http_summary(err: BaseException) -> str:
+    """``HTTP 429 Too Many Requests: <the Status message>`` for an HTTP error carrying ``status`` and
+    ``reason`` (the kubernetes client's ApiException, whose str() is the status, then every response
+    header on lines of their own: the multi-line warning issue 23's api-throttle run saw); "" else."""
+    status, reason = getattr(err, "status", None), getattr(err, "reason", None)
+    if not isinstance(status, int) or not status or not isinstance(reason, str):
+        return ""
+    text = f"HTTP {status} {reason}".strip()
+    body = getattr(err, "body", None)
+    try:
+        message = json.loads(body).get("message") if body else None
+    except (TypeError, ValueError, AttributeError):
+        message = None
+    return f"{text}: {message}" if isinstance(message, str) and message else text
+
+
 def short_error(err: BaseException) -> str:
     """The first line of an error, type-named and bounded: no traceback, no wall of urllib3 text."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    text = _http_summary(err) or (str(err).strip().splitlines()[0] if str(err).strip() else "")
+    text = " ".join(text.split())
     text = text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + "…"
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
@@ -36,6 +54,13 @@ def unanswered(err: BaseException) -> bool:
         return True
     status = getattr(err, "status", None)
     return isinstance(status, int) and (status == 0 or status >= 500 or status in (408, 429))
+
+
+def not_now(err: BaseException) -> bool:
+    """Whether a call failed for now rather than for good: no answer (``unanswered``) or a 409
+    Conflict, which a server-side apply with force meets only while another writer races it (or an
+    injected conflict storm): the next try succeeds, so it is no error worth a line per try."""
+    return unanswered(err) or getattr(err, "status", None) == 409
 
 
 @dataclass

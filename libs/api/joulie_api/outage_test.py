@@ -51,3 +51,24 @@ def test_no_answer_is_told_from_a_refusal() -> None:
     assert unanswered(KubeWriteError("apply", "NodeTwin", "n1", "m", 429, "slow down"))
     assert not unanswered(KubeWriteError("apply", "NodeTwin", "n1", "m", 422, "invalid"))
     assert not unanswered(RuntimeError("apiserver said no"))
+
+
+def test_an_http_error_is_one_line_with_its_status_and_the_servers_message() -> None:
+    # The kubernetes client's ApiException prints every response header on a line of its own.
+    from kubernetes.client.exceptions import ApiException
+
+    err = ApiException(status=429, reason="Too Many Requests")
+    err.headers = {"Retry-After": "1", "Content-Type": "application/json"}
+    err.body = '{"kind": "Status", "message": "storage is\\nre-initializing"}'
+    assert "\n" in str(err)
+    assert short_error(err) == "ApiException: HTTP 429 Too Many Requests: storage is re-initializing"
+    err.body = "not json"
+    assert short_error(err) == "ApiException: HTTP 429 Too Many Requests"
+
+
+def test_a_conflict_is_for_now_a_refusal_is_for_good() -> None:
+    from joulie_api.kube import KubeWriteError
+    from joulie_api.outage import not_now
+
+    assert not_now(KubeWriteError("apply status of", "NodeTwin", "n1", "m", 409, "conflict"))
+    assert not_now(ConnectionRefusedError()) and not not_now(KubeWriteError("apply", "NodeTwin", "n1", "m", 422, "x"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from joulie_agent import cpucontrol, cpufreq, hostread, powercap
@@ -14,6 +15,7 @@ from joulie_agent.discovery import HostFacts
 from joulie_agent.energymeter import WindowedPowerMeter
 from joulie_agent.nodemetrics import NodeMetrics
 from joulie_agent.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome
+from joulie_agent.readings import UnusableReadings
 from joulie_agent.sysfswrite import read_int
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
@@ -46,9 +48,22 @@ class CPUEnforcer:
         # PL1 the agent last wrote (or found) per zone: a later read-back that differs is drift.
         self.rapl_applied_uw: dict[str, int] = {}
         self.dvfs_active = False
+        # Energy counters and PL1 files that read garbage: logged on change, noted in controlStatus.
+        self.unusable = UnusableReadings(record.node, log)
+        # The drift last logged: a drift that persists (a file that keeps refusing the re-write) is
+        # in controlStatus each tick, in the log once.
+        self.drift_logged = ""
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts, hardware: NodeHardwareStatus | None) -> CPUOutcome:
-        """Enforce the spec's CPU cap (or restore the limits found when it goes away)."""
+        """Enforce the spec's CPU cap (or restore the limits found when it goes away); the message
+        names any host file whose reading was unusable."""
+        out = self._reconcile(spec, facts, hardware)
+        note = self.unusable.note()
+        if note:
+            out = replace(out, message=f"{out.message}; {note}"[:1024])
+        return out
+
+    def _reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts, hardware: NodeHardwareStatus | None) -> CPUOutcome:
         cap = cpucontrol.resolve_cpu_cap(spec.cpu if spec else None, cpucontrol.published_cap_range_w(hardware))
         observed = self.package_power_w(facts.zones)
         if cap is None:
@@ -67,8 +82,9 @@ class CPUEnforcer:
         if cap.socket_w is not None and cpucontrol.plan_rapl(facts.zones, cap.socket_w).writes:
             written, rejected, drift = self._apply_rapl(facts.zones, cap.socket_w)
             drift_text = f"{'; '.join(drift)}; re-applied" if drift else ""
-            if drift:
+            if drift_text and drift_text != self.drift_logged:
                 log.warning("node %s: RAPL cap drift: %s", self.record.node, drift_text)
+            self.drift_logged = drift_text
             if written and not rejected:
                 self._restore_dvfs(facts.policies)
                 self.record.backend("rapl")
@@ -92,9 +108,12 @@ class CPUEnforcer:
     def package_power_w(self, zones: list[powercap.Zone]) -> float | None:
         """The node's package power from the energy counters (None until every package has two samples)."""
         pkgs = powercap.energy_zones(zones)
-        readings = hostread.read_energy(self.paths, [z.zone_id for z in pkgs])
+        readings, problems = hostread.read_energy(self.paths, [z.zone_id for z in pkgs])
+        self.unusable.update([f"{z.zone_id}/energy_uj" for z in pkgs], problems)
         watts = self.meter.update(self.clock.monotonic(), readings, {z.zone_id: z.max_energy_range_uj for z in pkgs})
         self.record.rapl(readings, watts)
+        # An unusable counter leaves no stale number behind in the metrics either.
+        self.record.forget_rapl([z.zone_id for z in pkgs if z.zone_id not in readings])
         if not watts or len(watts) < len(pkgs):
             return None
         total = sum(watts.values())
@@ -110,9 +129,14 @@ class CPUEnforcer:
         written: list[str] = []
         rejected = [f"{z}: {'PL1 not writable'}" for z in plan.unwritable]
         drift: list[str] = []
-        for w in plan.writes:
+        limit_files = {f"{w.zone_id}/{self._limit_path(w).name}": w for w in plan.writes}
+        found: dict[str, str] = {}
+        for key, w in limit_files.items():
             path = self._limit_path(w)
-            current = read_int(path)
+            current, why = hostread.read_uw(path)
+            if why is not None:
+                found[key] = why
+                drift.append(f"{w.zone_id} PL1 {why}, intent {w.limit_uw / 1e6:.1f}W")
             if current == w.limit_uw:
                 written.append(w.zone_id)
                 self.rapl_applied_uw[w.zone_id] = w.limit_uw
@@ -136,6 +160,7 @@ class CPUEnforcer:
             else:
                 self.rapl_applied_uw.pop(w.zone_id, None)
                 rejected.append(f"{w.zone_id}: {err}")
+        self.unusable.update(limit_files, found)
         return written, rejected, drift
 
     def _restore_rapl(self, zones: list[powercap.Zone]) -> None:

@@ -77,6 +77,24 @@ class HostFacts:
     warnings: list[str] = field(default_factory=list)
 
 
+def lost_facts(before: HostFacts, now: HostFacts) -> str:
+    """What a rediscovery lost that the last good one read ("" when nothing): the files and tools
+    of a node do not go away at runtime, so losing them is a failed read (a simulator outage
+    under FUSE, a wedged driver), not new hardware (issue 23: such a rediscovery replaced good
+    facts with "cpuinfo unreadable")."""
+    lost: list[str] = []
+    if before.cpuinfo_text is not None and now.cpuinfo_text is None:
+        lost.append("/proc/cpuinfo unreadable")
+    if before.zones and not now.zones:
+        lost.append(f"no powercap zone readable ({len(before.zones)} before)")
+    if before.policies and not now.policies:
+        lost.append(f"no cpufreq policy readable ({len(before.policies)} before)")
+    had_gpus = len(before.gpu.devices) if before.gpu else 0
+    if had_gpus and not (now.gpu and now.gpu.devices):
+        lost.append(f"no GPU answered ({had_gpus} before)")
+    return "; ".join(lost)
+
+
 def quantity_to_int(value: str) -> int | None:
     """A whole Kubernetes quantity ("8", "8000m"); None when not a whole count."""
     try:

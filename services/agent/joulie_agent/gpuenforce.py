@@ -34,6 +34,12 @@ class GPUEnforcer:
         # Watts each GPU was set to (or found at) for the current intent: a later reading that
         # differs is drift, not a first application.
         self.applied: dict[int, float] = {}
+        # Why the last enforced-limit read-back failed ("" when it answered): the cap is then
+        # unverified, not "applied" (issue 23: a failed query used to pass silently).
+        self.unverified = ""
+        # Why the last GPU inventory failed ("" when it answered): logged once per change (issue 23,
+        # tool-timeout: a hung tool showed in controlStatus only, with no log line).
+        self.inventory_failed = ""
 
     def _inventory(self, facts: HostFacts,
                    intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:
@@ -47,25 +53,54 @@ class GPUEnforcer:
         facts.gpu = hostread.gpu_inventory(vendor, self.run, self.nvml)
         self.checked_s = now
         if facts.gpu is not None and facts.gpu.vendor == "nvidia" and facts.gpu.devices:
-            self._read_enforced(facts.gpu)
+            self._note_read_back(self._read_enforced(facts.gpu))
         return facts.gpu, True
 
-    def _read_enforced(self, inv: gputools.Inventory) -> None:
-        """Fill each device's enforced limit (NVML, else nvidia-smi); unknown where neither says."""
+    def _read_enforced(self, inv: gputools.Inventory) -> str:
+        """Fill each device's enforced limit (NVML, else nvidia-smi); returns why the read-back
+        failed, "" when it answered. A device that does not report one (NVMLError_NotSupported,
+        ``[N/A]``) is unknown and its requested limit stands in; a query that fails or answers
+        garbage leaves the cap unverified."""
         enforced: dict[int, float] = {}
+        failures: list[str] = []
         if inv.source == "nvml" and self.nvml is not None:
             lib = self.nvml.lib
             for d in inv.devices:
                 try:
                     enforced[d.index] = lib.nvmlDeviceGetEnforcedPowerLimit(lib.nvmlDeviceGetHandleByIndex(d.index)) / 1000
-                except Exception as err:  # NVMLError_NotSupported: unknown, the requested limit stands in
-                    inv.warnings.append(f"nvml: gpu {d.index}: nvmlDeviceGetEnforcedPowerLimit: {err}")
+                except Exception as err:
+                    what = f"nvml: gpu {d.index}: nvmlDeviceGetEnforcedPowerLimit: {err}"
+                    inv.warnings.append(what)
+                    # NotSupported (the board keeps no enforced limit) and an old pynvml without
+                    # the call are unknowns; anything else is a read-back that failed.
+                    if not isinstance(err, AttributeError) and type(err).__name__ != "NVMLError_NotSupported":
+                        failures.append(what)
         else:
             res = self.run(gputools.NVIDIA_ENFORCED_QUERY)
             if res.ok:
                 enforced, warnings = gputools.parse_nvidia_enforced(res.output)
                 inv.warnings.extend(warnings)
+                failures.extend(warnings)
+            else:
+                failures.append(res.describe())
         inv.devices = [replace(d, enforced_w=enforced.get(d.index)) for d in inv.devices]
+        return "; ".join(failures)[:300]
+
+    def _note_inventory(self, failure: str) -> None:
+        """Keep why the GPU inventory failed; one log line when that starts and one when it ends."""
+        if failure and not self.inventory_failed:
+            log.warning("gpu inventory failed, GPU caps neither set nor verified until it answers: %s", failure)
+        elif not failure and self.inventory_failed:
+            log.warning("gpu inventory answers again")
+        self.inventory_failed = failure
+
+    def _note_read_back(self, failure: str) -> None:
+        """Keep why the read-back failed; one log line when that changes, not one per check."""
+        if failure and failure != self.unverified:
+            log.warning("gpu enforced-limit read-back failed, caps unverified until it answers: %s", failure)
+        elif not failure and self.unverified:
+            log.warning("gpu enforced-limit read-back answers again")
+        self.unverified = failure
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
         """Enforce the spec's GPU cap on every device (only those whose cap differs are set)."""
@@ -77,6 +112,7 @@ class GPUEnforcer:
         intent = (cap.cap_watts_per_gpu, cap.cap_pct_of_max)
         inv, fresh = self._inventory(facts, intent)
         self.intent = intent
+        self._note_inventory('; '.join(inv.warnings)[:300] if inv is not None and not inv.devices else "")
         if inv is None or not inv.devices:
             if inv is not None and inv.warnings:
                 return GPUOutcome("none", "error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")
@@ -102,6 +138,10 @@ class GPUEnforcer:
             ok = len(plan.targets) - len(failures)
             return GPUOutcome(backend, "error", f"gpu cap {label} applied on {ok} of {len(plan.targets)} devices; "
                               f"failed: {'; '.join(failures.values())[:400]}", drift_text)
+        if self.unverified:
+            # Set, but the device did not say what it enforces: "applied" only for what it reads back.
+            return GPUOutcome(backend, "error", f"gpu cap {label} set on {len(plan.targets)} devices, enforced limit "
+                              f"unknown (unverified): read-back failed: {self.unverified}", drift_text)
         return GPUOutcome(backend, "applied", f"applied gpu cap {label} on {len(plan.targets)} devices", drift_text)
 
     def _set_one(self, inv: gputools.Inventory, idx: int, w: float) -> str | None:

@@ -114,14 +114,26 @@ def read_zones(paths: HostPaths) -> tuple[list[powercap.Zone], list[str]]:
     return zones, warnings
 
 
-def read_energy(paths: HostPaths, zone_ids: list[str]) -> dict[str, int]:
-    """energy_uj of the given zones (the hot path of the DVFS loop: one read per zone)."""
+def read_energy(paths: HostPaths, zone_ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """energy_uj of the given zones (the hot path of the DVFS loop: one read per zone), and
+    {``zone/energy_uj``: what it read} for those whose content is no counter (left out)."""
     out: dict[str, int] = {}
+    problems: dict[str, str] = {}
     for zid in zone_ids:
-        v = powercap.parse_int(read_text(paths.powercap / zid / "energy_uj"))
-        if v is not None and v >= 0:
-            out[zid] = v
-    return out
+        raw = read_text(paths.powercap / zid / "energy_uj")
+        why = powercap.unusable(raw)
+        if why is None:
+            out[zid] = powercap.parse_int(raw) or 0
+        else:
+            problems[f"{zid}/energy_uj"] = why
+    return out, problems
+
+
+def read_uw(path: Path) -> tuple[int | None, str | None]:
+    """(the integer a sysfs µW/µJ file holds, or None; why it is no reading, or None)."""
+    raw = read_text(path)
+    why = powercap.unusable(raw)
+    return (None, why) if why is not None else (powercap.parse_int(raw), None)
 
 
 def read_amd_energy(paths: HostPaths) -> list[HwmonEnergy]:

@@ -8,13 +8,14 @@ results.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 
 from joulie_agent import cpucontrol, hostread
 from joulie_agent.catalog import Catalog
 from joulie_agent.cpuenforce import CPUEnforcer, Writer
-from joulie_agent.discovery import HostFacts, build_status
+from joulie_agent.discovery import HostFacts, build_status, lost_facts
 from joulie_agent.gpuenforce import GPUEnforcer
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.nodemetrics import NodeMetrics
@@ -25,6 +26,8 @@ from joulie_agent.toolrun import Runner
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_common.clock import Clock
+
+log = logging.getLogger(__name__)
 
 # ``runner`` imports the outcomes from here (one import for everything about a node's control).
 __all__ = ["CPUOutcome", "GPUOutcome", "NodeController", "NodeOptions"]
@@ -54,13 +57,34 @@ class NodeController:
         # cap write and its read-back (a stand-in tool, or a driver, may not expect both at once).
         self.gpu_tools = threading.Lock()
         self.hardware: NodeHardwareStatus | None = None
+        # The status of the last discovery that read the node, and why the latest one did not ("").
+        self.good_hardware: NodeHardwareStatus | None = None
+        self.rediscovery_failed = ""
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
         self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only)
 
     def discover(self, labels: dict[str, str], allocatable: dict[str, str],
                  capacity: dict[str, str] | None = None) -> NodeHardwareStatus:
-        self.facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity)
-        self.hardware = build_status(self.facts, self.catalog)
+        """Read the node's hardware. A rediscovery that lost what the last good one read keeps the
+        last good facts and says so (a log line on the change, a NodeHardware quality warning)."""
+        facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity)
+        lost = lost_facts(self.facts, facts) if self.good_hardware is not None else ""
+        if lost and self.good_hardware is not None:
+            if not self.rediscovery_failed:
+                log.warning("node %s: rediscovery failed (%s); keeping the facts of the last good discovery",
+                            self.node, lost)
+            self.rediscovery_failed = lost
+            self.hardware = self.good_hardware.model_copy(deep=True)
+            if self.hardware.quality is not None:
+                self.hardware.quality.warnings = [
+                    *(self.hardware.quality.warnings or []),
+                    f"rediscovery failed ({lost}); the facts of the last good discovery are kept"]
+            return self.hardware
+        if self.rediscovery_failed:
+            log.warning("node %s: rediscovery works again", self.node)
+            self.rediscovery_failed = ""
+        self.facts = facts
+        self.hardware = self.good_hardware = build_status(self.facts, self.catalog)
         self.gpu.checked_s = self.clock.monotonic()
         return self.hardware
 

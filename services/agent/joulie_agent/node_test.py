@@ -7,6 +7,7 @@ calls, and the controlStatus the agent reports.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 from pathlib import Path
@@ -72,6 +73,72 @@ def test_rapl_limit_changed_out_of_band_is_reported_as_drift_and_written_again(t
     assert testtrees.pl1(tmp_path, "intel-rapl:1") == "120000000"
     assert c.reconcile_cpu(spec(cpu_w=120)).drift == ""
     assert c.reconcile_cpu(spec(cpu_w=130)).drift == ""  # a new intent is not drift
+
+
+def test_garbage_in_rapl_files_is_reported_once_never_read_as_a_number(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23, sysfs-garbage: garbage in energy_uj and constraint_0_power_limit_uw drew no reaction.
+    testtrees.rapl_node(tmp_path, sockets=2)
+    clock = FakeClock()
+    metrics = AgentMetrics()
+    c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path / "nobin")), None,
+                       clock, metrics)
+    c.discover({}, {})
+    assert c.reconcile_cpu(spec(cpu_w=120)).result == "applied"
+    zone0, zone1 = (tmp_path / f"sys/class/powercap/intel-rapl:{i}" for i in (0, 1))
+    testtrees.write(zone0 / "energy_uj", "\x00garbage")
+    testtrees.write(zone1 / "constraint_0_power_limit_uw", "12ab")
+    with caplog.at_level(logging.INFO, logger="joulie_agent"):
+        outs = []
+        for _ in range(5):
+            clock.advance(5)
+            outs.append(c.reconcile_cpu(spec(cpu_w=120)))
+    first = outs[0]
+    assert (first.backend, first.result) == ("rapl", "applied")
+    assert first.drift == "intel-rapl:1 PL1 reads '12ab', not an integer, intent 120.0W; re-applied"
+    assert testtrees.pl1(tmp_path, "intel-rapl:1") == "120000000"  # written again
+    assert first.message.endswith("; unusable readings: intel-rapl:0/energy_uj reads '\\x00garbage', not an "
+                                  "integer; intel-rapl:1/constraint_0_power_limit_uw reads '12ab', not an integer")
+    assert outs[-1].message.endswith("; unusable readings: intel-rapl:0/energy_uj reads '\\x00garbage', "
+                                     "not an integer") and outs[-1].drift == ""
+    exported = metrics.registry.get_sample_value("joulie_rapl_energy_uj", {"node": "n1", "zone": "intel-rapl:0"})
+    assert exported is None  # the last good counter is not exported in the garbage's place
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "node n1: intel-rapl:0/energy_uj reads '\\x00garbage', not an integer; the reading is unusable and "
+        "left out until it reads a number",
+        "node n1: intel-rapl:1/constraint_0_power_limit_uw reads '12ab', not an integer; the reading is unusable and "
+        "left out until it reads a number",
+        "node n1: RAPL cap drift: intel-rapl:1 PL1 reads '12ab', not an integer, intent 120.0W; re-applied",
+        "node n1: intel-rapl:1/constraint_0_power_limit_uw reads a number again",
+    ], lines
+
+
+def test_a_rediscovery_that_cannot_read_the_node_keeps_the_last_good_facts(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23: rediscovery during a simulator outage (FUSE views gone) replaced good hardware
+    # facts with "cpuinfo unreadable".
+    testtrees.rapl_node(tmp_path, sockets=2)
+    c = controller(tmp_path)
+    good = c.hardware
+    assert good is not None and good.cpu is not None and good.cpu.sockets == 2 and good.cpu.raw_model
+    for d in ("proc", "sys"):
+        (tmp_path / d).rename(tmp_path / f"{d}.away")
+    with caplog.at_level(logging.INFO, logger="joulie_agent"):
+        for _ in range(2):
+            hw = c.discover({}, {})
+            assert hw.cpu == good.cpu and hw.capabilities == good.capabilities
+            assert hw.quality is not None and hw.quality.warnings is not None
+            assert hw.quality.warnings[-1] == (
+                "rediscovery failed (/proc/cpuinfo unreadable; no powercap zone readable (4 before)); the facts of "
+                "the last good discovery are kept")
+            assert not any("cpuinfo: /proc/cpuinfo unreadable" in w for w in hw.quality.warnings)
+        for d in ("proc", "sys"):
+            (tmp_path / f"{d}.away").rename(tmp_path / d)
+        assert c.discover({}, {}) == good
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["node n1: rediscovery failed (/proc/cpuinfo unreadable; no powercap zone readable (4 before)); "
+                     "keeping the facts of the last good discovery", "node n1: rediscovery works again"], lines
 
 
 def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
@@ -274,6 +341,52 @@ def test_gpu_that_lost_its_limit_is_reported_as_drift_and_set_again(tmp_path: Pa
     assert out.status(clock).drift == out.drift
     clock.advance(61)
     assert c.reconcile_gpu(spec(gpu_w=350)).drift == ""  # held since
+
+
+def test_a_failed_enforced_limit_read_back_leaves_the_cap_unverified_not_applied(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23: gpuenforce._read_enforced ignored a failed enforced-limit query, and the cap read
+    # "applied" though nothing said what the boards enforce.
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    testtrees.write(gpus.state / "enforced_fail", "")
+    with caplog.at_level(logging.INFO, logger="joulie_agent.gpuenforce"):
+        for _ in range(3):  # three verify intervals with the query failing
+            clock.advance(61)
+            out = c.reconcile_gpu(spec(gpu_w=350))
+            assert (out.backend, out.result) == ("host-nvidia", "error")
+            assert out.message.startswith("gpu cap 350.0W set on 8 devices, enforced limit unknown (unverified): "
+                                          "read-back failed: nvidia-smi --query-gpu=index,enforced.power.limit")
+            assert "exit 15" in out.message
+        (gpus.state / "enforced_fail").unlink()
+        clock.advance(61)
+        assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gpu enforced-limit read-back failed, caps unverified until it answers: nvidia-smi")
+    assert lines[1] == "gpu enforced-limit read-back answers again"
+
+
+def test_a_failing_gpu_inventory_is_logged_once_when_it_starts_and_once_when_it_ends(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 23, tool-timeout: the failure showed in controlStatus.gpu only, never in the log.
+    clock = FakeClock()
+    c, gpus = nvidia_node(tmp_path, clock=clock)
+    assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    testtrees.write(gpus.state / "fail", "")
+    with caplog.at_level(logging.INFO, logger="joulie_agent.gpuenforce"):
+        for _ in range(3):
+            clock.advance(61)
+            out = c.reconcile_gpu(spec(gpu_w=350))
+            assert (out.result, out.message[:21]) == ("error", "gpu inventory failed:")
+        (gpus.state / "fail").unlink()
+        clock.advance(61)
+        assert c.reconcile_gpu(spec(gpu_w=350)).result == "applied"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("gpu inventory failed, GPU caps neither set nor verified until it answers: ")
+    assert "exit 9" in lines[0] and lines[1] == "gpu inventory answers again"
 
 
 def test_a_limit_changed_out_of_band_is_drift_too(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ Prometheus gauges are labelled."""
 
 from __future__ import annotations
 
+import contextlib
+
 from joulie_agent.metrics import AgentMetrics
 
 
@@ -21,6 +23,14 @@ class NodeMetrics:
                 self.metrics.rapl_energy_uj.labels(self.node, zid).set(uj)
             for zid, w in watts.items():
                 self.metrics.rapl_power_w.labels(self.node, zid).set(w)
+
+    def forget_rapl(self, zone_ids: list[str]) -> None:
+        """Drop the zones' series (their counter is unusable): no stale number stands in for it."""
+        if self.metrics:
+            for zid in zone_ids:
+                for gauge in (self.metrics.rapl_energy_uj, self.metrics.rapl_power_w):
+                    with contextlib.suppress(KeyError):  # never set
+                        gauge.remove(self.node, zid)
 
     def package_total(self, total_w: float) -> None:
         if self.metrics:

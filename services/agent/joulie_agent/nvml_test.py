@@ -127,3 +127,44 @@ def test_nvml_enforced_limit_above_the_cap_is_drift_and_the_cap_is_set_again(tmp
     out = c.reconcile_gpu(twin)
     assert out.drift == "gpu 0 enforces 700.0W, intent 350.0W; re-applied"
     assert lib.sets == 2
+
+
+NVMLError_NotSupported = type("NVMLError_NotSupported", (Exception,), {})
+NVMLError_Unknown = type("NVMLError_Unknown", (Exception,), {})
+
+
+class EnforcedRefusingNVML(FakeNVML):
+    """nvmlDeviceGetEnforcedPowerLimit raising ``error`` (pynvml's exception classes by name)."""
+
+    def __init__(self, error: type[Exception]) -> None:
+        super().__init__(n=1)
+        self.error = error
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
+        raise self.error("Unknown Error" if self.error is NVMLError_Unknown else "Not Supported")
+
+
+def test_nvml_enforced_limit_that_fails_is_unverified_one_not_supported_is_not(tmp_path: Any) -> None:
+    from joulie_agent import testtrees
+    from joulie_agent.catalog import load_catalog
+    from joulie_agent.hostread import HostPaths
+    from joulie_agent.node import NodeController
+    from joulie_agent.toolrun import make_runner
+    from joulie_api.generated.nodetwin import GPUCapSpec, GPUPowerCap, NodeTwinSpec
+    from joulie_common.clock import FakeClock
+
+    testtrees.cpuinfo(tmp_path)
+    twin = NodeTwinSpec(node_name="n1", profile="eco", gpu=GPUCapSpec(power_cap=GPUPowerCap(cap_watts_per_gpu=350)))
+    results = {}
+    for error in (NVMLError_NotSupported, NVMLError_Unknown):
+        clock = FakeClock()
+        c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path)),
+                           open_nvml(EnforcedRefusingNVML(error)), clock)
+        c.discover({}, {})
+        c.reconcile_gpu(twin)
+        clock.advance(61)  # the next verify reads the enforced limit
+        out = c.reconcile_gpu(twin)
+        results[error.__name__] = (out.result, out.message)
+    assert results["NVMLError_NotSupported"] == ("applied", "applied gpu cap 350.0W on 1 devices")
+    result, message = results["NVMLError_Unknown"]
+    assert result == "error" and "unverified" in message and "nvmlDeviceGetEnforcedPowerLimit: Unknown Error" in message

@@ -93,6 +93,18 @@ def parse_int(text: str | None) -> int | None:
     return int(s)
 
 
+def unusable(raw: str | None) -> str | None:
+    """Why a sysfs integer file's content is no reading (what it read, bounded), or None when it is one."""
+    if raw is None:
+        return "is unreadable"
+    val = parse_int(raw)
+    if val is None:
+        return f"reads {raw.strip()[:40]!r}, not an integer"
+    if val < 0:
+        return f"reads {val}, a negative value"
+    return None
+
+
 def parse_zone(zone_id: str, files: dict[str, str | None], limit_is_file: dict[int, bool] | None = None) -> ParseResult:
     """Build a Zone from the contents of its files (None = unreadable). Garbage becomes warnings."""
     m = ZONE_DIR_RE.match(zone_id)

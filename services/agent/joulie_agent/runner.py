@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, No
 from joulie_api.generated.nodetwin import ControlStatus, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, object_name_for_node
-from joulie_api.outage import Outage, unanswered
+from joulie_api.outage import Outage, not_now, short_error, unanswered
 from joulie_common.clock import Clock, SystemClock
 from joulie_common.sharding import owns_node
 
@@ -140,10 +141,15 @@ class Agent:
         # Last good NodeTwin read per node: (time, exists, spec).
         self.last_spec: dict[str, tuple[float, bool, NodeTwinSpec | None]] = {}
         self.api = Outage("API server", log, clock.monotonic)
+        # Writes apart from reads: under a 409 storm the reads answer and the writes conflict, and
+        # one health for both would log a failure and a recovery every tick.
+        self.api_writes = Outage("API server writes", log, clock.monotonic)
         # The nodes of the last good listing, reconciled while the API server does not answer.
         self.last_nodes: list[NodeSeen] = []
         # Nodes whose caps were relaxed for an unreadable NodeTwin (logged once, not per tick).
         self.relaxed: set[str] = set()
+        # The last reconcile error logged per node: the same error again is not logged again.
+        self.node_errors: dict[str, str] = {}
 
     def controller(self, node: str) -> NodeController:
         c = self.controllers.get(node)
@@ -178,19 +184,38 @@ class Agent:
     def _api_call(self, call: Any) -> tuple[bool, Any]:
         """(answered, result) of one API call, skipped while backing off from an outage.
 
-        Only no answer is an outage; a refusal (a 4xx, an undecodable object) raises as before.
+        Only no answer, or a 409 Conflict (a racing writer, an injected conflict storm: the next
+        try succeeds), is "not now"; a refusal (another 4xx, an undecodable object) raises as before.
         """
         if not self.api.due():
             return False, None
         try:
             result = call()
         except Exception as err:
-            if not unanswered(err):
+            if not not_now(err):
                 raise
             self.api.failed(err)
             return False, None
         self.api.ok()
         return True, result
+
+    def _api_write(self, write: Callable[[], bool]) -> bool:
+        """Whether a write went through (or was not needed). ``write`` returns whether it reached
+        the server (False: skipped as unchanged). No answer is the API server's outage; a 409 is
+        the writes' own (the reads answer meanwhile), logged once by ``self.api_writes``."""
+        if not self.api.due() or not self.api_writes.due():
+            return False
+        try:
+            wrote = write()
+        except Exception as err:
+            if not not_now(err):
+                raise
+            (self.api if unanswered(err) else self.api_writes).failed(err)
+            return False
+        if wrote:
+            self.api.ok()
+            self.api_writes.ok()
+        return True
 
     def tick(self) -> int:
         """One reconcile of every owned node; returns the number of nodes that failed."""
@@ -215,8 +240,18 @@ class Agent:
             except Exception as err:  # one node's failure must not stop the others
                 failed += 1
                 self.metrics.reconcile_errors.labels(name).inc()
-                log.error("node %s: reconcile failed: %s", name, err)
+                self._node_failed(name, err)
+            else:
+                if self.node_errors.pop(name, None) is not None:
+                    log.warning("node %s: reconcile works again", name)
         return failed
+
+    def _node_failed(self, name: str, err: Exception) -> None:
+        """Log a node's reconcile error once, and again only when it changes (counted each tick)."""
+        what = short_error(err)
+        if self.node_errors.get(name) != what:
+            self.node_errors[name] = what
+            log.error("node %s: reconcile failed (logged again only when the error changes): %s", name, what)
 
     def reconcile_node(self, name: str, labels: dict[str, str], allocatable: dict[str, str],
                        capacity: dict[str, str] | None = None) -> bool:
@@ -226,11 +261,11 @@ class Agent:
         if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
             c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
-            if self.exporter is not None:
+            if self.exporter is not None and not c.rediscovery_failed:  # kept facts: the plan stands
                 self.plan_export(name, c)
         hardware = c.hardware
         assert hardware is not None
-        published, _ = self._api_call(lambda: self.kube.publish_hardware(name, hardware))
+        published = self._api_write(lambda: self.kube.publish_hardware(name, hardware))
         answered, read = self._api_call(lambda: self.kube.read_spec(name))
         if not answered:
             self._enforce_last_intent(name, c, now)
@@ -243,7 +278,7 @@ class Agent:
         cpu, gpu = c.reconcile(spec)
         written = True
         if exists:
-            written, _ = self._api_call(lambda: self.kube.write_control_status(name, cpu, gpu))
+            written = self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
         return published and written
 
     def _enforce_last_intent(self, name: str, c: NodeController, now: float) -> None:
@@ -290,6 +325,9 @@ class TwinWatcher:
     def __init__(self, kube_api: Any, wake: threading.Event, stop: threading.Event):
         self.kube_api, self.wake, self.stop = kube_api, wake, stop
         self.thread = threading.Thread(target=self._run, name="nodetwin-watch", daemon=True)
+        # One line when the watch starts failing (429, API server down), one when it streams again;
+        # it logged a multi-line warning (every response header) per retry (issue 23, api-throttle).
+        self.health = Outage("NodeTwin watch", log)
 
     def start(self) -> TwinWatcher:
         self.thread.start()
@@ -303,20 +341,19 @@ class TwinWatcher:
 
         custom = k8s.CustomObjectsApi(self.kube_api)
         watch_api: Any = watch  # the watch helper is untyped
-        delay = 1.0
         while not self.stop.is_set():
             w = watch_api.Watch()
             try:
                 for _event in w.stream(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL_NODE_TWIN,
                                        timeout_seconds=60):
+                    self.health.ok()
                     self.wake.set()
-                    delay = 1.0
                     if self.stop.is_set():
                         break
+                else:  # the server ended the watch (timeout_seconds): it answered
+                    self.health.ok()
             except Exception as err:
-                log.warning("NodeTwin watch failed (%s); retrying in %.0f s", err, delay)
-                self.stop.wait(delay)
-                delay = min(delay * 2, 30.0)
+                self.stop.wait(self.health.failed(err))
             finally:
                 w.stop()
 
@@ -365,12 +402,19 @@ def main_loop(settings: Settings, once: bool = False) -> int:
         TwinWatcher(api, wake, stop).start()
     log.info("joulie-agent mode=%s node=%s root=%s simulate_only=%s", settings.mode, settings.node_name or "-",
              settings.root, settings.simulate_only)
+    loop_error = ""  # logged once, and again only when it changes
     while True:
         try:
             failed = agent.tick()
         except Exception as err:
-            log.error("reconcile loop failed: %s", err)
+            if short_error(err) != loop_error:
+                loop_error = short_error(err)
+                log.error("reconcile loop failed (logged again only when the error changes): %s", loop_error)
             failed = 1
+        else:
+            if loop_error:
+                log.warning("reconcile loop works again")
+                loop_error = ""
         if once:
             return 1 if failed else 0
         wake.wait(settings.reconcile_interval_s)

@@ -119,6 +119,7 @@ if [ "$1" = "--query-gpu=index,power.min_limit,power.max_limit,power.limit,power
 fi
 # A board that lost its limit has an `enforced` file (the driver's default) until the next -pl.
 if [ "$1" = "--query-gpu=index,enforced.power.limit" ] && [ "$2" = "--format=csv,noheader,nounits" ]; then
+  [ -e "$S/enforced_fail" ] && {{ echo "Unable to determine the device handle for GPU 00000000:14:00.0: Unknown Error"; exit 15; }}
   for d in "$S"/gpu*; do i=${{d##*gpu}}
     if [ -e "$d/enforced" ]; then e=$(cat "$d/enforced"); else e=$(cat "$d/limit"); fi
     printf '%s, %s\n' "$i" "$e"

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from joulie_api.outage import Outage
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,9 @@ class LeaderElector:
         self.lease_duration_s = max(1, int(lease_duration_s))
         self.clock = clock
         self.is_leader = False
+        # Reading the Lease fails while the API server throttles (429) or is down: one line when
+        # it starts and one when it answers again, not a warning per renewal (issue 23, api-throttle).
+        self.lease_reads = Outage(f"leader election: reading lease {namespace}/{name}", log, clock.monotonic)
 
     def _patch(self, resource_version: str, holder: str, now: datetime | None, acquire: datetime | None,
                transitions: int) -> None:
@@ -58,9 +62,9 @@ class LeaderElector:
             lease = self.coord.read_namespaced_lease(self.name, self.namespace)
         except ApiException as exc:
             if exc.status != 404:
-                log.warning("leader election: reading lease %s/%s failed: HTTP %s", self.namespace, self.name,
-                            exc.status)
+                self.lease_reads.failed(exc)
                 return self._set(False)
+            self.lease_reads.ok()
             # Created without times (the typed client cannot write MicroTime), then stamped below
             # with the resourceVersion the create returned; a racing replica gets a 409 either way.
             body = k8s.V1Lease(metadata=k8s.V1ObjectMeta(name=self.name, namespace=self.namespace),
@@ -74,6 +78,7 @@ class LeaderElector:
                     return self._set(False)
                 raise
             return self._stamp(_rv(lease), now, now, 0)
+        self.lease_reads.ok()
         spec = lease.spec or k8s.V1LeaseSpec()
         holder = spec.holder_identity or ""
         renewed = spec.renew_time

@@ -2,22 +2,27 @@
 
 One query per tick for all nodes (not one per node): the energy counter's rate, and the power
 gauge for nodes that have no counter. Prometheus down, slow or answering garbage means no data for
-this tick (every node neutral, source prometheus-no-data), logged, never an exception.
+this tick (every node neutral, source prometheus-no-data), logged once when it starts and once
+when it answers again, never an exception. After it was down or restarted, no data too until its
+rate window is covered again (``ratewarmup``): a partly covered window reads far too low.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from joulie_api.outage import Outage
 from joulie_controller.facility import facility_queries, read_facility
 from joulie_controller.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
+from joulie_controller.ratewarmup import RateWarmup
 from joulie_controller.reconcile import SOURCE_PROMETHEUS, Facility, Measurement
-from joulie_controller.settings import Settings
+from joulie_controller.settings import Settings, parse_duration_s
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +57,32 @@ def instant_query(client: httpx.Client, address: str, promql: str) -> list[Mappi
     return [r for r in data["result"] if isinstance(r, Mapping)]
 
 
+def start_time(client: httpx.Client, address: str) -> str | None:
+    """When Prometheus started (``/api/v1/status/runtimeinfo`` startTime), or None when it does not
+    say (unreachable, or a Prometheus-compatible store without the endpoint)."""
+    try:
+        resp = client.get(f"{address.rstrip('/')}/api/v1/status/runtimeinfo")
+        data = resp.json().get("data") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    started = data.get("startTime") if isinstance(data, dict) else None
+    return started if isinstance(started, str) and started else None
+
+
 class PowerReader:
     """Reads node power with the settings' metric naming and label promotion."""
 
-    def __init__(self, settings: Settings, client: httpx.Client | None = None):
+    def __init__(self, settings: Settings, client: httpx.Client | None = None,
+                 monotonic: Callable[[], float] = time.monotonic):
         self.settings = settings
         self.client = client or httpx.Client(timeout=settings.prometheus_timeout_s)
         self.queries: PowerQueries = power_queries(
             MetricNaming.from_setting(settings.metric_naming), settings.node_attribute,
             settings.node_attributes_promoted, settings.power_rate_window)
+        self.monotonic = monotonic
+        self.health = Outage("Prometheus (measured power; every node neutral meanwhile)", log, monotonic)
+        self.warmup = RateWarmup(parse_duration_s("NODE_POWER_RATE_WINDOW", settings.power_rate_window))
+        self.warming = False
 
     def close(self) -> None:
         self.client.close()
@@ -78,21 +100,47 @@ class PowerReader:
             queries = [("powerRate", s.node_power_query)]
         else:
             queries = {"host": host, "components": components}.get(s.node_power_scope, host + components)
+        now = self.monotonic()
+        if not self.health.due():  # backing off from a Prometheus that did not answer
+            self.warmup.failed(now)
+            return PowerReading(error=f"Prometheus unreachable: {self.health.last_error}")
+        started = start_time(self.client, s.prometheus_address)
+        if started is not None:
+            self.warmup.started(started, now)
         for field_name, promql in queries:
             try:
                 result = instant_query(self.client, s.prometheus_address, promql)
             except PrometheusError as err:
-                reading.error = str(err)
-                log.warning("measured power unavailable this tick (every node neutral): %s", err)
+                self.health.failed(err)
+                self.warmup.failed(self.monotonic())
                 return PowerReading(error=str(err))
             samples, rejected = parse_vector(result, self.queries.node_label, field_name)
             reading.rejected.extend(rejected)
             for sample in samples:
                 # Earlier queries win: host before components, energy counter before power gauge.
                 reading.measurements.setdefault(sample.node, Measurement(sample.value_w, SOURCE_PROMETHEUS))
+        if self.health.down:  # answering again: its window holds the outage's gap from now on
+            self.warmup.failed(now)
+        self.health.ok()
+        if self._warming_up(now):  # queried all the same: a failure meanwhile restarts the wait
+            return PowerReading(error=f"Prometheus restarted or was unreachable less than "
+                                      f"{s.power_rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet covered")
         for r in reading.rejected:
             log.warning("node %s: %s sample %s rejected: %s", r.node, r.field, r.raw, r.reason)
         return reading
+
+    def _warming_up(self, now_s: float) -> bool:
+        """Whether the rate window is still partly covered since the last failure or restart;
+        logs once when that starts and once when it ends."""
+        left = self.warmup.remaining_s(now_s)
+        if left > 0 and not self.warming:
+            log.warning("Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
+                        "rate window (NODE_POWER_RATE_WINDOW %s) is covered again", left,
+                        self.settings.power_rate_window)
+        elif left <= 0 and self.warming:
+            log.warning("Prometheus rate window covered again: measured power in use")
+        self.warming = left > 0
+        return self.warming
 
 
 class FacilityReader:
@@ -102,6 +150,9 @@ class FacilityReader:
         self.address = settings.facility_prometheus_address or settings.prometheus_address
         self.client = client or httpx.Client(timeout=settings.prometheus_timeout_s)
         self.queries = facility_queries(settings)
+        # The problems of the last poll: logged when they change, not every poll (issue 23,
+        # prometheus-kill: a line per facility query per poll while Prometheus was down).
+        self.problems: list[str] = []
 
     def close(self) -> None:
         self.client.close()
@@ -111,6 +162,9 @@ class FacilityReader:
             log.warning("facility metrics enabled but no Prometheus address (FACILITY_PROMETHEUS_ADDRESS)")
             return Facility()
         facility, problems = read_facility(self.queries, lambda q: instant_query(self.client, self.address, q))
-        for problem in problems:
-            log.warning("%s", problem)
+        if problems and problems != self.problems:
+            log.warning("facility metrics: %s (logged again only when this changes)", "; ".join(problems)[:2000])
+        elif not problems and self.problems:
+            log.warning("facility metrics: every query answers again")
+        self.problems = problems
         return facility
