@@ -226,7 +226,9 @@ def _continue_of(doc: Mapping[str, Any]) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
-def _read_page(body: bytes, decoder: msgspec.json.Decoder[Any], read: Callable[[Mapping[str, Any]], T]) -> tuple[list[T], str | None]:
+def _read_page(
+    body: bytes, decoder: msgspec.json.Decoder[Any], read: Callable[[Mapping[str, Any]], T]
+) -> tuple[list[T], str | None]:
     """One LIST page: each object read by `read`, and the continue token (None on the last page)."""
     try:
         page = decoder.decode(body)
