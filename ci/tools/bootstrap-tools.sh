@@ -16,7 +16,7 @@ Builds the pinned tools that are missing (default: all of them) and writes the m
 $JOULIE_CACHE/bin/tools.env (JOULIE_CACHE defaults to ~/.cache/joulie).
 
 tools:   etcd kube-apiserver kube-scheduler kube-controller-manager kwok prometheus helm otelcol
-         (the default set), and kubelet pause: built only when named, for the simulated
+         (the default set), and kubelet kube-proxy pause: built only when named, for the simulated
          cluster's kubelet runtime (SIMCLUSTER_RUNTIME=kubelet), so the default run stays as fast.
 options:
   --print-paths  build nothing; rewrite the manifest from what is in the cache and print it.
@@ -43,10 +43,11 @@ MANIFEST=$BIN_DIR/tools.env
 TIMES_FILE=$LOG_DIR/build-times.tsv
 
 ALL_TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok prometheus helm otelcol)
-# Built only when named on the command line (a ~120 MiB, several-minute build only the kubelet
-# runtime needs, and the sandbox binary of its pause image, ci/tools/pause: no upstream module,
-# versioned with the Kubernetes release it goes with); listed in the manifest once built.
-OPTIONAL_TOOLS=(kubelet pause)
+# Built only when named on the command line: what only the simulated cluster's kubelet runtime
+# needs (kubelet ~80 MiB, a ten-minute build on two busy cores; kube-proxy; the sandbox binary of its
+# pause image, ci/tools/pause: no upstream module, versioned with the Kubernetes release it goes
+# with); listed in the manifest once built.
+OPTIONAL_TOOLS=(kubelet kube-proxy pause)
 
 die() {
 	echo "bootstrap-tools: error: $*" >&2
