@@ -49,6 +49,7 @@ from joulie_simcluster.runtimes.kubelet_config import (
     KubeletFailure,
     NodePaths,
     NodeSettings,
+    cgroup_mounts,
     cgroup_problems,
     chart_values,
     cni_conflist,
@@ -56,6 +57,7 @@ from joulie_simcluster.runtimes.kubelet_config import (
     containerd_config,
     host_network_patch,
     host_problems,
+    kube_proxy_argv,
     kubelet_argv,
     kubelet_config,
     missing_capabilities,
@@ -87,7 +89,7 @@ from joulie_testinfra.tools import ToolMissingError, Tools, cache_dir, load_tool
 # Processes of this runtime beyond the process runtime's PROCESSES, in start order.
 # (argv0 of node-lifecycle is kube-controller-manager's: it is stopped as that tool.)
 NODE_PROCESSES = {"kube-controller-manager": "kube-controller-manager", "node-lifecycle": "kube-controller-manager",
-                  "containerd": "containerd", "kubelet": "kubelet"}
+                  "containerd": "containerd", "kubelet": "kubelet", "kube-proxy": "kube-proxy"}
 HOST_BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr")
 NODE_READY_TIMEOUT_S = 180.0
 IMPORT_TIMEOUT_S = 600.0
@@ -120,6 +122,14 @@ def check_host() -> dict[str, str]:
     if problems:
         raise KubeletFailure("this host cannot run the kubelet node: " + "; ".join(problems))
     return found
+
+
+def kube_proxy_tool() -> Path | None:
+    """kube-proxy from the tools manifest (``bootstrap-tools.sh kube-proxy``), None when not built:
+    the node then runs without Service routing."""
+    env = parse_env_file(manifest_path().read_text()) if manifest_path().is_file() else {}
+    p = Path(env.get("KUBE_PROXY", "") or "/nonexistent")
+    return p if os.access(p, os.X_OK) else None
 
 
 def node_tools() -> tuple[Path, Path, str]:
@@ -200,6 +210,16 @@ def start_node_lifecycle(tools: Tools, cp: ControlPlane, state: StateDir) -> Man
     ], state.log("node-lifecycle")).start())
     proc.wait_until(lambda: "Controller detected that zone is now in new state" in proc.log_tail(200) or
                     "Starting node controller" in proc.log_tail(200), 60, "running the node lifecycle controller")
+    return proc
+
+
+def start_kube_proxy(binary: Path, cp: ControlPlane, node: NodeSettings, state: StateDir) -> ManagedProcess:
+    """kube-proxy in iptables mode for the node: ClusterIPs of the chart's Services reach the Pods
+    (its rules are removed again at down with ``kube-proxy --cleanup``)."""
+    proc = cp.group.add(ManagedProcess("kube-proxy", [str(binary), *kube_proxy_argv(cp.kubeconfig, node, free_port(), free_port())],
+                                       state.log("kube-proxy")).start())
+    proc.wait_until(lambda: "Starting endpoint slice config controller" in proc.log_tail(300)
+                    or "Caches are synced" in proc.log_tail(300), 60, "syncing its rules")
     return proc
 
 
@@ -374,6 +394,12 @@ def up_kubelet(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path, telemetry
         kubelet.wait_until(ready, NODE_READY_TIMEOUT_S, f"Node {node.name} Ready")
         t_node = time.monotonic() - t3
         progress(f"kubelet: Node {node.name} Ready ({t_node:.1f}s after start)")
+        proxy_bin = kube_proxy_tool()
+        if proxy_bin is None:
+            progress("kube-proxy not built (ci/tools/bootstrap-tools.sh kube-proxy): Service ClusterIPs are not routed")
+        else:
+            start_kube_proxy(proxy_bin, cp, node, state)
+            progress("kube-proxy (iptables) running: Service ClusterIPs are routed on this host")
     except (ProcessFailedError, ToolMissingError, OSError, subprocess.TimeoutExpired) as e:
         for stop in group_stop:
             stop()
@@ -401,6 +427,7 @@ def up_kubelet(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path, telemetry
         "KUBELET_PORT": str(node.kubelet_port),
         "NODE_CGROUP_ROOT": node.cgroup_root,
         "NODE_IP": node.ip,
+        "CNI_BRIDGE": cni_conflist(paths, node)["plugins"][0]["bridge"],
         "STARTED_AT": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "SETUP_S": f"control-plane={t_cp:.1f} images={t_images:.1f} node-ready={t_node:.1f}",
     })
@@ -463,7 +490,7 @@ def _clean_node(paths: NodePaths, cgroup_root: str, progress: Callable[[str], No
         subprocess.run(["umount", "-l", m], capture_output=True)
     if mounts:
         progress(f"unmounted {len(mounts)} mounts under {paths.root}")
-    for mount in v1_hierarchies(_read("/proc/mounts")):
+    for mount in cgroup_mounts(_read("/proc/mounts")):
         top = Path(mount) / cgroup_root.lstrip("/")
         if not cgroup_root.strip("/") or not top.is_dir():
             continue
@@ -488,7 +515,7 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
         stopped += 1
         progress(f"stopped kubelet (pid {kubelet_pid})")
     _remove_pods(paths, progress)
-    for proc in ("containerd", "node-lifecycle", "kube-controller-manager"):
+    for proc in ("kube-proxy", "containerd", "node-lifecycle", "kube-controller-manager"):
         pid = env.get(pid_key(proc), "")
         if pid.isdigit() and stop_pid(int(pid), NODE_PROCESSES[proc]):
             stopped += 1
@@ -496,6 +523,12 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
     _clean_node(paths, env.get("NODE_CGROUP_ROOT", ""), progress)
     if env.get("NODE_IP"):
         remove_node_ip(env["NODE_IP"])
+    if env.get("CNI_BRIDGE"):
+        subprocess.run(["ip", "link", "del", env["CNI_BRIDGE"]], capture_output=True)  # absent: nothing to do
+    proxy = kube_proxy_tool()
+    if env.get(pid_key("kube-proxy")) and proxy is not None:
+        r = subprocess.run([str(proxy), "--cleanup", "--proxy-mode=iptables"], capture_output=True, text=True, timeout=60)
+        progress(f"kube-proxy --cleanup: exit {r.returncode}")
     return stopped + process.down(state, keep=keep, progress=None)
 
 
@@ -545,6 +578,19 @@ def deploy_chart(state: StateDir, values_files: list[Path], progress: Progress,
     home = state.root / "helm"
     helm_env = {**os.environ, "KUBECONFIG": str(state.kubeconfig), "HELM_CONFIG_HOME": str(home),
                 "HELM_CACHE_HOME": str(home), "HELM_DATA_HOME": str(home)}
+    # Deploying again reinstalls: a hostNetwork Deployment cannot roll on one node (the new Pod wants
+    # the ports the old one holds, so the scheduler leaves it Pending and the upgrade never ends).
+    if subprocess.run([helm, "status", RELEASE, "-n", NAMESPACE], capture_output=True, env=helm_env).returncode == 0:
+        progress(f"release {RELEASE} exists: helm uninstall first (hostNetwork Pods cannot roll on one node)")
+        r = subprocess.run([helm, "uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", f"{int(timeout_s)}s"],
+                           capture_output=True, text=True, env=helm_env, timeout=timeout_s + 60)
+        if r.returncode != 0:
+            raise KubeletFailure(f"helm uninstall {RELEASE} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-800:]}")
+        # The old Pods hold their host ports until they are gone (the extender's Pod names its node,
+        # so the kubelet, not the scheduler, would refuse the new one: NodePorts, again and again).
+        deadline = time.monotonic() + timeout_s
+        while kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods") and time.monotonic() < deadline:
+            time.sleep(1)
     argv = [helm, "upgrade", "--install", RELEASE, str(CHART_DIR), "-n", NAMESPACE, "--create-namespace",
             *[a for f in values_files for a in ("-f", str(f))], "-f", str(ours),
             "--post-renderer", str(renderer), "--wait", "--timeout", f"{int(timeout_s)}s"]

@@ -340,6 +340,24 @@ def kubelet_argv(kubelet: str, paths: NodePaths, node: NodeSettings) -> list[str
     ]
 
 
+def kube_proxy_argv(kubeconfig: Path, node: NodeSettings, healthz_port: int, metrics_port: int) -> list[str]:
+    """kube-proxy's flags (after the binary): iptables mode, health and metrics on loopback, the
+    host's conntrack and route_localnet sysctls left as they are."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        "--proxy-mode=iptables",
+        f"--hostname-override={node.name}",
+        f"--cluster-cidr={POD_SUBNET}",
+        f"--healthz-bind-address=127.0.0.1:{healthz_port}",  # port 0 is refused
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+        "--conntrack-max-per-core=0",
+        "--conntrack-tcp-timeout-established=0s",
+        "--conntrack-tcp-timeout-close-wait=0s",
+        "--iptables-localhost-nodeports=false",
+        "--v=1",
+    ]
+
+
 def node_kubeconfig(url: str, ca_crt: Path, node_crt: Path, node_key: Path, node: str) -> dict[str, Any]:
     """The kubelet's credentials: a client certificate for system:node:<node> (group system:nodes),
     which the apiserver's Node authorizer limits to this node's objects."""
@@ -372,7 +390,9 @@ def chart_values(env: Mapping[str, str], node: str) -> dict[str, Any]:
         "controllerManager": {
             "image": image("controller-manager"),
             "nodeSelector": {"kubernetes.io/hostname": node},
-            "env": {**api, "NODE_POWER_PROMETHEUS_ADDRESS": env["PROMETHEUS_URL"]},
+            # On the host's network: metrics on the node's address only (the Service's endpoint), not 0.0.0.0.
+            "env": {**api, "NODE_POWER_PROMETHEUS_ADDRESS": env["PROMETHEUS_URL"],
+                    "METRICS_ADDR": f"{env['NODE_IP']}:8081"},
         },
         "schedulerExtender": {
             "enabled": True, "hostNetwork": True, "port": int(env["EXTENDER_PORT"]), "nodeName": node,
@@ -442,6 +462,13 @@ def v1_hierarchies(proc_mounts: str) -> list[str]:
     its cgroup parent to exist in each."""
     return [parts[1] for parts in (line.split() for line in proc_mounts.splitlines())
             if len(parts) >= 3 and parts[2] == "cgroup"]
+
+
+def cgroup_mounts(proc_mounts: str) -> list[str]:
+    """Every cgroup hierarchy's mount point, v1 and v2 (a hybrid host's ``unified`` one too, where
+    runc also makes the node's cgroups): where down looks for the node's cgroup parent."""
+    return [parts[1] for parts in (line.split() for line in proc_mounts.splitlines())
+            if len(parts) >= 3 and parts[2] in ("cgroup", "cgroup2")]
 
 
 def cgroup_problems(fs_type: str, proc_cgroups: str, proc_mounts: str) -> list[str]:

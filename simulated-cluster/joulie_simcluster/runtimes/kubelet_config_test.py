@@ -13,12 +13,14 @@ from joulie_simcluster.runtimes.kubelet_config import (
     KubeletFailure,
     NodePaths,
     NodeSettings,
+    cgroup_mounts,
     cgroup_problems,
     chart_values,
     cni_conflist,
     containerd_config,
     host_network_patch,
     host_problems,
+    kube_proxy_argv,
     kubelet_argv,
     kubelet_config,
     missing_capabilities,
@@ -27,6 +29,7 @@ from joulie_simcluster.runtimes.kubelet_config import (
     pod_line,
     snapshotter_for,
     toml_text,
+    v1_hierarchies,
 )
 
 PATHS = NodePaths.under(Path("/state/kl"))
@@ -170,7 +173,7 @@ def test_node_ip_is_stable_per_cluster_and_never_loopback() -> None:
     assert kubelet_config(PATHS, NODE, Path("/ca.crt"))["address"] == NODE.ip == node_ip("kl")
 
 
-CLUSTER_ENV = {"API_PORT": "6443", "PROMETHEUS_URL": "http://127.0.0.1:9090", "EXTENDER_PORT": "9876",
+CLUSTER_ENV = {"API_PORT": "6443", "NODE_IP": "10.89.1.2", "PROMETHEUS_URL": "http://127.0.0.1:9090", "EXTENDER_PORT": "9876",
                "IMAGE_CONTROLLER_MANAGER": "joulie.local/joulie-controller-manager:dev-0123456789ab",
                "IMAGE_EXTENDER": "joulie.local/joulie-extender:dev-ba9876543210"}
 
@@ -182,6 +185,7 @@ def test_chart_values_use_the_imported_images_and_reach_the_api_on_loopback() ->
                            "pullPolicy": "Never"}
     assert cm["env"]["KUBERNETES_SERVICE_HOST"] == "127.0.0.1" and cm["env"]["KUBERNETES_SERVICE_PORT"] == "6443"
     assert cm["env"]["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
+    assert cm["env"]["METRICS_ADDR"] == "10.89.1.2:8081"
     assert (x["enabled"], x["hostNetwork"], x["port"], x["nodeName"]) == (True, True, 9876, "kl-node")
     assert x["image"]["tag"] == "dev-ba9876543210" and v["agent"]["mode"] == "none"
 
@@ -219,3 +223,17 @@ def test_pod_line_reads_like_kubectl_wide() -> None:
     line = pod_line(pod)
     assert line.split() == ["joulie-extender-1", "1/1", "Running", "restarts", "2", "ip", "10.89.1.2", "node", "kl-node"]
     assert pod_line({}).split()[:3] == ["?", "0/0", "?"]
+
+
+def test_kube_proxy_leaves_the_hosts_sysctls_alone() -> None:
+    argv = kube_proxy_argv(Path("/k"), NODE, 10256, 10249)
+    assert "--proxy-mode=iptables" in argv and "--hostname-override=kl-node" in argv
+    assert {"--conntrack-max-per-core=0", "--iptables-localhost-nodeports=false"} <= set(argv)
+    assert {"--healthz-bind-address=127.0.0.1:10256", "--metrics-bind-address=127.0.0.1:10249"} <= set(argv)
+
+
+def test_down_looks_for_the_node_cgroups_in_every_hierarchy_the_unified_one_too() -> None:
+    mounts = cgroup_mounts(PROC_MOUNTS)
+    assert "/sys/fs/cgroup/unified" in mounts and "/sys/fs/cgroup/systemd" in mounts
+    assert "/sys/fs/cgroup" not in mounts  # the tmpfs holding them
+    assert set(v1_hierarchies(PROC_MOUNTS)) == set(mounts) - {"/sys/fs/cgroup/unified"}
