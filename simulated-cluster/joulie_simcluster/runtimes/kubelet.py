@@ -44,6 +44,7 @@ from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import process
 from joulie_simcluster.runtimes.kube import apply_nodes, core_api, kube_list, node_ready
 from joulie_simcluster.runtimes.kubelet_config import (
+    KUBELET_IPTABLES_CLEANUP,
     NAMESPACE,
     RELEASE,
     KubeletFailure,
@@ -124,25 +125,37 @@ def check_host() -> dict[str, str]:
     return found
 
 
-def kube_proxy_tool() -> Path | None:
-    """kube-proxy from the tools manifest (``bootstrap-tools.sh kube-proxy``), None when not built:
-    the node then runs without Service routing."""
+def node_tool(tool: str) -> Path | None:
+    """An optional tool of the bootstrap (kubelet, kube-proxy, pause) at the control plane's version:
+    from the manifest, else ``<bin>/<tool>-<version>`` beside kube-apiserver (a bootstrap that
+    predates the optional tools rewrites the manifest without them). None when not built."""
     env = parse_env_file(manifest_path().read_text()) if manifest_path().is_file() else {}
-    p = Path(env.get("KUBE_PROXY", "") or "/nonexistent")
-    return p if os.access(p, os.X_OK) else None
+    listed = env.get(tool.upper().replace("-", "_"), "")
+    if listed and os.access(listed, os.X_OK):
+        return Path(listed)
+    apiserver = Path(env.get("KUBE_APISERVER", ""))
+    version = apiserver.name.removeprefix("kube-apiserver-")
+    candidate = apiserver.parent / f"{tool}-{version}"
+    return candidate if version and os.access(candidate, os.X_OK) else None
+
+
+def kube_proxy_tool() -> Path | None:
+    """kube-proxy (``bootstrap-tools.sh kube-proxy``), None when not built: the node then runs
+    without Service routing."""
+    return node_tool("kube-proxy")
 
 
 def node_tools() -> tuple[Path, Path, str]:
-    """(kubelet, pause, Kubernetes version) from the tools manifest, which lists them once
-    ``ci/tools/bootstrap-tools.sh kubelet pause`` has built them."""
-    env = parse_env_file(manifest_path().read_text()) if manifest_path().is_file() else {}
-    paths = {k: Path(env.get(k, "")) for k in ("KUBELET", "PAUSE")}
-    missing = [k.lower() for k, p in paths.items() if not str(p) or str(p) == "." or not os.access(p, os.X_OK)]
+    """(kubelet, pause, Kubernetes version), once ``ci/tools/bootstrap-tools.sh kubelet pause`` has
+    built them."""
+    paths = {t: node_tool(t) for t in ("kubelet", "pause")}
+    missing = [t for t, p in paths.items() if p is None]
     if missing:
-        raise KubeletFailure(f"{' and '.join(missing)} not built ({manifest_path()} does not list them); "
+        raise KubeletFailure(f"{' and '.join(missing)} not built (not in {manifest_path()} nor beside kube-apiserver); "
                              f"run: ci/tools/bootstrap-tools.sh kubelet pause")
-    version = paths["KUBELET"].name.removeprefix("kubelet-")
-    return paths["KUBELET"], paths["PAUSE"], version
+    kubelet, pause = paths["kubelet"], paths["pause"]
+    assert kubelet is not None and pause is not None
+    return kubelet, pause, kubelet.name.removeprefix("kubelet-")
 
 
 # --- the node's address ------------------------------------------------------------------------
@@ -485,6 +498,11 @@ def _mounts_under(root: Path) -> list[str]:
 def _clean_node(paths: NodePaths, cgroup_root: str, progress: Callable[[str], None]) -> None:
     """Unmounts what the kubelet and containerd left under the node directory (deepest first) and
     removes the node's cgroups (deepest first)."""
+    # containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its state dir: the
+    # directories go when empty (another containerd's would not be).
+    for d in (Path("/run/containerd/s"), Path("/run/containerd")):
+        with contextlib.suppress(OSError):
+            d.rmdir()
     mounts = sorted(_mounts_under(paths.root), key=len, reverse=True)
     for m in mounts:
         subprocess.run(["umount", "-l", m], capture_output=True)
@@ -529,6 +547,10 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
     if env.get(pid_key("kube-proxy")) and proxy is not None:
         r = subprocess.run([str(proxy), "--cleanup", "--proxy-mode=iptables"], capture_output=True, text=True, timeout=60)
         progress(f"kube-proxy --cleanup: exit {r.returncode}")
+    if env.get(pid_key("kubelet")):
+        for argv in KUBELET_IPTABLES_CLEANUP:  # a rule or chain already gone fails harmlessly
+            subprocess.run(list(argv), capture_output=True, timeout=30)
+        progress("removed the kubelet's iptables chains (KUBE-FIREWALL, KUBE-KUBELET-CANARY)")
     return stopped + process.down(state, keep=keep, progress=None)
 
 

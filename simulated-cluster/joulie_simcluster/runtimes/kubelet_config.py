@@ -244,7 +244,9 @@ def containerd_config(paths: NodePaths, node: NodeSettings) -> dict[str, Any]:
                     "default_runtime_name": "runc",
                     "runtimes": {"runc": {
                         "runtime_type": "io.containerd.runc.v2",
-                        "options": {"SystemdCgroup": False, "BinaryName": node.runc},
+                        # runc's state under ours too (its default is /run/containerd/runc).
+                        "options": {"SystemdCgroup": False, "BinaryName": node.runc,
+                                    "Root": str(paths.containerd_state / "runc")},
                     }},
                 },
                 "cni": {"bin_dir": node.cni_bin_dir, "conf_dir": str(paths.cni_conf_dir), "max_conf_num": 1},
@@ -429,6 +431,22 @@ def pod_line(pod: Mapping[str, Any]) -> str:
     name = (pod.get("metadata") or {}).get("name", "?")
     return (f"{name:<48} {ready}/{containers}  {status.get('phase', '?'):<9} restarts {restarts}  "
             f"ip {status.get('podIP', '-')}  node {spec.get('nodeName', '-')}")
+
+
+# The iptables chains the kubelet makes on the host (its canary, the localnet firewall and
+# kube-proxy's mode hint); down removes them, jumps first, since nothing else here uses them.
+# kube-proxy's own chains go with `kube-proxy --cleanup`.
+KUBELET_IPTABLES_CLEANUP: tuple[tuple[str, ...], ...] = tuple(
+    (cmd, *args)
+    for cmd in ("iptables", "ip6tables")
+    for args in (
+        ("-t", "filter", "-D", "INPUT", "-j", "KUBE-FIREWALL"),
+        ("-t", "filter", "-D", "OUTPUT", "-j", "KUBE-FIREWALL"),
+        ("-t", "filter", "-F", "KUBE-FIREWALL"), ("-t", "filter", "-X", "KUBE-FIREWALL"),
+        *(("-t", table, op, "KUBE-KUBELET-CANARY") for table in ("filter", "nat", "mangle") for op in ("-F", "-X")),
+        ("-t", "mangle", "-X", "KUBE-IPTABLES-HINT"),
+    )
+)
 
 
 # --- host checks ----------------------------------------------------------------------------------

@@ -73,7 +73,8 @@ def test_containerd_config_is_toml_with_everything_under_the_node_dir() -> None:
     assert cri["restrict_oom_score_adj"] is True and cri["netns_mounts_under_state_dir"] is True
     runc = cri["containerd"]["runtimes"]["runc"]
     assert runc["runtime_type"] == "io.containerd.runc.v2"
-    assert runc["options"] == {"SystemdCgroup": False, "BinaryName": "/usr/sbin/runc"}
+    assert runc["options"] == {"SystemdCgroup": False, "BinaryName": "/usr/sbin/runc",
+                               "Root": "/state/kl/kubelet/containerd/state/runc"}
     assert cri["cni"]["conf_dir"] == "/state/kl/kubelet/cni/net.d"
     assert "io.containerd.internal.v1.opt" in cfg["disabled_plugins"]
 
