@@ -16,6 +16,8 @@ Builds the pinned tools that are missing (default: all of them) and writes the m
 $JOULIE_CACHE/bin/tools.env (JOULIE_CACHE defaults to ~/.cache/joulie).
 
 tools:   etcd kube-apiserver kube-scheduler kube-controller-manager kwok prometheus helm otelcol
+         (the default set), and kubelet kube-proxy pause: built only when named, for the simulated
+         cluster's kubelet runtime (SIMCLUSTER_RUNTIME=kubelet), so the default run stays as fast.
 options:
   --print-paths  build nothing; rewrite the manifest from what is in the cache and print it.
                  Exit status 3 (and the missing tools on stderr) if a requested tool is missing.
@@ -41,6 +43,11 @@ MANIFEST=$BIN_DIR/tools.env
 TIMES_FILE=$LOG_DIR/build-times.tsv
 
 ALL_TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok prometheus helm otelcol)
+# Built only when named on the command line: what only the simulated cluster's kubelet runtime
+# needs (kubelet ~80 MiB, a ten-minute build on two busy cores; kube-proxy; the sandbox binary of its
+# pause image, ci/tools/pause: no upstream module, versioned with the Kubernetes release it goes
+# with); listed in the manifest once built.
+OPTIONAL_TOOLS=(kubelet kube-proxy pause)
 
 die() {
 	echo "bootstrap-tools: error: $*" >&2
@@ -64,18 +71,19 @@ for arg in "$@"; do
 	-*) die "unknown option '$arg' (see --help)" ;;
 	*)
 		known=0
-		for t in "${ALL_TOOLS[@]}"; do [[ $t == "$arg" ]] && known=1; done
-		((known)) || die "unknown tool '$arg'; known tools: ${ALL_TOOLS[*]}"
+		for t in "${ALL_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}"; do [[ $t == "$arg" ]] && known=1; done
+		((known)) || die "unknown tool '$arg'; known tools: ${ALL_TOOLS[*]} ${OPTIONAL_TOOLS[*]}"
 		REQUESTED+=("$arg")
 		;;
 	esac
 done
 # Canonical order (it keeps the three Kubernetes builds next to each other so the second
-# and third reuse the first one's compiled packages), without duplicates.
+# and third reuse the first one's compiled packages), without duplicates. No tool named:
+# the default set (ALL_TOOLS), never the optional ones.
 TOOLS=()
-for t in "${ALL_TOOLS[@]}"; do
+for t in "${ALL_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}"; do
 	if ((${#REQUESTED[@]} == 0)); then
-		TOOLS+=("$t")
+		[[ " ${OPTIONAL_TOOLS[*]} " == *" $t "* ]] || TOOLS+=("$t")
 	else
 		for r in "${REQUESTED[@]}"; do
 			if [[ $r == "$t" ]]; then
@@ -137,7 +145,7 @@ OTELCOL_CONTRIB_MODULES=(github.com/open-telemetry/opentelemetry-collector-contr
 tool_version() {
 	case $1 in
 	etcd) echo "$ETCD_VERSION" ;;
-	kube-*) echo "$KUBERNETES_VERSION" ;;
+	kube-* | kubelet | pause) echo "$KUBERNETES_VERSION" ;;
 	kwok) echo "$KWOK_VERSION" ;;
 	prometheus) echo "$PROMETHEUS_VERSION" ;;
 	helm) echo "$HELM_VERSION" ;;
@@ -150,14 +158,14 @@ tool_key() { # manifest key: kube-apiserver -> KUBE_APISERVER
 }
 tool_group() { # the Go module directory under ci/tools/
 	case $1 in
-	kube-*) echo k8s ;;
+	kube-* | kubelet) echo k8s ;;
 	*) echo "$1" ;;
 	esac
 }
 tool_pkg() { # the main package to build, from inside the group's module
 	case $1 in
-	etcd | otelcol) echo . ;;
-	kube-*) echo "./cmd/$1" ;;
+	etcd | otelcol | pause) echo . ;;
+	kube-* | kubelet) echo "./cmd/$1" ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	prometheus) echo github.com/prometheus/prometheus/cmd/prometheus ;;
 	helm) echo "$HELM_MODULE/cmd/helm" ;;
@@ -171,6 +179,7 @@ group_upstream() { # the upstream module a group's go.mod pins, and its version
 	prometheus) echo "github.com/prometheus/prometheus $PROMETHEUS_GO_MODULE_VERSION" ;;
 	helm) echo "$HELM_MODULE $HELM_VERSION" ;;
 	otelcol) echo "go.opentelemetry.io/collector/otelcol $OTELCOL_VERSION" ;;
+	pause) echo "" ;; # standard library only
 	esac
 }
 tool_tags() {
@@ -190,7 +199,7 @@ tool_ldflags() {
 	local t=$1 when=$2 v
 	local flags="-s -w"
 	case $t in
-	kube-*)
+	kube-* | kubelet)
 		v=$KUBERNETES_VERSION
 		local major minor
 		major=$(semver_part "$v" 0)
@@ -209,6 +218,7 @@ tool_ldflags() {
 		;;
 	helm) flags+=" -X $HELM_MODULE/internal/version.version=$HELM_VERSION -X $HELM_MODULE/internal/version.gitTreeState=clean" ;;
 	otelcol) flags+=" -X main.version=${OTELCOL_VERSION#v}" ;;
+	pause) flags+=" -X main.version=$KUBERNETES_VERSION" ;;
 	esac
 	echo "$flags"
 }
@@ -223,11 +233,12 @@ tool_version_cmd() {
 tool_version_expect() { # a fixed string the version report must contain
 	case $1 in
 	etcd) echo "etcd Version: ${ETCD_VERSION#v}" ;;
-	kube-*) echo "Kubernetes $KUBERNETES_VERSION" ;;
+	kube-* | kubelet) echo "Kubernetes $KUBERNETES_VERSION" ;;
 	kwok) echo "${KWOK_VERSION#v}" ;;
 	prometheus) echo "prometheus, version ${PROMETHEUS_VERSION#v}" ;;
 	helm) echo "Version:\"$HELM_VERSION\"" ;;
 	otelcol) echo "otelcol version ${OTELCOL_VERSION#v}" ;;
+	pause) echo "joulie pause $KUBERNETES_VERSION" ;;
 	esac
 }
 
@@ -269,6 +280,7 @@ gomod_pin_problem() { # prints what is wrong with the group's go.mod, nothing if
 		echo "$gomod is missing"
 		return
 	fi
+	[[ -n $mod ]] || return 0 # no upstream module to pin (pause)
 	if ! grep -Eq "^[[:space:]]*(require[[:space:]]+)?${mod//./\\.}[[:space:]]+${ver//./\\.}([[:space:]]|$)" "$gomod"; then
 		echo "$gomod does not require $mod $ver"
 		return
@@ -325,7 +337,7 @@ write_manifest() {
 		echo "# Generated by ci/tools/bootstrap-tools.sh from versions.env; do not edit."
 		echo "# Absolute paths of the pinned tools. Read it with \`source\` or as KEY=value lines."
 		echo "JOULIE_TOOLS_BIN=$(manifest_value "$BIN_DIR")"
-		for t in "${ALL_TOOLS[@]}"; do
+		for t in "${ALL_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}"; do
 			key=$(tool_key "$t")
 			path=$BIN_DIR/$t-$(tool_version "$t")
 			if [[ -x $path ]]; then
@@ -414,7 +426,10 @@ if ((SYNC_GOMOD)); then
 		g=$(tool_group "$t")
 		[[ " ${groups[*]-} " == *" $g "* ]] || groups+=("$g")
 	done
-	for g in "${groups[@]}"; do sync_group "$g"; done
+	for g in "${groups[@]}"; do
+		[[ -n $(group_upstream "$g") ]] || continue # nothing upstream to sync (pause)
+		sync_group "$g"
+	done
 	echo "go.mod files are in sync with $VERSIONS_FILE; review and commit ci/tools/*/go.{mod,sum}"
 	exit 0
 fi
@@ -513,8 +528,11 @@ build_tool() {
 	# build
 	# Version stamps use the upstream release's time (from the module proxy), not "now",
 	# so rebuilding the same pins gives the same version report.
-	when=$("$GO" -C "$dir" list -mod=readonly -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' \
-		"$(group_upstream "$g" | cut -d' ' -f1)" 2>>"$log" || true)
+	when=""
+	if [[ -n $(group_upstream "$g") ]]; then
+		when=$("$GO" -C "$dir" list -mod=readonly -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' \
+			"$(group_upstream "$g" | cut -d' ' -f1)" 2>>"$log" || true)
+	fi
 	[[ -n $when ]] || when=1970-01-01T00:00:00Z
 	TMP_OUT=$BIN_DIR/.$t-$ver.tmp.$$
 	s2=$SECONDS

@@ -27,8 +27,8 @@ Settings (environment, read once; an unknown SIMCLUSTER_* variable or a bad valu
 SIMCLUSTER_NAME, SIMCLUSTER_DIR, SIMCLUSTER_SPEC, SIMCLUSTER_VALUES (comma-separated values files),
 SIMCLUSTER_HWEMU (fuse|files, default fuse), SIMCLUSTER_TIMING (ci|production, default ci),
 SIMCLUSTER_TELEMETRY (otlp|otel-unpromoted|otel-labels-unpromoted|otel-utf8|scrape|otel-collector|otel-bridge;
-see ``telemetry``), SIMCLUSTER_POWER_SCOPE (auto|host), SIMCLUSTER_RUNTIME (process, the default, or k3s:
-the seed's k3s container; simulated-cluster/K3S.md), SIMCLUSTER_KEEP, SIMCLUSTER_KEEP_FAILED,
+see ``telemetry``), SIMCLUSTER_POWER_SCOPE (auto|host), SIMCLUSTER_RUNTIME (process, the default; k3s:
+the seed's k3s container, simulated-cluster/K3S.md; kubelet: one real kubelet node, KUBELET.md), SIMCLUSTER_KEEP, SIMCLUSTER_KEEP_FAILED,
 SIMCLUSTER_FORCE_RELOAD, SIMCLUSTER_NO_BUILD (1|0), SIMCLUSTER_DIST (where ./pants package put the PEXes,
 default dist), SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate windows, at least 20 minutes),
 SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
@@ -66,7 +66,7 @@ from joulie_simcluster.deploy.reports import component_reports, print_reports
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.logs import print_log, print_tree
-from joulie_simcluster.runtimes import k3s, process
+from joulie_simcluster.runtimes import k3s, kubelet, process
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.scenario import run as scenario_run
 from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
@@ -211,6 +211,10 @@ def _down(args: argparse.Namespace, ctx: Context) -> int:
         k3s.down_k3s(state, name=settings.name, keep_volumes=settings.keep)
         progress(f"removed the k3s container {settings.name}")
         return 0
+    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "kubelet":
+        # Not stop_deployed: its stray search would take containerd's shims (they name the state dir).
+        kubelet.down_kubelet(state, keep=settings.keep, progress=progress)
+        return 0
     if supervisor.stop(state):  # first: nothing may restart what down stops
         progress("stopped the supervisor")
     stop_deployed(state, progress)
@@ -223,6 +227,10 @@ def _deploy(args: argparse.Namespace, ctx: Context) -> int:
     if not state.spec.is_file():
         raise RuntimeFailure(f"no cluster in {state.root} (no {state.spec.name}); run simcluster up first")
     values = _values_files(ctx.settings, args.values, [])
+    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "kubelet":
+        # The chart with the real helm onto the kubelet node (simulated-cluster/KUBELET.md).
+        kubelet.deploy_chart(state, values, ctx.progress)
+        return 0
     result = deploy(ctx, RenderedSpec.load(state.spec),
                     DeployOptions(values, daemonset_for(values), workload=not args.no_workload, trace=args.trace))
     print_reports(result.reports)
@@ -253,6 +261,10 @@ def _up(args: argparse.Namespace, ctx: Context) -> int:
         eligible, _ = select_agents(rendered.nodes, daemonset_for(_values_files(settings, None, [])))
         k3s.up_k3s(ctx.state, rendered, k3s.K3sOptions(name=settings.name, agents=len(eligible), hwemu=settings.hwemu),
                    ctx.progress)
+        return 0
+    if settings.runtime == "kubelet":
+        # The control plane plus one real kubelet node on containerd (simulated-cluster/KUBELET.md).
+        kubelet.up_kubelet(ctx, rendered, crd_dir=args.crds, telemetry_mode=settings.telemetry)
         return 0
     process.up(ctx, rendered, crd_dir=args.crds, telemetry_mode=settings.telemetry)
     return 0

@@ -24,7 +24,7 @@ PREFIX = "SIMCLUSTER_"
 
 HwemuMode = Literal["fuse", "files"]
 PowerScope = Literal["auto", "host"]
-RuntimeName = Literal["process", "k3s"]
+RuntimeName = Literal["process", "k3s", "kubelet"]
 
 
 class SettingsError(ValueError):
@@ -62,8 +62,10 @@ class Settings:
     (NODE_POWER_SCOPE=host) where the telemetry mode carries it; ``auto`` leaves the mode's choice.
     Default ``auto``."""
     runtime: RuntimeName = field(default="process", metadata=_env("RUNTIME"))
-    """SIMCLUSTER_RUNTIME: ``process`` (every component a local process) or ``k3s`` (``up`` only: the
-    seed's k3s container, simulated-cluster/K3S.md). Default ``process``."""
+    """SIMCLUSTER_RUNTIME: ``process`` (every component a local process), ``k3s`` (``up`` only: the
+    seed's k3s container, simulated-cluster/K3S.md) or ``kubelet`` (``up`` only: the process runtime's
+    control plane plus one real kubelet node on containerd, simulated-cluster/KUBELET.md). Default
+    ``process``."""
     keep: bool = field(default=False, metadata=_env("KEEP"))
     """SIMCLUSTER_KEEP: 1 keeps the cluster after ``smoke`` and ``bench-live``, and the state dir (but
     runs/, always kept) at ``down``. Default 0."""
@@ -197,7 +199,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "timing": _timing,
     "telemetry": _telemetry,
     "power_scope": _one_of("auto", "host"),
-    "runtime": _one_of("process", "k3s"),
+    "runtime": _one_of("process", "k3s", "kubelet"),
     "keep": _flag,
     "keep_failed": _flag,
     "force_reload": _flag,

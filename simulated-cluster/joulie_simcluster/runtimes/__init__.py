@@ -7,4 +7,8 @@
              Collector of some telemetry modes) as local processes on 127.0.0.1
 ``k3s``      the seed's runtime: one privileged k3s container (simulated-cluster/K3S.md), driven
              through the docker CLI; ``k3s_config`` that container as data (pin, capacity, argv)
+``kubelet``  the process runtime's control plane plus one real kubelet node on containerd, the chart
+             installed with helm (simulated-cluster/KUBELET.md); ``kubelet_config`` the node as data
+             (paths, configs, argv, host checks, chart values), ``kubelet_images`` image archives
+             without a registry or Docker
 """
