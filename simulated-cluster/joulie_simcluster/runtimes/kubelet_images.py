@@ -34,11 +34,8 @@ class LayerFile:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def image_config(diff_ids: Sequence[str], *, entrypoint: Sequence[str], cmd: Sequence[str] = (),
