@@ -96,8 +96,15 @@ def test_clock_skew_restarts_one_agent_under_libfaketime_and_clear_restores_it(
     skewed = int((sd.read_deploy_env() or {})["PID_agent-a"])
     try:
         assert hit.target == "agent-a" and hit.killed == {"agent-a"} and not pid_alive(procs["agent-a"].pid)
+        # Read until the new process shows its environment: under load CI once read it empty.
+        deadline = time.monotonic() + 5
         env = _environ(skewed)
-        assert env["FAKETIME"] == "-180" and "libfaketime" in env["LD_PRELOAD"]
+        while "FAKETIME" not in env and pid_alive(skewed) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            env = _environ(skewed)
+        assert env.get("FAKETIME") == "-180" and "libfaketime" in env.get("LD_PRELOAD", ""), (
+            f"pid {skewed} (state {_state_of(skewed) if Path(f'/proc/{skewed}').exists() else 'gone'}) "
+            f"environ {sorted(env)}; log: {sd.log('agent-a').read_text()[-400:]!r}")
         assert pid_alive(procs["agent-b"].pid)
         assert hit.clear is not None
         hit.clear()
