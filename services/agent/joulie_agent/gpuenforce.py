@@ -149,10 +149,10 @@ class GPUEnforcer:
         if inv.source == "nvml" and self.nvml is not None:
             return self.nvml.set_power_limit(idx, w)
         if inv.vendor == "nvidia":
-            res = self.run(gputools.nvidia_set_argv(idx, w))
+            res = self.run(gputools.nvidia_set_argv([idx], w))
             return None if res.ok else res.describe()
         if inv.source == "amd-smi":
-            res = self.run(gputools.amdsmi_set_argv(idx, w, inv.amdsmi_ppt))
+            res = self.run(gputools.amdsmi_set_argv([idx], w, inv.amdsmi_ppt))
             return None if res.ok and not gputools.amdsmi_set_failed(res.output) else res.describe()
         res = self.run(gputools.rocmsmi_set_argv(idx, w))
         if res.ok and gputools.rocmsmi_set_succeeded(res.output):
@@ -161,16 +161,48 @@ class GPUEnforcer:
             return f"{res.describe()}"
         return f"{' '.join(res.argv)}: cap not set: {gputools.rocmsmi_failure_reason(res.output)[:160]}"
 
+    def _set_group(self, inv: gputools.Inventory, idxs: list[int], w: float) -> dict[int, str | None] | None:
+        """Set the same cap on several boards in one tool call: {index: None or why not}, or None
+        when the caller should set them one by one to learn which board refused.
+
+        A tool call is a process start (on the emulated nodes a Python program), and a cap change on
+        an 8-GPU node used to be eight of them. nvidia-smi checks every selected board before it
+        writes any, so a refusal sets none: then each board is set on its own, which sets the good
+        ones and names the bad one, as one call per board always did. amd-smi exits 0 whatever
+        happened: ``_set_caps`` reads every board back, which names the ones it did not take.
+        rocm-smi reports per board in prose and stays one call per board."""
+        if len(idxs) < 2 or inv.source == "nvml" or inv.source == "rocm-smi":
+            return None
+        if inv.vendor == "nvidia":
+            res = self.run(gputools.nvidia_set_argv(idxs, w))
+        elif inv.source == "amd-smi":
+            res = self.run(gputools.amdsmi_set_argv(idxs, w, inv.amdsmi_ppt))
+        else:
+            return None
+        if res.ok:
+            return dict.fromkeys(idxs)
+        if res.returncode == 124:
+            # A hung tool would hang once per board too: every board failed, one timeout spent.
+            return dict.fromkeys(idxs, res.describe())
+        return None
+
     def _set_caps(self, inv: gputools.Inventory, todo: dict[int, float]) -> dict[int, str]:
-        """Set each GPU's cap; {index: why not} for those that failed."""
+        """Set each GPU's cap, one tool call per distinct wattage where the tool allows;
+        {index: why not} for those that failed."""
         failures: dict[int, str] = {}
         done: dict[int, float] = {}
+        groups: dict[int, list[int]] = {}
         for idx, w in sorted(todo.items()):
-            err = self._set_one(inv, idx, w)
-            if err:
-                failures[idx] = f"gpu {idx}: {err}"
-            else:
-                done[idx] = w
+            groups.setdefault(round(w), []).append(idx)  # the tools take whole watts
+        for idxs in groups.values():
+            errs = self._set_group(inv, idxs, todo[idxs[0]])
+            if errs is None:
+                errs = {idx: self._set_one(inv, idx, todo[idx]) for idx in idxs}
+            for idx, err in errs.items():
+                if err:
+                    failures[idx] = f"gpu {idx}: {err}"
+                else:
+                    done[idx] = todo[idx]
         if done and inv.source == "amd-smi":
             # amd-smi exits 0 whatever happened: trust only what it reads back.
             again = gputools.parse_amdsmi_limits(self.run(gputools.AMDSMI_LIMITS).output)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -213,8 +214,10 @@ def merge_names(inv: Inventory, names: dict[int, str]) -> None:
     inv.devices = [d if d.name or d.index not in names else replace(d, name=names[d.index]) for d in inv.devices]
 
 
-def nvidia_set_argv(index: int, watts: float) -> list[str]:
-    return ["nvidia-smi", "-i", str(index), "-pl", str(round(watts))]
+def nvidia_set_argv(indices: Sequence[int], watts: float) -> list[str]:
+    """One call for every board given: ``-i`` takes a comma-separated list, and nvidia-smi checks
+    every selected board before it writes any (a refusal writes none)."""
+    return ["nvidia-smi", "-i", ",".join(str(i) for i in indices), "-pl", str(round(watts))]
 
 
 def rocmsmi_set_argv(index: int, watts: float) -> list[str]:
@@ -222,9 +225,10 @@ def rocmsmi_set_argv(index: int, watts: float) -> list[str]:
     return ["rocm-smi", "-d", str(index), "--setpoweroverdrive", str(round(watts)), "--autorespond", "y"]
 
 
-def amdsmi_set_argv(index: int, watts: float, ppt: bool) -> list[str]:
+def amdsmi_set_argv(indices: Sequence[int], watts: float, ppt: bool) -> list[str]:
+    """One call for every board given (``-g`` takes several indices)."""
     target = ["ppt0", str(round(watts))] if ppt else [str(round(watts))]
-    return ["amd-smi", "set", "-g", str(index), "-o", *target]
+    return ["amd-smi", "set", "-g", *(str(i) for i in indices), "-o", *target]
 
 
 def rocmsmi_set_succeeded(output: str) -> bool:

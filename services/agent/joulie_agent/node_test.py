@@ -320,9 +320,31 @@ def test_a05_gpu_cap_is_set_on_every_gpu_and_not_rewritten_when_unchanged(tmp_pa
     assert (out.backend, out.result) == ("host-nvidia", "applied")
     assert out.message == "applied gpu cap 250.0W on 8 devices"
     assert [gpus.limit_w(i) for i in range(8)] == [250.0] * 8
-    assert [f"-i {i} -pl 250" for i in range(8)] == [x for x in gpus.calls() if "-pl" in x]
+    # One nvidia-smi start for the eight boards, not one per board (a tool call is a process start).
+    assert ["-i 0,1,2,3,4,5,6,7 -pl 250"] == [x for x in gpus.calls() if "-pl" in x]
     c.reconcile_gpu(spec(gpu_w=250))
-    assert len([x for x in gpus.calls() if "-pl" in x]) == 8
+    assert len([x for x in gpus.calls() if "-pl" in x]) == 1
+
+
+def test_a_board_refusing_the_cap_is_named_and_the_others_are_set(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    testtrees.write(gpus.state / "gpu3" / "locked", "")
+    out = c.reconcile_gpu(spec(gpu_w=250))
+    assert (out.backend, out.result) == ("host-nvidia", "error")
+    assert "applied on 7 of 8 devices" in out.message
+    assert "gpu 3: nvidia-smi -i 3 -pl 250: exit 3" in out.message and "not supported" in out.message
+    assert [gpus.limit_w(i) for i in range(8)] == [250.0] * 3 + [700.0] + [250.0] * 4
+    # The batch wrote nothing (nvidia-smi checks every board first); then one call per board.
+    sets = [x for x in gpus.calls() if "-pl" in x]
+    assert sets == ["-i 0,1,2,3,4,5,6,7 -pl 250"] + [f"-i {i} -pl 250" for i in range(8)]
+
+
+def test_a_hung_batch_costs_one_timeout_not_one_per_board(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    testtrees.write(gpus.state / "hang_set", "")  # the driver hangs on a set; queries answer
+    out = c.reconcile_gpu(spec(gpu_w=250))
+    assert out.result == "error" and "timed out" in out.message and "applied on 0 of 8" in out.message
+    assert [x for x in gpus.calls() if "-pl" in x][-1] == "-i 0,1,2,3,4,5,6,7 -pl 250"
 
 
 def test_gpu_that_lost_its_limit_is_reported_as_drift_and_set_again(tmp_path: Path) -> None:
@@ -497,7 +519,9 @@ def test_amd_smi_caps_are_verified_by_reading_them_back(tmp_path: Path) -> None:
     assert (out.backend, out.result) == ("host-amd", "error")
     assert "gpu 2" in out.message and "7 of 8" in out.message
     assert gpus.limit_w(0) == 600.0 and gpus.limit_w(2) == 750.0
-    assert "set -g 0 -o ppt0 600" in gpus.calls()
+    # One amd-smi start for the eight boards; the read-back names the one that kept its cap.
+    assert "set -g 0 1 2 3 4 5 6 7 -o ppt0 600" in gpus.calls()
+    assert not [x for x in gpus.calls() if x.startswith("set -g 0 -o")]
 
 
 def test_a12_gpu_intent_on_a_node_without_gpus_is_blocked(tmp_path: Path) -> None:

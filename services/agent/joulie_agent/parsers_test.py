@@ -92,10 +92,12 @@ def test_rocmsmi_model_is_card_series_and_secondary_die_power_is_unknown() -> No
 
 
 def test_set_commands_are_the_exact_argv() -> None:
-    assert gputools.nvidia_set_argv(3, 249.6) == ["nvidia-smi", "-i", "3", "-pl", "250"]
+    assert gputools.nvidia_set_argv([3], 249.6) == ["nvidia-smi", "-i", "3", "-pl", "250"]
+    assert gputools.nvidia_set_argv([0, 1, 7], 250.4) == ["nvidia-smi", "-i", "0,1,7", "-pl", "250"]
+    assert gputools.amdsmi_set_argv([0, 2], 600, ppt=True) == ["amd-smi", "set", "-g", "0", "2", "-o", "ppt0", "600"]
     assert gputools.rocmsmi_set_argv(1, 500) == ["rocm-smi", "-d", "1", "--setpoweroverdrive", "500", "--autorespond", "y"]
-    assert gputools.amdsmi_set_argv(2, 500, ppt=True) == ["amd-smi", "set", "-g", "2", "-o", "ppt0", "500"]
-    assert gputools.amdsmi_set_argv(2, 500, ppt=False) == ["amd-smi", "set", "-g", "2", "-o", "500"]
+    assert gputools.amdsmi_set_argv([2], 500, ppt=True) == ["amd-smi", "set", "-g", "2", "-o", "ppt0", "500"]
+    assert gputools.amdsmi_set_argv([2], 500, ppt=False) == ["amd-smi", "set", "-g", "2", "-o", "500"]
 
 
 def test_throttle_plan_holds_the_first_policies_at_the_floor_each_policy_once() -> None:

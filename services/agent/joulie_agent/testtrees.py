@@ -126,16 +126,23 @@ if [ "$1" = "--query-gpu=index,enforced.power.limit" ] && [ "$2" = "--format=csv
   done | sort -n
   exit 0
 fi
+# -i takes a comma-separated list; every board is checked before any is written, as nvidia-smi does.
 if [ "$1" = "-i" ] && [ "$3" = "-pl" ] && [ $# -eq 4 ]; then
-  d="$S/gpu$2"
-  [ -d "$d" ] || {{ echo "No devices were found"; exit 6; }}
-  [ -e "$d/locked" ] && {{ echo "Changing power management limit is not supported for GPU: 00000000:1$2:00.0."; exit 3; }}
-  if awk -v w="$4" -v lo="$(cat "$d/min")" -v hi="$(cat "$d/max")" 'BEGIN {{ exit !(w >= lo && w <= hi) }}'; then
-    old=$(cat "$d/limit"); printf '%s.00' "$4" > "$d/limit"; rm -f "$d/enforced"
-    echo "Power limit for GPU 00000000:1$2:00.0 was set to $4.00 W from $old W."; echo "All done."; exit 0
-  fi
-  echo "Provided power limit $4.00 W is not a valid power limit which should be between $(cat "$d/min") W and $(cat "$d/max") W for GPU 00000000:1$2:00.0"
-  echo "Terminating early due to previous errors."; exit 2
+  [ -e "$S/hang_set" ] && sleep 30
+  ids=$(echo "$2" | tr ',' ' ')
+  for i in $ids; do
+    d="$S/gpu$i"
+    [ -d "$d" ] || {{ echo "No devices were found"; exit 6; }}
+    [ -e "$d/locked" ] && {{ echo "Changing power management limit is not supported for GPU: 00000000:1$i:00.0."; exit 3; }}
+    awk -v w="$4" -v lo="$(cat "$d/min")" -v hi="$(cat "$d/max")" 'BEGIN {{ exit !(w >= lo && w <= hi) }}' || {{
+      echo "Provided power limit $4.00 W is not a valid power limit which should be between $(cat "$d/min") W and $(cat "$d/max") W for GPU 00000000:1$i:00.0"
+      echo "Terminating early due to previous errors."; exit 2; }}
+  done
+  for i in $ids; do
+    d="$S/gpu$i"; old=$(cat "$d/limit"); printf '%s.00' "$4" > "$d/limit"; rm -f "$d/enforced"
+    echo "Power limit for GPU 00000000:1$i:00.0 was set to $4.00 W from $old W."
+  done
+  echo "All done."; exit 0
 fi
 echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help." >&2; exit 2
 """
@@ -188,10 +195,18 @@ if [ "$*" = "static --limit --json" ]; then
     printf '{{"gpu": %s, "limit": {{"ppt0": {{"max_power_limit": {{"value": %s, "unit": "W"}}, "min_power_limit": {{"value": %s, "unit": "W"}}, "socket_power_limit": {{"value": %s, "unit": "W"}}}}, "ppt1": "N/A"}}}}' "$i" "$(cat "$d/max")" "$(cat "$d/min")" "$(cat "$d/limit")"
   done; printf ']\n'; exit 0
 fi
-if [ "$1" = set ] && [ "$2" = -g ] && [ "$4" = -o ] && [ "$5" = ppt0 ]; then
-  d="$S/gpu$3"
-  if [ -e "$d/unsupported" ]; then echo "[AMDSMI_STATUS_NOT_SUPPORTED] Unable to set power cap to $6W"; exit 0; fi
-  printf '%s' "$6" > "$d/limit"; echo "GPU: $3"; echo "    POWERCAP: Successfully set power cap to $6W"; exit 0
+# set -g <index...> -o ppt0 W; exits 0 whatever happened, as amd-smi does.
+if [ "$1" = set ] && [ "$2" = -g ]; then
+  shift 2; ids=""
+  while [ $# -gt 0 ] && [ "$1" != -o ]; do ids="$ids $1"; shift; done
+  if [ "$1" = -o ] && [ "$2" = ppt0 ] && [ $# -eq 3 ] && [ -n "$ids" ]; then
+    for i in $ids; do
+      d="$S/gpu$i"
+      if [ -e "$d/unsupported" ]; then echo "[AMDSMI_STATUS_NOT_SUPPORTED] Unable to set power cap to $3W"; continue; fi
+      printf '%s' "$3" > "$d/limit"; echo "GPU: $i"; echo "    POWERCAP: Successfully set power cap to $3W"
+    done
+    exit 0
+  fi
 fi
 echo "amdsmi_cli_exceptions.AmdSmiInvalidCommandException: Command '$*' is invalid. Error code: -10"; exit 1
 """

@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Callable
 
-from joulie_api.version import service_version
 from joulie_fakesmi import amd_smi, nvidia_smi, rocm_smi
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result
@@ -84,6 +83,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     tool = os.path.basename(prog if prog is not None else (sys.argv[0] if argv is None else "fakesmi"))
     if tool not in TOOLS:
         if args and args[0] == "--version":
+            # Imported here: joulie_api's package imports the pydantic API types (~250 ms), and the
+            # agents start this program for every GPU tool call.
+            from joulie_api.version import service_version
+
             parser = argparse.ArgumentParser(prog=NAME)
             parser.add_argument("--version", action="version", version=f"{NAME} {service_version(__package__ or 'joulie_fakesmi')}")
             parser.parse_args(args[:1])

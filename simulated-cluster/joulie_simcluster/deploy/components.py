@@ -122,6 +122,9 @@ class Plan:
     python: str = "python3.11"
     """The interpreter the GPU tool wrappers run fakesmi with (resolved once: a pyenv shim costs a
     process per call)."""
+    fakesmi_entry: str = ""
+    """The entry script of fakesmi's installed venv (``processes.pex_venv_entry``): the wrappers start
+    it instead of the PEX, a quarter of the CPU per tool call. Empty: the PEX through ``python``."""
     agent_shards: int = 0
     """0: one agent process per eligible Node (the emulated agents of the seed). N > 0: N agent
     processes in the chart's ``pool`` mode, each owning the Nodes FNV-1a-32(name) mod N assigns it
@@ -220,10 +223,8 @@ def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
         "HWEMU_HOST_ROOT": str(plan.agent_dir(node.name) / "host"),
     }
     exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
-    return {
-        tools_dir / tool: f"#!/bin/sh\n{exports}exec '{plan.python}' '{plan.binaries['fakesmi']}' {tool} \"$@\"\n"
-        for tool in GPU_TOOLS
-    }
+    program = f"'{plan.fakesmi_entry}'" if plan.fakesmi_entry else f"'{plan.python}' '{plan.binaries['fakesmi']}'"
+    return {tools_dir / tool: f"#!/bin/sh\n{exports}exec {program} {tool} \"$@\"\n" for tool in GPU_TOOLS}
 
 
 def host_stubs(plan: Plan, node: AgentNode) -> list[Path]:

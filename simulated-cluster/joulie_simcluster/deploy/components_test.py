@@ -1,9 +1,12 @@
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy.processes import pex_venv_entry
 from joulie_simcluster.deploy.start import with_workload
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import render_nodes
@@ -52,6 +55,20 @@ def test_tool_delivery_decides_what_the_gpu_tools_find(tmp_path: Path) -> None:
     assert comp.host_stubs(p, p.agents[0]) == [tmp_path / "agents/h100-0/host/lib64/ld-linux-x86-64.so.2",
                                                 tmp_path / "agents/h100-0/host/usr/lib/libnvidia-ml.so.1"]
     assert comp.host_stubs(p, p.agents[1]) == []
+
+
+def test_gpu_tools_start_fakesmis_venv_when_deploy_found_it(tmp_path: Path) -> None:
+    p = replace(plan(tmp_path), fakesmi_entry="/pex/venvs/abc/def/pex")
+    nvsmi = comp.fakesmi_wrappers(p, p.agents[0])[tmp_path / "agents" / "h100-0" / "tools" / "nvidia-smi"]
+    assert nvsmi.endswith("exec '/pex/venvs/abc/def/pex' nvidia-smi \"$@\"\n")
+    assert "HWEMU_STATE_ROOT" in nvsmi
+
+
+def test_a_program_that_is_no_venv_pex_has_no_venv_entry(tmp_path: Path) -> None:
+    script = tmp_path / "not-a-pex.py"
+    script.write_text("print('/nonexistent-prefix')\n")
+    assert pex_venv_entry(sys.executable, script, dict(os.environ)) is None
+    assert pex_venv_entry(sys.executable, tmp_path / "missing.pex", dict(os.environ)) is None
 
 
 def test_the_controller_manager_reads_this_clusters_prometheus(tmp_path: Path) -> None:

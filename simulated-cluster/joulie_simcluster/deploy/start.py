@@ -29,7 +29,7 @@ from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy import simvalues
 from joulie_simcluster.deploy.binaries import install_binaries
-from joulie_simcluster.deploy.processes import interpreter, pid_key, python_env, stop_deployed
+from joulie_simcluster.deploy.processes import interpreter, pex_venv_entry, pid_key, python_env, stop_deployed
 from joulie_simcluster.deploy.proxied import proxied_kubeconfig
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
 from joulie_simcluster.deploy.values import load_values
@@ -185,10 +185,12 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         raise RuntimeFailure(f"values: {e}") from None
     ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports,
                        controller_replica_metrics=tuple(free_port() for _ in range(replicas - 1)))
+    python = interpreter()
     plan = comp.Plan(
         state=state.root, binaries=binaries, kubeconfig=state.kubeconfig,
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=settings.hwemu, timing=settings.timing,
-        ports=ports, agents=agents, values=values, python_path_env=python_env(), python=interpreter(),
+        ports=ports, agents=agents, values=values, python_path_env=python_env(), python=python,
+        fakesmi_entry=pex_venv_entry(python, binaries["fakesmi"], python_env()) or "",
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
         controller_env=tmode.joulie_env(settings.power_scope),
         agent_telemetry_env=tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),
