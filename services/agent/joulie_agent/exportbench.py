@@ -24,6 +24,7 @@ from joulie_agent.gputools import GPUDevice, Inventory
 from joulie_agent.hostread import HostPaths
 from joulie_agent.otlpexport import PowerExporter, otlp_exporter
 from joulie_agent.toolrun import make_runner
+from joulie_common.procstatus import KIB_PER_MIB, rss_kib
 
 INTERVAL_S = 10.0
 
@@ -46,10 +47,7 @@ def cpu_s() -> float:
 
 
 def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return rss_kib() / KIB_PER_MIB
 
 
 def bench(exports: int, tool: bool) -> tuple[float, float]:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
+from joulie_common.procstatus import KIB_PER_MIB, status_kib
 from joulie_controller.fsm import PodInfo, Requirement
 from joulie_controller.hardware import NodeInfo
 from joulie_controller.kube import LIST_PAGE_SIZE, list_paged, node_info, nodes_from_page, pod_info, pods_from_page
@@ -70,12 +71,10 @@ def synthetic(n_nodes: int, n_pods: int, seed: int = 42) -> Snapshot:
 
 
 def _status_mib(field: str) -> float:
-    """A ``/proc/self/status`` memory field (VmRSS now, VmHWM its peak), in MiB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024  # kB
-    raise RuntimeError(f"/proc/self/status has no {field}")
+    kib = status_kib(field)
+    if kib is None:
+        raise RuntimeError(f"/proc/self/status has no {field}")
+    return kib / KIB_PER_MIB
 
 
 def rss_mib() -> float:
