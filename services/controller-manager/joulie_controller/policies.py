@@ -44,6 +44,9 @@ class PolicyPlan:
     notes: tuple[str, ...] = ()
     node_caps: Mapping[str, NodeCaps] = field(default_factory=dict)
     """Per-node caps chosen from the work on the node (work-aware policy); they win over eco_cap_pct."""
+    budget_shed_w: float = 0.0
+    """The watts the power budget's caps are set to hold back (work-aware policy): the controller
+    keeps it for the next tick's ``PolicyInput.budget_shed_w``."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class PolicyInput:
     measured_w: Mapping[str, float] = field(default_factory=dict)
     """Measured node power by node name (nodes without a valid sample are absent)."""
     trend_w_per_min: Mapping[str, float] = field(default_factory=dict)
+    budget_shed_w: float = 0.0
+    """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
+    after a restart): measured power already has it taken off."""
 
 
 def round_half_up(x: float) -> int:

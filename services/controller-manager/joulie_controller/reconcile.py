@@ -109,6 +109,8 @@ class Memory:
     warned: set[tuple[str, str]] = field(default_factory=set)
     idle_since: dict[str, datetime] = field(default_factory=dict)
     """Since when each powered node has had no workload Pod (the power policy's suspend clock)."""
+    budget_shed_w: float = 0.0
+    """What the work-aware budget's caps hold back (``PolicyPlan.budget_shed_w``)."""
 
 
 @dataclass(frozen=True)
@@ -382,8 +384,10 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         policy_nodes, sum(perf_pods.values()), snap.now.timestamp(), s, snap.pods,
         measured_w={k: v for k, (v, _) in measured.items() if v is not None},
         trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
+        budget_shed_w=memory.budget_shed_w,
     )
     decided = plan(s.policy_type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
+    memory.budget_shed_w = decided.budget_shed_w
     log.extend(decided.notes)
 
     # Guard and caps first: rack power needs every node's capped budget.

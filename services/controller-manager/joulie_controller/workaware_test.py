@@ -3,6 +3,8 @@ and a budget that binds only on measured power."""
 
 from __future__ import annotations
 
+import itertools
+
 from joulie_controller.fsm import PodInfo
 from joulie_controller.hardware import HardwareView
 from joulie_controller.policies import PolicyInput, PolicyNode, PolicyPlan, plan
@@ -73,6 +75,43 @@ def test_the_budget_binds_only_when_measured_power_would_exceed_it() -> None:
                                   free.node_caps["cpu-1"])
     assert (t_gpu.gpu_slowdown_pct > f_gpu.gpu_slowdown_pct and "budget: gpu lowered to" in t_gpu.reason) or (
         t_cpu.cpu_slowdown_pct > f_cpu.cpu_slowdown_pct and "budget: cpu lowered to" in t_cpu.reason)
+
+
+def _budget_tick(pods: list[PodInfo], measured: dict[str, float], shed_w: float, budget_w: float) -> PolicyPlan:
+    s = Settings(policy_type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0, cluster_power_budget_w=budget_w)
+    nodes = _nodes()
+    return plan("work_aware_v1", nodes, 0, 0.0, s,
+                PolicyInput(nodes, 0, 0.0, s, pods, measured_w=measured, budget_shed_w=shed_w))
+
+
+def test_the_budget_settles_instead_of_flapping_when_its_own_caps_lower_measured_power() -> None:
+    # A plant whose measured power shows the shed one tick late (the rate window), the demand
+    # 400 W over the budget. A shed of this tick's excess alone released the caps as soon as they
+    # worked and lowered them again the tick after: the 200-node run's 50 % <-> 79 % flapping.
+    pods = [_pod("infer", "gpu-1", "gpu-inference", 4, gpu=8), _pod("stream", "cpu-1", "cpu-memory", 44)]
+    demand = {"gpu-1": 3000.0, "cpu-1": 400.0}
+    budget = 3000.0
+    shed, applied = 0.0, 0.0
+    caps: list[float] = []
+    totals: list[float] = []
+    for _ in range(14):
+        measured = {"gpu-1": demand["gpu-1"] - applied, "cpu-1": demand["cpu-1"]}
+        totals.append(sum(measured.values()))
+        p = _budget_tick(pods, measured, shed, budget)
+        applied, shed = shed, p.budget_shed_w  # what was set last tick shows in this tick's measurement
+        caps.append(p.node_caps["gpu-1"].gpu_pct)
+    # The shed converges on the excess; measured power ends within 2 % of the budget ...
+    assert abs(shed - 400.0) < 20.0, shed
+    assert all(abs(t - budget) / budget < 0.02 for t in totals[-4:]), totals
+    # ... and the caps, once they go down, never go back up while the demand stays (no flapping).
+    assert all(later <= earlier + 1e-9 for earlier, later in itertools.pairwise(caps)), caps
+    assert caps[-1] < caps[0] or caps[0] < 77.5
+    # When the demand falls under the budget the shed decays to nothing and the caps come back.
+    free = _budget_tick(pods, dict(demand), 0.0, 10_000.0).node_caps["gpu-1"].gpu_pct
+    for _ in range(12):
+        p = _budget_tick(pods, {"gpu-1": 2200.0, "cpu-1": 400.0}, shed, budget)
+        shed = p.budget_shed_w
+    assert shed == 0.0 and p.node_caps["gpu-1"].gpu_pct == free and "caps released" not in " ".join(p.notes)
 
 
 def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capped_one() -> None:
