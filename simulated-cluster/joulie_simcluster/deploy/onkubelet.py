@@ -1,0 +1,144 @@
+"""``deploy`` on the kubelet runtime (simulated-cluster/KUBELET.md): the same plan as the process
+runtime, split in two. The simulator and the workload runner stay processes on the host, started as
+the process runtime starts them (the simulator writes every Node's tree under ``<state>/hwemu``); the
+controller manager, the extender and one emulated agent per eligible Node become the chart's Pods on
+the real kubelet node through ``helm upgrade --install``, with the settings the process runtime gives
+those processes. The agents read their trees through a hostPath of the simulator's root, their GPU
+tools are fakesmi from the same host (``agent.emulated.fakesmiHostPath``).
+
+Why the simulator is no Pod: a privileged container cannot start on this project's machines
+(CAP_SYS_RESOURCE is missing from the bounding set), and the simulator's control (gRPC, /debug,
+the emulated BMCs, the OTLP push) is on 127.0.0.1, as the process runtime's smoke reads it. Why files
+mode: the agent Pods see only what their hostPath mount carries; a FUSE view mounted after a Pod
+started reaches it only through mount propagation from a shared mount, which this runtime does not
+set up, so ``SIMCLUSTER_HWEMU=fuse`` is refused here with the way out.
+
+deploy.env records each Pod as the process runtime records a process: PID_/START_ of the
+container's first process on this host, COMPONENT_, URL_, and POD_<name> naming the Pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from joulie_simcluster.context import Context
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes import kubelet
+from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, pod_env
+from joulie_simcluster.state import StateDir
+
+HOST_PROCESSES = ("simulator", "workload", "api-proxy")
+"""What stays a process on the host; every other command of the plan becomes a Pod."""
+
+FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: on the kubelet runtime the agents are Pods reading the simulator's trees "
+                "through a hostPath; a FUSE view mounted on the host after they start does not reach them (no shared "
+                "mount propagation here). Use SIMCLUSTER_HWEMU=files (the simulator writes plain trees).")
+
+
+def check_mode(mode: str) -> None:
+    """A clear refusal of the FUSE view, before anything starts."""
+    if mode == "fuse":
+        raise RuntimeFailure(FUSE_REFUSED)
+
+
+def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Command]]:
+    """(the host processes, the commands that become Pods), each in start order."""
+    return [c for c in cmds if c.name in HOST_PROCESSES], [c for c in cmds if c.name not in HOST_PROCESSES]
+
+
+def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[PodPlan, dict[str, str]]:
+    """The chart's side of the plan: each Pod's settings from its process command, and the URL each
+    reports on (the agents' own ports, the controller manager on the node's address)."""
+    by = {c.name: c for c in pods}
+    agents = [c for c in pods if c.component == "agent"]
+    if any(c.name.startswith("agent-pool-") for c in agents):
+        raise RuntimeFailure("SIMCLUSTER_AGENT_SHARDS > 0: pool agents are not deployed on the kubelet runtime; "
+                             "use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)")
+    if plan.controller_replicas != 1:
+        raise RuntimeFailure("controllerManager.replicas > 1 is not deployed on the kubelet runtime (one node)")
+    cm_port = plan.ports.controller_metrics
+    pp = PodPlan(
+        hwemu_root=plan.hwemu_root, files_view=plan.mode == "files", fakesmi=plan.binaries["fakesmi"],
+        agents=[AgentPod(c.node, plan.ports.agent_metrics[c.node]) for c in agents],
+        agent_env=pod_env(agents[0].env) if agents else None,
+        controller_env=pod_env(by["controller-manager"].env), controller_metrics_port=cm_port,
+        extender_env=pod_env(by["extender"].env),
+    )
+    urls = {c.name: c.metrics_url for c in pods}
+    urls["controller-manager"] = f"http://{node_ip}:{cm_port}/metrics"
+    return pp, urls
+
+
+def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
+    """Each agent's tool host under the simulator's root (what ``toolDelivery: mounted`` provides: one
+    stub per file the GPU tools require; empty otherwise, as a node without the driver's files)."""
+    for agent in plan.agents:
+        host = pp.tool_host(agent.name)
+        host.mkdir(parents=True, exist_ok=True)
+        for stub in comp.host_stubs(plan, agent):
+            path = host / stub.relative_to(plan.agent_dir(agent.name) / "host")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+
+def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[comp.Command], env: dict[str, str],
+          values_files: list[Path], start_processes: Callable[[Context, list[comp.Command], dict[str, str]], int]) -> int:
+    """The simulator first (the agents read its trees), then the chart's Pods, then the workload runner
+    (it needs the extender). Returns how many components started."""
+    state, progress = ctx.state, ctx.progress
+    cluster = state.read_cluster_env() or {}
+    missing = [k for k in ("IMAGE_AGENT", "IMAGE_CONTROLLER_MANAGER", "IMAGE_EXTENDER") if not cluster.get(k)]
+    if missing:
+        raise RuntimeFailure(f"{', '.join(missing)} not in cluster.env: the images were not imported at up "
+                             "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
+    first = [c for c in host if c.name != "workload"]
+    last = [c for c in host if c.name == "workload"]
+    kubelet.share_mount(plan.hwemu_root, progress)
+    started = start_processes(ctx, first, env)
+    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"])
+    write_tool_hosts(plan, pp)
+    values = kubelet.chart_values_file(state)
+    values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))
+    env["HELM_VALUES"] = ",".join(str(p) for p in [*values_files, values])
+    env["CONTROLLER_METRICS"] = f"{cluster['NODE_IP']}:{pp.controller_metrics_port}"
+    env["HELM_S"] = f"{kubelet.helm_install(state, [*values_files, values], progress):.1f}"
+    env.update(kubelet.record_pods(state, urls))
+    state.write_deploy_env(env)
+    kubelet.show_release(state, progress.out)
+    return started + len(pods) + start_processes(ctx, last, env)
+
+
+def stop_previous(state: StateDir, progress: Callable[[str], None]) -> None:
+    """Before a deploy: the last deploy's host processes stop; its Pods stay for helm to upgrade (the
+    process runtime's stray search would take containerd's shims, which name the state dir)."""
+    kubelet.stop_host_processes(state, progress)
+
+
+def restart_controller(state: StateDir, env_update: Mapping[str, str], progress: Callable[[str], None]) -> int:
+    """The smoke's halfway step on this runtime: ``helm upgrade`` with `env_update` in
+    ``controllerManager.env`` (a changed install); the Deployment recreates its Pod. Returns the new
+    container's PID, recorded in deploy.env."""
+    env = state.read_deploy_env() or {}
+    files = [Path(p) for p in env.get("HELM_VALUES", "").split(",") if p]
+    if not files:
+        raise RuntimeFailure(f"no chart install recorded in {state.deploy_env}; run simcluster deploy")
+    extra = kubelet.chart_values_file(state).with_name("chart-values.update.yaml")
+    files = [f for f in files if f != extra]  # a second update replaces the first
+    update: dict[str, Any] = {"controllerManager": {"env": dict(env_update)}}
+    extra.write_text(yaml.safe_dump(update, sort_keys=False))
+    old = env.get("PID_controller-manager", "")
+    kubelet.helm_install(state, [*files, extra], progress)
+    urls = {k.removeprefix("URL_"): v for k, v in env.items() if k.startswith("URL_")}
+    new = kubelet.record_pods(state, urls)
+    if new.get("PID_controller-manager", old) == old:
+        raise RuntimeFailure("helm upgrade did not recreate the controller manager's Pod")
+    env = {**(state.read_deploy_env() or env), **new, "HELM_VALUES": ",".join(str(p) for p in [*files, extra])}
+    state.write_deploy_env(env)
+    progress(f"controller manager Pod recreated (pid {new['PID_controller-manager']}) with {', '.join(sorted(env_update))}")
+    return int(new["PID_controller-manager"])
+
