@@ -39,7 +39,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import process
 from joulie_simcluster.runtimes.kube import apply_nodes, core_api, kube_list, node_ready
 from joulie_simcluster.runtimes.kubelet_config import (
@@ -51,7 +50,6 @@ from joulie_simcluster.runtimes.kubelet_config import (
     NodeSettings,
     cgroup_mounts,
     cgroup_problems,
-    chart_values,
     cni_conflist,
     container_id,
     containerd_argv,
@@ -266,6 +264,32 @@ def base_rootfs_tarball() -> Path | None:
     return found[-1] if found else None
 
 
+BASE_PYTHON = Path("/usr/bin/python3.11")
+"""The base image's interpreter; on a Debian 12 host the same package, so what the PEX unpacks with it
+here is what it would unpack in the container."""
+
+
+def unpack_pex(pex: Path, pex_root: Path, progress: Callable[[str], None]) -> Path | None:
+    """The PEX run once (``--version``) with `pex_root` as PEX_ROOT under BASE_PYTHON: its unpacked
+    code and wheels, for a layer of the image. None (the containers then unpack on their first start)
+    where this host has no such interpreter or the run fails."""
+    if not os.access(BASE_PYTHON, os.X_OK):
+        progress(f"no {BASE_PYTHON} here: {pex.parent.name}'s containers unpack the PEX on their first start")
+        return None
+    shutil.rmtree(pex_root, ignore_errors=True)
+    t0 = time.monotonic()
+    r = subprocess.run([str(BASE_PYTHON), str(pex), "--version"], capture_output=True, text=True, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "PEX_ROOT": str(pex_root), "PEX_PYTHON": str(BASE_PYTHON),
+                            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"})
+    if r.returncode != 0:
+        progress(f"unpacking {pex} failed (exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}); "
+                 "its containers unpack it on their first start")
+        shutil.rmtree(pex_root, ignore_errors=True)
+        return None
+    progress(f"unpacked {pex} for its image ({time.monotonic() - t0:.1f}s)")
+    return pex_root
+
+
 def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: Callable[[str], None]) -> dict[str, str]:
     """The chart's images from the PEXes in `dist` (SIMCLUSTER_DIST), those that are there; cluster.env
     keys IMAGE_<COMPONENT> name each imported ref."""
@@ -277,9 +301,12 @@ def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: C
             continue
         ref = service_ref(component, pex)
         if not has_image(paths, ref):
-            _, archive = build_service_archive(base, component, pex, paths.images)
+            unpacked = unpack_pex(pex, paths.images / f"{component}-pexroot", progress)
+            _, archive = build_service_archive(base, component, pex, paths.images, unpacked)
             import_image(paths, archive, progress)
             archive.unlink()
+            if unpacked is not None:
+                shutil.rmtree(unpacked, ignore_errors=True)
         out["IMAGE_" + component.upper().replace("-", "_")] = ref
     return out
 
@@ -474,7 +501,9 @@ def _remove_pods(paths: NodePaths, progress: Callable[[str], None]) -> None:
         ctr(paths, "tasks", "kill", "-s", "SIGKILL", task, timeout=30)
     for task in tasks:
         for _ in range(20):
-            if ctr(paths, "tasks", "delete", task, timeout=30).returncode == 0:
+            r = ctr(paths, "tasks", "delete", task, timeout=30)
+            # containerd may clean a killed task up itself (its shim gone): "not found" is deleted too.
+            if r.returncode == 0 or "not found" in r.stderr:
                 break
             time.sleep(0.25)
     r = ctr(paths, "containers", "ls", "-q", timeout=30)

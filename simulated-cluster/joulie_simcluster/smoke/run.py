@@ -42,10 +42,10 @@ from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
 from joulie_simcluster.deploy.reload import restart_process
 from joulie_simcluster.deploy.reports import collector_report, component_reports, http_ok
-from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress

@@ -1,0 +1,53 @@
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy import onkubelet
+from joulie_simcluster.deploy.components_test import plan
+from joulie_simcluster.errors import RuntimeFailure
+
+
+def test_the_fuse_view_is_refused_before_anything_starts() -> None:
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_HWEMU=files"):
+        onkubelet.check_mode("fuse")
+    onkubelet.check_mode("files")
+
+
+def test_the_simulator_and_the_workload_stay_on_the_host_the_rest_become_pods(tmp_path: Path) -> None:
+    p = replace(plan(tmp_path, "files"), cluster="smoke")
+    p = replace(p, ports=replace(p.ports, workload_metrics=18090))
+    host, pods = onkubelet.split(comp.commands(p))
+    assert [c.name for c in host] == ["simulator", "workload"]
+    assert [c.name for c in pods] == ["extender", "controller-manager", "agent-h100-0", "agent-intel-0"]
+
+
+def test_each_pod_gets_its_process_settings_and_reports_where_the_process_would(tmp_path: Path) -> None:
+    p = plan(tmp_path, "files")
+    _, pods = onkubelet.split(comp.commands(p))
+    pp, urls = onkubelet.pod_plan(p, pods, "10.89.1.2")
+    assert [(a.node, a.metrics_port) for a in pp.agents] == [("h100-0", 20001), ("intel-0", 20002)]
+    assert pp.files_view and pp.hwemu_root == tmp_path / "hwemu" and pp.fakesmi == p.binaries["fakesmi"]
+    assert pp.agent_env is not None and pp.agent_env["RECONCILE_INTERVAL"] == "3s"
+    assert not {"PATH", "KUBECONFIG", "ROOT", "NODE_NAME", "GPU_TOOL_PATH", "METRICS_ADDR"} & set(pp.agent_env)
+    assert pp.controller_env is not None and pp.controller_env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
+    assert pp.controller_metrics_port == 8081
+    assert urls["agent-h100-0"] == "http://127.0.0.1:20001/metrics"
+    assert urls["controller-manager"] == "http://10.89.1.2:8081/metrics"
+    assert urls["extender"] == "http://127.0.0.1:9876/metrics"
+
+
+def test_pool_agents_and_controller_replicas_are_refused(tmp_path: Path) -> None:
+    p = replace(plan(tmp_path, "files"), agent_shards=1, ports=replace(plan(tmp_path).ports, agent_metrics={"shard-0": 1}))
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_AGENT_SHARDS=0"):
+        onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
+
+
+def test_mounted_tool_delivery_puts_the_stubs_where_the_agent_pod_sees_them(tmp_path: Path) -> None:
+    p = plan(tmp_path, "files")
+    pp, _ = onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
+    onkubelet.write_tool_hosts(p, pp)
+    host = tmp_path / "hwemu" / ".tool-host"
+    assert (host / "h100-0/lib64/ld-linux-x86-64.so.2").is_file() and (host / "h100-0/usr/lib/libnvidia-ml.so.1").is_file()
+    assert (host / "intel-0").is_dir() and not any((host / "intel-0").iterdir())
