@@ -19,6 +19,7 @@ container's first process on this host, COMPONENT_, URL_, and POD_<name> naming 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,16 @@ from joulie_simcluster.context import Context
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes import kubelet
-from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, pod_env
+from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
 from joulie_simcluster.state import StateDir
 
 HOST_PROCESSES = ("simulator", "workload", "api-proxy")
 """What stays a process on the host; every other command of the plan becomes a Pod."""
+
+POD_GPU_TOOL_TIMEOUT_S = 60.0
+"""GPU_TOOL_TIMEOUT of the agent Pods (the processes get 15 s): every agent container starts at once,
+and a GPU tool's first call (a Python interpreter starting fakesmi) on two shared cores outlasted
+15 s, so the agent published the datasheet's cap range and no GPU control."""
 
 FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: on the kubelet runtime the agents are Pods reading the simulator's trees "
                 "through a hostPath; a FUSE view mounted on the host after they start does not reach them (no shared "
@@ -65,7 +71,7 @@ def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[P
     pp = PodPlan(
         hwemu_root=plan.hwemu_root, files_view=plan.mode == "files", fakesmi=plan.binaries["fakesmi"],
         agents=[AgentPod(c.node, plan.ports.agent_metrics[c.node]) for c in agents],
-        agent_env=pod_env(agents[0].env) if agents else None,
+        agent_env={**pod_env(agents[0].env), "GPU_TOOL_TIMEOUT": f"{POD_GPU_TOOL_TIMEOUT_S:g}"} if agents else None,
         controller_env=pod_env(by["controller-manager"].env), controller_metrics_port=cm_port,
         extender_env=pod_env(by["extender"].env),
     )
@@ -75,8 +81,13 @@ def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[P
 
 
 def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
-    """Each agent's tool host under the simulator's root (what ``toolDelivery: mounted`` provides: one
-    stub per file the GPU tools require; empty otherwise, as a node without the driver's files)."""
+    """Under the simulator's root (the agent Pods' hostPath): fakesmi and its wrapper, and each agent's
+    tool host (what ``toolDelivery: mounted`` provides: one stub per file the GPU tools require; empty
+    otherwise, as a node without the driver's files)."""
+    pp.fakesmi_pex.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pp.fakesmi, pp.fakesmi_pex)
+    pp.fakesmi_wrapper.write_text(fakesmi_wrapper(pp.fakesmi_pex))
+    pp.fakesmi_wrapper.chmod(0o755)
     for agent in plan.agents:
         host = pp.tool_host(agent.name)
         host.mkdir(parents=True, exist_ok=True)

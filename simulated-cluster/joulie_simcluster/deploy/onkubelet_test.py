@@ -29,7 +29,7 @@ def test_each_pod_gets_its_process_settings_and_reports_where_the_process_would(
     pp, urls = onkubelet.pod_plan(p, pods, "10.89.1.2")
     assert [(a.node, a.metrics_port) for a in pp.agents] == [("h100-0", 20001), ("intel-0", 20002)]
     assert pp.files_view and pp.hwemu_root == tmp_path / "hwemu" and pp.fakesmi == p.binaries["fakesmi"]
-    assert pp.agent_env is not None and pp.agent_env["RECONCILE_INTERVAL"] == "3s"
+    assert pp.agent_env is not None and pp.agent_env["RECONCILE_INTERVAL"] == "3s" and pp.agent_env["GPU_TOOL_TIMEOUT"] == "60"
     assert not {"PATH", "KUBECONFIG", "ROOT", "NODE_NAME", "GPU_TOOL_PATH", "METRICS_ADDR"} & set(pp.agent_env)
     assert pp.controller_env is not None and pp.controller_env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
     assert pp.controller_metrics_port == 8081
@@ -46,8 +46,13 @@ def test_pool_agents_and_controller_replicas_are_refused(tmp_path: Path) -> None
 
 def test_mounted_tool_delivery_puts_the_stubs_where_the_agent_pod_sees_them(tmp_path: Path) -> None:
     p = plan(tmp_path, "files")
+    p.binaries["fakesmi"].parent.mkdir(parents=True)
+    p.binaries["fakesmi"].write_bytes(b"PK fakesmi")
     pp, _ = onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
     onkubelet.write_tool_hosts(p, pp)
     host = tmp_path / "hwemu" / ".tool-host"
+    # fakesmi where the Pods see it, and the wrapper the chart mounts at /emu/lib/fakesmi.
+    assert (host / "fakesmi.pex").read_bytes() == b"PK fakesmi"
+    assert f"'{host / 'fakesmi.pex'}'" in (host / "fakesmi").read_text() and (host / "fakesmi").stat().st_mode & 0o111
     assert (host / "h100-0/lib64/ld-linux-x86-64.so.2").is_file() and (host / "h100-0/usr/lib/libnvidia-ml.so.1").is_file()
     assert (host / "intel-0").is_dir() and not any((host / "intel-0").iterdir())

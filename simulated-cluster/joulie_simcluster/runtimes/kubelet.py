@@ -269,22 +269,25 @@ BASE_PYTHON = Path("/usr/bin/python3.11")
 here is what it would unpack in the container."""
 
 
-def unpack_pex(pex: Path, pex_root: Path, progress: Callable[[str], None]) -> Path | None:
+def unpack_pex(pex: Path, pex_root: Path, progress: Callable[[str], None], *, clean: bool = True) -> Path | None:
     """The PEX run once (``--version``) with `pex_root` as PEX_ROOT under BASE_PYTHON: its unpacked
     code and wheels, for a layer of the image. None (the containers then unpack on their first start)
-    where this host has no such interpreter or the run fails."""
+    where this host has no such interpreter or the run fails. `clean`: `pex_root` starts empty."""
     if not os.access(BASE_PYTHON, os.X_OK):
         progress(f"no {BASE_PYTHON} here: {pex.parent.name}'s containers unpack the PEX on their first start")
         return None
-    shutil.rmtree(pex_root, ignore_errors=True)
+    if clean:
+        shutil.rmtree(pex_root, ignore_errors=True)
     t0 = time.monotonic()
     r = subprocess.run([str(BASE_PYTHON), str(pex), "--version"], capture_output=True, text=True, timeout=600,
                        env={"PATH": "/usr/bin:/bin", "PEX_ROOT": str(pex_root), "PEX_PYTHON": str(BASE_PYTHON),
                             "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"})
-    if r.returncode != 0:
+    # fakesmi has no --version: its usage (exit 2) comes after the unpacking all the same.
+    if r.returncode != 0 and not (r.returncode == 2 and "usage: fakesmi" in r.stderr + r.stdout):
         progress(f"unpacking {pex} failed (exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}); "
                  "its containers unpack it on their first start")
-        shutil.rmtree(pex_root, ignore_errors=True)
+        if clean:
+            shutil.rmtree(pex_root, ignore_errors=True)
         return None
     progress(f"unpacked {pex} for its image ({time.monotonic() - t0:.1f}s)")
     return pex_root
@@ -302,6 +305,11 @@ def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: C
         ref = service_ref(component, pex)
         if not has_image(paths, ref):
             unpacked = unpack_pex(pex, paths.images / f"{component}-pexroot", progress)
+            fakesmi = pex_in_dist(dist, "fakesmi")
+            if component == "agent" and unpacked is not None and fakesmi.is_file():
+                # The agent Pods run fakesmi (a hostPath, KUBELET.md) under the same PEX_ROOT: unpacked
+                # here too, else a GPU agent's first tool call unpacks it and may outlast GPU_TOOL_TIMEOUT.
+                unpack_pex(fakesmi, unpacked, progress, clean=False)
             _, archive = build_service_archive(base, component, pex, paths.images, unpacked)
             import_image(paths, archive, progress)
             archive.unlink()

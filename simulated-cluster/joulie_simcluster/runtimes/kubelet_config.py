@@ -387,6 +387,17 @@ HOST_ONLY_ENV = frozenset({"PATH", "HOME", "PEX_ROOT", "JOULIE_CACHE", "SSL_CERT
 TOOL_HOST_DIR = ".tool-host"
 
 
+def fakesmi_wrapper(pex: Path) -> str:
+    """What the agent Pods find at /emu/lib/fakesmi, where the trees' ``bin/<tool>`` links point: a
+    shell script passing the name it was called by. The fakesmi PEX itself cannot stand there: a PEX
+    re-executes itself, so a link named nvidia-smi reaches it as ``bin.pex`` and it answers with its
+    usage (exit 2). `pex` is a path the Pods see (under the simulator's root, their hostPath)."""
+    return ("#!/bin/sh\n# Written by the simcluster kubelet runtime: fakesmi for the GPU tools' links.\n"
+            'tool=$(basename "$0")\n'
+            f'[ "$tool" = fakesmi ] && exec /usr/bin/env python3.11 \'{pex}\' "$@"\n'
+            f'exec /usr/bin/env python3.11 \'{pex}\' "$tool" "$@"\n')
+
+
 def pod_env(env: Mapping[str, str]) -> dict[str, str]:
     """A process-runtime command's environment as a Pod's: without what stays on the host."""
     return {k: v for k, v in env.items() if k not in HOST_ONLY_ENV}
@@ -417,6 +428,16 @@ class PodPlan:
 
     def tool_host(self, node: str) -> Path:
         return self.hwemu_root / TOOL_HOST_DIR / node
+
+    @property
+    def fakesmi_pex(self) -> Path:
+        """The fakesmi PEX where the Pods see it (under their hostPath)."""
+        return self.hwemu_root / TOOL_HOST_DIR / "fakesmi.pex"
+
+    @property
+    def fakesmi_wrapper(self) -> Path:
+        """:func:`fakesmi_wrapper` on the host: the chart's ``agent.emulated.fakesmiHostPath``."""
+        return self.hwemu_root / TOOL_HOST_DIR / "fakesmi"
 
 
 def chart_values(env: Mapping[str, str], node: str, pods: PodPlan | None = None) -> dict[str, Any]:
@@ -460,7 +481,7 @@ def chart_values(env: Mapping[str, str], node: str, pods: PodPlan | None = None)
                 "hostNetwork": True,
                 "hostRoot": str(pods.hwemu_root),
                 "view": "" if pods.files_view else "fuse",
-                "fakesmiHostPath": str(pods.fakesmi),
+                "fakesmiHostPath": str(pods.fakesmi_wrapper),
                 "nodeSelector": on_node,
                 "nodes": [{"name": a.node, "metricsPort": a.metrics_port,
                            "env": {"HWEMU_HOST_ROOT": str(pods.tool_host(a.node))}} for a in pods.agents],
@@ -489,7 +510,7 @@ def container_id(pod: Mapping[str, Any]) -> str | None:
     """The running container's containerd id (its task id), None until it runs."""
     for c in (pod.get("status") or {}).get("containerStatuses") or []:
         cid = str(c.get("containerID") or "")
-        if (c.get("state") or {}).get("running") and cid.startswith("containerd://"):
+        if "running" in (c.get("state") or {}) and cid.startswith("containerd://"):
             return cid.removeprefix("containerd://")
     return None
 

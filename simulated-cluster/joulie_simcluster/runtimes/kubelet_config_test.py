@@ -20,6 +20,7 @@ from joulie_simcluster.runtimes.kubelet_config import (
     chart_values,
     cni_conflist,
     container_id,
+    fakesmi_wrapper,
     containerd_config,
     host_problems,
     kube_proxy_argv,
@@ -241,7 +242,8 @@ def test_chart_values_with_the_pods_give_each_agent_its_port_tree_and_tool_host(
     assert a["mode"] == "emulated" and a["image"]["tag"] == "dev-aaaaaaaaaaaa" and a["image"]["pullPolicy"] == "Never"
     assert a["env"]["RECONCILE_INTERVAL"] == "2s" and a["env"]["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     e = a["emulated"]
-    assert (e["hostNetwork"], e["hostRoot"], e["view"], e["fakesmiHostPath"]) == (True, "/s/hwemu", "", "/s/bin/fakesmi.pex")
+    assert (e["hostNetwork"], e["hostRoot"], e["view"]) == (True, "/s/hwemu", "")
+    assert e["fakesmiHostPath"] == "/s/hwemu/.tool-host/fakesmi" and pods.fakesmi_pex == Path("/s/hwemu/.tool-host/fakesmi.pex")
     assert e["nodes"] == [{"name": "intel-0", "metricsPort": 31001, "env": {"HWEMU_HOST_ROOT": "/s/hwemu/.tool-host/intel-0"}},
                           {"name": "vm-0", "metricsPort": 31002, "env": {"HWEMU_HOST_ROOT": "/s/hwemu/.tool-host/vm-0"}}]
     assert e["nodeSelector"] == {"kubernetes.io/hostname": "kl-node"}
@@ -251,6 +253,13 @@ def test_chart_values_with_the_pods_give_each_agent_its_port_tree_and_tool_host(
     assert v["schedulerExtender"]["env"]["TWIN_STALENESS_THRESHOLD"] == "30s"
     fuse = chart_values(env, "kl-node", PodPlan(Path("/s/hwemu"), False, Path("/f"), [AgentPod("vm-0", 1)]))
     assert fuse["agent"]["emulated"]["view"] == "fuse"
+
+
+def test_the_fakesmi_wrapper_passes_the_name_it_was_called_by() -> None:
+    text = fakesmi_wrapper(Path("/s/hwemu/.tool-host/fakesmi.pex"))
+    assert text.startswith("#!/bin/sh\n") and 'tool=$(basename "$0")' in text
+    assert text.endswith("exec /usr/bin/env python3.11 '/s/hwemu/.tool-host/fakesmi.pex' \"$tool\" \"$@\"\n")
+    assert "[ \"$tool\" = fakesmi ] && exec /usr/bin/env python3.11 '/s/hwemu/.tool-host/fakesmi.pex' \"$@\"" in text
 
 
 def test_pod_env_leaves_the_host_paths_behind() -> None:
