@@ -33,7 +33,7 @@ from joulie_simcluster.runtimes import kubelet
 from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
 from joulie_simcluster.state import StateDir
 
-HOST_PROCESSES = ("simulator", "workload", "api-proxy")
+HOST_PROCESSES = ("simulator", "workload")
 """What stays a process on the host; every other command of the plan becomes a Pod."""
 
 POD_GPU_TOOL_TIMEOUT_S = 60.0
@@ -65,6 +65,9 @@ def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[P
     if any(c.name.startswith("agent-pool-") for c in agents):
         raise RuntimeFailure("SIMCLUSTER_AGENT_SHARDS > 0: pool agents are not deployed on the kubelet runtime; "
                              "use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)")
+    if plan.api_proxy is not None:
+        raise RuntimeFailure("SIMCLUSTER_API_PROXY=1 is not deployed on the kubelet runtime: its Pods reach kube-apiserver "
+                             "with their ServiceAccount's in-cluster settings, never through the chaos proxy")
     if plan.controller_replicas != 1:
         raise RuntimeFailure("controllerManager.replicas > 1 is not deployed on the kubelet runtime (one node)")
     cm_port = plan.ports.controller_metrics
@@ -109,9 +112,9 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
                              "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
+    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"])  # what this runtime cannot deploy fails here, first
     kubelet.share_mount(plan.hwemu_root, progress)
     started = start_processes(ctx, first, env)
-    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"])
     write_tool_hosts(plan, pp)
     values = kubelet.chart_values_file(state)
     values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))

@@ -42,6 +42,14 @@ def test_pool_agents_and_controller_replicas_are_refused(tmp_path: Path) -> None
     p = replace(plan(tmp_path, "files"), agent_shards=1, ports=replace(plan(tmp_path).ports, agent_metrics={"shard-0": 1}))
     with pytest.raises(RuntimeFailure, match="SIMCLUSTER_AGENT_SHARDS=0"):
         onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
+    replicas = replace(plan(tmp_path, "files"), controller_replicas=2,
+                       ports=replace(plan(tmp_path).ports, controller_replica_metrics=(1,)))
+    with pytest.raises(RuntimeFailure, match="replicas > 1"):
+        onkubelet.pod_plan(replicas, onkubelet.split(comp.commands(replicas))[1], "10.89.1.2")
+    proxied = replace(plan(tmp_path, "files"), api_proxy=comp.ApiProxy(1, "https://127.0.0.1:2", tmp_path, tmp_path / "f",
+                                                                        "python3", ""))
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_API_PROXY"):
+        onkubelet.pod_plan(proxied, onkubelet.split(comp.commands(proxied))[1], "10.89.1.2")
 
 
 def test_mounted_tool_delivery_puts_the_stubs_where_the_agent_pod_sees_them(tmp_path: Path) -> None:
