@@ -8,10 +8,9 @@ tools are fakesmi from the same host (``agent.emulated.fakesmiHostPath``).
 
 Why the simulator is no Pod: a privileged container cannot start on this project's machines
 (CAP_SYS_RESOURCE is missing from the bounding set), and the simulator's control (gRPC, /debug,
-the emulated BMCs, the OTLP push) is on 127.0.0.1, as the process runtime's smoke reads it. Why files
-mode: the agent Pods see only what their hostPath mount carries; a FUSE view mounted after a Pod
-started reaches it only through mount propagation from a shared mount, which this runtime does not
-set up, so ``SIMCLUSTER_HWEMU=fuse`` is refused here with the way out.
+the emulated BMCs, the OTLP push) is on 127.0.0.1, as the process runtime's smoke reads it. The
+trees are files (``SIMCLUSTER_HWEMU=files``); the FUSE view is refused before anything starts
+(:func:`check_mode`; KUBELET.md says how far it got).
 
 deploy.env records each Pod as the process runtime records a process: PID_/START_ of the
 container's first process on this host, COMPONENT_, URL_, and POD_<name> naming the Pod.
@@ -19,8 +18,11 @@ container's first process on this host, COMPONENT_, URL_, and POD_<name> naming 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import shutil
-from collections.abc import Callable, Mapping
+import socket
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +43,13 @@ POD_GPU_TOOL_TIMEOUT_S = 60.0
 and a GPU tool's first call (a Python interpreter starting fakesmi) on two shared cores outlasted
 15 s, so the agent published the datasheet's cap range and no GPU control."""
 
-FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: on the kubelet runtime the agents are Pods reading the simulator's trees "
-                "through a hostPath; a FUSE view mounted on the host after they start does not reach them (no shared "
-                "mount propagation here). Use SIMCLUSTER_HWEMU=files (the simulator writes plain trees).")
+FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: the kubelet runtime deploys the files view only, the one its smoke passes with "
+                "(simulated-cluster/KUBELET.md); use SIMCLUSTER_HWEMU=files")
 
 
 def check_mode(mode: str) -> None:
-    """A clear refusal of the FUSE view, before anything starts."""
+    """The FUSE view is refused before anything starts, naming files mode: the agent Pods did start on
+    it (the shared mount carries the view into them) but no smoke has passed with it yet."""
     if mode == "fuse":
         raise RuntimeFailure(FUSE_REFUSED)
 
@@ -57,9 +59,11 @@ def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Comma
     return [c for c in cmds if c.name in HOST_PROCESSES], [c for c in cmds if c.name not in HOST_PROCESSES]
 
 
-def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[PodPlan, dict[str, str]]:
+def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str,
+             ports: Mapping[str, int] | None = None) -> tuple[PodPlan, dict[str, str]]:
     """The chart's side of the plan: each Pod's settings from its process command, and the URL each
-    reports on (the agents' own ports, the controller manager on the node's address)."""
+    reports on (the agents' own ports, the controller manager on the node's address). `ports`: the
+    agents' metrics ports by Node (default the plan's)."""
     by = {c.name: c for c in pods}
     agents = [c for c in pods if c.component == "agent"]
     if any(c.name.startswith("agent-pool-") for c in agents):
@@ -73,14 +77,49 @@ def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str) -> tuple[P
     cm_port = plan.ports.controller_metrics
     pp = PodPlan(
         hwemu_root=plan.hwemu_root, files_view=plan.mode == "files", fakesmi=plan.binaries["fakesmi"],
-        agents=[AgentPod(c.node, plan.ports.agent_metrics[c.node]) for c in agents],
+        agents=[AgentPod(c.node, (ports or plan.ports.agent_metrics)[c.node]) for c in agents],
         agent_env={**pod_env(agents[0].env), "GPU_TOOL_TIMEOUT": f"{POD_GPU_TOOL_TIMEOUT_S:g}"} if agents else None,
         controller_env=pod_env(by["controller-manager"].env), controller_metrics_port=cm_port,
         extender_env=pod_env(by["extender"].env),
     )
     urls = {c.name: c.metrics_url for c in pods}
     urls["controller-manager"] = f"http://{node_ip}:{cm_port}/metrics"
+    urls.update({f"agent-{a.node}": f"http://127.0.0.1:{a.metrics_port}/metrics" for a in pp.agents})
     return pp, urls
+
+
+PORTS_FROM = 20000
+PORTS_TO = 32000
+"""The agents' host ports come from here, below the kernel's ephemeral range (32768-60999): an agent
+Pod binds its port a minute or two after deploy chose it, and a port picked the usual way (bind to
+port 0) is an ephemeral one any outgoing connection on this busy host may take meanwhile (seen:
+``OSError: [Errno 98] Address already in use``, the agent's container exited)."""
+
+
+def _bindable(port: int) -> bool:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def host_ports(nodes: Sequence[str], seed: str, bindable: Callable[[int], bool] = _bindable) -> dict[str, int]:
+    """One free port per Node outside the ephemeral range, from an offset the cluster's name gives (two
+    clusters on one host start apart), skipping what cannot be bound now."""
+    span = PORTS_TO - PORTS_FROM
+    start = int(hashlib.sha256(seed.encode()).hexdigest()[:8], 16) % span
+    out: dict[str, int] = {}
+    for i in range(span):
+        if len(out) == len(nodes):
+            break
+        port = PORTS_FROM + (start + i) % span
+        if bindable(port):
+            out[nodes[len(out)]] = port
+    if len(out) != len(nodes):
+        raise RuntimeFailure(f"no {len(nodes)} free ports in {PORTS_FROM}-{PORTS_TO} for the agents' metrics")
+    return out
 
 
 def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
@@ -112,7 +151,8 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
                              "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
-    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"])  # what this runtime cannot deploy fails here, first
+    ports = host_ports([c.node for c in pods if c.component == "agent"], str(state.root))
+    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports)  # what this runtime cannot deploy fails here, first
     kubelet.share_mount(plan.hwemu_root, progress)
     started = start_processes(ctx, first, env)
     write_tool_hosts(plan, pp)

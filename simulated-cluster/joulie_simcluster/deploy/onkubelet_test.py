@@ -10,9 +10,21 @@ from joulie_simcluster.errors import RuntimeFailure
 
 
 def test_the_fuse_view_is_refused_before_anything_starts() -> None:
-    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_HWEMU=files"):
+    with pytest.raises(RuntimeFailure, match="use SIMCLUSTER_HWEMU=files"):
         onkubelet.check_mode("fuse")
     onkubelet.check_mode("files")
+
+
+def test_agent_ports_stay_below_the_ephemeral_range_and_skip_taken_ones() -> None:
+    taken = set()
+    first = onkubelet.host_ports(["a", "b"], "/state/one", lambda port: port not in taken)
+    assert all(onkubelet.PORTS_FROM <= p < onkubelet.PORTS_TO for p in first.values())
+    assert first == onkubelet.host_ports(["a", "b"], "/state/one", lambda port: True)  # the same every time
+    taken.add(first["a"])
+    again = onkubelet.host_ports(["a", "b"], "/state/one", lambda port: port not in taken)
+    assert again["a"] == first["b"] and again["b"] not in taken and len(set(again.values())) == 2
+    with pytest.raises(RuntimeFailure, match="no 1 free ports"):
+        onkubelet.host_ports(["a"], "/s", lambda port: False)
 
 
 def test_the_simulator_and_the_workload_stay_on_the_host_the_rest_become_pods(tmp_path: Path) -> None:
@@ -34,6 +46,8 @@ def test_each_pod_gets_its_process_settings_and_reports_where_the_process_would(
     assert pp.controller_env is not None and pp.controller_env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
     assert pp.controller_metrics_port == 8081
     assert urls["agent-h100-0"] == "http://127.0.0.1:20001/metrics"
+    moved, moved_urls = onkubelet.pod_plan(p, pods, "10.89.1.2", {"h100-0": 21000, "intel-0": 21001})
+    assert [a.metrics_port for a in moved.agents] == [21000, 21001] and moved_urls["agent-intel-0"] == "http://127.0.0.1:21001/metrics"
     assert urls["controller-manager"] == "http://10.89.1.2:8081/metrics"
     assert urls["extender"] == "http://127.0.0.1:9876/metrics"
 
