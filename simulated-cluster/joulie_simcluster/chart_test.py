@@ -306,7 +306,49 @@ def test_emulated_mode_in_files_mode_and_with_fakesmi() -> None:
         d["spec"]["template"]["spec"]["volumes"])
 
 
+def test_host_network_deployments_recreate_their_pods() -> None:
+    """On the node's network a new Pod wants the ports the old one holds: a rolling update on one node
+    would wait forever (the kubelet runtime's second deploy). Off it, the default rolling update stays."""
+    off = render("defaults")
+    assert "strategy" not in one(off, "Deployment", "joulie-controller-manager")["spec"]
+    assert "hostNetwork" not in one(off, "Deployment", "joulie-controller-manager")["spec"]["template"]["spec"]
+    assert "strategy" not in one(render("extender"), "Deployment", "joulie-scheduler-extender")["spec"]
+    docs = chart.render_chart(JOULIE, [EXTENDER_VALUES], {"controllerManager.hostNetwork": "true",
+                                                          "schedulerExtender.hostNetwork": "true"})
+    for name in ("joulie-controller-manager", "joulie-scheduler-extender"):
+        d = one(docs, "Deployment", name)
+        assert d["spec"]["strategy"] == {"type": "Recreate"}, name
+        pod = d["spec"]["template"]["spec"]
+        assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet", name
+
+
+def test_emulated_agents_on_the_host_network_each_have_their_own_metrics_port(tmp_path: Path) -> None:
+    values = tmp_path / "hostnet.yaml"
+    values.write_text(yaml.safe_dump({"agent": {"mode": "emulated", "env": {"RECONCILE_INTERVAL": "5s", "X": "agent"},
+                                                "emulated": {"hostNetwork": True, "view": "", "nodes": [
+        {"name": "intel-0", "metricsPort": 31001, "env": {"HWEMU_HOST_ROOT": "/t/intel-0", "X": "own"}},
+        {"name": "vm-0", "metricsPort": 31002}]}}}))
+    docs = chart.render_chart(JOULIE, [values])
+    for i, (node, port) in enumerate([("intel-0", 31001), ("vm-0", 31002)]):
+        d = one(docs, "Deployment", f"joulie-agent-emu-{i}")
+        pod, env = d["spec"]["template"]["spec"], env_of(d)
+        assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+        assert container(d)["securityContext"]["privileged"] is False
+        assert env["METRICS_ADDR"] == f"0.0.0.0:{port}" and container(d)["ports"] == [{"name": "metrics", "containerPort": port}]
+        assert [e["name"] for e in container(d)["env"]].count("METRICS_ADDR") == 1
+        assert env["ROOT"] == f"/var/lib/joulie-hwemu/{node}" and env["RECONCILE_INTERVAL"] == "5s"
+        assert d["spec"]["strategy"] == {"type": "Recreate"}
+    first, second = env_of(one(docs, "Deployment", "joulie-agent-emu-0")), env_of(one(docs, "Deployment", "joulie-agent-emu-1"))
+    assert (first["HWEMU_HOST_ROOT"], first["X"]) == ("/t/intel-0", "own")  # an entry's env over agent.env
+    assert "HWEMU_HOST_ROOT" not in second and second["X"] == "agent"
+    # Off the host network every agent keeps the chart's metrics port.
+    plain = one(chart.render_chart(JOULIE, [EMULATED_VALUES]), "Deployment", "joulie-agent-emu-0")
+    assert env_of(plain)["METRICS_ADDR"] == "0.0.0.0:8080" and container(plain)["ports"][0]["containerPort"] == 8080
+
+
 @pytest.mark.parametrize(("values", "sets", "message"), [
+    ([], {"agent.mode": "emulated", "agent.emulated.hostNetwork": "true", "agent.emulated.nodes[0]": "vm-0"},
+     "agent.emulated.nodes[0] (vm-0): agent.emulated.hostNetwork=true needs a metricsPort per entry"),
     ([], {"agent.mode": "emulated"}, "agent.mode=emulated needs agent.emulated.nodes"),
     ([], {"agent.mode": "kubelet"}, "agent.mode=kubelet: expected one of daemonset, pool, emulated, none"),
     ([], {"agent.image.tag": ""}, "agent.image.tag is required"),

@@ -227,10 +227,6 @@ def _deploy(args: argparse.Namespace, ctx: Context) -> int:
     if not state.spec.is_file():
         raise RuntimeFailure(f"no cluster in {state.root} (no {state.spec.name}); run simcluster up first")
     values = _values_files(ctx.settings, args.values, [])
-    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "kubelet":
-        # The chart with the real helm onto the kubelet node (simulated-cluster/KUBELET.md).
-        kubelet.deploy_chart(state, values, ctx.progress)
-        return 0
     result = deploy(ctx, RenderedSpec.load(state.spec),
                     DeployOptions(values, daemonset_for(values), workload=not args.no_workload, trace=args.trace))
     print_reports(result.reports)

@@ -149,6 +149,9 @@ def start_control_plane(
                     # The default reconciler publishes the advertise address as the kubernetes Service
                     # endpoint and complains every 10 s that 127.0.0.1 is loopback.
                     "--endpoint-reconciler-type=none",
+                    # A real node (the simulated cluster's kubelet runtime) is dialled at its address for
+                    # logs and exec: its Hostname resolves nowhere here. Fake Nodes are never dialled.
+                    "--kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP",
                     "--enable-priority-and-fairness=false",
                     "--profiling=false",
                     "--v=1",

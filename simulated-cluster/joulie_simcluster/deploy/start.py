@@ -87,7 +87,13 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     t0 = time.monotonic()
     state, progress, settings = ctx.state, ctx.progress, ctx.settings
     cluster = _live_cluster(state, settings.hwemu)
-    stop_deployed(state, progress)
+    on_kubelet = cluster.get("SIMCLUSTER_RUNTIME") == "kubelet"  # the chart's components as Pods (KUBELET.md)
+    if on_kubelet:
+        from joulie_simcluster.deploy import onkubelet  # it uses this module's _start
+        onkubelet.check_mode(settings.hwemu)
+        onkubelet.stop_previous(state, progress)
+    else:
+        stop_deployed(state, progress)
     binaries = install_binaries(state, settings.dist)
     progress("binaries: " + ", ".join(f"{b.component} {b.tag}" for b in binaries.values()))
     values = load_values(options.values_files)
@@ -113,6 +119,9 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         env[f"BINARY_{b.component}"] = str(b.path)
         env[f"TAG_{b.component}"] = b.tag
     cmds = comp.commands(plan)
+    pods: list[comp.Command] = []
+    if on_kubelet:
+        cmds, pods = onkubelet.split(cmds)
     render = state.root / "render"
     render.mkdir(parents=True, exist_ok=True)
     (render / "commands.json").write_text(json.dumps(
@@ -121,14 +130,17 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     if plan.controller_replicas > 1:
         ensure_namespace(state.kubeconfig, comp.LEADER_NAMESPACE)
     try:
-        started = _start(ctx, cmds, env)
+        if on_kubelet:
+            started = onkubelet.start(ctx, plan, cmds, pods, env, options.values_files, _start)
+        else:
+            started = _start(ctx, cmds, env)
         shards = plan.agent_shards
         how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
         runner = f", workload runner on {len(load_trace(plan.workload_trace))} jobs" if plan.cluster else ", no workload runner"
         progress(f"started {started} processes (simulator, extender, controller manager, {how}{runner})")
         reports = wait_reports(state, env, rendered.managed, settings.deploy_timeout_s, progress)
     except BaseException:
-        if not settings.keep_failed:
+        if not settings.keep_failed and not on_kubelet:  # there, down removes the Pods with the node
             stop_deployed(state, progress)
         raise
     with changing(state.root):  # the supervisor may have restarted a process meanwhile: keep its PIDs
@@ -158,7 +170,7 @@ def _live_cluster(state: StateDir, mode: str) -> dict[str, str]:
         raise RuntimeFailure(f"no live cluster in {state.root} ({why}); run simcluster up first")
     if "PROMETHEUS_URL" not in cluster or "EXTENDER_PORT" not in cluster:
         raise RuntimeFailure(f"{state.cluster_env} is from an older simcluster (no Prometheus); run simcluster down, then up")
-    if mode == "fuse" and not Path("/dev/fuse").exists():
+    if mode == "fuse" and cluster.get("SIMCLUSTER_RUNTIME") != "kubelet" and not Path("/dev/fuse").exists():
         raise RuntimeFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse; use SIMCLUSTER_HWEMU=files on this machine")
     return cluster
 

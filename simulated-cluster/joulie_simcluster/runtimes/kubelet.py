@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import inspect
 import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 from cryptography import x509
@@ -40,7 +39,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import process
 from joulie_simcluster.runtimes.kube import apply_nodes, core_api, kube_list, node_ready
 from joulie_simcluster.runtimes.kubelet_config import (
@@ -52,11 +50,10 @@ from joulie_simcluster.runtimes.kubelet_config import (
     NodeSettings,
     cgroup_mounts,
     cgroup_problems,
-    chart_values,
     cni_conflist,
+    container_id,
     containerd_argv,
     containerd_config,
-    host_network_patch,
     host_problems,
     kube_proxy_argv,
     kubelet_argv,
@@ -65,7 +62,9 @@ from joulie_simcluster.runtimes.kubelet_config import (
     node_ip,
     node_kubeconfig,
     pod_line,
+    pod_process_name,
     snapshotter_for,
+    task_pids,
     toml_text,
     v1_hierarchies,
 )
@@ -77,7 +76,7 @@ from joulie_simcluster.runtimes.kubelet_images import (
     pex_in_dist,
     service_ref,
 )
-from joulie_simcluster.runtimes.pids import stop_pid
+from joulie_simcluster.runtimes.pids import start_ticks, stop_pid
 from joulie_simcluster.state import StateDir, pid_key
 from joulie_simcluster.timing import duration
 from joulie_testinfra.controlplane import ControlPlane, start_control_plane
@@ -265,6 +264,35 @@ def base_rootfs_tarball() -> Path | None:
     return found[-1] if found else None
 
 
+BASE_PYTHON = Path("/usr/bin/python3.11")
+"""The base image's interpreter; on a Debian 12 host the same package, so what the PEX unpacks with it
+here is what it would unpack in the container."""
+
+
+def unpack_pex(pex: Path, pex_root: Path, progress: Callable[[str], None], *, clean: bool = True) -> Path | None:
+    """The PEX run once (``--version``) with `pex_root` as PEX_ROOT under BASE_PYTHON: its unpacked
+    code and wheels, for a layer of the image. None (the containers then unpack on their first start)
+    where this host has no such interpreter or the run fails. `clean`: `pex_root` starts empty."""
+    if not os.access(BASE_PYTHON, os.X_OK):
+        progress(f"no {BASE_PYTHON} here: {pex.parent.name}'s containers unpack the PEX on their first start")
+        return None
+    if clean:
+        shutil.rmtree(pex_root, ignore_errors=True)
+    t0 = time.monotonic()
+    r = subprocess.run([str(BASE_PYTHON), str(pex), "--version"], capture_output=True, text=True, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "PEX_ROOT": str(pex_root), "PEX_PYTHON": str(BASE_PYTHON),
+                            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"})
+    # fakesmi has no --version: its usage (exit 2) comes after the unpacking all the same.
+    if r.returncode != 0 and not (r.returncode == 2 and "usage: fakesmi" in r.stderr + r.stdout):
+        progress(f"unpacking {pex} failed (exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}); "
+                 "its containers unpack it on their first start")
+        if clean:
+            shutil.rmtree(pex_root, ignore_errors=True)
+        return None
+    progress(f"unpacked {pex} for its image ({time.monotonic() - t0:.1f}s)")
+    return pex_root
+
+
 def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: Callable[[str], None]) -> dict[str, str]:
     """The chart's images from the PEXes in `dist` (SIMCLUSTER_DIST), those that are there; cluster.env
     keys IMAGE_<COMPONENT> name each imported ref."""
@@ -276,9 +304,17 @@ def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: C
             continue
         ref = service_ref(component, pex)
         if not has_image(paths, ref):
-            _, archive = build_service_archive(base, component, pex, paths.images)
+            unpacked = unpack_pex(pex, paths.images / f"{component}-pexroot", progress)
+            fakesmi = pex_in_dist(dist, "fakesmi")
+            if component == "agent" and unpacked is not None and fakesmi.is_file():
+                # The agent Pods run fakesmi (a hostPath, KUBELET.md) under the same PEX_ROOT: unpacked
+                # here too, else a GPU agent's first tool call unpacks it and may outlast GPU_TOOL_TIMEOUT.
+                unpack_pex(fakesmi, unpacked, progress, clean=False)
+            _, archive = build_service_archive(base, component, pex, paths.images, unpacked)
             import_image(paths, archive, progress)
             archive.unlink()
+            if unpacked is not None:
+                shutil.rmtree(unpacked, ignore_errors=True)
         out["IMAGE_" + component.upper().replace("-", "_")] = ref
     return out
 
@@ -473,7 +509,9 @@ def _remove_pods(paths: NodePaths, progress: Callable[[str], None]) -> None:
         ctr(paths, "tasks", "kill", "-s", "SIGKILL", task, timeout=30)
     for task in tasks:
         for _ in range(20):
-            if ctr(paths, "tasks", "delete", task, timeout=30).returncode == 0:
+            r = ctr(paths, "tasks", "delete", task, timeout=30)
+            # containerd may clean a killed task up itself (its shim gone): "not found" is deleted too.
+            if r.returncode == 0 or "not found" in r.stderr:
                 break
             time.sleep(0.25)
     r = ctr(paths, "containers", "ls", "-q", timeout=30)
@@ -533,6 +571,8 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
         stopped += 1
         progress(f"stopped kubelet (pid {kubelet_pid})")
     _remove_pods(paths, progress)
+    stop_host_processes(state, progress)
+    unshare_mount(state.root / "hwemu")
     for proc in ("kube-proxy", "containerd", "node-lifecycle", "kube-controller-manager"):
         pid = env.get(pid_key(proc), "")
         if pid.isdigit() and stop_pid(int(pid), NODE_PROCESSES[proc]):
@@ -557,75 +597,131 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
 # --- the chart ----------------------------------------------------------------------------------
 
 CHART_DIR = Path("charts/joulie")
+POD_PREFIX = "POD_"
+"""deploy.env: ``POD_<name>=<namespace>/<pod>`` for a component that runs as a Pod (its PID_<name> is
+the container's first process on this host)."""
 
 
-def _post_renderer(path: Path, deployment: str) -> Path:
-    """helm's --post-renderer: a standard-library script (run by this interpreter) applying
-    :func:`host_network_patch` (its source, so there is one implementation)."""
-    path.write_text("\n".join([
-        f"#!{sys.executable}",
-        "# Written by joulie_simcluster.runtimes.kubelet: hostNetwork for one Deployment (helm --post-renderer).",
-        "import sys",
-        inspect.getsource(host_network_patch),
-        "try:",
-        f"    sys.stdout.write(host_network_patch(sys.stdin.read(), {deployment!r}))",
-        "except ValueError as e:",
-        "    print(f'post-render: {e}', file=sys.stderr)",
-        "    sys.exit(1)",
-        "",
-    ]))
-    path.chmod(0o755)
-    return path
-
-
-def deploy_chart(state: StateDir, values_files: list[Path], progress: Progress,
-                 timeout_s: float = 300.0) -> str:
-    """`helm upgrade --install` of charts/joulie onto the kubelet node: the controller manager and the
-    extender as Pods from the imported images. Prints `helm list` and the Pods; returns helm's output."""
-    env = state.read_cluster_env() or {}
-    if env.get("SIMCLUSTER_RUNTIME") != "kubelet":
-        raise KubeletFailure(f"no kubelet-runtime cluster in {state.root}; run SIMCLUSTER_RUNTIME=kubelet simcluster up")
-    missing = [k for k in ("IMAGE_CONTROLLER_MANAGER", "IMAGE_EXTENDER") if not env.get(k)]
-    if missing:
-        raise KubeletFailure(f"{', '.join(missing)} not in cluster.env: the images were not imported at up "
-                             "(./pants package services/controller-manager:bin services/extender:bin, then up again)")
+def _helm(state: StateDir) -> tuple[str, dict[str, str]]:
     try:
         helm = str(load_tools().path("helm"))
     except ToolMissingError as e:
         raise KubeletFailure(str(e)) from e
-    paths = NodePaths.under(state.root)
-    ours = paths.root / "chart-values.yaml"
-    ours.write_text(yaml.safe_dump(chart_values(env, env["NODE_NAME"]), sort_keys=False))
-    renderer = _post_renderer(paths.root / "post-render.py", f"{RELEASE}-controller-manager")
     home = state.root / "helm"
-    helm_env = {**os.environ, "KUBECONFIG": str(state.kubeconfig), "HELM_CONFIG_HOME": str(home),
-                "HELM_CACHE_HOME": str(home), "HELM_DATA_HOME": str(home)}
-    # Deploying again reinstalls: a hostNetwork Deployment cannot roll on one node (the new Pod wants
-    # the ports the old one holds, so the scheduler leaves it Pending and the upgrade never ends).
-    if subprocess.run([helm, "status", RELEASE, "-n", NAMESPACE], capture_output=True, env=helm_env).returncode == 0:
-        progress(f"release {RELEASE} exists: helm uninstall first (hostNetwork Pods cannot roll on one node)")
-        r = subprocess.run([helm, "uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", f"{int(timeout_s)}s"],
-                           capture_output=True, text=True, env=helm_env, timeout=timeout_s + 60)
-        if r.returncode != 0:
-            raise KubeletFailure(f"helm uninstall {RELEASE} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-800:]}")
-        # The old Pods hold their host ports until they are gone (the extender's Pod names its node,
-        # so the kubelet, not the scheduler, would refuse the new one: NodePorts, again and again).
-        deadline = time.monotonic() + timeout_s
-        while kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods") and time.monotonic() < deadline:
-            time.sleep(1)
+    return helm, {**os.environ, "KUBECONFIG": str(state.kubeconfig), "HELM_CONFIG_HOME": str(home),
+                  "HELM_CACHE_HOME": str(home), "HELM_DATA_HOME": str(home)}
+
+
+def _kubelet_env(state: StateDir, *images: str) -> dict[str, str]:
+    env = state.read_cluster_env() or {}
+    if env.get("SIMCLUSTER_RUNTIME") != "kubelet":
+        raise KubeletFailure(f"no kubelet-runtime cluster in {state.root}; run SIMCLUSTER_RUNTIME=kubelet simcluster up")
+    missing = [k for k in images if not env.get(k)]
+    if missing:
+        raise KubeletFailure(f"{', '.join(missing)} not in cluster.env: the images were not imported at up "
+                             "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
+    return env
+
+
+def chart_values_file(state: StateDir) -> Path:
+    return NodePaths.under(state.root).root / "chart-values.yaml"
+
+
+def helm_install(state: StateDir, values_files: list[Path], progress: Callable[[str], None],
+                 timeout_s: float = 300.0) -> float:
+    """`helm upgrade --install` of charts/joulie onto the kubelet node with `values_files` in helm's
+    order (this runtime's chart-values.yaml among them), waiting for every Pod. Every hostNetwork
+    Deployment is Recreate (the chart's rule), so a second install rolls on one node. Returns seconds."""
+    helm, helm_env = _helm(state)
     argv = [helm, "upgrade", "--install", RELEASE, str(CHART_DIR), "-n", NAMESPACE, "--create-namespace",
-            *[a for f in values_files for a in ("-f", str(f))], "-f", str(ours),
-            "--post-renderer", str(renderer), "--wait", "--timeout", f"{int(timeout_s)}s"]
-    progress(f"helm upgrade --install {RELEASE} {CHART_DIR} -n {NAMESPACE} (values {', '.join(map(str, values_files))}, "
-             f"{ours}; post-renderer {renderer})")
+            *[a for f in values_files for a in ("-f", str(f))], "--wait", "--timeout", f"{int(timeout_s)}s"]
+    progress(f"helm upgrade --install {RELEASE} {CHART_DIR} -n {NAMESPACE} (values {', '.join(map(str, values_files))})")
     t0 = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, env=helm_env, timeout=timeout_s + 60)
     if r.returncode != 0:
-        raise KubeletFailure(f"helm install failed (exit {r.returncode}) after {time.monotonic() - t0:.0f}s: "
-                             f"{(r.stdout + r.stderr).strip()[-1500:]}")
-    progress(f"helm install done in {time.monotonic() - t0:.1f}s")
-    listing = subprocess.run([helm, "list", "-A"], capture_output=True, text=True, env=helm_env).stdout
-    print(listing, file=progress.out)
+        pods = "\n".join(pod_line(p) for p in kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods"))
+        raise KubeletFailure(f"helm upgrade --install failed (exit {r.returncode}) after {time.monotonic() - t0:.0f}s: "
+                             f"{(r.stdout + r.stderr).strip()[-1500:]}\nPods:\n{pods}")
+    took = time.monotonic() - t0
+    progress(f"helm upgrade --install done in {took:.1f}s")
+    return took
+
+
+def show_release(state: StateDir, out: Any) -> None:
+    """`helm list -A` and the release's Pods as `kubectl get pods -o wide` shows them."""
+    helm, helm_env = _helm(state)
+    print(subprocess.run([helm, "list", "-A"], capture_output=True, text=True, env=helm_env).stdout.rstrip(), file=out)
     for pod in kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods"):
-        print(pod_line(pod), file=progress.out)
-    return r.stdout
+        print(pod_line(pod), file=out)
+
+
+def record_pods(state: StateDir, urls: Mapping[str, str]) -> dict[str, str]:
+    """deploy.env entries of the chart's Pods that run: per component (named as the process runtime
+    names its process) its container's first process here (PID_, START_), COMPONENT_, URL_ from
+    `urls`, POD_. The smoke's liveness, PID and memory checks then see the containers' processes."""
+    paths = NodePaths.under(state.root)
+    r = ctr(paths, "tasks", "ls", timeout=30)
+    if r.returncode != 0:
+        raise KubeletFailure(f"ctr tasks ls failed: {(r.stdout + r.stderr).strip()[-400:]}")
+    pids = task_pids(r.stdout)
+    out: dict[str, str] = {}
+    for pod in kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods"):
+        name, cid = pod_process_name(pod), container_id(pod)
+        if name is None or cid is None or cid not in pids or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        pid = pids[cid]
+        out.update({f"PID_{name}": str(pid), f"START_{name}": start_ticks(pid),
+                    f"COMPONENT_{name}": "agent" if name.startswith("agent-") else name,
+                    f"URL_{name}": urls.get(name, ""), f"{POD_PREFIX}{name}": f"{NAMESPACE}/{pod['metadata']['name']}"})
+    return out
+
+
+def _mount_points() -> set[str]:
+    out = set()
+    for line in _read("/proc/self/mountinfo").splitlines():
+        parts = line.split()
+        if len(parts) > 4:
+            out.add(parts[4].replace("\\040", " "))
+    return out
+
+
+def share_mount(path: Path, progress: Callable[[str], None]) -> None:
+    """`path` as a mount of its own with shared propagation: the agent Pods mount it with
+    HostToContainer propagation, which containerd refuses on a private mount (``path ... is mounted on
+    "/" but it is not a shared or slave mount``); and a FUSE view mounted under it later (a simulator
+    restart) then reaches the running Pods. Before the simulator starts: a plain bind would hide a
+    view already mounted below."""
+    path.mkdir(parents=True, exist_ok=True)
+    if str(path) not in _mount_points():
+        r = subprocess.run(["mount", "--rbind", str(path), str(path)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise KubeletFailure(f"mount --rbind {path} {path} failed: {r.stderr.strip()} (needs CAP_SYS_ADMIN)")
+    r = subprocess.run(["mount", "--make-rshared", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise KubeletFailure(f"mount --make-rshared {path} failed: {r.stderr.strip()}")
+    progress(f"{path} is a shared mount (the agent Pods' hostPath, HostToContainer propagation)")
+
+
+def unshare_mount(path: Path) -> None:
+    for _ in range(10):  # one lazy unmount per layer (a FUSE view of a killed simulator among them)
+        if not any(m == str(path) or m.startswith(str(path) + "/") for m in _mount_points()):
+            return
+        subprocess.run(["umount", "-R", "-l", str(path)], capture_output=True)
+
+
+def stop_host_processes(state: StateDir, progress: Callable[[str], None]) -> None:
+    """The deploy's processes on the host (the simulator, the workload runner): deploy.env's PIDs that
+    are no Pod's; then the FUSE view a simulator may leave. The Pods went with their containers."""
+    env = state.read_deploy_env() or {}
+    pods = {k.removeprefix(POD_PREFIX) for k in env if k.startswith(POD_PREFIX)}
+    for key, value in reversed(list(env.items())):
+        name = key.removeprefix("PID_")
+        if (key.startswith("PID_") and name not in pods and value.isdigit()
+                and start_ticks(int(value)) == env.get(f"START_{name}") and stop_pid(int(value), None, grace_s=8)):
+            progress(f"stopped {name} (pid {value})")
+    mountpoint = state.root / "hwemu" / "fuse"
+    for _ in range(10):
+        if f" {mountpoint} " not in _read("/proc/self/mounts"):
+            break
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], capture_output=True)
+    state.deploy_env.unlink(missing_ok=True)

@@ -10,15 +10,18 @@ import pytest
 
 from joulie_simcluster.runtimes import kubelet_images as ki
 from joulie_simcluster.runtimes.kubelet_config import (
+    AgentPod,
     KubeletFailure,
     NodePaths,
     NodeSettings,
+    PodPlan,
     cgroup_mounts,
     cgroup_problems,
     chart_values,
     cni_conflist,
+    container_id,
     containerd_config,
-    host_network_patch,
+    fakesmi_wrapper,
     host_problems,
     kube_proxy_argv,
     kubelet_argv,
@@ -26,8 +29,11 @@ from joulie_simcluster.runtimes.kubelet_config import (
     missing_capabilities,
     mounted_v1_controllers,
     node_ip,
+    pod_env,
     pod_line,
+    pod_process_name,
     snapshotter_for,
+    task_pids,
     toml_text,
     v1_hierarchies,
 )
@@ -143,6 +149,38 @@ def test_snapshotter_and_socket_length() -> None:
         NodePaths.under(Path("/" + "d" * 100)).check_socket()
 
 
+def test_a_service_image_carries_the_unpacked_pex_root_as_its_last_layer(tmp_path: Path) -> None:
+    base = tmp_path / "base.tar"
+    with tarfile.open(base, "w") as tar:
+        tar.addfile(tarfile.TarInfo("etc"))
+    pex = tmp_path / "bin.pex"
+    pex.write_bytes(b"PK pex")
+    unpacked = tmp_path / "pexroot"
+    (unpacked / "unzipped_pexes" / "abc").mkdir(parents=True)
+    (unpacked / "unzipped_pexes" / "abc" / "__main__.py").write_text("print()")
+    (unpacked / "unzipped_pexes" / "abc" / "__main__.py").chmod(0o644)
+    (unpacked / "unzipped_pexes" / "abc" / "dep").symlink_to("../../installed_wheels/x")
+    ref, archive = ki.build_service_archive(base, "agent", pex, tmp_path / "out", unpacked)
+    assert ref == f"joulie.local/joulie-agent:dev-{hashlib.sha256(b'PK pex').hexdigest()[:12]}"
+    with tarfile.open(archive) as tar:
+        [entry] = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        config = json.loads(tar.extractfile(entry["Config"]).read())  # type: ignore[union-attr]
+        last = tar.extractfile(entry["Layers"][-1]).read()  # type: ignore[union-attr]
+    assert len(entry["Layers"]) == len(config["rootfs"]["diff_ids"]) == 3
+    assert f"PEX_ROOT={ki.PEX_ROOT}" in config["config"]["Env"]
+    (tmp_path / "last.tar").write_bytes(last)
+    with tarfile.open(tmp_path / "last.tar") as tar:
+        names = tar.getnames()
+        main = tar.getmember("opt/joulie/.pex/unzipped_pexes/abc/__main__.py")
+        link = tar.getmember("opt/joulie/.pex/unzipped_pexes/abc/dep")
+    assert names[:3] == ["opt", "opt/joulie", "opt/joulie/.pex"] and main.mode == 0o644 and main.mtime == 0
+    assert link.issym() and link.linkname == "../../installed_wheels/x"
+    # Without an unpacked root: the base and the PEX alone.
+    _, plain = ki.build_service_archive(base, "agent", pex, tmp_path / "out2")
+    with tarfile.open(plain) as tar:
+        assert len(json.loads(tar.extractfile("manifest.json").read())[0]["Layers"]) == 2  # type: ignore[union-attr]
+
+
 def test_image_archive_is_a_docker_save_layout_with_matching_digests(tmp_path: Path) -> None:
     binary = tmp_path / "pause"
     binary.write_bytes(b"\x7fELF not really")
@@ -184,37 +222,73 @@ def test_chart_values_use_the_imported_images_and_reach_the_api_on_loopback() ->
     cm, x = v["controllerManager"], v["schedulerExtender"]
     assert cm["image"] == {"repository": "joulie.local/joulie-controller-manager", "tag": "dev-0123456789ab",
                            "pullPolicy": "Never"}
+    assert cm["hostNetwork"] is True and cm["nodeSelector"] == {"kubernetes.io/hostname": "kl-node"}
     assert cm["env"]["KUBERNETES_SERVICE_HOST"] == "127.0.0.1" and cm["env"]["KUBERNETES_SERVICE_PORT"] == "6443"
     assert cm["env"]["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
-    assert cm["env"]["METRICS_ADDR"] == "10.89.1.2:8081"
+    assert cm["env"]["METRICS_ADDR"] == "10.89.1.2:8081" and cm["metricsPort"] == 8081
     assert (x["enabled"], x["hostNetwork"], x["port"], x["nodeName"]) == (True, True, 9876, "kl-node")
     assert x["image"]["tag"] == "dev-ba9876543210" and v["agent"]["mode"] == "none"
 
 
-RENDERED = """---
-kind: Deployment
-spec:
-  template:
-    spec:
-      serviceAccountName: joulie-controller-manager
-      containers: []
----
-kind: Deployment
-spec:
-  template:
-    spec:
-      serviceAccountName: joulie-scheduler-extender
-      hostNetwork: true
-"""
+def test_chart_values_with_the_pods_give_each_agent_its_port_tree_and_tool_host() -> None:
+    env = {**CLUSTER_ENV, "IMAGE_AGENT": "joulie.local/joulie-agent:dev-aaaaaaaaaaaa"}
+    pods = PodPlan(hwemu_root=Path("/s/hwemu"), files_view=True, fakesmi=Path("/s/bin/fakesmi.pex"),
+                   agents=[AgentPod("intel-0", 31001), AgentPod("vm-0", 31002)],
+                   agent_env={"RECONCILE_INTERVAL": "2s", "KUBERNETES_SERVICE_HOST": "elsewhere"},
+                   controller_env={"RECONCILE_INTERVAL": "3s", "METRICS_ADDR": "0.0.0.0:1"}, controller_metrics_port=40000,
+                   extender_env={"TWIN_STALENESS_THRESHOLD": "30s"})
+    v = chart_values(env, "kl-node", pods)
+    a = v["agent"]
+    assert a["mode"] == "emulated" and a["image"]["tag"] == "dev-aaaaaaaaaaaa" and a["image"]["pullPolicy"] == "Never"
+    assert a["env"]["RECONCILE_INTERVAL"] == "2s" and a["env"]["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    e = a["emulated"]
+    assert (e["hostNetwork"], e["hostRoot"], e["view"]) == (True, "/s/hwemu", "")
+    assert e["fakesmiHostPath"] == "/s/hwemu/.tool-host/fakesmi" and pods.fakesmi_pex == Path("/s/hwemu/.tool-host/fakesmi.pex")
+    assert e["nodes"] == [{"name": "intel-0", "metricsPort": 31001, "env": {"HWEMU_HOST_ROOT": "/s/hwemu/.tool-host/intel-0"}},
+                          {"name": "vm-0", "metricsPort": 31002, "env": {"HWEMU_HOST_ROOT": "/s/hwemu/.tool-host/vm-0"}}]
+    assert e["nodeSelector"] == {"kubernetes.io/hostname": "kl-node"}
+    cm = v["controllerManager"]
+    # The process runtime's settings, but the metrics address on the node's and this deploy's port.
+    assert cm["env"]["RECONCILE_INTERVAL"] == "3s" and cm["env"]["METRICS_ADDR"] == "10.89.1.2:40000" and cm["metricsPort"] == 40000
+    assert v["schedulerExtender"]["env"]["TWIN_STALENESS_THRESHOLD"] == "30s"
+    fuse = chart_values(env, "kl-node", PodPlan(Path("/s/hwemu"), False, Path("/f"), [AgentPod("vm-0", 1)]))
+    assert fuse["agent"]["emulated"]["view"] == "fuse"
 
 
-def test_host_network_patch_touches_only_the_controller_manager() -> None:
-    out = host_network_patch(RENDERED, "joulie-controller-manager")
-    docs = out.split("---\n")
-    assert "      hostNetwork: true\n      dnsPolicy: ClusterFirstWithHostNet\n" in docs[1]
-    assert docs[2] == RENDERED.split("---\n")[2]
-    with pytest.raises(ValueError, match="found 0"):
-        host_network_patch(RENDERED, "joulie-agent")
+def test_the_fakesmi_wrapper_passes_the_name_it_was_called_by() -> None:
+    text = fakesmi_wrapper(Path("/s/hwemu/.tool-host/fakesmi.pex"))
+    assert text.startswith("#!/bin/sh\n") and 'tool=$(basename "$0")' in text
+    assert text.endswith("exec /usr/bin/env python3.11 '/s/hwemu/.tool-host/fakesmi.pex' \"$tool\" \"$@\"\n")
+    assert "[ \"$tool\" = fakesmi ] && exec /usr/bin/env python3.11 '/s/hwemu/.tool-host/fakesmi.pex' \"$@\"" in text
+
+
+def test_pod_env_leaves_the_host_paths_behind() -> None:
+    env = {"PATH": "/usr/bin", "HOME": "/root", "PEX_ROOT": "/p", "KUBECONFIG": "/k", "METRICS_ADDR": "127.0.0.1:1",
+           "GPU_TOOL_PATH": "/t", "NODE_NAME": "n", "ROOT": "/r", "HWEMU_HOST_ROOT": "/h", "RECONCILE_INTERVAL": "2s",
+           "GPU_TOOL_TIMEOUT": "15", "LANG": "C.UTF-8"}
+    assert pod_env(env) == {"RECONCILE_INTERVAL": "2s", "GPU_TOOL_TIMEOUT": "15", "LANG": "C.UTF-8"}
+
+
+def test_a_chart_pod_is_named_as_the_process_runtime_names_its_process() -> None:
+    def pod(component: str, node: str | None = None) -> dict[str, object]:
+        meta: dict[str, object] = {"labels": {"app.kubernetes.io/component": component}}
+        if node:
+            meta["annotations"] = {"sim.joulie.io/node": node}
+        return {"metadata": meta}
+
+    assert pod_process_name(pod("agent", "intel-0")) == "agent-intel-0"
+    assert pod_process_name(pod("agent")) is None
+    assert pod_process_name(pod("controller-manager")) == "controller-manager"
+    assert pod_process_name(pod("scheduler-extender")) == "extender"
+    assert pod_process_name(pod("something-else")) is None and pod_process_name({}) is None
+
+
+def test_the_running_container_and_its_task_pid() -> None:
+    running = {"status": {"containerStatuses": [{"containerID": "containerd://abc", "state": {"running": {}}}]}}
+    waiting = {"status": {"containerStatuses": [{"containerID": "containerd://old", "state": {"waiting": {}}}]}}
+    assert container_id(running) == "abc" and container_id(waiting) is None and container_id({}) is None
+    listing = "TASK    PID     STATUS\nabc     4242    RUNNING\ndef     4343    STOPPED\nghi     0       CREATED\n"
+    assert task_pids(listing) == {"abc": 4242}
 
 
 def test_pod_line_reads_like_kubectl_wide() -> None:

@@ -89,6 +89,37 @@ def file_layer(out: Path, files: Sequence[LayerFile]) -> str:
     return sha256_file(out)
 
 
+def tree_layer(out: Path, tree: Path, at: str) -> str:
+    """Writes an uncompressed layer tar of the directory `tree` placed at `at` in the image (its
+    parents, directories, files with their modes, relative symlinks; root-owned, fixed times, sorted);
+    returns its sha256."""
+    def add_dirs(tar: tarfile.TarFile, path: str) -> None:
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            info = tarfile.TarInfo("/".join(parts[:i]))
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tar.addfile(info)
+
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        add_dirs(tar, at)
+        for path in sorted(tree.rglob("*")):
+            name = f"{at.strip('/')}/{path.relative_to(tree).as_posix()}"
+            info = tarfile.TarInfo(name)
+            st = path.lstat()
+            info.mode, info.mtime = st.st_mode & 0o7777, 0
+            if path.is_symlink():
+                info.type, info.linkname = tarfile.SYMTYPE, str(path.readlink())
+                tar.addfile(info)
+            elif path.is_dir():
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif path.is_file():
+                info.size = st.st_size
+                with path.open("rb") as src:
+                    tar.addfile(info, src)
+    return sha256_file(out)
+
+
 def write_archive(out: Path, ref: str, layers: Sequence[Path], config: Mapping[str, Any]) -> str:
     """Writes the ``docker save`` archive of one image: each layer tar (uncompressed, as given) under
     ``<sha256>/layer.tar``, the config under ``<sha256>.json``. Returns the config's digest (the image ID)."""
@@ -142,9 +173,12 @@ def build_base_archive(base_rootfs_tar: Path, ref: str, workdir: Path) -> tuple[
 
 # The chart's images (charts/joulie values: joulie.local/joulie-<component>): the same recipe as
 # ci/images/build.py (the base, the service PEX under /opt/joulie, entrypoint the PEX, tag dev- + the
-# first 12 hex of the PEX's sha256) but written straight into an archive, with no Docker engine. One
-# difference: ci/images runs each PEX once at build time to unpack it; here the first start unpacks
-# it into the container's writable layer (PEX_ROOT), a few seconds once per container.
+# first 12 hex of the PEX's sha256) but written straight into an archive, with no Docker engine.
+# ci/images runs each PEX once at build time to unpack it into PEX_ROOT; here the PEX runs once on the
+# host under the base's interpreter (/usr/bin/python3.11 of the same Debian release) into a scratch
+# PEX_ROOT that becomes a layer at PEX_ROOT (kubelet.py). Without it every container's first start
+# unpacks the PEX (~190 MB) into its writable layer: over a minute for ten at once on two busy cores,
+# long enough for a liveness probe to restart it and start the unpacking over.
 SERVICE_COMPONENTS = ("agent", "controller-manager", "extender")
 
 
@@ -161,17 +195,27 @@ def pex_in_dist(dist: Path, component: str) -> Path:
     return dist / f"services.{component}" / "bin.pex"
 
 
-def build_service_archive(base_rootfs_tar: Path, component: str, pex: Path, workdir: Path) -> tuple[str, Path]:
-    """The component's image: the base rootfs layer, then /opt/joulie/joulie-<component>.pex."""
+PEX_ROOT = "/opt/joulie/.pex"
+
+
+def build_service_archive(base_rootfs_tar: Path, component: str, pex: Path, workdir: Path,
+                          unpacked: Path | None = None) -> tuple[str, Path]:
+    """The component's image: the base rootfs layer, then /opt/joulie/joulie-<component>.pex, then
+    (given) `unpacked`, the PEX_ROOT the PEX filled on its first run, at PEX_ROOT."""
     workdir.mkdir(parents=True, exist_ok=True)
     target = f"/opt/joulie/joulie-{component}.pex"
     layer = workdir / f"{component}-layer.tar"
-    diff_id = file_layer(layer, [LayerFile(target, pex)])
+    layers, diff_ids = [base_rootfs_tar, layer], [sha256_file(base_rootfs_tar), file_layer(layer, [LayerFile(target, pex)])]
+    if unpacked is not None:
+        unpack_layer = workdir / f"{component}-pexroot-layer.tar"
+        layers.append(unpack_layer)
+        diff_ids.append(tree_layer(unpack_layer, unpacked, PEX_ROOT))
     ref = service_ref(component, pex)
     out = workdir / f"joulie-{component}.tar"
-    write_archive(out, ref, [base_rootfs_tar, layer], image_config(
-        [sha256_file(base_rootfs_tar), diff_id], entrypoint=[target],
-        env={"LANG": "C.UTF-8", "PEX_ROOT": "/opt/joulie/.pex", "PYTHONDONTWRITEBYTECODE": "1"},
+    write_archive(out, ref, layers, image_config(
+        diff_ids, entrypoint=[target],
+        env={"LANG": "C.UTF-8", "PEX_ROOT": PEX_ROOT, "PYTHONDONTWRITEBYTECODE": "1"},
         labels={"io.joulie.component": component, "io.joulie.services": component}))
-    layer.unlink()
+    for made in layers[1:]:
+        made.unlink()
     return ref, out

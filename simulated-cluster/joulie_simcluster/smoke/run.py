@@ -42,13 +42,14 @@ from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
 from joulie_simcluster.deploy.reload import restart_process
 from joulie_simcluster.deploy.reports import collector_report, component_reports, http_ok
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
-from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.runtimes import kube, kubelet, process
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
@@ -278,7 +279,10 @@ class Smoke:
         self.progress(f"simulator back after {outage:.1f}s; waiting for the workload runner to send the lost loads")
         self.wait_for_load()
         self.progress("halfway: restarting the controller manager with CPU and GPU caps at 50 % and half the Nodes eco")
-        restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
+        if "POD_controller-manager" in self.env:  # the kubelet runtime: a changed install recreates its Pod
+            onkubelet.restart_controller(self.state, PHASE2_ENV, self.progress)
+        else:
+            restart_process(self.state, "controller-manager", env_update=PHASE2_ENV)
         wait = 90 + 6 * (self.timing.controller_interval_s + self.timing.agent_interval_s)
         caps = self.record(self.until("S09", lambda: checks.caps_match("S09", self.agent_twins(), self.hardware(), self.truth(), 50), wait))
         after_env = self.env
@@ -401,7 +405,11 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     images: dict[str, str] = {}
     deadline = Deadline(timeout_s).start()
     try:
-        process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
+        if settings.runtime == "kubelet":  # the chart's components as Pods on a real node (KUBELET.md)
+            onkubelet.check_mode(mode)
+            kubelet.up_kubelet(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
+        else:
+            process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
         result = deploy(ctx, rendered, DeployOptions(options.values_files, options.daemonset))
         env = state.read_deploy_env() or {}
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}

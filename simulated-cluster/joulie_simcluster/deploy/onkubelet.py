@@ -1,0 +1,198 @@
+"""``deploy`` on the kubelet runtime (simulated-cluster/KUBELET.md): the same plan as the process
+runtime, split in two. The simulator and the workload runner stay processes on the host, started as
+the process runtime starts them (the simulator writes every Node's tree under ``<state>/hwemu``); the
+controller manager, the extender and one emulated agent per eligible Node become the chart's Pods on
+the real kubelet node through ``helm upgrade --install``, with the settings the process runtime gives
+those processes. The agents read their trees through a hostPath of the simulator's root, their GPU
+tools are fakesmi from the same host (``agent.emulated.fakesmiHostPath``).
+
+Why the simulator is no Pod: a privileged container cannot start on this project's machines
+(CAP_SYS_RESOURCE is missing from the bounding set), and the simulator's control (gRPC, /debug,
+the emulated BMCs, the OTLP push) is on 127.0.0.1, as the process runtime's smoke reads it. The
+trees are files (``SIMCLUSTER_HWEMU=files``); the FUSE view is refused before anything starts
+(:func:`check_mode`; KUBELET.md says how far it got).
+
+deploy.env records each Pod as the process runtime records a process: PID_/START_ of the
+container's first process on this host, COMPONENT_, URL_, and POD_<name> naming the Pod.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from joulie_simcluster.context import Context
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes import kubelet
+from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
+from joulie_simcluster.state import StateDir
+
+HOST_PROCESSES = ("simulator", "workload")
+"""What stays a process on the host; every other command of the plan becomes a Pod."""
+
+POD_GPU_TOOL_TIMEOUT_S = 60.0
+"""GPU_TOOL_TIMEOUT of the agent Pods (the processes get 15 s): every agent container starts at once,
+and a GPU tool's first call (a Python interpreter starting fakesmi) on two shared cores outlasted
+15 s, so the agent published the datasheet's cap range and no GPU control."""
+
+FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: the kubelet runtime deploys the files view only, the one its smoke passes with "
+                "(simulated-cluster/KUBELET.md); use SIMCLUSTER_HWEMU=files")
+
+
+def check_mode(mode: str) -> None:
+    """The FUSE view is refused before anything starts, naming files mode: the agent Pods did start on
+    it (the shared mount carries the view into them) but no smoke has passed with it yet."""
+    if mode == "fuse":
+        raise RuntimeFailure(FUSE_REFUSED)
+
+
+def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Command]]:
+    """(the host processes, the commands that become Pods), each in start order."""
+    return [c for c in cmds if c.name in HOST_PROCESSES], [c for c in cmds if c.name not in HOST_PROCESSES]
+
+
+def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str,
+             ports: Mapping[str, int] | None = None) -> tuple[PodPlan, dict[str, str]]:
+    """The chart's side of the plan: each Pod's settings from its process command, and the URL each
+    reports on (the agents' own ports, the controller manager on the node's address). `ports`: the
+    agents' metrics ports by Node (default the plan's)."""
+    by = {c.name: c for c in pods}
+    agents = [c for c in pods if c.component == "agent"]
+    if any(c.name.startswith("agent-pool-") for c in agents):
+        raise RuntimeFailure("SIMCLUSTER_AGENT_SHARDS > 0: pool agents are not deployed on the kubelet runtime; "
+                             "use one agent per Node (SIMCLUSTER_AGENT_SHARDS=0)")
+    if plan.api_proxy is not None:
+        raise RuntimeFailure("SIMCLUSTER_API_PROXY=1 is not deployed on the kubelet runtime: its Pods reach kube-apiserver "
+                             "with their ServiceAccount's in-cluster settings, never through the chaos proxy")
+    if plan.controller_replicas != 1:
+        raise RuntimeFailure("controllerManager.replicas > 1 is not deployed on the kubelet runtime (one node)")
+    cm_port = plan.ports.controller_metrics
+    pp = PodPlan(
+        hwemu_root=plan.hwemu_root, files_view=plan.mode == "files", fakesmi=plan.binaries["fakesmi"],
+        agents=[AgentPod(c.node, (ports or plan.ports.agent_metrics)[c.node]) for c in agents],
+        agent_env={**pod_env(agents[0].env), "GPU_TOOL_TIMEOUT": f"{POD_GPU_TOOL_TIMEOUT_S:g}"} if agents else None,
+        controller_env=pod_env(by["controller-manager"].env), controller_metrics_port=cm_port,
+        extender_env=pod_env(by["extender"].env),
+    )
+    urls = {c.name: c.metrics_url for c in pods}
+    urls["controller-manager"] = f"http://{node_ip}:{cm_port}/metrics"
+    urls.update({f"agent-{a.node}": f"http://127.0.0.1:{a.metrics_port}/metrics" for a in pp.agents})
+    return pp, urls
+
+
+PORTS_FROM = 20000
+PORTS_TO = 32000
+"""The agents' host ports come from here, below the kernel's ephemeral range (32768-60999): an agent
+Pod binds its port a minute or two after deploy chose it, and a port picked the usual way (bind to
+port 0) is an ephemeral one any outgoing connection on this busy host may take meanwhile (seen:
+``OSError: [Errno 98] Address already in use``, the agent's container exited)."""
+
+
+def _bindable(port: int) -> bool:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def host_ports(nodes: Sequence[str], seed: str, bindable: Callable[[int], bool] = _bindable) -> dict[str, int]:
+    """One free port per Node outside the ephemeral range, from an offset the cluster's name gives (two
+    clusters on one host start apart), skipping what cannot be bound now."""
+    span = PORTS_TO - PORTS_FROM
+    start = int(hashlib.sha256(seed.encode()).hexdigest()[:8], 16) % span
+    out: dict[str, int] = {}
+    for i in range(span):
+        if len(out) == len(nodes):
+            break
+        port = PORTS_FROM + (start + i) % span
+        if bindable(port):
+            out[nodes[len(out)]] = port
+    if len(out) != len(nodes):
+        raise RuntimeFailure(f"no {len(nodes)} free ports in {PORTS_FROM}-{PORTS_TO} for the agents' metrics")
+    return out
+
+
+def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
+    """Under the simulator's root (the agent Pods' hostPath): fakesmi and its wrapper, and each agent's
+    tool host (what ``toolDelivery: mounted`` provides: one stub per file the GPU tools require; empty
+    otherwise, as a node without the driver's files)."""
+    pp.fakesmi_pex.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pp.fakesmi, pp.fakesmi_pex)
+    pp.fakesmi_wrapper.write_text(fakesmi_wrapper(pp.fakesmi_pex))
+    pp.fakesmi_wrapper.chmod(0o755)
+    for agent in plan.agents:
+        host = pp.tool_host(agent.name)
+        host.mkdir(parents=True, exist_ok=True)
+        for stub in comp.host_stubs(plan, agent):
+            path = host / stub.relative_to(plan.agent_dir(agent.name) / "host")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+
+def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[comp.Command], env: dict[str, str],
+          values_files: list[Path], start_processes: Callable[[Context, list[comp.Command], dict[str, str]], int]) -> int:
+    """The simulator first (the agents read its trees), then the chart's Pods, then the workload runner
+    (it needs the extender). Returns how many components started."""
+    state, progress = ctx.state, ctx.progress
+    cluster = state.read_cluster_env() or {}
+    missing = [k for k in ("IMAGE_AGENT", "IMAGE_CONTROLLER_MANAGER", "IMAGE_EXTENDER") if not cluster.get(k)]
+    if missing:
+        raise RuntimeFailure(f"{', '.join(missing)} not in cluster.env: the images were not imported at up "
+                             "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
+    first = [c for c in host if c.name != "workload"]
+    last = [c for c in host if c.name == "workload"]
+    ports = host_ports([c.node for c in pods if c.component == "agent"], str(state.root))
+    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports)  # what this runtime cannot deploy fails here, first
+    kubelet.share_mount(plan.hwemu_root, progress)
+    started = start_processes(ctx, first, env)
+    write_tool_hosts(plan, pp)
+    values = kubelet.chart_values_file(state)
+    values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))
+    env["HELM_VALUES"] = ",".join(str(p) for p in [*values_files, values])
+    env["CONTROLLER_METRICS"] = f"{cluster['NODE_IP']}:{pp.controller_metrics_port}"
+    env["HELM_S"] = f"{kubelet.helm_install(state, [*values_files, values], progress):.1f}"
+    env.update(kubelet.record_pods(state, urls))
+    state.write_deploy_env(env)
+    kubelet.show_release(state, progress.out)
+    return started + len(pods) + start_processes(ctx, last, env)
+
+
+def stop_previous(state: StateDir, progress: Callable[[str], None]) -> None:
+    """Before a deploy: the last deploy's host processes stop; its Pods stay for helm to upgrade (the
+    process runtime's stray search would take containerd's shims, which name the state dir)."""
+    kubelet.stop_host_processes(state, progress)
+
+
+def restart_controller(state: StateDir, env_update: Mapping[str, str], progress: Callable[[str], None]) -> int:
+    """The smoke's halfway step on this runtime: ``helm upgrade`` with `env_update` in
+    ``controllerManager.env`` (a changed install); the Deployment recreates its Pod. Returns the new
+    container's PID, recorded in deploy.env."""
+    env = state.read_deploy_env() or {}
+    files = [Path(p) for p in env.get("HELM_VALUES", "").split(",") if p]
+    if not files:
+        raise RuntimeFailure(f"no chart install recorded in {state.deploy_env}; run simcluster deploy")
+    extra = kubelet.chart_values_file(state).with_name("chart-values.update.yaml")
+    files = [f for f in files if f != extra]  # a second update replaces the first
+    update: dict[str, Any] = {"controllerManager": {"env": dict(env_update)}}
+    extra.write_text(yaml.safe_dump(update, sort_keys=False))
+    old = env.get("PID_controller-manager", "")
+    kubelet.helm_install(state, [*files, extra], progress)
+    urls = {k.removeprefix("URL_"): v for k, v in env.items() if k.startswith("URL_")}
+    new = kubelet.record_pods(state, urls)
+    if new.get("PID_controller-manager", old) == old:
+        raise RuntimeFailure("helm upgrade did not recreate the controller manager's Pod")
+    env = {**(state.read_deploy_env() or env), **new, "HELM_VALUES": ",".join(str(p) for p in [*files, extra])}
+    state.write_deploy_env(env)
+    progress(f"controller manager Pod recreated (pid {new['PID_controller-manager']}) with {', '.join(sorted(env_update))}")
+    return int(new["PID_controller-manager"])
+

@@ -1,0 +1,80 @@
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from joulie_simcluster.deploy import components as comp
+from joulie_simcluster.deploy import onkubelet
+from joulie_simcluster.deploy.components_test import plan
+from joulie_simcluster.errors import RuntimeFailure
+
+
+def test_the_fuse_view_is_refused_before_anything_starts() -> None:
+    with pytest.raises(RuntimeFailure, match="use SIMCLUSTER_HWEMU=files"):
+        onkubelet.check_mode("fuse")
+    onkubelet.check_mode("files")
+
+
+def test_agent_ports_stay_below_the_ephemeral_range_and_skip_taken_ones() -> None:
+    taken = set()
+    first = onkubelet.host_ports(["a", "b"], "/state/one", lambda port: port not in taken)
+    assert all(onkubelet.PORTS_FROM <= p < onkubelet.PORTS_TO for p in first.values())
+    assert first == onkubelet.host_ports(["a", "b"], "/state/one", lambda port: True)  # the same every time
+    taken.add(first["a"])
+    again = onkubelet.host_ports(["a", "b"], "/state/one", lambda port: port not in taken)
+    assert again["a"] == first["b"] and again["b"] not in taken and len(set(again.values())) == 2
+    with pytest.raises(RuntimeFailure, match="no 1 free ports"):
+        onkubelet.host_ports(["a"], "/s", lambda port: False)
+
+
+def test_the_simulator_and_the_workload_stay_on_the_host_the_rest_become_pods(tmp_path: Path) -> None:
+    p = replace(plan(tmp_path, "files"), cluster="smoke")
+    p = replace(p, ports=replace(p.ports, workload_metrics=18090))
+    host, pods = onkubelet.split(comp.commands(p))
+    assert [c.name for c in host] == ["simulator", "workload"]
+    assert [c.name for c in pods] == ["extender", "controller-manager", "agent-h100-0", "agent-intel-0"]
+
+
+def test_each_pod_gets_its_process_settings_and_reports_where_the_process_would(tmp_path: Path) -> None:
+    p = plan(tmp_path, "files")
+    _, pods = onkubelet.split(comp.commands(p))
+    pp, urls = onkubelet.pod_plan(p, pods, "10.89.1.2")
+    assert [(a.node, a.metrics_port) for a in pp.agents] == [("h100-0", 20001), ("intel-0", 20002)]
+    assert pp.files_view and pp.hwemu_root == tmp_path / "hwemu" and pp.fakesmi == p.binaries["fakesmi"]
+    assert pp.agent_env is not None and pp.agent_env["RECONCILE_INTERVAL"] == "3s" and pp.agent_env["GPU_TOOL_TIMEOUT"] == "60"
+    assert not {"PATH", "KUBECONFIG", "ROOT", "NODE_NAME", "GPU_TOOL_PATH", "METRICS_ADDR"} & set(pp.agent_env)
+    assert pp.controller_env is not None and pp.controller_env["NODE_POWER_PROMETHEUS_ADDRESS"] == "http://127.0.0.1:9090"
+    assert pp.controller_metrics_port == 8081
+    assert urls["agent-h100-0"] == "http://127.0.0.1:20001/metrics"
+    moved, moved_urls = onkubelet.pod_plan(p, pods, "10.89.1.2", {"h100-0": 21000, "intel-0": 21001})
+    assert [a.metrics_port for a in moved.agents] == [21000, 21001] and moved_urls["agent-intel-0"] == "http://127.0.0.1:21001/metrics"
+    assert urls["controller-manager"] == "http://10.89.1.2:8081/metrics"
+    assert urls["extender"] == "http://127.0.0.1:9876/metrics"
+
+
+def test_pool_agents_and_controller_replicas_are_refused(tmp_path: Path) -> None:
+    p = replace(plan(tmp_path, "files"), agent_shards=1, ports=replace(plan(tmp_path).ports, agent_metrics={"shard-0": 1}))
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_AGENT_SHARDS=0"):
+        onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
+    replicas = replace(plan(tmp_path, "files"), controller_replicas=2,
+                       ports=replace(plan(tmp_path).ports, controller_replica_metrics=(1,)))
+    with pytest.raises(RuntimeFailure, match="replicas > 1"):
+        onkubelet.pod_plan(replicas, onkubelet.split(comp.commands(replicas))[1], "10.89.1.2")
+    proxied = replace(plan(tmp_path, "files"), api_proxy=comp.ApiProxy(1, "https://127.0.0.1:2", tmp_path, tmp_path / "f",
+                                                                        "python3", ""))
+    with pytest.raises(RuntimeFailure, match="SIMCLUSTER_API_PROXY"):
+        onkubelet.pod_plan(proxied, onkubelet.split(comp.commands(proxied))[1], "10.89.1.2")
+
+
+def test_mounted_tool_delivery_puts_the_stubs_where_the_agent_pod_sees_them(tmp_path: Path) -> None:
+    p = plan(tmp_path, "files")
+    p.binaries["fakesmi"].parent.mkdir(parents=True)
+    p.binaries["fakesmi"].write_bytes(b"PK fakesmi")
+    pp, _ = onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
+    onkubelet.write_tool_hosts(p, pp)
+    host = tmp_path / "hwemu" / ".tool-host"
+    # fakesmi where the Pods see it, and the wrapper the chart mounts at /emu/lib/fakesmi.
+    assert (host / "fakesmi.pex").read_bytes() == b"PK fakesmi"
+    assert f"'{host / 'fakesmi.pex'}'" in (host / "fakesmi").read_text() and (host / "fakesmi").stat().st_mode & 0o111
+    assert (host / "h100-0/lib64/ld-linux-x86-64.so.2").is_file() and (host / "h100-0/usr/lib/libnvidia-ml.so.1").is_file()
+    assert (host / "intel-0").is_dir() and not any((host / "intel-0").iterdir())
