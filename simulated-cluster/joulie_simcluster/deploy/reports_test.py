@@ -57,7 +57,7 @@ def test_a_slow_api_answer_while_waiting_is_tried_again_not_fatal(tmp_path: Path
         return a  # type: ignore[return-value]
 
     monkeypatch.setattr(reports, "component_reports", fake)
-    monkeypatch.setattr(reports.time, "sleep", lambda _s: None)
+    monkeypatch.setattr("joulie_simcluster.deploy.reports.time.sleep", lambda _s: None)
     said: list[str] = []
     assert reports.wait_reports(StateDir(tmp_path), {}, [], 60, said.append) == [Report("simulator", True, "")]
     assert said[0].startswith("cannot look at the reports this time (The read operation timed out)")

@@ -91,7 +91,7 @@ def test_the_timeline_row_sums_power_and_caps_and_averages_the_spec() -> None:
 
 def test_twin_error_is_per_managed_node_with_median_and_worst() -> None:
     # a: 500 vs 510 W (1.96 %), b: 300 vs 290 W (3.45 %: off), c: no NodeHardware -> skipped as unmeasurable.
-    hw = {"a": {"status": {}}, "b": {"status": {}}}
+    hw: dict[str, dict[str, Any]] = {"a": {"status": {}}, "b": {"status": {}}}
     o = Observation(managed=["a", "b", "c"], twins=TWINS, truth=TRUTH, hardware=hw)
     out = evaluate(cond({"twinError": {"maxPct": 3}}), o)
     assert not out.ok and out.value is not None and abs(out.value - 3.448) < 0.01
