@@ -4,7 +4,8 @@
 
 Nodes cycle through the nine smoke-spec profiles; every node runs under load, and one limit per
 node is written between ticks (the worst case: files mode pays its read-back, FUSE mode persists
-the limit); ``--no-writes`` measures ticks without writes. Trees go to a temp directory
+the limit); ``--no-writes`` measures ticks without writes; ``--spec FILE`` takes a simulator spec's nodes
+(a cluster's own mix) instead of the cycle. Trees go to a temp directory
 (``--root`` to choose; files mode at 1000 nodes is about 3 million files: more inodes than a
 default /dev/shm has). Prints one line per (mode, nodes): wall-clock ms per tick (median, max)
 and the CPU ms this process spent per tick (median; user + system, the figure to compare on a
@@ -23,16 +24,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
+from joulie_hwprofiles.schema import Profile, builtin_profile, builtin_profile_names
 from joulie_simulator.emulator import Emulator
 from joulie_simulator.files.trees import FileTrees
 from joulie_simulator.model import Load
+from joulie_simulator.spec import load_spec, resolve_profiles
 
 
-def _emulator(n: int) -> Emulator:
-    names = builtin_profile_names()
-    profiles = {p: builtin_profile(p) for p in names}
-    emu = Emulator([(f"node-{i}", profiles[names[i % len(names)]]) for i in range(n)], tick_s=1.0)
+def _emulator(n: int, spec: list[tuple[str, Profile]] | None = None) -> Emulator:
+    if spec is not None:
+        pairs = spec
+    else:
+        names = builtin_profile_names()
+        profiles = {p: builtin_profile(p) for p in names}
+        pairs = [(f"node-{i}", profiles[names[i % len(names)]]) for i in range(n)]
+    emu = Emulator(pairs, tick_s=1.0)
     for name, node in emu.nodes.items():
         gpus = node.profile.gpus.count if node.profile.gpus else 0
         emu.set_load(name, Load(cpu_util=0.6, gpu_util=(0.8,) * gpus))
@@ -46,8 +52,11 @@ def _a_limit(emu: Emulator, name: str) -> str | None:
     return None
 
 
-def bench(mode: str, n: int, ticks: int, root: Path, writes: bool = True) -> tuple[float, float, float, float, str]:
-    emu = _emulator(n)
+def bench(
+    mode: str, n: int, ticks: int, root: Path, writes: bool = True, spec: list[tuple[str, Profile]] | None = None
+) -> tuple[float, float, float, float, str]:
+    emu = _emulator(n, spec)
+    n = len(emu.nodes)
     trees = FileTrees(root, emu, persist_only=mode == "fuse")
     t0 = time.perf_counter()
     trees.ensure()
@@ -90,14 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ticks", type=int, default=5)
     ap.add_argument("--modes", default="files,fuse")
     ap.add_argument("--root", type=Path)
+    ap.add_argument("--spec", type=Path, help="the nodes of a simulator spec file (as emulate --spec; simcluster writes "
+                    "<state>/spec.yaml) instead of --nodes cycling through every builtin profile")
     ap.add_argument("--no-writes", action="store_true", help="no limit writes between ticks (default: one per node per tick)")
     args = ap.parse_args(argv)
     print(f"cpus={os.cpu_count()} python={sys.version.split()[0]}")
+    spec = None
+    if args.spec is not None:
+        spec = [(e.name, prof) for e, prof in resolve_profiles(load_spec(args.spec), None, str(args.spec))]
     for mode in args.modes.split(","):
-        for n in (int(x) for x in args.nodes.split(",")):
+        for n in (int(x) for x in args.nodes.split(",")) if spec is None else [len(spec)]:
             root = Path(tempfile.mkdtemp(prefix="joulie-bench-", dir=args.root))
             try:
-                render_s, median_ms, max_ms, cpu_ms, watch = bench(mode, n, args.ticks, root, writes=not args.no_writes)
+                render_s, median_ms, max_ms, cpu_ms, watch = bench(mode, n, args.ticks, root, writes=not args.no_writes, spec=spec)
                 print(f"mode={mode:5} nodes={n:5} writes={'no' if args.no_writes else 'yes'} render={render_s:6.1f}s tick median={median_ms:8.1f} ms max={max_ms:8.1f} ms cpu median={cpu_ms:8.1f} ms{watch}", flush=True)
             finally:
                 shutil.rmtree(root, ignore_errors=True)  # minutes for the 3 million files of files mode at 1000 nodes

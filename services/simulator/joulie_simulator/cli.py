@@ -24,6 +24,7 @@ from joulie_api.version import service_version
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile_names, load_profile
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 from joulie_simulator.spec import NodeEntry, SpecError, load_spec, parse_inline, resolve_profiles
+from joulie_simulator.tickcost import TickCost
 
 NAME = "joulie-simulator"
 
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
     em.add_argument("--bmc", default="", help="host the emulated BMCs (Redfish, one per node, free ports) listen on, e.g. 127.0.0.1 "
                     "('' = off); addresses in <root>/bmcs.json and GET /debug/bmcs")
+    em.add_argument("--bmc-port-base", type=int, default=0,
+                    help="the BMCs listen on the first free ports from this one upward (0 = ports the kernel picks); a base "
+                    "below the ephemeral range keeps them off the ports a harness picks free for its other processes")
     em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
     em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
@@ -158,6 +162,7 @@ def emulate(args: argparse.Namespace) -> int:
     trees = FileTrees(root, emu, persist_only=args.mode == "fuse")
     trees.ensure()
     stoppers: list[Callable[[], object]] = []
+    tick_cost = TickCost()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -173,7 +178,7 @@ def emulate(args: argparse.Namespace) -> int:
             from joulie_simulator.bmc.fleet import BmcFleet, BmcTls
 
             tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
-            fleet = BmcFleet(emu, bmc_creds, host=args.bmc, tls=tls).start()
+            fleet = BmcFleet(emu, bmc_creds, host=args.bmc, tls=tls, port_base=args.bmc_port_base).start()
             stoppers.append(fleet.stop)
             fleet.write(root / "bmcs.json")
             bmcs = fleet.document()
@@ -182,7 +187,7 @@ def emulate(args: argparse.Namespace) -> int:
             from joulie_simulator.http_debug import DebugServer
 
             host, port = _addr(args.http)
-            http = DebugServer(emu, host, port, bmcs=bmcs, facility=facility)
+            http = DebugServer(emu, host, port, bmcs=bmcs, facility=facility, tick_cost=tick_cost)
             http.start()
             stoppers.append(http.stop)
             print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)
@@ -210,16 +215,22 @@ def emulate(args: argparse.Namespace) -> int:
         print(f"emulating {len(pairs)} nodes in {args.mode} mode under {root}", flush=True)
         done = 0
         next_t = time.monotonic()
+        # One log line per minute of ticks with their cost (also on /debug/emulate's tickCost).
+        report_every = max(1, round(60 / args.tick))
         while not stop.is_set():
             next_t += args.tick
             if not emu.frozen:
+                t0, c0 = time.monotonic(), time.thread_time()
                 if args.mode == "files":
                     trees.tick()
                 else:
                     emu.tick()
                     trees.flush_ledgers()
                     trees.persist_writes()
+                tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
                 done += 1
+                if tick_cost.count % report_every == 0:
+                    print(tick_cost.line(), flush=True)
                 if args.ticks and done >= args.ticks:
                     break
             stop.wait(max(0.0, next_t - time.monotonic()))

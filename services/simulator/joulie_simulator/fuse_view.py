@@ -18,6 +18,7 @@ import errno
 import os
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -27,6 +28,11 @@ import trio
 from joulie_simulator.emulator import Emulator
 
 ROOT = pyfuse3.ROOT_INODE
+ATTR_TIMEOUT_S = 60
+# The GIL switch interval while serving (Python's default: 5 ms). Every FUSE request wakes the
+# serving thread, which then waits for the GIL; while the tick, the OTLP push or a gRPC call runs,
+# that wait was up to one interval per request, five requests per file read.
+SWITCH_INTERVAL_S = 0.0005
 
 
 class EmulatorFS(pyfuse3.Operations):
@@ -75,8 +81,12 @@ class EmulatorFS(pyfuse3.Operations):
             a.st_mode = stat.S_IFREG | mode
             a.st_size = 4096
         a.st_uid = a.st_gid = 0
-        a.attr_timeout = 0
-        a.entry_timeout = 60
+        # Attributes never change (sizes are sysfs' 4096, modes fixed), so the kernel may keep them:
+        # with attr_timeout 0 every open()+fstat() of a reader cost one more request (one in five
+        # of a file read's GETATTR, OPEN, READ, READ, RELEASE), all served by one Python thread.
+        # A view_unavailable fault still fails open, read and opendir with EIO at once.
+        a.attr_timeout = ATTR_TIMEOUT_S
+        a.entry_timeout = ATTR_TIMEOUT_S
         return a
 
     async def getattr(self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext | None = None) -> pyfuse3.EntryAttributes:
@@ -185,6 +195,7 @@ class FuseServer:
         self._error: BaseException | None = None
 
     def start(self) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         detach_stale(self.mountpoint)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         options = {"fsname=joulie-hwemu", "allow_other"}

@@ -42,6 +42,7 @@ from prometheus_client.registry import Collector
 from joulie_simulator.emulator import Emulator, NotEmulated
 from joulie_simulator.facility_live import FacilityLive, check_c
 from joulie_simulator.hwsemconv import components, telemetry_gap
+from joulie_simulator.tickcost import TickCost
 
 
 class HardwareCollector(Collector):
@@ -117,7 +118,9 @@ def metrics_text(emu: Emulator, host: bool = True, facility: FacilityLive | None
     return bytes(generate_latest(registry))
 
 
-def emulate_document(emu: Emulator, node: str | None = None, facility: FacilityLive | None = None) -> dict[str, Any]:
+def emulate_document(
+    emu: Emulator, node: str | None = None, facility: FacilityLive | None = None, tick_cost: TickCost | None = None
+) -> dict[str, Any]:
     names = [node] if node else sorted(emu.nodes)
     doc: dict[str, Any] = {
         "clock": {"tick": emu.tick_count, "tickSeconds": emu.tick_s, "frozen": emu.frozen},
@@ -126,6 +129,8 @@ def emulate_document(emu: Emulator, node: str | None = None, facility: FacilityL
     }
     if facility is not None and node is None:
         doc["facility"] = facility.document()
+    if tick_cost is not None:
+        doc["tickCost"] = tick_cost.summary()
     return doc
 
 
@@ -156,7 +161,7 @@ def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[s
 
 class DebugServer:
     def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None,
-                 facility: FacilityLive | None = None) -> None:
+                 facility: FacilityLive | None = None, tick_cost: TickCost | None = None) -> None:
         """``bmcs``: the emulated BMCs' addresses document, served at ``GET /debug/bmcs`` (404 without)."""
         self.emu = emu
         emulator = emu
@@ -197,7 +202,7 @@ class DebugServer:
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:
-                    self._send(200, emulate_document(emulator, node, facility))
+                    self._send(200, emulate_document(emulator, node, facility, tick_cost))
                 except NotEmulated as e:
                     self._send(404, {"error": str(e)})
 

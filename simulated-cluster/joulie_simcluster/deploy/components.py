@@ -33,6 +33,8 @@ from joulie_simcluster.timing import Timing, duration
 
 COMPONENTS = ("simulator", "extender", "controller-manager", "agent")
 GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+# Where the emulated BMCs' ports start (the simulator's --bmc-port-base; simulator_command says why).
+BMC_PORT_BASE = 20000
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,10 @@ def simulator_command(plan: Plan) -> Command:
             "--otlp-interval", f"{plan.timing.otlp_interval_s:g}",
             # An emulated BMC per node (Redfish); the login in a file, never on the command line.
             "--bmc", "127.0.0.1",
+            # Below the ephemeral range (32768-60999 on Linux): deploy picks the other components'
+            # ports free from that range before the simulator starts, and a thousand BMCs on kernel-
+            # picked ports took one of them (an agent pool's) in the first 1000-Node deploy.
+            "--bmc-port-base", str(BMC_PORT_BASE),
             "--bmc-credentials", str(power.credentials_path(plan.state)),
             "--power-time-scale", f"{plan.timing.power_time_scale:g}",
             *plan.simulator_extra_args,

@@ -121,7 +121,19 @@ def wait_reports(
     last = ""
     while True:
         # Re-read: the supervisor may have restarted a process since the caller read deploy.env.
-        reports = component_reports(state, state.read_deploy_env() or env, managed_nodes)
+        try:
+            reports = component_reports(state, state.read_deploy_env() or env, managed_nodes)
+        except (OSError, RuntimeFailure) as e:
+            # One slow answer (a list of 1000 NodeTwins from a busy API server timed out at 1000
+            # Nodes) is no reason to throw away a deploy that has been coming up for many minutes.
+            if time.monotonic() > deadline:
+                raise RuntimeFailure(f"cannot read the components' reports: {e}") from None
+            line = f"cannot look at the reports this time ({e}); trying again"
+            if line != last:
+                progress(line)
+                last = line
+            time.sleep(5.0)
+            continue
         ok = sum(r.ok for r in reports)
         line = f"{ok}/{len(reports)} components report"
         if line != last:

@@ -5,6 +5,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from joulie_simcluster.deploy.reports import Report, collector_report
 from joulie_simcluster.state import StateDir
 
@@ -40,3 +42,25 @@ def _serving(status: int) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_slow_api_answer_while_waiting_is_tried_again_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from joulie_simcluster.deploy import reports
+    from joulie_simcluster.errors import RuntimeFailure
+
+    answers: list[object] = [TimeoutError("The read operation timed out"), [Report("simulator", True, "")]]
+
+    def fake(*_: object) -> list[Report]:
+        a = answers.pop(0)
+        if isinstance(a, BaseException):
+            raise a
+        return a  # type: ignore[return-value]
+
+    monkeypatch.setattr(reports, "component_reports", fake)
+    monkeypatch.setattr("joulie_simcluster.deploy.reports.time.sleep", lambda _s: None)
+    said: list[str] = []
+    assert reports.wait_reports(StateDir(tmp_path), {}, [], 60, said.append) == [Report("simulator", True, "")]
+    assert said[0].startswith("cannot look at the reports this time (The read operation timed out)")
+    answers[:] = [TimeoutError("still slow")]
+    with pytest.raises(RuntimeFailure, match="cannot read the components' reports: still slow"):
+        reports.wait_reports(StateDir(tmp_path), {}, [], 0, said.append)

@@ -30,6 +30,8 @@ class Observation:
     """The workload runner's counts: submitted, running, pending, completed."""
     health: tuple[bool, str] | None = None
     """(healthy, why not) from the chaos health look."""
+    tick_cost: Mapping[str, Any] | None = None
+    """``/debug/emulate``'s ``tickCost`` (the simulator's last ticks), when it serves one."""
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,54 @@ def evaluate(cond: Condition, o: Observation) -> Outcome:
             return Outcome(False, "no facility in /debug/emulate (simulator run with --no-facility?)",
                            f"facility {f.field} {f.describe()}")
         return _range(f, _num(o.facility.get(f.field)), f"facility {f.field}")
+    if cond.twin_error is not None:
+        return twin_error(o, cond.twin_error.max_pct)
+    if cond.tick_cost is not None:
+        c = cond.tick_cost
+        expected = f"tick wall median ≤ {c.median_ms:g} ms" + (f", max ≤ {c.max_ms:g} ms" if c.max_ms is not None else "")
+        if not o.tick_cost:
+            return Outcome(False, "no tickCost in /debug/emulate (an older simulator?)", expected)
+        w = o.tick_cost.get("wallMs") or {}
+        median, worst = float(w.get("median", 0.0)), float(w.get("max", 0.0))
+        ok = median <= c.median_ms and (c.max_ms is None or worst <= c.max_ms)
+        cpu = o.tick_cost.get("cpuMs") or {}
+        seen = (f"over the last {o.tick_cost.get('window')} ticks: wall median {median:g} ms, p99 {w.get('p99')} ms, "
+                f"max {worst:g} ms; cpu median {cpu.get('median')} ms, max {cpu.get('max')} ms")
+        return Outcome(ok, seen, expected, median)
     if cond.healthy is not None:
         ok, why = o.health or (False, "not looked at")
         return Outcome(ok, why, "every process running, API ready, every component reporting, caps = decisions")
     raise AssertionError("validated: one condition is set")
+
+
+def twin_error(o: Observation, max_pct: float) -> Outcome:
+    """Per managed Node: |NodeTwin measured power - the emulator's host power| / truth (S06's
+    measure); holds when every measurable Node is within ``max_pct`` (or 1 W). Value: the worst %."""
+    skipped = checks.unmeasurable_nodes(o.managed, o.hardware)
+    errors: dict[str, float] = {}
+    failures: list[str] = []
+    for node in o.managed:
+        if node in skipped:
+            continue
+        pm = field_at(o.twins.get(node) or {}, "status.powerMeasurement.measuredNodePowerW")
+        t = o.truth.get(node)
+        if pm is None or t is None:
+            failures.append(f"{node}: {'no measured power' if pm is None else 'not in the truth'}")
+            continue
+        true_w = checks.true_power(t)
+        rel, _ = checks.measurement_error(float(pm), true_w)
+        errors[node] = rel * 100
+        if abs(float(pm) - true_w) > max(1.0, max_pct / 100 * true_w):
+            failures.append(f"{node}: measured {float(pm):.1f} W, truth {true_w:.1f} W ({rel * 100:.2f} %)")
+    ranked = sorted(errors.values())
+    median = ranked[len(ranked) // 2] if ranked else None
+    worst = ranked[-1] if ranked else None
+    seen = (f"{len(errors)} Nodes measured, |error| median {_show(median)} %, max {_show(worst)} %; "
+            f"{len(skipped)} unmeasurable skipped")
+    if failures:
+        seen += f"; {len(failures)} off: " + "; ".join(failures[:6]) + (" …" if len(failures) > 6 else "")
+    return Outcome(bool(errors) and not failures, seen, f"|measured - truth| ≤ max({max_pct:g} %, 1 W) on every managed Node",
+                   worst)
 
 
 TIMELINE_FIELDS = ("t_s", "step", "truth_power_w", "prometheus_power_w", "twins_power_w", "cpu_cap_w", "gpu_cap_w",

@@ -87,3 +87,26 @@ def test_the_timeline_row_sums_power_and_caps_and_averages_the_spec() -> None:
     assert (row["ambient_c"], row["pue"]) == (32.0, 1.31)
     empty = timeline_row(0, "deploy", Observation())
     assert empty["truth_power_w"] is None and empty["cpu_cap_w"] is None and empty["eco_nodes"] is None
+
+
+def test_twin_error_is_per_managed_node_with_median_and_worst() -> None:
+    # a: 500 vs 510 W (1.96 %), b: 300 vs 290 W (3.45 %: off), c: no NodeHardware -> skipped as unmeasurable.
+    hw: dict[str, dict[str, Any]] = {"a": {"status": {}}, "b": {"status": {}}}
+    o = Observation(managed=["a", "b", "c"], twins=TWINS, truth=TRUTH, hardware=hw)
+    out = evaluate(cond({"twinError": {"maxPct": 3}}), o)
+    assert not out.ok and out.value is not None and abs(out.value - 3.448) < 0.01
+    assert "2 Nodes measured" in out.observed and "1 unmeasurable skipped" in out.observed and "b: measured 300.0 W" in out.observed
+    assert evaluate(cond({"twinError": {"maxPct": 3.5}}), o).ok
+    assert not evaluate(cond({"twinError": {}}), OBS).ok  # nothing measurable: nothing checked, no pass
+    missing = Observation(managed=["a", "c"], twins=TWINS, truth=TRUTH, hardware={"a": {}, "c": {}})
+    assert not evaluate(cond({"twinError": {}}), missing).ok  # c has an agent and no truth: not skipped
+
+
+def test_tick_cost_bounds_the_median_and_the_worst_tick() -> None:
+    tc = {"window": 600, "wallMs": {"median": 80.0, "p99": 300.0, "max": 450.0}, "cpuMs": {"median": 70.0, "max": 400.0}}
+    o = Observation(tick_cost=tc)
+    assert evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 1000}}), o).ok
+    assert not evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 400}}), o).ok
+    slow = evaluate(cond({"tickCost": {"medianMs": 50}}), o)
+    assert not slow.ok and slow.value == 80.0 and "wall median 80 ms" in slow.observed
+    assert "no tickCost" in evaluate(cond({"tickCost": {"medianMs": 100}}), Observation()).observed

@@ -45,7 +45,8 @@ def needs(cond: Condition) -> set[str]:
     if kind == "cluster_power" and cond.cluster_power is not None:
         return {cond.cluster_power.source}
     return {"twin": {"twins"}, "caps_applied": {"twins", "hardware", "truth"}, "jobs": {"jobs"},
-            "facility": {"truth"}, "healthy": {"health"}}[kind]
+            "facility": {"truth"}, "healthy": {"health"}, "twin_error": {"twins", "hardware", "truth"},
+            "tick_cost": {"truth"}}[kind]
 
 
 class Looker:
@@ -92,6 +93,7 @@ class Looker:
             doc = self.emulate()
             got["truth"] = {n["name"]: n for n in doc.get("nodes") or []}
             got["facility"] = doc.get("facility") if isinstance(doc.get("facility"), Mapping) else None
+            got["tick_cost"] = doc.get("tickCost") if isinstance(doc.get("tickCost"), Mapping) else None
         if "prometheus" in parts:
             got["prometheus_power_w"] = self.prometheus_power_w()
         if "jobs" in parts:

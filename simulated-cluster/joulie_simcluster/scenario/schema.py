@@ -125,11 +125,30 @@ class FacilityCondition(Range):
     field: str = Field(pattern=r"^[A-Za-z]+$")
 
 
+class TwinErrorCondition(_Strict):
+    """Every managed Node's NodeTwin measured power within ``maxPct`` of the emulator's truth (never
+    closer than 1 W needed), the smoke's S06 comparison per Node; Nodes their agent says it cannot
+    measure are skipped, as S06 skips them. Observed: the median and worst |error| %."""
+
+    max_pct: float = Field(default=3.0, alias="maxPct", gt=0)
+
+
+class TickCostCondition(_Strict):
+    """The simulator's own tick cost (``/debug/emulate`` ``tickCost``, its last 600 ticks): the
+    median wall ms at most ``medianMs``, the worst at most ``maxMs``."""
+
+    median_ms: float = Field(alias="medianMs", gt=0)
+    max_ms: float | None = Field(default=None, alias="maxMs", gt=0)
+
+
 class HealthyCondition(_Strict):
     """Every recorded process running, the API ready, every component reporting and the caps equal
     to the decisions (``simcluster chaos``'s health look)."""
 
     healthy: Literal[True] = True
+
+
+CONDITION_KINDS = ("twin", "cluster_power", "caps_applied", "jobs", "facility", "healthy", "twin_error", "tick_cost")
 
 
 class Condition(_Strict):
@@ -139,19 +158,20 @@ class Condition(_Strict):
     jobs: JobsCondition | None = None
     facility: FacilityCondition | None = None
     healthy: Literal[True] | None = None
+    twin_error: TwinErrorCondition | None = Field(default=None, alias="twinError")
+    tick_cost: TickCostCondition | None = Field(default=None, alias="tickCost")
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
-        given = [k for k in ("twin", "cluster_power", "caps_applied", "jobs", "facility", "healthy")
-                 if getattr(self, k) is not None]
+        given = [k for k in CONDITION_KINDS if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("expected exactly one of twin, clusterPower, capsApplied, jobs, facility, healthy; "
-                             f"got {len(given)}")
+            raise ValueError("expected exactly one of twin, clusterPower, capsApplied, jobs, facility, healthy, twinError, "
+                             f"tickCost; got {len(given)}")
         return self
 
     @property
     def kind(self) -> str:
-        for k in ("twin", "cluster_power", "caps_applied", "jobs", "facility", "healthy"):
+        for k in CONDITION_KINDS:
             if getattr(self, k) is not None:
                 return k
         raise AssertionError("validated: one is set")

@@ -193,3 +193,32 @@ def test_the_debug_server_serves_the_bmc_addresses(fleet: BmcFleet, emu: Emulato
     finally:
         with_bmcs.stop()
         without.stop()
+
+
+def test_with_a_port_base_the_bmcs_take_the_first_free_ports_from_it_and_each_answers_for_its_own_node(emu: Emulator) -> None:
+    import socket
+
+    # A port below the ephemeral range already held by someone else: the fleet steps over it.
+    held = socket.socket()
+    base = 0
+    for candidate in range(24000, 24400, 4):
+        try:
+            held.bind(("127.0.0.1", candidate))
+            base = candidate
+            break
+        except OSError:
+            continue
+    assert base, "no free port to hold in 24000-24400"
+    held.listen()
+    try:
+        f = BmcFleet(emu, CREDS, port_base=base).start()
+        try:
+            ports = {n: int(a.rsplit(":", 1)[1]) for n, a in f.addresses.items()}
+            assert all(base < p < base + 10 for p in ports.values()) and len(set(ports.values())) == 2
+            for node, addr in f.addresses.items():
+                system = _get(f"{addr}/redfish/v1/Systems").json()["Members"][0]["@odata.id"]
+                assert node in _get(f"{addr}{system}").text
+        finally:
+            f.stop()
+    finally:
+        held.close()
