@@ -10,8 +10,8 @@ Nothing is pulled. The base is ``debootstrap --variant=minbase bookworm`` with D
 ``joulie.local/debian-base:bookworm-<12 hex of its recipe>`` and kept, with its rootfs tarball,
 under ``$JOULIE_CACHE`` (default ``~/.cache/joulie``). Each image is the base plus the PEX(es),
 entrypoint the PEX, tagged ``joulie.local/joulie-<component>:dev-<first 12 hex of the sha256 of
-its PEX bytes>`` (the simulator image carries fakesmi too, linked as nvidia-smi, rocm-smi and
-amd-smi: its hash runs over the simulator PEX then the fakesmi PEX). The same PEX gives the
+its PEX bytes>`` (the simulator image carries fakesmi too, behind nvidia-smi, rocm-smi and
+amd-smi scripts: its hash runs over the simulator PEX then the fakesmi PEX). The same PEX gives the
 same tag; the base is not part of the tag.
 """
 
@@ -112,7 +112,11 @@ def dockerfile(component: Component, base: str) -> str:
     runs = [f"/opt/joulie/{pex_file_name(svc)} --version" for svc in component.services]
     if "fakesmi" in component.services:
         target = f"/opt/joulie/{pex_file_name('fakesmi')}"
-        runs += [f"ln -s {target} /usr/local/bin/{tool}" for tool in ("fakesmi", *FAKESMI_TOOLS)]
+        # The GPU tools are scripts passing their name, not links: a PEX re-executes itself, so a
+        # link named nvidia-smi reaches fakesmi as the PEX's own name and it answers with its usage.
+        runs.append(f"ln -s {target} /usr/local/bin/fakesmi")
+        runs += [f"printf '#!/bin/sh\\nexec {target} {tool} \"$@\"\\n' > /usr/local/bin/{tool}" for tool in FAKESMI_TOOLS]
+        runs.append("chmod 755 " + " ".join(f"/usr/local/bin/{tool}" for tool in FAKESMI_TOOLS))
     runs.append("chmod -R a+rX /opt/joulie")
     lines.append("RUN " + " && ".join(runs))
     lines.append(f'LABEL io.joulie.component="{component.name}" io.joulie.services="{",".join(component.services)}"')

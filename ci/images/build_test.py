@@ -47,15 +47,18 @@ def test_components_images_and_pex_paths() -> None:
     assert build.pants_target("fakesmi") == "services/fakesmi:bin"
 
 
-def test_dockerfile_entrypoint_is_the_pex_and_only_the_simulator_links_fakesmi() -> None:
+def test_dockerfile_entrypoint_is_the_pex_and_only_the_simulator_carries_the_gpu_tools() -> None:
     agent = build.dockerfile(build.COMPONENTS[0], "joulie.local/debian-base:bookworm-x")
     assert agent.startswith("FROM joulie.local/debian-base:bookworm-x\n")
     assert 'ENTRYPOINT ["/opt/joulie/joulie-agent.pex"]' in agent
     assert "nvidia-smi" not in agent
     sim = build.dockerfile(build.COMPONENTS[3], "b")
     assert 'ENTRYPOINT ["/opt/joulie/joulie-simulator.pex"]' in sim
-    for tool in ("fakesmi", "nvidia-smi", "rocm-smi", "amd-smi"):
-        assert f"ln -s /opt/joulie/joulie-fakesmi.pex /usr/local/bin/{tool}" in sim
+    assert "ln -s /opt/joulie/joulie-fakesmi.pex /usr/local/bin/fakesmi" in sim
+    # The tools pass their name on: a link to the PEX would reach fakesmi as the PEX's own name.
+    for tool in ("nvidia-smi", "rocm-smi", "amd-smi"):
+        assert f"ln -s /opt/joulie/joulie-fakesmi.pex /usr/local/bin/{tool}" not in sim
+        assert f"exec /opt/joulie/joulie-fakesmi.pex {tool} \"$@\"\\n' > /usr/local/bin/{tool}" in sim
     # Each PEX is unpacked at build time (into the fixed PEX_ROOT), not in every container.
     assert "ENV PEX_ROOT=/opt/joulie/.pex" in sim
     assert "/opt/joulie/joulie-simulator.pex --version && /opt/joulie/joulie-fakesmi.pex --version" in sim
