@@ -60,6 +60,10 @@ class NodeController:
         # The status of the last discovery that read the node, and why the latest one did not ("").
         self.good_hardware: NodeHardwareStatus | None = None
         self.rediscovery_failed = ""
+        # Why the GPUs the node should have did not answer the last discovery ("" when they did, or
+        # when it has none): its NodeHardware then holds datasheet ranges and no GPU control, so
+        # discovery is tried again soon, not at the next REDISCOVER_S.
+        self.gpu_discovery_failed = ""
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
         self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only)
 
@@ -85,8 +89,20 @@ class NodeController:
             self.rediscovery_failed = ""
         self.facts = facts
         self.hardware = self.good_hardware = build_status(self.facts, self.catalog)
+        self._note_gpu_discovery(facts)
         self.gpu.checked_s = self.clock.monotonic()
         return self.hardware
+
+    def _note_gpu_discovery(self, facts: HostFacts) -> None:
+        gpu = facts.gpu
+        failed = "; ".join(gpu.warnings)[:300] if gpu is not None and not gpu.devices and gpu.warnings else ""
+        if failed and not self.gpu_discovery_failed:
+            log.warning("node %s: GPU inventory failed at discovery (%s); NodeHardware has no GPU control "
+                        "until a rediscovery reads it", self.node, failed)
+        elif not failed and self.gpu_discovery_failed:
+            log.warning("node %s: GPU inventory answers again; NodeHardware rediscovered with %d GPUs",
+                        self.node, len(gpu.devices) if gpu else 0)
+        self.gpu_discovery_failed = failed
 
     def reconcile_cpu(self, spec: NodeTwinSpec | None) -> CPUOutcome:
         return self.cpu.reconcile(spec, self.facts, self.hardware)

@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 
 # Hardware is rediscovered this often (GPU tools are slow; sysfs layouts do not change at runtime).
 REDISCOVER_S = 300.0
+# ... and this often while the GPUs a node should have did not answer its discovery (a tool timing out
+# as a node's agents all start at once): until then its NodeHardware offers no GPU control.
+GPU_REDISCOVER_S = 30.0
 
 
 GPU_READ_WAIT_S = 10.0
@@ -258,7 +261,8 @@ class Agent:
         """Reconcile one node; False when the API server did not answer (the last intent was enforced)."""
         c = self.controller(name)
         now = self.clock.monotonic()
-        if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= REDISCOVER_S:
+        every = GPU_REDISCOVER_S if c.gpu_discovery_failed else REDISCOVER_S
+        if c.hardware is None or now - self.discovered_at.get(name, -1e18) >= every:
             c.discover(labels, allocatable, capacity)
             self.discovered_at[name] = now
             if self.exporter is not None and not c.rediscovery_failed:  # kept facts: the plan stands

@@ -222,3 +222,43 @@ def test_a_throttled_nodetwin_watch_logs_once_when_it_fails_and_once_when_it_str
     assert len(lines) == 2, lines
     assert lines[0].startswith("NodeTwin watch failing (ApiException: HTTP 429 Too Many Requests)")
     assert lines[1].startswith("NodeTwin watch works again") and all("\n" not in line for line in lines)
+
+
+class RecordingKube(FlakyKube):
+    def __init__(self, spec: NodeTwinSpec) -> None:
+        super().__init__(spec)
+        self.published: list[NodeHardwareStatus] = []
+
+    def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
+        self.published.append(status)
+        return super().publish_hardware(node, status)
+
+
+def test_gpus_that_did_not_answer_discovery_get_control_within_half_a_minute(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Agent Pods starting at once on a busy node: the first nvidia-smi failed, and the NodeHardware
+    # kept no GPU control until the rediscovery five minutes later.
+    testtrees.cpuinfo(tmp_path)
+    testtrees.write(tmp_path / "dev" / "nvidiactl", "")
+    gpus = testtrees.fake_nvidia_smi(tmp_path, n=4)
+    testtrees.write(gpus.state / "fail", "")
+    clock = FakeClock()
+    kube = RecordingKube(NodeTwinSpec(node_name="n1", profile="performance"))
+    settings = Settings(node_name="n1", root=str(tmp_path), metrics_addr="", tool_path=str(gpus.bin_dir))
+    agent = Agent(settings, kube, load_catalog(), clock, AgentMetrics())  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="joulie_agent.node"):
+        agent.tick()
+        assert kube.published[-1].capabilities is not None and not kube.published[-1].capabilities.gpu_control
+        (gpus.state / "fail").unlink()
+        clock.advance(20)
+        agent.tick()  # not yet: the retry is every 30 s
+        assert not kube.published[-1].capabilities.gpu_control
+        clock.advance(20)
+        agent.tick()
+    hw = kube.published[-1]
+    assert hw.capabilities is not None and hw.capabilities.gpu_control
+    assert hw.gpu is not None and hw.gpu.count == 4
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert "GPU inventory failed at discovery" in lines[0] and "exit 9" in lines[0]
+    assert lines[1] == "node n1: GPU inventory answers again; NodeHardware rediscovered with 4 GPUs"
