@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from joulie_common.procstatus import rss_kib
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.runtimes import process
@@ -322,13 +323,6 @@ def _import_service_images(paths: NodePaths, base: Path, dist: Path, progress: C
 # --- up -----------------------------------------------------------------------------------------
 
 
-def _rss_kib(pid: int) -> int:
-    for line in _read(f"/proc/{pid}/status").splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
 def _group_rss_kib(pid: int) -> int:
     """RSS of a process and of every process in its process group (containerd's shims are not in it)."""
     total = 0
@@ -336,7 +330,7 @@ def _group_rss_kib(pid: int) -> int:
         if entry.name.isdigit():
             try:
                 if os.getpgid(int(entry.name)) == pid:
-                    total += _rss_kib(int(entry.name))
+                    total += rss_kib(int(entry.name))
             except OSError:
                 continue
     return total

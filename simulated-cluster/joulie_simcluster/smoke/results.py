@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from joulie_common.procstatus import rss_kib
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, kubelet, process
@@ -98,9 +99,7 @@ class MemorySampler(threading.Thread):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
                 if int(stat[3]) in sids:  # field 6 of stat: session id
-                    for line in (proc / "status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1])
+                    total += rss_kib(int(proc.name))
         return total
 
     def run(self) -> None:
