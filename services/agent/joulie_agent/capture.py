@@ -14,7 +14,7 @@ from pathlib import Path
 
 from joulie_agent import gputools
 from joulie_agent.corpus import CPUFREQ_FILES, ZONE_FILE_RE
-from joulie_agent.hostread import HostPaths, read_text, zone_dirs
+from joulie_agent.hostread import HostPaths, read_proc_text, read_text, zone_dirs
 from joulie_agent.toolrun import make_runner
 
 REDACTIONS: list[tuple[re.Pattern[str], str]] = [
@@ -47,7 +47,7 @@ def capture_machine(root: Path, out: Path, name: str) -> Path:
     hosts = [socket.gethostname(), socket.getfqdn(), (read_text(root / "etc" / "hostname") or "").strip()]
     hosts += [h.split(".")[0] for h in hosts if h]
     dest.mkdir(parents=True)
-    cpuinfo = read_text(paths.cpuinfo)
+    cpuinfo = read_proc_text(paths.cpuinfo)
     if cpuinfo is None:
         shutil.rmtree(dest)
         raise ValueError(f"{paths.cpuinfo}: unreadable; a fixture needs /proc/cpuinfo")

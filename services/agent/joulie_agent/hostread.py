@@ -19,6 +19,8 @@ from joulie_agent.powerexport import HwmonEnergy
 from joulie_agent.toolrun import Runner
 
 MAX_FILE_BYTES = 4 << 20
+# One read(2) of an attribute: sysfs attributes are at most a page.
+ATTR_READ_BYTES = 1 << 16
 POLICY_RE = re.compile(r"^policy(\d+)$")
 
 
@@ -58,13 +60,47 @@ class HostPaths:
         return self.root / "dev" / "nvidiactl"
 
 
-def read_text(path: Path) -> str | None:
+def _read_fd(path: Path, to_the_end: bool) -> bytes | None:
+    """`path`'s bytes by os.read in ATTR_READ_BYTES pieces, at most MAX_FILE_BYTES; None when unreadable.
+    Without `to_the_end`, a piece that comes back short is the end."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-    return data.decode("utf-8", "replace")
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while total < MAX_FILE_BYTES:
+            chunk = os.read(fd, min(ATTR_READ_BYTES, MAX_FILE_BYTES - total))
+            chunks.append(chunk)
+            total += len(chunk)
+            if not chunk or (len(chunk) < ATTR_READ_BYTES and not to_the_end):
+                break
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_text(path: Path) -> str | None:
+    """A sysfs attribute, or a small regular file; None when unreadable.
+
+    sysfs answers an attribute (at most a page) in the first read(2), and a regular file is at its
+    end when a read comes back short, so the read that would only find the end is not made. No
+    open(): its fstat, isatty ioctl and lseek were three more syscalls, and its read of up to 4 MiB
+    allocated that much for every attribute. Under a FUSE view each read(2) is a request the
+    simulator serves (one of OPEN, READ, READ, FLUSH, RELEASE saved); the power exporter reads
+    counters every few seconds for every node of a pool agent."""
+    data = _read_fd(path, to_the_end=False)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def read_proc_text(path: Path) -> str | None:
+    """A /proc file (cpuinfo), read until a read returns nothing: its seq_file may come back short
+    before the end. None when unreadable."""
+    data = _read_fd(path, to_the_end=True)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def zone_dirs(paths: HostPaths) -> list[Path]:
@@ -286,7 +322,7 @@ def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, 
                nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists,
                capacity: dict[str, str] | None = None) -> discovery.HostFacts:
     facts = discovery.HostFacts(labels=labels, allocatable=allocatable, capacity=capacity or {})
-    facts.cpuinfo_text = read_text(paths.cpuinfo)
+    facts.cpuinfo_text = read_proc_text(paths.cpuinfo)
     facts.zones, zone_warnings = read_zones(paths)
     facts.warnings += zone_warnings
     facts.policies = read_policies(paths)

@@ -6,6 +6,7 @@ import errno
 import os
 from pathlib import Path
 
+from joulie_agent.hostread import read_text
 from joulie_agent.powercap import parse_int
 
 REASONS = {
@@ -37,8 +38,4 @@ def write_attr(path: Path, value: str) -> str | None:
 
 def read_int(path: Path) -> int | None:
     """The integer a sysfs attribute holds, or None when unreadable or garbage (``powercap.parse_int``)."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return parse_int(text)
+    return parse_int(read_text(path))
