@@ -32,7 +32,6 @@ from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.timing import Timing, duration
 
 COMPONENTS = ("simulator", "extender", "controller-manager", "agent")
-GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
 # Where the emulated BMCs' ports start (the simulator's --bmc-port-base; simulator_command says why).
 BMC_PORT_BASE = 20000
 
@@ -56,6 +55,11 @@ class AgentNode:
     tool_delivery: Literal["mounted", "none"]
     tool_requirements: tuple[str, ...] = ()
     """Files the node's real GPU tools need (ELF loader, libraries, NVML): what ``mounted`` provides."""
+    tools: tuple[str, ...] = ()
+    """The GPU tools the node's profile has (its ``state/tools.json``): only these get a command, so an
+    agent finds no ``nvidia-smi`` on a CPU node, as on a real one, instead of starting fakesmi to be
+    told it is not installed (three Python starts per GPU inventory of every CPU node: at 1000 Nodes
+    fakesmi took more CPU than the simulator)."""
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,8 @@ def simulator_command(plan: Plan) -> Command:
 
 
 def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
-    """The GPU tool commands of one agent: shell wrappers running fakesmi for the node's tree.
+    """The GPU tool commands of one agent (the tools of its profile): shell wrappers running fakesmi
+    for the node's tree.
     With ``toolDelivery: none`` the host root is empty, so a tool with requirements fails as on a
     node without the driver's files; ``mounted`` puts one stub at each required path."""
     root = plan.node_root(node.name)
@@ -230,7 +235,7 @@ def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
     }
     exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
     program = f"'{plan.fakesmi_entry}'" if plan.fakesmi_entry else f"'{plan.python}' '{plan.binaries['fakesmi']}'"
-    return {tools_dir / tool: f"#!/bin/sh\n{exports}exec {program} {tool} \"$@\"\n" for tool in GPU_TOOLS}
+    return {tools_dir / tool: f"#!/bin/sh\n{exports}exec {program} {tool} \"$@\"\n" for tool in node.tools}
 
 
 def host_stubs(plan: Plan, node: AgentNode) -> list[Path]:

@@ -21,7 +21,7 @@ SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
 
 def plan(tmp: Path, mode: HwemuMode = "fuse") -> comp.Plan:
     bins = {c: tmp / "bin" / f"joulie-{c}-0123456789ab.pex" for c in ("agent", "controller-manager", "extender", "simulator", "fakesmi")}
-    agents = [comp.AgentNode("h100-0", "mounted", ("/lib64/ld-linux-x86-64.so.2", "/usr/lib/libnvidia-ml.so.1")),
+    agents = [comp.AgentNode("h100-0", "mounted", ("/lib64/ld-linux-x86-64.so.2", "/usr/lib/libnvidia-ml.so.1"), ("nvidia-smi",)),
               comp.AgentNode("intel-0", "none")]
     return comp.Plan(
         state=tmp, binaries=bins, kubeconfig=tmp / "kubeconfig", prometheus_url="http://127.0.0.1:9090",
@@ -55,6 +55,9 @@ def test_tool_delivery_decides_what_the_gpu_tools_find(tmp_path: Path) -> None:
     assert comp.host_stubs(p, p.agents[0]) == [tmp_path / "agents/h100-0/host/lib64/ld-linux-x86-64.so.2",
                                                 tmp_path / "agents/h100-0/host/usr/lib/libnvidia-ml.so.1"]
     assert comp.host_stubs(p, p.agents[1]) == []
+    # Only the profile's tools: a CPU node has no GPU tool at all, as on a real one.
+    assert list(wrappers) == [tmp_path / "agents" / "h100-0" / "tools" / "nvidia-smi"]
+    assert comp.fakesmi_wrappers(p, p.agents[1]) == {}
 
 
 def test_gpu_tools_start_fakesmis_venv_when_deploy_found_it(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from joulie_simcluster.errors import RuntimeFailure
-from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
+from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid, stop_pids
 from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
 
@@ -68,10 +68,11 @@ def stop_deployed(state: StateDir, progress: Callable[[str], None]) -> int:
     stopped = 0
     with changing(state.root):  # the supervisor must not restart what is stopped on purpose
         env = state.read_deploy_env() or {}
-        # Agents first, the simulator last: an agent never sees its views vanish under it at teardown.
-        for name, pid in reversed(recorded_deploy_pids(env)):
-            if deployed_alive(name, pid, env) and stop_pid(pid, None, grace_s=8):
-                stopped += 1
+        # Everything else at once, the simulator last: an agent never sees its views vanish under it
+        # at teardown.
+        alive = [(name, pid) for name, pid in recorded_deploy_pids(env) if deployed_alive(name, pid, env)]
+        stopped += stop_pids([pid for name, pid in alive if name != "simulator"], grace_s=8)
+        stopped += stop_pids([pid for name, pid in alive if name == "simulator"], grace_s=8)
         stopped += stop_strays(state)
         unmount_views(state)
         state.deploy_env.unlink(missing_ok=True)

@@ -60,8 +60,9 @@ def agent_nodes(spec: ClusterSpec, nodes: list[dict[str, Any]], eligible: list[s
     for name in eligible:
         pool_name = by_name[name]["metadata"]["labels"][names.LABEL_SIM_POOL]
         profile = builtin_profile(spec.pool(pool_name).profile)
-        reqs = tuple(r for t in (profile.gpus.tools if profile.gpus else []) for r in t.requires)
-        out.append(comp.AgentNode(name, spec.tool_delivery(pool_name, values), reqs))
+        tools = profile.gpus.tools if profile.gpus else []
+        reqs = tuple(r for t in tools for r in t.requires)
+        out.append(comp.AgentNode(name, spec.tool_delivery(pool_name, values), reqs, tuple(t.name for t in tools)))
     return out
 
 
@@ -232,6 +233,8 @@ def _with_api_proxy(plan: comp.Plan, cluster: Mapping[str, str]) -> comp.Plan:
 def _write_agent_files(plan: comp.Plan) -> None:
     """Each agent's GPU tool wrappers and its tool-delivery stubs under a fresh ``host/``."""
     for agent in plan.agents:
+        # A fresh tools/: a tool of an earlier deploy's profile must not stay behind.
+        shutil.rmtree(plan.agent_dir(agent.name) / "tools", ignore_errors=True)
         for path, text in comp.fakesmi_wrappers(plan, agent).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)

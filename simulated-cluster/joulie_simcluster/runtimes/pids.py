@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from joulie_simcluster.errors import RuntimeFailure
@@ -35,6 +36,33 @@ def _reap(pid: int) -> None:
     # When the caller is the processes' parent (an in-process `up`), collect the exit status.
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def stop_pids(pids: Sequence[int], grace_s: float = 10.0) -> int:
+    """:func:`stop_pid` for many process groups at once: SIGTERM to all, SIGKILL to those still
+    running after `grace_s`. Returns how many were running. One after another, 40 pool agents blocked
+    on a stalled FUSE view took 40 times the grace to stop (10 minutes at 1000 Nodes)."""
+    running = [pid for pid in pids if pid_alive(pid)]
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for pid in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
+        left = list(running)
+        deadline = time.monotonic() + wait_s
+        while left and time.monotonic() < deadline:
+            for pid in left:
+                _reap(pid)
+            left = [pid for pid in left if pid_alive(pid)]
+            if left:
+                time.sleep(0.05)
+        if not left:
+            return len(running)
+    for pid in running:
+        _reap(pid)
+    survivors = [pid for pid in running if pid_alive(pid)]
+    if survivors:
+        raise RuntimeFailure(f"pids {', '.join(map(str, survivors))} survived SIGKILL")
+    return len(running)
 
 
 def start_ticks(pid: int) -> str:
