@@ -134,6 +134,12 @@ def emulate_document(
     return doc
 
 
+def power_document(emu: Emulator) -> dict[str, Any]:
+    """``GET /debug/power``: {"nodes": {node: power state}} (as ``/debug/emulate`` ``nodes[].power.state``;
+    no lock, as ``truth``: a node's power state is one value)."""
+    return {"nodes": {name: emu.nodes[name].power for name in sorted(emu.nodes)}}
+
+
 def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[str, Any]]:
     """``POST /debug/facility/ambient``: the status code and the answer (the control now, or the error)."""
     if facility is None:
@@ -191,6 +197,11 @@ class DebugServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                if url.path == "/debug/power":
+                    # Each node's power state alone: the simcluster supervisor reads it every second,
+                    # and /debug/emulate's every-node truth cost 11 % of the simulator at 1000 Nodes.
+                    self._send(200, power_document(emulator))
+                    return
                 if url.path == "/debug/bmcs":
                     if server.bmcs is None:
                         self._send(404, {"error": "no emulated BMCs (the simulator runs without --bmc)"})
@@ -198,7 +209,7 @@ class DebugServer:
                         self._send(200, server.bmcs)
                     return
                 if url.path != "/debug/emulate":
-                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /debug/bmcs, /metrics or /metrics/components"})
+                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /debug/power, /debug/bmcs, /metrics or /metrics/components"})
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:

@@ -38,6 +38,8 @@ def test_debug_emulate_lists_every_node_with_host_power_zones_gpus_and_caps(emu:
     server.start()
     try:
         doc = json.load(urllib.request.urlopen(f"{server.url}/debug/emulate", timeout=5))
+        emu.power_off("xeon-0", graceful=False)
+        states = json.load(urllib.request.urlopen(f"{server.url}/debug/power", timeout=5))
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(f"{server.url}/debug/emulate?node=nope", timeout=5)
     finally:
@@ -54,6 +56,7 @@ def test_debug_emulate_lists_every_node_with_host_power_zones_gpus_and_caps(emu:
     }
     assert nvl["caps"]["cpuPackageW"] == [165.0, 165.0]
     assert missing.value.code == 404
+    assert states == {"nodes": {"nvl-0": "on", "xeon-0": "off"}}
 
 
 @pytest.fixture

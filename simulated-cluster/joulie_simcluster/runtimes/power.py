@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -134,7 +135,15 @@ def transitions(power: Mapping[str, str], down_now: Iterable[str]) -> Transition
 
 
 def read_power_states(simulator_http: str, timeout_s: float = 2.0) -> dict[str, str]:
-    """Node -> the emulator's power state (``/debug/emulate`` ``nodes[].power.state``)."""
+    """Node -> the emulator's power state (``/debug/power``; a simulator without it: ``/debug/emulate``
+    ``nodes[].power.state``, every node's whole truth)."""
+    try:
+        with urllib.request.urlopen(f"http://{simulator_http}/debug/power", timeout=timeout_s) as resp:
+            states = json.loads(resp.read()).get("nodes", {})
+        return {str(n): str(s) for n, s in states.items()}
+    except urllib.error.HTTPError as err:
+        if err.code != 404:
+            raise
     with urllib.request.urlopen(f"http://{simulator_http}/debug/emulate", timeout=timeout_s) as resp:
         doc = json.loads(resp.read())
     return {n["name"]: str((n.get("power") or {}).get("state", "on")) for n in doc.get("nodes", []) if "name" in n}

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
+import json
 import stat
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 from joulie_simcluster.runtimes import power
 
@@ -44,3 +48,43 @@ def test_the_powered_off_record_round_trips(tmp_path: Path) -> None:
     assert power.read_powered_off(tmp_path) == {}
     power.write_powered_off(tmp_path, {"cpu-0": 12.5})
     assert power.read_powered_off(tmp_path) == {"cpu-0": 12.5}
+
+
+class _Simulator(http.server.BaseHTTPRequestHandler):
+    """The two routes the supervisor may read, as a simulator with or without /debug/power answers."""
+
+    has_power_route: ClassVar[bool] = True
+    asked: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:  # - the stdlib's name
+        type(self).asked.append(self.path)
+        body: dict[str, object]
+        if self.path == "/debug/power" and self.has_power_route:
+            body = {"nodes": {"cpu-0": "on", "gpu-0": "booting"}}
+        elif self.path == "/debug/emulate":
+            body = {"nodes": [{"name": "cpu-0", "power": {"state": "off"}}, {"name": "gpu-0"}]}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_supervisor_reads_power_states_alone_and_from_the_whole_truth_of_an_older_simulator() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Simulator)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        assert power.read_power_states(address) == {"cpu-0": "on", "gpu-0": "booting"}
+        assert _Simulator.asked == ["/debug/power"]  # not every node's truth each second
+        _Simulator.has_power_route = False
+        assert power.read_power_states(address) == {"cpu-0": "off", "gpu-0": "on"}
+    finally:
+        server.shutdown()
+        server.server_close()
