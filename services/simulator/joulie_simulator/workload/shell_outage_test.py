@@ -65,3 +65,4 @@ def test_a_bug_is_not_taken_for_an_outage() -> None:
         pass
     finally:
         runner.close()
+
