@@ -65,4 +65,3 @@ def test_a_bug_is_not_taken_for_an_outage() -> None:
         pass
     finally:
         runner.close()
-
