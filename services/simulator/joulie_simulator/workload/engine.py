@@ -141,9 +141,9 @@ class Engine:
         self.runs = {j.job_id: JobRun(j, cpu_left=j.work.cpu_units, gpu_left=j.work.gpu_units) for j in self.jobs}
         self._next = 0
 
-    def awaiting_binding(self) -> int:
-        """Jobs submitted whose pod has not been bound yet."""
-        return sum(1 for r in self.runs.values() if r.submitted and r.start_s is None)
+    def awaiting_binding(self) -> bool:
+        """Whether a job was submitted whose pod has not been bound yet."""
+        return any(r.submitted and r.start_s is None for r in self.runs.values())
 
     def due(self, now_s: float, limit: int = 0) -> list[Job]:
         """Jobs whose submit time has come (at most ``limit``, 0 = all), marked submitted."""
