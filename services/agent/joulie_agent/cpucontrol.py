@@ -103,6 +103,9 @@ class DvfsConfig:
     energy_window_s: float = 5.0
     """ENERGY_WINDOW: the least counter history one package power estimate spans (energymeter);
     several of the counter's update periods, so a counter read between its updates is not misread."""
+    verify_interval_s: float = 60.0
+    """DVFS_VERIFY_INTERVAL: how often every policy's scaling_max_freq is read back (drift is
+    re-applied and reported); between sweeps only policies whose plan changed are written."""
 
 
 @dataclass

@@ -48,6 +48,12 @@ class CPUEnforcer:
         # PL1 the agent last wrote (or found) per zone: a later read-back that differs is drift.
         self.rapl_applied_uw: dict[str, int] = {}
         self.dvfs_active = False
+        # scaling_max_freq per policy as the agent last wrote or read it back. A policy whose plan
+        # is unchanged is not read again before the next verification sweep (every
+        # ``DvfsConfig.verify_interval_s``): a node has up to 384 policies, and reading each one
+        # every reconcile was most of an emulated cluster's file reads.
+        self.dvfs_known_khz: dict[str, int] = {}
+        self.dvfs_checked_s: float | None = None
         # Energy counters and PL1 files that read garbage: logged on change, noted in controlStatus.
         self.unusable = UnusableReadings(record.node, log)
         # The drift last logged: a drift that persists (a file that keeps refusing the re-write) is
@@ -175,30 +181,54 @@ class CPUEnforcer:
         self.rapl_applied_uw.clear()
 
     # ----- DVFS -----
-    def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str]]:
-        """Set scaling_max_freq per policy; (policies held low, failures)."""
+    def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str], list[str]]:
+        """Set scaling_max_freq per policy; (policies held low, failures, drift found and re-applied).
+
+        A policy is written when its plan changes. Every ``verify_interval_s`` all policies are read
+        back: one holding another value than the agent left there has drifted (another tool, a
+        thermal driver, a kernel reset), and is written again and reported."""
         plan = cpufreq.throttle_plan(policies, pct, self.dvfs_config.min_freq_khz)
+        now = self.clock.monotonic()
+        sweep = self.dvfs_checked_s is None or now - self.dvfs_checked_s >= self.dvfs_config.verify_interval_s
         low = 0
         failures: list[str] = []
+        drift: list[str] = []
         by_id = {p.policy_id: p for p in policies}
         for pid, khz in plan.items():
             p = by_id[pid]
             if p.cpuinfo_max_khz and khz < p.cpuinfo_max_khz:
                 low += 1
             self.record.dvfs_policy(pid, khz, p.scaling_cur_khz)
-            path = self.paths.cpufreq / pid / "scaling_max_freq"
-            if read_int(path) == khz:
+            known = self.dvfs_known_khz.get(pid)
+            if known == khz and not sweep:
                 continue
+            path = self.paths.cpufreq / pid / "scaling_max_freq"
+            if known is None or known == khz:
+                current = read_int(path)
+                if current == khz:
+                    self.dvfs_known_khz[pid] = khz
+                    continue
+                if known == khz:
+                    drift.append(f"{pid} scaling_max_freq {current if current is not None else 'unreadable'} kHz, "
+                                 f"expected {khz} kHz")
             err = self.write(path, str(khz))
             if err:
                 failures.append(f"{pid}: {err}")
-        return low, failures
+                self.dvfs_known_khz.pop(pid, None)
+            else:
+                self.dvfs_known_khz[pid] = khz
+        if sweep:
+            self.dvfs_checked_s = now
+        return low, failures, drift
 
     def _restore_dvfs(self, policies: list[cpufreq.Policy]) -> None:
         if self.dvfs_active:
             self.apply_throttle(policies, 0)
             self.dvfs.reset()
             self.dvfs_active = False
+            # Unmanaged from here: what the policies hold is read again when DVFS takes over again.
+            self.dvfs_known_khz.clear()
+            self.dvfs_checked_s = None
 
     def _reconcile_dvfs(self, cap: cpucontrol.CPUCap, observed: float | None, note: str, facts: HostFacts,
                         sockets: int) -> CPUOutcome:
@@ -221,16 +251,24 @@ class CPUEnforcer:
             band = (f"holding package power under {node_cap:.1f}W ({sockets}x{cap.socket_w:.1f}W per "
                     f"socket): throttle {self.dvfs.throttle_pct:.0f}%")
             self.record.dvfs_step(observed, self.dvfs.ema_w, self.dvfs.above, self.dvfs.below, action)
-        low, failures = self.apply_throttle(facts.policies, self.dvfs.throttle_pct)
+        low, failures, drift = self.apply_throttle(facts.policies, self.dvfs.throttle_pct)
+        drift_text = ""
+        if drift:
+            more = f" and {len(drift) - 3} more" if len(drift) > 3 else ""
+            drift_text = f"{len(drift)} cpufreq policies drifted ({'; '.join(drift[:3])}{more}); re-applied"
+            if drift_text != self.drift_logged:
+                log.warning("node %s: DVFS cap drift: %s", self.record.node, drift_text)
+        self.drift_logged = drift_text
         self.dvfs_active = True
         self.record.backend("dvfs")
         self.record.throttle(self.dvfs.throttle_pct)
         n = len(cpufreq.controllable(facts.policies))
         if failures:
             return CPUOutcome("dvfs", "error", f"{note}DVFS fallback {band}; scaling_max_freq write failed on "
-                              f"{len(failures)} of {n} policies: {'; '.join(failures[:3])}")
+                              f"{len(failures)} of {n} policies: {'; '.join(failures[:3])}", drift_text)
         log.debug("node %s dvfs action %s", self.record.node, action)
-        return CPUOutcome("dvfs", "applied", f"{note}DVFS fallback {band} on {low} of {n} cpufreq policies")
+        return CPUOutcome("dvfs", "applied", f"{note}DVFS fallback {band} on {low} of {n} cpufreq policies",
+                          drift_text)
 
 
 def _sockets(hardware: NodeHardwareStatus | None) -> int:

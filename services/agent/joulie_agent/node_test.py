@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_agent import testtrees
+from joulie_agent import cpuenforce, sysfswrite, testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.hostread import HostPaths
@@ -302,6 +302,45 @@ def test_percent_without_cap_range_throttles_directly(tmp_path: Path) -> None:
     out = controller(tmp_path).reconcile_cpu(spec(cpu_pct=70))
     assert (out.backend, out.result) == ("dvfs", "applied")
     assert list(testtrees.scaling_max(tmp_path).values()).count(1_500_000) == 3
+
+
+def test_dvfs_reads_policies_back_once_per_verify_interval_and_reports_drift(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    testtrees.cpuinfo(tmp_path)
+    testtrees.cpufreq_node(tmp_path, policies=10)
+    clock = FakeClock()
+    c = controller(tmp_path, clock=clock, dvfs=DvfsConfig(verify_interval_s=60.0))
+    reads: list[Path] = []
+    real_read = sysfswrite.read_int
+
+    def counting_read(path: Path) -> int | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(cpuenforce, "read_int", counting_read)
+    first = c.reconcile_cpu(spec(cpu_pct=70))
+    assert (first.result, first.drift) == ("applied", "")
+    assert len([r for r in reads if r.name == "scaling_max_freq"]) == 10
+    # Someone else raises policy0 (held at the floor) back to the maximum.
+    testtrees.write(tmp_path / "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq", "3000000\n")
+    reads.clear()
+    clock.advance(20.0)
+    steady = c.reconcile_cpu(spec(cpu_pct=70))
+    assert [r for r in reads if r.name == "scaling_max_freq"] == []  # an unchanged plan is not read back
+    assert (steady.result, steady.drift) == ("applied", "")
+    clock.advance(40.0)  # the verification sweep is due
+    swept = c.reconcile_cpu(spec(cpu_pct=70))
+    assert len([r for r in reads if r.name == "scaling_max_freq"]) == 10
+    assert swept.result == "applied"
+    assert swept.drift == ("1 cpufreq policies drifted (policy0 scaling_max_freq 3000000 kHz, expected "
+                           "1500000 kHz); re-applied")
+    assert testtrees.scaling_max(tmp_path)["policy0"] == 1_500_000
+    clock.advance(20.0)
+    assert c.reconcile_cpu(spec(cpu_pct=70)).drift == ""
+    # A changed plan is written at once, without waiting for the sweep.
+    clock.advance(1.0)
+    c.reconcile_cpu(spec(cpu_pct=50))
+    assert list(testtrees.scaling_max(tmp_path).values()).count(1_500_000) == 5
 
 
 # ----- GPU -----

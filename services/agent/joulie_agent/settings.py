@@ -70,7 +70,8 @@ class Settings:
     hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
         added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     dvfs: DVFS_EMA_ALPHA (0.30), DVFS_HIGH_MARGIN_W (10 W), DVFS_LOW_MARGIN_W (15 W),
-        DVFS_STEP_PCT (10 %), DVFS_MIN_FREQ_KHZ (1500000 kHz), DVFS_COOLDOWN (20 s), DVFS_TRIP_COUNT (2).
+        DVFS_STEP_PCT (10 %), DVFS_MIN_FREQ_KHZ (1500000 kHz), DVFS_COOLDOWN (20 s), DVFS_TRIP_COUNT (2),
+        DVFS_VERIFY_INTERVAL (60 s).
     """
 
     mode: str = "daemonset"
@@ -175,7 +176,7 @@ class Settings:
                 ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),
                 low_margin_w=num("DVFS_LOW_MARGIN_W", 15.0), step_pct=num("DVFS_STEP_PCT", 10.0, 1.0),
                 min_freq_khz=int(num("DVFS_MIN_FREQ_KHZ", 1_500_000)), cooldown_s=dur("DVFS_COOLDOWN", 20.0),
-                trip_count=int(num("DVFS_TRIP_COUNT", 2, 1)),
+                trip_count=int(num("DVFS_TRIP_COUNT", 2, 1)), verify_interval_s=dur("DVFS_VERIFY_INTERVAL", 60.0),
                 energy_window_s=dur("ENERGY_WINDOW", 5.0),
             ),
         )
