@@ -3,9 +3,10 @@
 Pure: the kube shell builds the `Snapshot` and carries out the `NodeWrite`s. Writes that would
 not change anything are left out here, so an idle cluster costs no API writes:
 - spec and label: only when they differ from what the cluster holds;
-- status: when any value the controller owns changes (values rounded so noise does not count),
-  or when `lastUpdated` is older than STATUS_REFRESH_INTERVAL (so the extender, which treats a
-  twin older than 5 min as stale, keeps seeing fresh twins on idle nodes).
+- status: when any value the controller owns changes (values rounded so noise does not count;
+  measured values only when they move by more than STATUS_DEADBAND_PCT), or when `lastUpdated` is
+  older than STATUS_REFRESH_INTERVAL (so the extender, which treats a twin older than 5 min as
+  stale, keeps seeing fresh twins on idle nodes, and a small move is written within that interval).
 
 Under POWER_POLICY=idle_suspend_v1 the power policy (powerstate.py) decides over every managed node,
 cordoned ones included, and `TickResult.power` carries its actions (cordon, off, on, uncordon, fail)
@@ -16,12 +17,13 @@ the extender keeps a fresh twin that says the node is off.
 
 from __future__ import annotations
 
+import copy
 import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import (
@@ -281,9 +283,61 @@ def refresh_after_s(node: str, refresh_s: float) -> float:
     return refresh_s * (1.0 - 0.25 * (zlib.crc32(node.encode()) % 1000) / 1000.0)
 
 
+# Measured status values and how each one's dead band is sized: (path in the status, "rel" for a
+# share of the value itself, "power" for a share of the measured node power, "points" for the 0-100
+# scores), and the least move that counts whatever the share.
+_MEASURED: Final = (
+    (("powerMeasurement", "measuredNodePowerW"), "rel", 0.0),
+    (("powerMeasurement", "powerTrendWPerMin"), "power", 1.0),
+    (("predictedPowerHeadroomScore",), "points", 0.0),
+    (("predictedCoolingStressScore",), "points", 0.0),
+    (("predictedPsuStressScore",), "points", 0.0),
+    (("estimatedPUE",), "rel", 0.0),
+)
+
+
+def _get(body: dict[str, Any], path: tuple[str, ...]) -> Any:
+    v: Any = body
+    for k in path:
+        if not isinstance(v, dict):
+            return None
+        v = v.get(k)
+    return v
+
+
+def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_pct: float) -> dict[str, Any]:
+    """``desired`` with each measured value that moved less than its dead band since ``existing``
+    put back as ``existing`` holds it: comparing the two then tells a change worth writing."""
+    if deadband_pct <= 0:
+        return desired
+    share = deadband_pct / 100.0
+    power = _get(existing, ("powerMeasurement", "measuredNodePowerW"))
+    out = desired
+    for path, scale, least in _MEASURED:
+        new, old = _get(desired, path), _get(existing, path)
+        if not isinstance(new, (int, float)) or not isinstance(old, (int, float)) or new == old:
+            continue
+        if scale == "rel":
+            band = share * max(abs(new), abs(old))
+        elif scale == "power":
+            band = share * abs(power) if isinstance(power, (int, float)) else 0.0
+        else:
+            band = share * 100.0
+        if abs(new - old) > max(least, band):
+            continue
+        if out is desired:
+            out = copy.deepcopy(desired)
+        parent = out
+        for k in path[:-1]:
+            parent = parent[k]
+        parent[path[-1]] = old
+    return out
+
+
 def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
-                       refresh_after: float) -> bool:
-    if _dump(desired) != owned_status(existing):
+                       refresh_after: float, deadband_pct: float = 0.0) -> bool:
+    held = owned_status(existing)
+    if measured_within(_dump(desired), held, deadband_pct) != held:
         return True
     last = existing.last_updated if existing is not None else None
     return last is None or (now - last).total_seconds() >= refresh_after
@@ -475,7 +529,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
                                 power_status(node_power) if node_power is not None else None)
         status_write = None
         if spec_write is not None or status_needs_write(
-                status, existing.status if existing else None, snap.now, refresh_after_s(n.name, s.status_refresh_s)):
+                status, existing.status if existing else None, snap.now, refresh_after_s(n.name, s.status_refresh_s),
+                s.status_deadband_pct):
             status_write = status.model_copy(update={"last_updated": snap.now})
         if spec_write or label_write or status_write:
             writes.append(NodeWrite(n.name, obj_name, spec_write, label_write, status_write))

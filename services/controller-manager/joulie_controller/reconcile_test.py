@@ -302,3 +302,38 @@ def test_pending_pod_resumes_an_off_node_which_is_uncordoned_when_ready() -> Non
     assert not snap.nodes[0].unschedulable and snap.nodes[0].taints == ()
     status = snap.twins["node-0"].status
     assert status is not None and status.power is not None and (status.power.state, status.power.boots) == ("on", 1)
+
+
+def test_measured_power_moving_inside_the_deadband_waits_for_the_refresh() -> None:
+    s, mem = Settings(status_refresh_s=120, status_deadband_pct=1.0), Memory()
+    _, snap = tick(replace(cluster(1), measurements={"node-0": Measurement(400.0)}), s, mem)
+
+    def measured(now_s: int, watts: float) -> tuple[TickResult, Snapshot]:
+        return tick(replace(snap, now=T0 + timedelta(seconds=now_s), measurements={"node-0": Measurement(watts)}),
+                    s, mem)
+
+    def power_w(snap: Snapshot) -> float | None:
+        st = snap.twins["node-0"].status
+        assert st is not None and st.power_measurement is not None
+        return st.power_measurement.measured_node_power_w
+
+    # 400 W -> 403.5 W is under 1 %: no write, the twin still says 400 W.
+    quiet, snap = measured(60, 403.5)
+    assert quiet.write_count == 0
+    assert power_w(snap) == 400.0
+    # 400 W -> 405 W is over 1 %: written at once.
+    moved, snap = measured(61, 405.0)
+    assert [w.node for w in moved.writes] == ["node-0"]
+    assert power_w(snap) == 405.0
+    # A small move is still written by the refresh, with the value of that tick.
+    _, snap = measured(100, 406.0)
+    assert power_w(snap) == 405.0
+    refreshed, snap = measured(61 + 121, 406.0)
+    assert refreshed.write_count == 1 and power_w(snap) == 406.0
+
+
+def test_a_zero_deadband_writes_every_tenth_of_a_watt() -> None:
+    s, mem = Settings(status_deadband_pct=0.0), Memory()
+    _, snap = tick(replace(cluster(1), measurements={"node-0": Measurement(400.0)}), s, mem)
+    moved, _ = tick(replace(snap, now=T0 + timedelta(seconds=60), measurements={"node-0": Measurement(400.2)}), s, mem)
+    assert moved.write_count == 1
