@@ -16,7 +16,6 @@ class Policy:
     cpuinfo_min_khz: int | None = None
     cpuinfo_max_khz: int | None = None
     base_khz: int | None = None
-    scaling_max_khz: int | None = None
     scaling_cur_khz: int | None = None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -209,9 +209,14 @@ def read_counter_uj(paths: HostPaths, key: str) -> int | None:
     return v if v is not None and v >= 0 else None
 
 
-def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
+def read_policies(paths: HostPaths, known: Sequence[cpufreq.Policy] = ()) -> list[cpufreq.Policy]:
+    """The node's cpufreq policies. A policy in ``known`` (the last discovery's) is not read again:
+    what discovery keeps of it (driver, cpuinfo range, base frequency) only changes with a reboot,
+    which restarts the agent, and a rediscovery every few minutes of up to 384 policies x 5 files
+    was most of an emulated cluster's file reads. A policy that appeared is read whole."""
     if not paths.cpufreq.is_dir():
         return []
+    before = {p.policy_id: p for p in known}
     seen: set[str] = set()
     out: list[cpufreq.Policy] = []
     for d in sorted(paths.cpufreq.iterdir()):
@@ -222,6 +227,10 @@ def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
         if real in seen:
             continue
         seen.add(real)
+        old = before.get(d.name)
+        if old is not None:
+            out.append(old)
+            continue
 
         def num(name: str, d: Path = d) -> int | None:
             v = powercap.parse_int(read_text(d / name))
@@ -230,8 +239,7 @@ def read_policies(paths: HostPaths) -> list[cpufreq.Policy]:
         out.append(cpufreq.Policy(
             policy_id=d.name, index=int(m.group(1)), driver=(read_text(d / "scaling_driver") or "").strip(),
             cpuinfo_min_khz=num("cpuinfo_min_freq"), cpuinfo_max_khz=num("cpuinfo_max_freq"),
-            base_khz=num("base_frequency"), scaling_max_khz=num("scaling_max_freq"),
-            scaling_cur_khz=num("scaling_cur_freq"),
+            base_khz=num("base_frequency"), scaling_cur_khz=num("scaling_cur_freq"),
         ))
     return sorted(out, key=lambda p: p.index)
 
@@ -320,12 +328,14 @@ def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None
 
 def read_facts(paths: HostPaths, labels: dict[str, str], allocatable: dict[str, str], run: Runner,
                nvml: NVML | None, exists: Callable[[Path], bool] = os.path.lexists,
-               capacity: dict[str, str] | None = None) -> discovery.HostFacts:
+               capacity: dict[str, str] | None = None, known: discovery.HostFacts | None = None) -> discovery.HostFacts:
+    """What discovery reads of the node; ``known``: the last good discovery's facts, whose cpufreq
+    policies are kept rather than read again (:func:`read_policies`)."""
     facts = discovery.HostFacts(labels=labels, allocatable=allocatable, capacity=capacity or {})
     facts.cpuinfo_text = read_proc_text(paths.cpuinfo)
     facts.zones, zone_warnings = read_zones(paths)
     facts.warnings += zone_warnings
-    facts.policies = read_policies(paths)
+    facts.policies = read_policies(paths, known.policies if known is not None else ())
     facts.nvidiactl = exists(paths.nvidiactl)
     vendor = discovery.expected_gpu_vendor(labels, facts.nvidiactl)
     facts.gpu = gpu_inventory(vendor, run, nvml, defaults=True)

@@ -71,7 +71,8 @@ class NodeController:
                  capacity: dict[str, str] | None = None) -> NodeHardwareStatus:
         """Read the node's hardware. A rediscovery that lost what the last good one read keeps the
         last good facts and says so (a log line on the change, a NodeHardware quality warning)."""
-        facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity)
+        facts = hostread.read_facts(self.paths, labels, allocatable, self.run, self.nvml, capacity=capacity,
+                                    known=self.facts if self.good_hardware is not None else None)
         lost = lost_facts(self.facts, facts) if self.good_hardware is not None else ""
         if lost and self.good_hardware is not None:
             if not self.rediscovery_failed:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_agent import cpuenforce, sysfswrite, testtrees
+from joulie_agent import cpuenforce, hostread, sysfswrite, testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.hostread import HostPaths
@@ -139,6 +139,29 @@ def test_a_rediscovery_that_cannot_read_the_node_keeps_the_last_good_facts(
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["node n1: rediscovery failed (/proc/cpuinfo unreadable; no powercap zone readable (4 before)); "
                      "keeping the facts of the last good discovery", "node n1: rediscovery works again"], lines
+
+
+def test_rediscovery_reads_only_cpufreq_policies_it_did_not_know(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    testtrees.cpuinfo(tmp_path)
+    testtrees.cpufreq_node(tmp_path, policies=4)
+    c = controller(tmp_path)
+    first = c.hardware
+    reads: list[Path] = []
+    real_read = hostread.read_text
+
+    def counting_read(path: Path) -> str | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(hostread, "read_text", counting_read)
+    assert c.discover({}, {}) == first
+    assert [r for r in reads if "cpufreq" in r.parts] == []
+    # A policy that appears (a CPU brought online) is read whole; the others are kept.
+    testtrees.cpufreq_node(tmp_path, policies=5, max_khz=3_500_000)
+    c.discover({}, {})
+    assert {r.parent.name for r in reads if "cpufreq" in r.parts} == {"policy4"}
+    assert [p.cpuinfo_max_khz for p in c.facts.policies] == [3_000_000] * 4 + [3_500_000]
 
 
 def test_a11_without_nfd_labels_vendor_comes_from_cpuinfo_and_rapl_still_applies(tmp_path: Path) -> None:
