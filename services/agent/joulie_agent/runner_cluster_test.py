@@ -13,7 +13,7 @@ from joulie_agent.catalog import load_catalog
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.runner import Agent, AgentKube
 from joulie_agent.settings import Settings
-from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec
+from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import (
     FIELD_MANAGER_AGENT,
@@ -132,5 +132,28 @@ def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> 
         JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER).apply(
             NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="performance")))
         assert wake.wait(10), "a NodeTwin change did not wake the agent loop"
+    finally:
+        stop.set()
+
+
+def test_twin_watch_of_one_node_ignores_status_writes_and_other_twins(kube_api: k8s.ApiClient) -> None:
+    import threading
+
+    from joulie_agent.runner import TwinWatcher
+
+    node, other = f"mine-{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"
+    ctl = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER)
+    ctl.apply(NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="performance")))
+    wake, stop = threading.Event(), threading.Event()
+    watcher = TwinWatcher(kube_api, wake, stop, node_name=node).start()
+    try:
+        assert wake.wait(10), "the watch did not see the node's own twin"
+        wake.clear()
+        ctl.apply(NODE_TWIN, other, NodeTwin(spec=NodeTwinSpec(node_name=other, profile="eco")))
+        ctl.apply_status(NODE_TWIN, node, NodeTwinStatus(schedulable_class="eco"))
+        assert not wake.wait(3), "another twin or a status write woke the loop"
+        ctl.apply(NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco")))
+        assert wake.wait(10), "a spec change of the node's twin did not wake the loop"
+        assert watcher.resource_version == "" or watcher.resource_version.isdigit()
     finally:
         stop.set()

@@ -192,7 +192,7 @@ class RefusingWatch:
             err.headers = {"Retry-After": "1", "Content-Type": "application/json", "Audit-Id": "x"}
             raise err
         self.stop_event.set()
-        yield {"type": "MODIFIED"}
+        yield {"type": "MODIFIED", "object": {"metadata": {"name": "n1", "generation": 1}}}
 
     def stop(self) -> None:
         pass

@@ -37,3 +37,21 @@ def test_control_status_is_rewritten_every_heartbeat_with_its_time() -> None:
     assert kube.write_control_status("n1", cpu, gpu)
     beats = [w.control_status.heartbeat_at for w in client.writes]
     assert beats[0] is not None and beats[1] is not None and (beats[1] - beats[0]).total_seconds() == 30
+
+
+def twin_event(kind: str, name: str, generation: int) -> dict[str, object]:
+    return {"type": kind, "object": {"metadata": {"name": name, "generation": generation, "resourceVersion": "7"}}}
+
+
+def test_only_a_spec_change_of_an_owned_twin_wakes_the_loop() -> None:
+    from joulie_agent.runner import TwinSpecChanges
+
+    changes = TwinSpecChanges(owned=lambda name: name.startswith("mine"))
+    assert changes.wakes(twin_event("ADDED", "mine-1", 1))  # first sight: enforce it
+    assert not changes.wakes(twin_event("MODIFIED", "mine-1", 1))  # a status write: same generation
+    assert not changes.wakes(twin_event("ADDED", "mine-1", 1))  # the same twin listed again by a restart
+    assert not changes.wakes(twin_event("MODIFIED", "theirs-1", 5))  # another shard's twin
+    assert changes.wakes(twin_event("MODIFIED", "mine-1", 2))  # the spec changed
+    assert not changes.wakes({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}})
+    assert changes.wakes(twin_event("DELETED", "mine-1", 2))
+    assert not changes.wakes(twin_event("DELETED", "mine-1", 2))
