@@ -15,6 +15,7 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile_interval_s": "RECONCILE_INTERVAL",
     "status_refresh_s": "STATUS_REFRESH_INTERVAL",
     "status_deadband_pct": "STATUS_DEADBAND_PCT",
+    "write_concurrency": "WRITE_CONCURRENCY",
     "agent_lost_after_s": "AGENT_LOST_AFTER",
     "metrics_addr": "METRICS_ADDR",
     "node_selector": "NODE_SELECTOR",

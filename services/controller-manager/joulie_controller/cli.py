@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         power_driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
         logging.getLogger(NAME).info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true "
                                      "in namespace %s", settings.power_policy, settings.pod_namespace)
-    controller = Controller(settings, ControllerKube(api), PowerReader(settings), metrics, elector, facility=facility,
+    controller = Controller(settings, ControllerKube(api, write_concurrency=settings.write_concurrency), PowerReader(settings), metrics, elector, facility=facility,
                             liveness=liveness, power_driver=power_driver)
     if args.once:
         summary = controller.tick()

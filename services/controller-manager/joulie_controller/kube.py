@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
@@ -283,10 +284,14 @@ class WriteReport:
 
 
 class ControllerKube:
-    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None):
+    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None, write_concurrency: int = 8):
         self.core = k8s.CoreV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
         self.client = client or JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER)
+        # Nodes written at once (WRITE_CONCURRENCY): one node's writes stay in order, nodes go in
+        # parallel. One at a time, a tick of 855 writes to a busy API server took over 7 minutes
+        # (about half a second a round trip), and every twin waited for it.
+        self.write_concurrency = max(1, write_concurrency)
 
     def _list_custom(self, plural: str) -> list[dict[str, Any]]:
         try:
@@ -336,21 +341,35 @@ class ControllerKube:
 
     def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
         """Spec first (it creates the object), then label, then status. A failure skips the node's
-        remaining writes and is reported; other nodes still get theirs."""
+        remaining writes and is reported; other nodes still get theirs. Up to ``write_concurrency``
+        nodes are written at once."""
         report = WriteReport()
-        for w in writes:
-            try:
-                if w.spec is not None:
-                    self.client.apply(NODE_TWIN, w.object_name, {"spec": w.spec.model_dump(
-                        mode="json", by_alias=True, exclude_none=True)})
-                    report.writes += 1
-                if w.label is not None:
-                    self.client.patch_node_labels(w.node, {profile_label: w.label})
-                    report.writes += 1
-                if w.status is not None:
-                    self.client.apply_status(NODE_TWIN, w.object_name, w.status)
-                    report.writes += 1
-            except (KubeWriteError, ObjectDecodeError) as err:
-                report.failures += 1
-                log.error("node %s: write failed, will retry next tick: %s", w.node, err)
+        if len(writes) <= 1 or self.write_concurrency == 1:
+            outcomes = [self._write_node(w, profile_label) for w in writes]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.write_concurrency, len(writes)),
+                                    thread_name_prefix="twin-write") as pool:
+                outcomes = list(pool.map(lambda w: self._write_node(w, profile_label), writes))
+        for done, failed in outcomes:
+            report.writes += done
+            report.failures += failed
         return report
+
+    def _write_node(self, w: NodeWrite, profile_label: str) -> tuple[int, int]:
+        """(writes done, 1 if one failed) for one node."""
+        done = 0
+        try:
+            if w.spec is not None:
+                self.client.apply(NODE_TWIN, w.object_name, {"spec": w.spec.model_dump(
+                    mode="json", by_alias=True, exclude_none=True)})
+                done += 1
+            if w.label is not None:
+                self.client.patch_node_labels(w.node, {profile_label: w.label})
+                done += 1
+            if w.status is not None:
+                self.client.apply_status(NODE_TWIN, w.object_name, w.status)
+                done += 1
+        except (KubeWriteError, ObjectDecodeError) as err:
+            log.error("node %s: write failed, will retry next tick: %s", w.node, err)
+            return done, 1
+        return done, 0

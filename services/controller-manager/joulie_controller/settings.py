@@ -62,6 +62,9 @@ class Settings:
     status_refresh_s: float = 120.0
     """STATUS_REFRESH_INTERVAL, default 2m: an unchanged NodeTwin status is rewritten (lastUpdated only)
     this often, well inside the extender's 5 min staleness threshold; changed values are written at once."""
+    write_concurrency: int = 8
+    """WRITE_CONCURRENCY, default 8: Nodes whose NodeTwin writes go to the API server at once (one
+    Node's spec, label and status stay in order). 1: one at a time, as before."""
     status_deadband_pct: float = 1.0
     """STATUS_DEADBAND_PCT, default 1: how far a measured value (node power, its trend, the headroom,
     cooling and PSU scores, PUE) may move, in percent, before the move alone is worth a status write
@@ -261,6 +264,8 @@ def _parse(cls: type[Settings], env: Mapping[str, str]) -> Settings:
         raise SettingsError(f"NODE_POWER_SCOPE={s.node_power_scope!r}: expected one of {', '.join(POWER_SCOPES)}")
     if s.power_policy not in POWER_POLICIES:
         raise SettingsError(f"POWER_POLICY={s.power_policy!r}: expected one of {', '.join(POWER_POLICIES)}")
+    if not 1 <= s.write_concurrency <= 64:
+        raise SettingsError(f"WRITE_CONCURRENCY={s.write_concurrency}: expected 1 to 64 Nodes at once")
     if not 0 <= s.status_deadband_pct <= 10:
         raise SettingsError(f"STATUS_DEADBAND_PCT={s.status_deadband_pct:g}: expected 0 to 10 percent")
     if s.suspend_min_powered < 0:
