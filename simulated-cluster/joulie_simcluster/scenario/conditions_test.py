@@ -103,10 +103,11 @@ def test_twin_error_is_per_managed_node_with_median_and_worst() -> None:
 
 
 def test_tick_cost_bounds_the_median_and_the_worst_tick() -> None:
-    tc = {"window": 600, "wallMs": {"median": 80.0, "p99": 300.0, "max": 450.0}, "cpuMs": {"median": 70.0, "max": 400.0}}
+    tc = {"window": 600, "wallMs": {"median": 80.0, "p99": 300.0, "max": 1450.0}, "cpuMs": {"median": 70.0, "max": 400.0}}
     o = Observation(tick_cost=tc)
-    assert evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 1000}}), o).ok
-    assert not evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 400}}), o).ok
+    assert evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 1000}}), o).ok  # CPU: the simulator's own work
+    assert not evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 1000, "clock": "wall"}}), o).ok
+    assert not evaluate(cond({"tickCost": {"medianMs": 100, "maxMs": 300}}), o).ok
     slow = evaluate(cond({"tickCost": {"medianMs": 50}}), o)
-    assert not slow.ok and slow.value == 80.0 and "wall median 80 ms" in slow.observed
+    assert not slow.ok and slow.value == 70.0 and "wall median 80 ms" in slow.observed and "cpu median 70.0" in slow.observed
     assert "no tickCost" in evaluate(cond({"tickCost": {"medianMs": 100}}), Observation()).observed

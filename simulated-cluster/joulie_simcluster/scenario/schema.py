@@ -135,10 +135,13 @@ class TwinErrorCondition(_Strict):
 
 class TickCostCondition(_Strict):
     """The simulator's own tick cost (``/debug/emulate`` ``tickCost``, its last 600 ticks): the
-    median wall ms at most ``medianMs``, the worst at most ``maxMs``."""
+    median ms at most ``medianMs``, the worst at most ``maxMs``. ``clock``: ``cpu`` (default), the
+    CPU the simulator spent per tick, its own work; ``wall``, which on a shared machine also counts
+    every wait for a core, so it measures the machine as much as the simulator."""
 
     median_ms: float = Field(alias="medianMs", gt=0)
     max_ms: float | None = Field(default=None, alias="maxMs", gt=0)
+    clock: Literal["cpu", "wall"] = "cpu"
 
 
 class HealthyCondition(_Strict):
