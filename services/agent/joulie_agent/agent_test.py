@@ -1,5 +1,6 @@
 """The loop over nodes: pool sharding, one node's failure isolated and counted."""
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -20,11 +21,14 @@ from joulie_common.sharding import owns_node
 
 class FakeKube:
     def __init__(self, nodes: list[str]):
-        items = [SimpleNamespace(metadata=SimpleNamespace(name=n, labels={}), status=SimpleNamespace(allocatable={}))
-                 for n in nodes]
-        self.client = SimpleNamespace(core=SimpleNamespace(list_node=lambda label_selector: SimpleNamespace(items=items)))
+        body = json.dumps({"items": [{"metadata": {"name": n, "labels": {}}, "status": {"allocatable": {}}}
+                                     for n in nodes]}).encode()
+        self.client = SimpleNamespace(core=SimpleNamespace(
+            list_node=lambda label_selector, _preload_content: SimpleNamespace(data=body)))
         self.published: list[str] = []
         self.statuses: dict[str, CPUOutcome] = {}
+
+    list_nodes = AgentKube.list_nodes
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         self.published.append(node)
@@ -104,3 +108,15 @@ def test_a_node_without_energy_counters_says_so_in_nodehardware_when_exporting(t
     agent.exporter.export_once()  # type: ignore[union-attr]
     (data,) = fake.sent
     assert [rm.resource.attributes["k8s.node.name"] for rm in data.resource_metrics] == ["metal-0"]
+
+
+def test_a_node_is_read_from_its_json_with_labels_allocatable_and_capacity() -> None:
+    from joulie_agent.runner import node_seen
+
+    seen = node_seen({"metadata": {"name": "n1", "labels": {"joulie.io/managed": "true"}},
+                      "status": {"allocatable": {"cpu": "94", "nvidia.com/gpu": "8"}, "capacity": {"cpu": "96"}}})
+    assert seen is not None and seen.name == "n1" and seen.labels == {"joulie.io/managed": "true"}
+    assert seen.allocatable == {"cpu": "94", "nvidia.com/gpu": "8"} and seen.capacity == {"cpu": "96"}
+    assert node_seen({"metadata": {}}) is None
+    bare = node_seen({"metadata": {"name": "n2"}})
+    assert bare is not None and (bare.labels, bare.allocatable, bare.capacity) == ({}, {}, {})

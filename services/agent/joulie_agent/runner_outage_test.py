@@ -16,7 +16,7 @@ from joulie_agent import testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.node import CPUOutcome, GPUOutcome
-from joulie_agent.runner import Agent
+from joulie_agent.runner import Agent, NodeSeen
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwinSpec
@@ -42,9 +42,9 @@ class FlakyKube:
         if not self.up:
             raise ConnectionRefusedError(111, "Connection refused")
 
-    def read_node(self, name: str) -> k8s.V1Node:
+    def read_node(self, name: str) -> NodeSeen:
         self._answer()
-        return k8s.V1Node(metadata=k8s.V1ObjectMeta(name=name, labels={}), status=k8s.V1NodeStatus(allocatable={}))
+        return NodeSeen(name, {}, {}, {})
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         self._answer()
