@@ -24,6 +24,7 @@ from joulie_api.names import (
     object_name_for_node,
 )
 from joulie_common.clock import FakeClock
+from joulie_common.sharding import owns_node
 from joulie_testinfra.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
@@ -157,3 +158,21 @@ def test_twin_watch_of_one_node_ignores_status_writes_and_other_twins(kube_api: 
         assert watcher.resource_version == "" or watcher.resource_version.isdigit()
     finally:
         stop.set()
+
+
+def test_a_pool_agent_reads_its_shard_of_the_selected_nodes(kube_api: k8s.ApiClient, tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    core = k8s.CoreV1Api(kube_api)
+    names = [f"pool-{tag}-{i}" for i in range(6)]
+    for n in names:
+        create_node(core, n, {"test.joulie.io/pool": tag}, {"cpu": "8", "memory": "32Gi"})
+    create_node(core, f"other-{tag}", {}, {"cpu": "8"})
+    clock = FakeClock()
+    kube = AgentKube(JoulieClient(kube_api, FIELD_MANAGER_AGENT), clock)
+    seen = {n.name: n for n in kube.list_nodes(f"test.joulie.io/pool={tag}")}
+    assert sorted(seen) == names
+    assert seen[names[0]].labels["test.joulie.io/pool"] == tag and seen[names[0]].allocatable["cpu"] == "8"
+    shard = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_selector=f"test.joulie.io/pool={tag}",
+                     pool_shards=2, pool_shard_id=1)
+    agent = Agent(shard, kube, load_catalog(), clock, AgentMetrics())
+    assert sorted(n.name for n in agent.nodes()) == [n for n in names if owns_node(n, 2, 1)]
