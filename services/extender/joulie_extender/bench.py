@@ -69,11 +69,12 @@ def _serve(n: int, port: int) -> None:
     import uvicorn
 
     from joulie_extender.app import create_app
+    from joulie_extender.server import UVICORN_HTTP
 
     logging.disable(logging.WARNING)
     # A long staleness keeps the twins fresh for however long the run takes.
     app = create_app(filled_cache(n), Settings(staleness_s=86400.0, max_body_bytes=64 * 2**20))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=port, http=UVICORN_HTTP, log_level="error", access_log=False)
 
 
 def node_object(i: int) -> dict[str, Any]:

@@ -24,7 +24,13 @@ from joulie_extender.columns import (
     Gathered,
     IntArray,
 )
-from joulie_extender.filtering import REASON_DRAINING, REASON_ECO, REASON_ECO_LABEL, WORKLOAD_PERFORMANCE
+from joulie_extender.filtering import (
+    REASON_DRAINING,
+    REASON_ECO,
+    REASON_ECO_LABEL,
+    WORKLOAD_PERFORMANCE,
+    is_eco_label,
+)
 from joulie_extender.scoring import (
     COOLING_WEIGHT,
     HEADROOM_WEIGHT,
@@ -54,6 +60,15 @@ def fresh_mask(g: Gathered, now_us: int, staleness_us: int) -> BoolArray:
     age_us = now_us - np.where(timed, g.updated_us, now_us)
     fresh: BoolArray = timed & (age_us <= staleness_us)
     return fresh
+
+
+def eco_label_mask(profile_labels: list[str | None]) -> BoolArray:
+    """Per `joulie.io/power-profile` label value of a request's Nodes, whether it says eco
+    (`filtering.is_eco_label`). A cluster has a handful of distinct values, so each is judged once,
+    not once per Node."""
+    eco = {value for value in set(profile_labels) if is_eco_label(value)}
+    mask: BoolArray = np.fromiter(map(eco.__contains__, profile_labels), np.bool_, count=len(profile_labels))
+    return mask
 
 
 def rejection_codes(g: Gathered, workload_class: str, fresh: BoolArray, label_eco: BoolArray) -> IntArray:

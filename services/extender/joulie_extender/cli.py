@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulie_extender.app import create_app
     from joulie_extender.cache import CacheEvents, StateCache, WatchCache
     from joulie_extender.metrics import Metrics
+    from joulie_extender.server import UVICORN_HTTP
 
     metrics = Metrics()
     cache: StateCache
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("listening on %s:%d, staleness %.0f s, body limit %d bytes", host, port, settings.staleness_s,
              settings.max_body_bytes)
     try:
-        uvicorn.run(create_app(cache, settings, metrics=metrics), host=host, port=port,
+        uvicorn.run(create_app(cache, settings, metrics=metrics), host=host, port=port, http=UVICORN_HTTP,
                     log_level=args.log_level.lower(), access_log=False)
     finally:
         if watch is not None:

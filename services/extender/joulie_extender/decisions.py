@@ -13,7 +13,7 @@ import numpy as np
 
 from joulie_extender import bulk
 from joulie_extender.columns import Gathered, micros
-from joulie_extender.filtering import is_eco_label, rejection_reason
+from joulie_extender.filtering import rejection_reason
 from joulie_extender.podmeta import eco_class, workload_kind
 from joulie_extender.powerest import Coefficients, extract_pod_demand
 from joulie_extender.scoring import ClusterContext, TwinView, marginal_watts
@@ -42,15 +42,14 @@ def failed_nodes(args: ExtenderArgs, state: NodeState, *, now: datetime, stalene
     names = args.candidate_names
     g = state.gather(names)
     fresh = bulk.fresh_mask(g, micros(now), staleness // _US)
-    label_eco = g.label_eco if args.nodes is None else np.fromiter(
-        (is_eco_label(n.profile_label) for n in args.nodes), np.bool_, count=len(args.nodes))
+    label_eco = g.label_eco if args.nodes is None else bulk.eco_label_mask(args.nodes.profile_labels)
     codes = bulk.rejection_codes(g, cls, fresh, label_eco)
     failed: dict[str, str] = {}
     for i in np.flatnonzero(codes).tolist():
         name = names[i]
         reason = bulk.REASONS.get(int(codes[i]))
         if reason is None:  # powered down: the reason names the state, read from the twin itself
-            label = args.nodes[i].profile_label if args.nodes is not None else None
+            label = args.nodes.profile_labels[i] if args.nodes is not None else None
             reason = rejection_reason(cls, state.twin(name), now=now, staleness=staleness, profile_label=label)
         if reason is not None:
             failed[name] = reason

@@ -83,6 +83,7 @@ def _serve_extender(kubeconfig: str, port: int) -> None:
 
     from joulie_extender.app import create_app
     from joulie_extender.cache import WatchCache
+    from joulie_extender.server import UVICORN_HTTP
     from joulie_extender.settings import Settings
 
     logging.disable(logging.WARNING)
@@ -96,7 +97,8 @@ def _serve_extender(kubeconfig: str, port: int) -> None:
     async def bench_durations() -> dict[str, list[float]]:
         return durations
 
-    uvicorn.run(_Timing(app, durations), host="127.0.0.1", port=port, log_level="error", access_log=False)
+    uvicorn.run(_Timing(app, durations), host="127.0.0.1", port=port, http=UVICORN_HTTP, log_level="error",
+                access_log=False)
 
 
 def _get(url: str, timeout_s: float = 5.0) -> bytes:

@@ -10,13 +10,16 @@ when it is true; the filter reply fills the same branch the request used.
 
 A 1000-Node `NodeList` is about 1.2 MB of JSON, and the extender reads only each Node's name and
 power-profile label. So a request is first decoded with msgspec, in one pass, into just those two
-fields (every other key skipped by the C decoder, not built as Python objects); a filter request
+fields (every other key skipped by the C decoder, not built as Python objects), kept as columns
+(`RequestNodes`: a list of names, a list of labels) rather than an object per Node, because at
+1000 Nodes building one Python object per Node cost as much as the decode itself. A filter request
 makes a second pass that keeps each Node as its raw JSON, echoed byte for byte in the reply
-(kube-scheduler >= 1.35 rebuilds its node list from the reply's objects, so they must be whole).
-A prioritize request never needs the raw Nodes and skips that pass. A body the fast path does
-not take (lowercase keys, a wrong type, anything odd) goes through the full standard-library
-parse, which accepts what Go accepts and names the field that is wrong, so both paths answer the
-same.
+(kube-scheduler >= 1.35 rebuilds its node list from the reply's objects, so they must be whole); it
+costs about as much as skipping over the list once, which is the least any decode can do, so two C
+passes beat one that builds more in Python. A prioritize request never needs the raw Nodes and
+skips that pass. A body the fast path does not take (lowercase keys, a wrong type, anything odd)
+goes through the full standard-library parse, which accepts what Go accepts and names the field
+that is wrong, so both paths answer the same.
 """
 
 from __future__ import annotations
@@ -40,22 +43,25 @@ class WireError(ValueError):
 
 
 @dataclass(frozen=True)
-class RequestNode:
-    """One Node of a request's `Nodes` list: what the extender reads of it, and the Node as received."""
+class RequestNodes:
+    """A request's `Nodes.items` as columns, one entry per Node in the request's order."""
 
-    name: str
-    profile_label: str | None
-    """Its `joulie.io/power-profile` label, None when absent, empty or not a string."""
-    raw: msgspec.Raw | None
-    """The Node's JSON as kube-scheduler sent it, echoed in the filter reply; None when the
-    request was parsed without it (``keep_raw=False``: prioritize)."""
+    names: list[str]
+    profile_labels: list[str | None]
+    """Each Node's `joulie.io/power-profile` label, None when absent, empty or not a string."""
+    raws: list[msgspec.Raw] | None
+    """Each Node's JSON as kube-scheduler sent it, echoed in the filter reply; None when the
+    request was parsed without them (``keep_raw=False``: prioritize)."""
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 @dataclass(frozen=True)
 class ExtenderArgs:
     pod: Mapping[str, Any]
-    nodes: list[RequestNode] | None
-    """Full node objects (nodeCacheCapable: false)."""
+    nodes: RequestNodes | None
+    """What the extender reads of the full Node objects (nodeCacheCapable: false)."""
     node_names: list[str] | None
 
     @property
@@ -63,7 +69,7 @@ class ExtenderArgs:
         if self.node_names is not None:
             return self.node_names
         if self.nodes is not None:
-            return [n.name for n in self.nodes]
+            return self.nodes.names
         return []
 
     @property
@@ -107,26 +113,30 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-class _Labels(msgspec.Struct):
+# gc=False: a request holds thousands of these, they only ever point at strings and at each other
+# (no reference cycle is possible), and the garbage collector need not track them.
+
+
+class _Labels(msgspec.Struct, gc=False):
     """A Node's labels as far as the extender reads them: every other label is skipped."""
 
     profile: str | None = msgspec.field(default=None, name=LABEL_POWER_PROFILE)
 
 
-class _NodeMeta(msgspec.Struct):
+class _NodeMeta(msgspec.Struct, gc=False):
     name: str = ""
     labels: _Labels | None = None
 
 
-class _Node(msgspec.Struct):
+class _Node(msgspec.Struct, gc=False):
     metadata: _NodeMeta = msgspec.field(default_factory=_NodeMeta)
 
 
-class _NodeList(msgspec.Struct):
+class _NodeList(msgspec.Struct, gc=False):
     items: list[_Node] | None = None
 
 
-class _Args(msgspec.Struct):
+class _Args(msgspec.Struct, gc=False):
     """ExtenderArgs with Go's field names; the Pod (small) is kept raw, each Node read for its name and label."""
 
     Pod: msgspec.Raw
@@ -134,11 +144,11 @@ class _Args(msgspec.Struct):
     NodeNames: list[str] | None = None
 
 
-class _RawNodeList(msgspec.Struct):
+class _RawNodeList(msgspec.Struct, gc=False):
     items: list[msgspec.Raw] | None = None
 
 
-class _RawNodes(msgspec.Struct):
+class _RawNodes(msgspec.Struct, gc=False):
     """The second pass of a filter request: each Node's JSON as sent, for the reply."""
 
     Nodes: _RawNodeList | None = None
@@ -155,27 +165,32 @@ def profile_label(labels: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _columns(items: list[_Node], body: bytes, keep_raw: bool) -> RequestNodes | None:
+    """The decoded Nodes as columns; None when the full parse must decide (a Node without a name)."""
+    metas = [node.metadata for node in items]
+    names = [meta.name for meta in metas]
+    if not all(names):
+        return None
+    labels = [meta.labels.profile or None if meta.labels is not None else None for meta in metas]
+    raws: list[msgspec.Raw] | None = None
+    if keep_raw:
+        raw_list = _RAW_NODES_DECODER.decode(body).Nodes
+        raws = (raw_list.items or []) if raw_list is not None else []
+        if len(raws) != len(names):  # a duplicate "Nodes" key, say: the full parse decides
+            return None
+    return RequestNodes(names, labels, raws)
+
+
 def _fast_parse(body: bytes, keep_raw: bool) -> ExtenderArgs | None:
     """The common body, decoded only as far as the extender reads it; None: take the full parse."""
     try:
         args = _ARGS_DECODER.decode(body)
         pod = json.loads(bytes(args.Pod), parse_int=_bounded_int)
-        nodes: list[RequestNode] | None = None
+        nodes: RequestNodes | None = None
         if args.Nodes is not None:
-            items = args.Nodes.items or []
-            raws: list[msgspec.Raw | None] = [None] * len(items)
-            if keep_raw and items:
-                raw_list = _RAW_NODES_DECODER.decode(body).Nodes
-                raws = list(raw_list.items or []) if raw_list is not None else []
-                if len(raws) != len(items):  # a duplicate "Nodes" key, say: the full parse decides
-                    return None
-            nodes = []
-            for node, raw in zip(items, raws, strict=True):
-                meta = node.metadata
-                if not meta.name:
-                    return None
-                label = meta.labels.profile if meta.labels is not None else None
-                nodes.append(RequestNode(meta.name, label or None, raw))
+            nodes = _columns(args.Nodes.items or [], body, keep_raw)
+            if nodes is None:
+                return None
     except (msgspec.DecodeError, msgspec.ValidationError, WireError, ValueError, RecursionError):
         return None
     if not isinstance(pod, dict) or (args.NodeNames is not None and not all(args.NodeNames)):
@@ -205,7 +220,7 @@ def parse_extender_args(body: bytes, *, keep_raw: bool = True) -> ExtenderArgs:
     if not isinstance(pod, dict):
         raise WireError(f"Pod: expected a v1.Pod object, got {_type_name(pod)}")
     raw_nodes = _field(doc, "Nodes")
-    nodes: list[RequestNode] | None = None
+    nodes: RequestNodes | None = None
     if raw_nodes is not None:
         if not isinstance(raw_nodes, dict):
             raise WireError(f"Nodes: expected a v1.NodeList object or null, got {_type_name(raw_nodes)}")
@@ -214,14 +229,19 @@ def parse_extender_args(body: bytes, *, keep_raw: bool = True) -> ExtenderArgs:
             items = []
         if not isinstance(items, list):
             raise WireError(f"Nodes.items: expected an array, got {_type_name(items)}")
-        nodes = []
+        node_names: list[str] = []
+        node_labels: list[str | None] = []
+        node_raws: list[msgspec.Raw] = []
         for i, node in enumerate(items):
             meta = node.get("metadata") if isinstance(node, dict) else None
             name = meta.get("name") if isinstance(meta, dict) else None
             if not isinstance(name, str) or not name:
                 raise WireError(f"Nodes.items[{i}].metadata.name: expected a non-empty string")
             labels = meta.get("labels") if isinstance(meta, dict) else None
-            nodes.append(RequestNode(name, profile_label(labels), msgspec.Raw(_ENCODER.encode(node))))
+            node_names.append(name)
+            node_labels.append(profile_label(labels))
+            node_raws.append(msgspec.Raw(_ENCODER.encode(node)))
+        nodes = RequestNodes(node_names, node_labels, node_raws)
     raw_names = _field(doc, "NodeNames")
     names: list[str] | None = None
     if raw_names is not None:
@@ -249,9 +269,12 @@ def filter_result(
         result["NodeNames"] = [n for n in args.node_names if n not in failed]
     elif args.nodes is not None:
         # Echo the nodes as received: kube-scheduler rebuilds its node list from the reply.
-        if any(n.raw is None for n in args.nodes):
+        raws = args.nodes.raws
+        if raws is None:
             raise ValueError("filter_result needs the Nodes' raw JSON: parse with keep_raw=True")
-        result["Nodes"] = {"items": [n.raw for n in args.nodes if n.name not in failed]}
+        passing = raws if not failed else [raw for name, raw in zip(args.nodes.names, raws, strict=True)
+                                           if name not in failed]
+        result["Nodes"] = {"items": passing}
     return result
 
 
