@@ -11,10 +11,11 @@ import logging
 import math
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from joulie_agent import cpuenforce, hostread, sysfswrite, testtrees
+from joulie_agent import cpuenforce, hostread, testtrees
 from joulie_agent.catalog import load_catalog
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.hostread import HostPaths
@@ -47,6 +48,19 @@ def controller(root: Path, bin_dir: Path | None = None, labels: dict[str, str] |
                        clock or FakeClock(), AgentMetrics(), NodeOptions(**opts), writer=writer)  # type: ignore[arg-type]
     c.discover(labels or {}, allocatable or {})
     return c
+
+
+def record_reads(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[Path]:
+    """The paths ``module.name`` (a host file read) is called with from now on, in order."""
+    reads: list[Path] = []
+    real = getattr(module, name)
+
+    def recording(path: Path) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(module, name, recording)
+    return reads
 
 
 # ----- CPU: RAPL -----
@@ -147,14 +161,7 @@ def test_rediscovery_reads_only_cpufreq_policies_it_did_not_know(tmp_path: Path,
     testtrees.cpufreq_node(tmp_path, policies=4)
     c = controller(tmp_path)
     first = c.hardware
-    reads: list[Path] = []
-    real_read = hostread.read_text
-
-    def counting_read(path: Path) -> str | None:
-        reads.append(path)
-        return real_read(path)
-
-    monkeypatch.setattr(hostread, "read_text", counting_read)
+    reads = record_reads(monkeypatch, hostread, "read_text")
     assert c.discover({}, {}) == first
     assert [r for r in reads if "cpufreq" in r.parts] == []
     # A policy that appears (a CPU brought online) is read whole; the others are kept.
@@ -333,14 +340,7 @@ def test_dvfs_reads_policies_back_once_per_verify_interval_and_reports_drift(
     testtrees.cpufreq_node(tmp_path, policies=10)
     clock = FakeClock()
     c = controller(tmp_path, clock=clock, dvfs=DvfsConfig(verify_interval_s=60.0))
-    reads: list[Path] = []
-    real_read = sysfswrite.read_int
-
-    def counting_read(path: Path) -> int | None:
-        reads.append(path)
-        return real_read(path)
-
-    monkeypatch.setattr(cpuenforce, "read_int", counting_read)
+    reads = record_reads(monkeypatch, cpuenforce, "read_int")
     first = c.reconcile_cpu(spec(cpu_pct=70))
     assert (first.result, first.drift) == ("applied", "")
     assert len([r for r in reads if r.name == "scaling_max_freq"]) == 10
