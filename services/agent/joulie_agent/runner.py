@@ -372,9 +372,9 @@ class TwinWatcher:
     """
 
     def __init__(self, kube_api: Any, wake: threading.Event, stop: threading.Event,
-                 owned: Callable[[str], bool] = lambda _name: True, node_name: str = ""):
+                 owned: Callable[[str], bool] = lambda _name: True, twin_name: str = ""):
         self.kube_api, self.wake, self.stop = kube_api, wake, stop
-        self.node_name = node_name
+        self.twin_name = twin_name  # watch this NodeTwin object alone (its name: object_name_for_node)
         self.changes = TwinSpecChanges(owned)
         self.resource_version = ""
         self.thread = threading.Thread(target=self._run, name="nodetwin-watch", daemon=True)
@@ -398,8 +398,8 @@ class TwinWatcher:
         while not self.stop.is_set():
             w = watch_api.Watch()
             kwargs: dict[str, Any] = {"timeout_seconds": 300, "allow_watch_bookmarks": True}
-            if self.node_name:
-                kwargs["field_selector"] = f"metadata.name={self.node_name}"
+            if self.twin_name:
+                kwargs["field_selector"] = f"metadata.name={self.twin_name}"
             if self.resource_version:
                 kwargs["resource_version"] = self.resource_version
             try:
@@ -468,7 +468,7 @@ def main_loop(settings: Settings, once: bool = False) -> int:
             TwinWatcher(api, wake, stop,
                         owned=lambda name: owns_node(name, settings.pool_shards, settings.pool_shard_id)).start()
         else:
-            TwinWatcher(api, wake, stop, node_name=settings.node_name).start()
+            TwinWatcher(api, wake, stop, twin_name=object_name_for_node(settings.node_name)).start()
     log.info("joulie-agent mode=%s node=%s root=%s simulate_only=%s", settings.mode, settings.node_name or "-",
              settings.root, settings.simulate_only)
     loop_error = ""  # logged once, and again only when it changes

@@ -142,18 +142,19 @@ def test_twin_watch_of_one_node_ignores_status_writes_and_other_twins(kube_api: 
 
     from joulie_agent.runner import TwinWatcher
 
-    node, other = f"mine-{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"
+    node, other = f"mine.{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"  # the dot: the twin's name differs
+    name = object_name_for_node(node)
     ctl = JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER)
-    ctl.apply(NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="performance")))
+    ctl.apply(NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="performance")))
     wake, stop = threading.Event(), threading.Event()
-    watcher = TwinWatcher(kube_api, wake, stop, node_name=node).start()
+    watcher = TwinWatcher(kube_api, wake, stop, twin_name=name).start()
     try:
         assert wake.wait(10), "the watch did not see the node's own twin"
         wake.clear()
         ctl.apply(NODE_TWIN, other, NodeTwin(spec=NodeTwinSpec(node_name=other, profile="eco")))
-        ctl.apply_status(NODE_TWIN, node, NodeTwinStatus(schedulable_class="eco"))
+        ctl.apply_status(NODE_TWIN, name, NodeTwinStatus(schedulable_class="eco"))
         assert not wake.wait(3), "another twin or a status write woke the loop"
-        ctl.apply(NODE_TWIN, node, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco")))
+        ctl.apply(NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco")))
         assert wake.wait(10), "a spec change of the node's twin did not wake the loop"
         assert watcher.resource_version == "" or watcher.resource_version.isdigit()
     finally:
