@@ -54,6 +54,8 @@ class CPUEnforcer:
         # every reconcile was most of an emulated cluster's file reads.
         self.dvfs_known_khz: dict[str, int] = {}
         self.dvfs_checked_s: float | None = None
+        self.dvfs_swept = False  # whether the last apply_throttle read every policy back
+        self.dvfs_drift_logged = ""  # as drift_logged, from one sweep to the next
         # Energy counters and PL1 files that read garbage: logged on change, noted in controlStatus.
         self.unusable = UnusableReadings(record.node, log)
         # The drift last logged: a drift that persists (a file that keeps refusing the re-write) is
@@ -219,6 +221,7 @@ class CPUEnforcer:
                 self.dvfs_known_khz[pid] = khz
         if sweep:
             self.dvfs_checked_s = now
+        self.dvfs_swept = sweep
         return low, failures, drift
 
     def _restore_dvfs(self, policies: list[cpufreq.Policy]) -> None:
@@ -256,9 +259,10 @@ class CPUEnforcer:
         if drift:
             more = f" and {len(drift) - 3} more" if len(drift) > 3 else ""
             drift_text = f"{len(drift)} cpufreq policies drifted ({'; '.join(drift[:3])}{more}); re-applied"
-            if drift_text != self.drift_logged:
+        if self.dvfs_swept:  # drift is only looked for at a sweep: a drift that persists is logged once
+            if drift_text and drift_text != self.dvfs_drift_logged:
                 log.warning("node %s: DVFS cap drift: %s", self.record.node, drift_text)
-        self.drift_logged = drift_text
+            self.dvfs_drift_logged = drift_text
         self.dvfs_active = True
         self.record.backend("dvfs")
         self.record.throttle(self.dvfs.throttle_pct)

@@ -335,7 +335,7 @@ def test_percent_without_cap_range_throttles_directly(tmp_path: Path) -> None:
 
 
 def test_dvfs_reads_policies_back_once_per_verify_interval_and_reports_drift(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     testtrees.cpuinfo(tmp_path)
     testtrees.cpufreq_node(tmp_path, policies=10)
     clock = FakeClock()
@@ -360,6 +360,13 @@ def test_dvfs_reads_policies_back_once_per_verify_interval_and_reports_drift(
     assert testtrees.scaling_max(tmp_path)["policy0"] == 1_500_000
     clock.advance(20.0)
     assert c.reconcile_cpu(spec(cpu_pct=70)).drift == ""
+    # The same drift at every sweep (a tool that keeps resetting policy0) is logged once.
+    with caplog.at_level(logging.WARNING, logger="joulie_agent"):
+        for _ in range(2):
+            testtrees.write(tmp_path / "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq", "3000000\n")
+            clock.advance(60.0)
+            assert c.reconcile_cpu(spec(cpu_pct=70)).drift.startswith("1 cpufreq policies drifted (policy0")
+    assert len([r for r in caplog.records if "DVFS cap drift" in r.getMessage()]) == 1
     # A changed plan is written at once, without waiting for the sweep.
     clock.advance(1.0)
     c.reconcile_cpu(spec(cpu_pct=50))
