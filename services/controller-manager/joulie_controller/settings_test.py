@@ -35,6 +35,9 @@ def test_values_are_parsed_with_units() -> None:
     ({"POLICY_TYPE": "cluster_power_budget"}, "CLUSTER_POWER_BUDGET_W must be > 0"),
     ({"OTEL_METRIC_NAMING": "dots"}, "OTEL_METRIC_NAMING='dots'"),
     ({"NODE_POWER_SCOPE": "rack"}, "NODE_POWER_SCOPE='rack'"),
+    ({"WRITE_CONCURRENCY": "0"}, "WRITE_CONCURRENCY=0: expected 1 to 64 Nodes at once"),
+    ({"WRITE_CONCURRENCY": "many"}, "WRITE_CONCURRENCY='many': expected an integer"),
+    ({"STATUS_DEADBAND_PCT": "25"}, "STATUS_DEADBAND_PCT=25: expected 0 to 10 percent"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace("{", r"\{")):
