@@ -120,3 +120,27 @@ def test_a_node_is_read_from_its_json_with_labels_allocatable_and_capacity() -> 
     assert node_seen({"metadata": {}}) is None
     bare = node_seen({"metadata": {"name": "n2"}})
     assert bare is not None and (bare.labels, bare.allocatable, bare.capacity) == ({}, {}, {})
+
+
+def test_a_pool_agent_lists_its_nodes_once_per_list_interval(tmp_path: Path) -> None:
+    nodes = [f"kwok-{i}" for i in range(4)]
+    for n in nodes:
+        testtrees.cpuinfo(tmp_path / n)
+    kube = FakeKube(nodes)
+    lists: list[str] = []
+    real_list = kube.client.core.list_node
+
+    def counting_list(label_selector: str, _preload_content: bool) -> Any:
+        lists.append(label_selector)
+        return real_list(label_selector=label_selector, _preload_content=_preload_content)
+
+    kube.client.core.list_node = counting_list
+    clock = FakeClock()
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_list_interval_s=60.0)
+    agent = Agent(settings, cast(AgentKube, cast(Any, kube)), load_catalog(), clock, AgentMetrics())
+    for _ in range(3):
+        assert agent.tick() == 0
+        clock.advance(20.0)
+    assert len(lists) == 1 and set(kube.statuses) == set(nodes)  # every node reconciled each tick, one list
+    assert agent.tick() == 0
+    assert len(lists) == 2

@@ -53,7 +53,8 @@ class Settings:
     simulate_only: SIMULATE_ONLY, resolve everything but write no host file and run no set command.
     metrics_addr: METRICS_ADDR, host:port of /metrics (default 127.0.0.1:8080; "" disables).
     pool_selector: POOL_NODE_SELECTOR (default joulie.io/managed=true); pool_shards: POOL_SHARDS (1);
-        pool_shard_id: POOL_SHARD_ID, else the integer suffix of POD_NAME, else 0.
+        pool_shard_id: POOL_SHARD_ID, else the integer suffix of POD_NAME, else 0;
+        pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes again (60 s).
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT; controlStatus (with heartbeatAt) is rewritten at least this often (30s).
     tool_timeout_s: GPU_TOOL_TIMEOUT, seconds per GPU tool command (3).
@@ -85,6 +86,7 @@ class Settings:
     pool_selector: str = "joulie.io/managed=true"
     pool_shards: int = 1
     pool_shard_id: int = 0
+    pool_list_interval_s: float = 60.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
     tool_timeout_s: float = 3.0
@@ -167,7 +169,7 @@ class Settings:
             metrics_addr=e.get("METRICS_ADDR", "127.0.0.1:8080"),
             pool_selector=e.get("POOL_NODE_SELECTOR", "joulie.io/managed=true"),
             pool_shards=shards, pool_shard_id=int(shard), spec_read_timeout_s=dur("SPEC_READ_TIMEOUT", 300.0),
-            heartbeat_s=dur("AGENT_HEARTBEAT", 30.0),
+            heartbeat_s=dur("AGENT_HEARTBEAT", 30.0), pool_list_interval_s=dur("POOL_LIST_INTERVAL", 60.0),
             tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
