@@ -29,6 +29,7 @@ that knows RAPL and the GPUs but no whole-host meter serves them; the Collector'
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -165,6 +166,16 @@ def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[s
     return 200, {"control": control.as_json(), "ambientC": facility.reading().ambient_c}
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that went away before its answer was written (it timed out while the simulator was
+    busy) is not an error of the simulator: no traceback in its log for that."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class DebugServer:
     def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None,
                  facility: FacilityLive | None = None, tick_cost: TickCost | None = None) -> None:
@@ -228,7 +239,7 @@ class DebugServer:
             def log_message(self, format: str, *args: Any) -> None:  # - the stdlib's name
                 pass
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd = QuietServer((host, port), Handler)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="debug-http", daemon=True)
 

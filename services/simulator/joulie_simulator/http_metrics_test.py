@@ -62,3 +62,19 @@ def test_components_route_serves_no_whole_host_power() -> None:
     assert watts == pytest.approx(truth["host"]["powerW"] - other, rel=1e-6)
     assert watts > 8 * 300
     assert _sample(text, "hw_power_watts", k8s_node_name="gpu-0", hw_type="gpu", hw_id="gpu-0") == truth["gpus"][0]["powerW"]
+
+
+def test_a_client_that_went_away_leaves_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    server = DebugServer(Emulator([("n1", builtin_profile("intel-xeon-2s-rapl"))]))
+    try:
+        for err in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer"),
+                    ValueError("a real bug")):
+            try:
+                raise err
+            except Exception:
+                server.httpd.handle_error(None, ("127.0.0.1", 40000))
+    finally:
+        server.httpd.server_close()
+    logged = capsys.readouterr().err
+    assert "ValueError: a real bug" in logged
+    assert "BrokenPipeError" not in logged and "ConnectionResetError" not in logged
