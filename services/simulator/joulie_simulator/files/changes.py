@@ -2,10 +2,16 @@
 budget lasts, fanotify (a budget of its own) for the nodes left over, a ``stat`` of every writable
 file for the nodes left after both, and for every node after a queue overflow.
 
-Only an accelerator: each reported file is still confirmed by its (mtime, size, inode)."""
+Only an accelerator: each reported file is still confirmed by its (mtime, size, inode).
+
+The kernel's queues are drained as events arrive (a thread), not once a tick: 40 agents capping
+1000 Nodes at once wrote ~50 000 files within seconds, over inotify's 16 384 queued events, and the
+scan of every writable file that follows an overflow made one tick cost 5.5 s of CPU."""
 from __future__ import annotations
 
 import os
+import select
+import threading
 from dataclasses import dataclass
 
 from joulie_simulator.files.fanotify import FanWatch
@@ -58,6 +64,11 @@ class ChangeWatch:
         # Nodes scanned every tick: never watched, or a watch lost.
         self.unwatched: set[str] = set()
         self._pending: dict[str, set[Watched]] = {}
+        self._overflow = False
+        # Guards the watchers' queues and what was drained of them (the pump thread and the tick).
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._pump: threading.Thread | None = None
 
     def start(self, watched: dict[str, list[Watched]]) -> None:
         """inotify on every directory holding writable files, node by node while the budget lasts,
@@ -91,6 +102,27 @@ class ChangeWatch:
                 ino_left = 0 if spent is None else ino_left - spent
             else:
                 fan_left = 0 if spent is None else fan_left - spent
+        if self.by_wd:
+            self._stop.clear()
+            self._pump = threading.Thread(target=self._drain_as_they_come, name="files-events", daemon=True)
+            self._pump.start()
+
+    def _watchers(self) -> list[DirWatch | FanWatch]:
+        return [w for w in (self.dirwatch, self.fanwatch) if w is not None]
+
+    def _drain_as_they_come(self, batch_s: float = 0.02) -> None:
+        """Drain the queues whenever they hold events, at most every ``batch_s`` (a wake per batch,
+        not per event, so a burst of writes costs the tick little GIL)."""
+        poller = select.poll()
+        for w in self._watchers():
+            poller.register(w.fd, select.POLLIN)
+        while not self._stop.is_set():
+            if poller.poll(200):
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    self._collect()
+                self._stop.wait(batch_s)
 
     def _add(self, watcher: DirWatch | FanWatch, name: str, dirs: dict[str, dict[bytes, Watched]]) -> bool:
         """Watch all of a node's directories, or none (the node is then scanned)."""
@@ -112,17 +144,13 @@ class ChangeWatch:
         fan = {name for key, (name, _) in self.by_wd.items() if isinstance(key, bytes)}
         return total - len(self.unwatched) - len(fan), len(fan)
 
-    def candidates(self) -> dict[str, list[Watched]] | None:
-        """Per node, the writable files the watches saw change since the last tick (``None``: scan them all)."""
-        watchers = [w for w in (self.dirwatch, self.fanwatch) if w is not None]
-        if not watchers:
-            return None
+    def _collect(self) -> None:
+        """Move what the queues hold into the pending files (the caller holds ``_lock``)."""
         by_wd = self.by_wd
         pending = self._pending
-        overflow = False
-        for watcher in watchers:
+        for watcher in self._watchers():
             events, lost, spilled = watcher.drain()
-            overflow = overflow or spilled
+            self._overflow = self._overflow or spilled
             for wd, fname in events:
                 hit = by_wd.get(wd)
                 if hit is not None:
@@ -133,17 +161,29 @@ class ChangeWatch:
                 hit = by_wd.pop(wd, None)
                 if hit is not None:
                     self.unwatched.add(hit[0])
-        if overflow:
-            pending.clear()
+
+    def candidates(self) -> dict[str, list[Watched]] | None:
+        """Per node, the writable files the watches saw change since the last tick (``None``: scan them all)."""
+        if not self._watchers():
             return None
-        self._pending = {}
+        with self._lock:
+            self._collect()
+            overflow, self._overflow = self._overflow, False
+            pending, self._pending = self._pending, {}
+        if overflow:
+            return None
         return {name: sorted(ws, key=lambda w: w.index) for name, ws in pending.items()}
 
     def close(self) -> None:
         """Stop watching (inotify, fanotify)."""
-        for watcher in (self.dirwatch, self.fanwatch):
-            if watcher is not None:
-                watcher.close()
-        self.dirwatch = self.fanwatch = None
-        self.by_wd.clear()
-        self._pending.clear()
+        self._stop.set()
+        if self._pump is not None:
+            self._pump.join(timeout=2)
+            self._pump = None
+        with self._lock:
+            for watcher in (self.dirwatch, self.fanwatch):
+                if watcher is not None:
+                    watcher.close()
+            self.dirwatch = self.fanwatch = None
+            self.by_wd.clear()
+            self._pending.clear()

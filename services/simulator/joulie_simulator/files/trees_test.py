@@ -258,3 +258,20 @@ def test_a_counter_replaced_for_a_new_length_is_still_rewritten_in_place_afterwa
     trees.publisher.publish(f, "2" * (len(f.text) - 1) + "\n")
     assert Path(f.path).read_text() == f.text
     trees.close()
+
+
+def test_a_burst_of_writes_past_the_kernel_queue_is_drained_without_a_scan(tmp_path: Path) -> None:
+    # 40 agents capping 1000 Nodes at once wrote more files between two ticks than inotify queues
+    # (max_queued_events); the overflow made the next tick stat every writable file of every node.
+    emu, trees = _start(tmp_path)
+    trees.tick()
+    queue = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    cpufreq = tmp_path / "node-a/sys/devices/system/cpu/cpufreq"
+    policies = sorted(cpufreq.glob("policy*"))
+    for i in range(queue + 4000):  # round robin: the kernel merges only identical events in a row
+        with open(policies[i % len(policies)] / "scaling_max_freq", "w") as f:
+            f.write("2000000\n")
+    seen = trees.changes.candidates()
+    assert seen is not None, "the kernel's queue overflowed: every writable file would be scanned"
+    assert {w.path.rpartition("/")[0].rpartition("/")[2] for w in seen["node-a"]} == {p.name for p in policies}
+    trees.close()
