@@ -22,14 +22,13 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 from joulie_agent.catalog import load_catalog
 from joulie_agent.cpucontrol import DvfsConfig
 from joulie_agent.metrics import AgentMetrics
 from joulie_agent.outcomes import CPUOutcome, GPUOutcome
-from joulie_agent.runner import Agent, AgentKube
+from joulie_agent.runner import Agent, AgentKube, NodeSeen, node_seen
 from joulie_agent.settings import Settings
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
@@ -56,12 +55,8 @@ class FakeKube:
     published: list[NodeHardwareStatus] = field(default_factory=list)
     statuses: list[tuple[CPUOutcome, GPUOutcome]] = field(default_factory=list)
 
-    @property
-    def client(self) -> Any:
-        meta = self.node["metadata"]
-        obj = SimpleNamespace(metadata=SimpleNamespace(name=meta["name"], labels=meta["labels"]),
-                              status=SimpleNamespace(allocatable=self.node["status"]["allocatable"]))
-        return SimpleNamespace(core=SimpleNamespace(read_node=lambda name: obj))
+    def read_node(self, name: str) -> NodeSeen | None:
+        return node_seen(self.node)
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         self.published.append(status)
