@@ -141,8 +141,9 @@ class ChangeWatch:
 
     def watched_nodes(self, total: int) -> tuple[int, int]:
         """How many of ``total`` nodes inotify and fanotify watch (the rest are scanned every tick)."""
-        fan = {name for key, (name, _) in self.by_wd.items() if isinstance(key, bytes)}
-        return total - len(self.unwatched) - len(fan), len(fan)
+        with self._lock:  # the event thread drops lost watches from by_wd
+            fan = {name for key, (name, _) in self.by_wd.items() if isinstance(key, bytes)}
+            return total - len(self.unwatched) - len(fan), len(fan)
 
     def _collect(self) -> None:
         """Move what the queues hold into the pending files (the caller holds ``_lock``)."""
