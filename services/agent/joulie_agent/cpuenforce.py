@@ -54,7 +54,6 @@ class CPUEnforcer:
         # every reconcile was most of an emulated cluster's file reads.
         self.dvfs_known_khz: dict[str, int] = {}
         self.dvfs_checked_s: float | None = None
-        self.dvfs_swept = False  # whether the last apply_throttle read every policy back
         self.dvfs_drift_logged = ""  # as drift_logged, from one sweep to the next
         # Energy counters and PL1 files that read garbage: logged on change, noted in controlStatus.
         self.unusable = UnusableReadings(record.node, log)
@@ -183,8 +182,9 @@ class CPUEnforcer:
         self.rapl_applied_uw.clear()
 
     # ----- DVFS -----
-    def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str], list[str]]:
-        """Set scaling_max_freq per policy; (policies held low, failures, drift found and re-applied).
+    def apply_throttle(self, policies: list[cpufreq.Policy], pct: float) -> tuple[int, list[str], list[str] | None]:
+        """Set scaling_max_freq per policy; (policies held low, failures, drift found and re-applied,
+        None when this call was no sweep and so did not look for drift).
 
         A policy is written when its plan changes. Every ``verify_interval_s`` all policies are read
         back: one holding another value than the agent left there has drifted (another tool, a
@@ -221,8 +221,7 @@ class CPUEnforcer:
                 self.dvfs_known_khz[pid] = khz
         if sweep:
             self.dvfs_checked_s = now
-        self.dvfs_swept = sweep
-        return low, failures, drift
+        return low, failures, drift if sweep else None
 
     def _restore_dvfs(self, policies: list[cpufreq.Policy]) -> None:
         if self.dvfs_active:
@@ -259,7 +258,7 @@ class CPUEnforcer:
         if drift:
             more = f" and {len(drift) - 3} more" if len(drift) > 3 else ""
             drift_text = f"{len(drift)} cpufreq policies drifted ({'; '.join(drift[:3])}{more}); re-applied"
-        if self.dvfs_swept:  # drift is only looked for at a sweep: a drift that persists is logged once
+        if drift is not None:  # drift is only looked for at a sweep: a drift that persists is logged once
             if drift_text and drift_text != self.dvfs_drift_logged:
                 log.warning("node %s: DVFS cap drift: %s", self.record.node, drift_text)
             self.dvfs_drift_logged = drift_text
