@@ -182,9 +182,8 @@ class ChangeWatch:
             self._pump.join(timeout=2)
             self._pump = None
         with self._lock:
-            for watcher in (self.dirwatch, self.fanwatch):
-                if watcher is not None:
-                    watcher.close()
+            for watcher in self._watchers():
+                watcher.close()
             self.dirwatch = self.fanwatch = None
             self.by_wd.clear()
             self._pending.clear()
