@@ -5,7 +5,7 @@ on the same address: the export follows it (source bmc -> sum-of-components -> b
 line per change, and every host energy counter only grows.
 
 The poller is driven by hand on the bench's frozen clock, so each step is one poll and one export;
-that a hung BMC holds up no export (the poller's own thread) is services/agent/joulie_agent/bmcpower_test.py.
+that a hung BMC holds up no export (the poller's own thread) is services/agent/joulie_agent/telemetry/bmcpower_test.py.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ import pytest
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData, NumberDataPoint
 
 from joulie_acceptance.harness import Bench
-from joulie_agent.bmcpower import BmcPowerReader
-from joulie_agent.otlpexport import PowerExporter
+from joulie_agent.shell_api import BmcPowerReader, PowerExporter
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.bmc.app import BmcCredentials
-from joulie_simulator.bmc.fleet import BmcFleet
+from joulie_simulator.shell_api import BmcCredentials, BmcFleet
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 NODE = "node-a"
@@ -88,7 +86,7 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
 
 def test_host_power_follows_the_bmc_down_to_the_labelled_sum_and_back(bench: Bench, tmp_path: Path,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="joulie_agent.bmcpower")
+    caplog.set_level(logging.DEBUG, logger="joulie_agent.telemetry.bmcpower")
     creds = BmcCredentials("joulie", PASSWORD)
     fleet = BmcFleet(bench.emu, creds, nodes=[NODE]).start()
     address = fleet.addresses[NODE]

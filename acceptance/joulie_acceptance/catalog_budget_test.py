@@ -15,10 +15,18 @@ import pytest
 
 from joulie_acceptance.harness import Bench
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec
-from joulie_controller import twin
-from joulie_controller.hardware import HardwareView, from_node_hardware
-from joulie_controller.policies import PolicyNode, cluster_power_budget
-from joulie_controller.settings import Settings
+from joulie_controller.api import (
+    CapSettings,
+    HardwareView,
+    PolicyNode,
+    PolicySettings,
+    Settings,
+    TwinInput,
+    cluster_power_budget,
+    compute_twin,
+    from_node_hardware,
+    headroom_score,
+)
 from joulie_hwprofiles.schema import builtin_profile
 
 EPYC = "amd-epyc-9534-2s-energy-only"
@@ -49,17 +57,17 @@ def test_an_epyc_with_a_catalog_cap_range_gets_headroom_and_a_place_in_the_power
     assert epyc.budget().node_tdp_w == 600.0 and xeon.budget().node_tdp_w == 540.0
 
     # Headroom: at a 60 % eco cap the twin budgets 360 W, and a measured 180 W leaves half of it.
-    out = twin.compute(twin.TwinInput(epyc.budget(), "eco", cpu_cap_pct=60.0, measured_node_power_w=180.0))
+    out = compute_twin(TwinInput(epyc.budget(), "eco", cpu_cap_pct=60.0, measured_node_power_w=180.0))
     assert (out.node_tdp_w, out.node_capped_w) == (600.0, 360.0)
-    assert out.headroom_score == pytest.approx(twin.headroom_score(360.0, 180.0)) and out.headroom_score > 0
+    assert out.headroom_score == pytest.approx(headroom_score(360.0, 180.0)) and out.headroom_score > 0
 
     # The budget: two EPYCs and a Xeon, all wanting performance (600 + 600 + 540 W) under 1500 W. The
     # policy keeps one performance node per family (an EPYC and the Xeon: 1140 W) and lowers the other
     # EPYC's eco cap to what is left of the budget: 360 W of its 600 W, 60 %. Only a counted EPYC gives that.
     nodes = [PolicyNode("epyc-0", epyc, "performance"), PolicyNode("epyc-1", epyc, "performance"),
              PolicyNode("xeon-0", xeon, "performance")]
-    s = Settings(policy_type="cluster_power_budget", cluster_power_budget_w=1500.0, cpu_eco_pct=100.0,
-                 cluster_budget_min_pct=10.0)
+    s = Settings(policy=PolicySettings(type="cluster_power_budget", power_budget_w=1500.0, budget_min_cap_pct=10.0),
+                 caps=CapSettings(cpu_eco_pct=100.0))
     plan = cluster_power_budget(nodes, perf_pods=10, s=s)
     print(f"cluster_power_budget 1500 W: performance {sorted(plan.performance)}, eco caps {dict(plan.eco_cap_pct)}, "
           f"notes {plan.notes}")

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from joulie_acceptance.harness import CPUFREQ, POWERCAP, Bench
-from joulie_agent.cpucontrol import DvfsConfig
-from joulie_agent.outcomes import MSG_NO_CPU_BACKEND
+from joulie_agent.api import MSG_NO_CPU_BACKEND, DvfsConfig
 from joulie_hwprofiles.schema import GpuTool, Profile, builtin_profile
 
 PL1 = "constraint_0_power_limit_uw"

@@ -9,15 +9,11 @@ import time
 
 import pytest
 
-from joulie_controller.facility import facility_queries, pue, read_facility
-from joulie_controller.reconcile import Facility
-from joulie_controller.settings import Settings
+from joulie_controller.api import Facility, Settings, facility_queries, pue, read_facility
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.emulator import Emulator
-from joulie_simulator.facility_live import FacilityLive
-from joulie_simulator.model import Load
-from joulie_simulator.otlp import OtlpPusher
-from joulie_testinfra.prometheus import Prometheus
+from joulie_localcluster.prometheus import Prometheus
+from joulie_simulator.api import Emulator, FacilityLive, Load
+from joulie_simulator.shell_api import OtlpPusher
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

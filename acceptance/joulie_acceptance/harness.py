@@ -3,13 +3,13 @@
 - The emulator renders the node's tree under ``<tmp>/trees/<node>`` (files mode; or serves it at
   ``<tmp>/fuse/<node>`` with ``fuse=True``, for refusals at write time) and is stepped only by
   :meth:`Bench.advance` (a frozen clock shared with the agent: no wall-clock sleeps anywhere).
-- The agent is ``joulie_agent.runner.Agent`` in ``emulated`` mode (``ROOT=<trees>/{node}``), so it
+- The agent is ``joulie_agent.api.Agent`` in ``emulated`` mode (``ROOT=<trees>/{node}``), so it
   runs discovery, the CPU and GPU reconcile and the status write exactly as in a pod; only the
   Kubernetes shell is replaced by :class:`FakeKube` (Node object from the simulator's
   ``node_object``, the NodeTwin spec the test sets, the controlStatus it records).
 - GPU tools: the tree's ``bin/<tool>`` links point at ``/emu/lib/fakesmi`` (the pod's mount), which
   does not exist here; the agent puts ``<ROOT>/bin`` first on its tool PATH and then ``GPU_TOOL_PATH``,
-  where this bench installs one executable per tool that runs ``joulie_fakesmi.cli.main`` with the
+  where this bench installs one executable per tool that runs ``joulie_fakesmi.api.main`` with the
   node's ``HWEMU_*`` roots (and logs its argv, so a test can see which commands ran).
 """
 
@@ -24,22 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from joulie_agent.catalog import load_catalog
-from joulie_agent.cpucontrol import DvfsConfig
-from joulie_agent.metrics import AgentMetrics
-from joulie_agent.outcomes import CPUOutcome, GPUOutcome
-from joulie_agent.runner import Agent, AgentKube, NodeSeen, node_seen
-from joulie_agent.settings import Settings
+from joulie_agent.api import CPUOutcome, DvfsConfig, GPUOutcome, load_catalog
+from joulie_agent.shell_api import Agent, AgentKube, AgentMetrics, NodeSeen, Settings, node_seen
 from joulie_api.generated.nodehardware import NodeHardwareStatus
 from joulie_api.generated.nodetwin import CPUCapSpec, GPUCapSpec, GPUPowerCap, NodeTwinSpec
 from joulie_common.clock import FakeClock
 from joulie_hwprofiles.nodeobject import node_object
 from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import GPU_STATE_FILE, GpuState
-from joulie_simulator.emulator import Emulator
-from joulie_simulator.files.trees import FileTrees
-from joulie_simulator.fuse_view import FuseServer
-from joulie_simulator.model import Load, initial_state
+from joulie_simulator.api import Emulator, Load, initial_state
+from joulie_simulator.shell_api import FileTrees, FuseServer
 
 TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
 POWERCAP = "sys/class/powercap"
@@ -85,7 +79,7 @@ def install_fakesmi(bin_dir: Path, node_dir: Path, host_root: Path, log: Path) -
             "import json, sys\n"
             f"with open({str(log)!r}, 'a') as f:\n"
             f"    f.write(json.dumps([{tool!r}, *sys.argv[1:]]) + '\\n')\n"
-            "from joulie_fakesmi.cli import main\n"
+            "from joulie_fakesmi.api import main\n"
             f"sys.exit(main(sys.argv[1:], prog={tool!r}))\n"
         )
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())

@@ -11,26 +11,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from joulie_common.clock import FakeClock
+from joulie_controller.api import NodeInfo, PodInfo, Settings, SuspendSettings
+from joulie_controller.shell_api import Controller, RedfishPowerDriver
+from joulie_controller.testing import T0, MemoryKube, NoPower
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_redfish.client import connect_entry
 from joulie_redfish.credentials import Credentials
 from joulie_redfish.directory import BmcEntry
-
-from joulie_common.clock import FakeClock
-from joulie_controller.controller import Controller
-from joulie_controller.fsm import PodInfo
-from joulie_controller.hardware import NodeInfo
-from joulie_controller.memkube import T0, MemoryKube, NoPower
-from joulie_controller.redfishdriver import RedfishPowerDriver
-from joulie_controller.settings import Settings
-from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.bmc.app import BmcCredentials
-from joulie_simulator.bmc.fleet import BmcFleet
-from joulie_simulator.emulator import Emulator
+from joulie_simulator.api import Emulator
+from joulie_simulator.shell_api import BmcCredentials, BmcFleet
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 XEON = builtin_profile("intel-xeon-2s-rapl")
 MANAGED = {"joulie.io/managed": "true"}
-SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
+SUSPEND = Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", after_s=600, min_powered=1))
 
 
 @pytest.fixture

@@ -16,12 +16,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from joulie_agent import cpucontrol, gpucontrol, powercap
-from joulie_agent.gputools import GPUDevice
+from joulie_agent.api import (
+    CONSTRAINT_FILE_RE,
+    ZONE_DIR_RE,
+    ZONE_FILES,
+    GPUDevice,
+    Zone,
+    changed_targets,
+    nvml_limit_mw,
+    parse_zone,
+    plan_gpu_caps,
+    plan_rapl,
+    published_cap_range_w,
+    resolve_cpu_cap,
+)
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_hwprofiles.schema import Profile
-from joulie_simulator.emulator import Emulator
+from joulie_simulator.api import Emulator
 
 
 @dataclass(frozen=True)
@@ -40,8 +52,8 @@ def _files(emu: Emulator, node: str) -> _NodeFiles:
             nvml[e.bind[1]] = e.path
             continue
         p = PurePosixPath(e.path)
-        if "powercap" in p.parts and powercap.ZONE_DIR_RE.match(p.parent.name) and (
-                p.name in powercap.ZONE_FILES or powercap.CONSTRAINT_FILE_RE.match(p.name)):
+        if "powercap" in p.parts and ZONE_DIR_RE.match(p.parent.name) and (
+                p.name in ZONE_FILES or CONSTRAINT_FILE_RE.match(p.name)):
             zones.setdefault(p.parent.name, {})[p.name] = e.path
     return _NodeFiles(zones, nvml)
 
@@ -56,7 +68,7 @@ class AgentCaps:
     writes: int = 0
     _files: dict[str, _NodeFiles] = field(default_factory=dict)
     # Parsed once, as the agent discovers them at start; limits are read again before each write.
-    _zones: dict[str, list[powercap.Zone]] = field(default_factory=dict)
+    _zones: dict[str, list[Zone]] = field(default_factory=dict)
 
     @classmethod
     def for_nodes(cls, emu: Emulator, nodes: Sequence[tuple[str, Profile]], hardware: dict[str, NodeHardware]) -> AgentCaps:
@@ -65,12 +77,12 @@ class AgentCaps:
         caps._zones = {name: caps.zones(name) for name, _ in nodes}
         return caps
 
-    def zones(self, node: str) -> list[powercap.Zone]:
+    def zones(self, node: str) -> list[Zone]:
         """The node's powercap zones as the agent parses them from their files."""
         out = []
         for zone_id, files in sorted(self._files[node].zone_files.items()):
             text: dict[str, str | None] = {n: self.emu.read(node, p).decode() for n, p in files.items()}
-            zone = powercap.parse_zone(zone_id, text).zone
+            zone = parse_zone(zone_id, text).zone
             if zone is not None:
                 out.append(zone)
         return out
@@ -87,10 +99,10 @@ class AgentCaps:
         if spec is None:
             return
         hw = self.hardware.get(node)
-        cap = cpucontrol.resolve_cpu_cap(spec.cpu, cpucontrol.published_cap_range_w(hw.status if hw else None))
+        cap = resolve_cpu_cap(spec.cpu, published_cap_range_w(hw.status if hw else None))
         if cap is not None and cap.socket_w is not None:
             zones = self._files[node].zone_files
-            for w in cpucontrol.plan_rapl(self._zones[node], cap.socket_w).writes:
+            for w in plan_rapl(self._zones[node], cap.socket_w).writes:
                 path = zones[w.zone_id][f"constraint_{w.constraint}_power_limit_uw"]
                 if self.emu.read(node, path).decode().strip() != str(w.limit_uw):  # the agent skips unchanged limits
                     self._write(node, path, f"{w.limit_uw}\n")
@@ -98,11 +110,11 @@ class AgentCaps:
         nvml = self._files[node].nvml_limits
         if gpu_cap is not None and nvml:
             devices = self.gpu_devices(node)
-            plan = gpucontrol.plan_gpu_caps(gpu_cap, devices)
+            plan = plan_gpu_caps(gpu_cap, devices)
             if plan.blocked:
                 raise RuntimeError(f"bench: {node}: GPU cap blocked: {plan.blocked}")
-            for index, watts in sorted(gpucontrol.changed_targets(plan, devices).items()):
-                self._write(node, nvml[index], f"{gpucontrol.nvml_limit_mw(watts)}\n")
+            for index, watts in sorted(changed_targets(plan, devices).items()):
+                self._write(node, nvml[index], f"{nvml_limit_mw(watts)}\n")
 
     def _write(self, node: str, path: str, data: str) -> None:
         out = self.emu.write(node, path, data.encode())

@@ -7,8 +7,8 @@ import pytest
 from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.cli import parse_nodes
-from joulie_bench.sim import node_hardware
-from joulie_simulator.emulator import Emulator
+from joulie_bench.nodes import node_hardware
+from joulie_simulator.api import Emulator
 
 PKG_LIMIT = "constraint_0_power_limit_uw"
 

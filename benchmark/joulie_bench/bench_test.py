@@ -142,7 +142,7 @@ def test_bad_options_are_refused_with_the_flag(tmp_path: Path, capsys: pytest.Ca
 
 def test_the_baseline_starts_every_board_at_its_profiles_default_limit() -> None:
     from joulie_bench.sim import _boards_at_default_limit
-    from joulie_simulator.emulator import Emulator
+    from joulie_simulator.api import Emulator
 
     nodes = parse_nodes("nvidia-h100-nvl-8gpu*1,intel-xeon-2s-rapl*1")
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=1.0, clock=lambda: 0.0)

@@ -8,8 +8,9 @@ import itertools
 import math
 
 from joulie_bench import sim
+from joulie_bench.nodes import BenchNode
 from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
-from joulie_simulator.facility import node_nameplate_w, pue
+from joulie_simulator.api import node_nameplate_w, pue
 
 
 def reference_pue(it_w: float, nameplate_w: float, t_s: float) -> float:
@@ -34,4 +35,4 @@ def test_the_facility_pue_equals_the_benchmarks_reference_to_1e_9() -> None:
 def test_a_nodes_nameplate_is_the_benchmarks_node_tdp() -> None:
     for name in builtin_profile_names():
         p = builtin_profile(name)
-        assert abs(node_nameplate_w(p) - sim.BenchNode(name="n", profile=p).tdp_w) < 1e-9, name
+        assert abs(node_nameplate_w(p) - BenchNode(name="n", profile=p).tdp_w) < 1e-9, name

@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from joulie_bench.sim import RunResult
+from joulie_bench.arms import BASELINE
+from joulie_bench.result import RunResult
 from joulie_bench.stats import Estimate, ci95, percentile
 
 PAIRED_HEADER = ("policy", "regime", "metric", "mean_change_pct", "ci95_low_pct", "ci95_high_pct", "n_seeds")
 REGIMES = ("completion", "open")
 METRICS = ("facility_energy", "it_energy", "makespan", "throughput", "p95_slowdown", "energy_per_job")
-BASELINE = "A"
 
 
 @dataclass(frozen=True)

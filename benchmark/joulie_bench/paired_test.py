@@ -7,7 +7,7 @@ import math
 import pytest
 
 from joulie_bench.paired import METRICS, PAIRED_HEADER, REGIMES, metric, paired_rows, per_seed_changes, seed_windows
-from joulie_bench.sim import RunResult
+from joulie_bench.result import RunResult
 
 
 def _run(policy: str, seed: int, kwh: float, done_s: list[float], idle_w: float = 1000.0) -> RunResult:

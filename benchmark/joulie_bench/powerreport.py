@@ -13,7 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from joulie_bench.sim import POLICIES, RunResult
+from joulie_bench.arms import ARMS, BASELINE
+from joulie_bench.result import RunResult
 from joulie_bench.stats import Estimate, ci95
 
 POWER_HEADER = ("policy", "boots", "node_hours_off", "idle_baseline_kwh", "idle_saved_kwh", "idle_saved_pct_of_a_it",
@@ -43,7 +44,7 @@ class PowerRow:
 
 def power_rows(results: Sequence[RunResult], policies: Sequence[str]) -> list[PowerRow]:
     """One row per policy (A included, its own changes 0) with every seed that A also ran."""
-    base = {r.seed: r for r in results if r.policy == "A"}
+    base = {r.seed: r for r in results if r.policy == BASELINE}
     rows = []
     for pol in policies:
         rs = [r for r in results if r.policy == pol and r.seed in base]
@@ -93,7 +94,7 @@ def markdown(rows: Sequence[PowerRow]) -> list[str]:
            "| mean wait s (added) | p95 wait s (added) | CPU / GPU allocated |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r.policy} {POLICIES[r.policy][0]} | {r.boots.fmt(1)} | {r.node_hours_off.fmt(2)} | "
+        out.append(f"| {r.policy} {ARMS[r.policy].name} | {r.boots.fmt(1)} | {r.node_hours_off.fmt(2)} | "
                    f"{r.baseline_kwh.fmt(2)} | {r.idle_saved_kwh.fmt(2)} ({r.idle_saved_pct.mean:+.1f} %) | "
                    f"{r.dynamic_change_kwh.fmt(2)} | {r.mean_wait_s.mean:.0f} ({r.mean_wait_added_s.fmt(0)}) | "
                    f"{r.p95_wait_s.mean:.0f} ({r.p95_wait_added_s.fmt(0)}) | "

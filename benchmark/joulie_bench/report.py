@@ -9,7 +9,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from joulie_bench.sim import DEVICE_KINDS, POLICIES, RunResult
+from joulie_bench.arms import ARMS, BASELINE
+from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import ci95
 
 PAIRED_COLUMNS = (
@@ -43,13 +44,13 @@ def markdown_report(results: Sequence[RunResult], policies: Sequence[str], paire
            "| policy | " + " | ".join(f"{reg}: {label}" for reg, _, label in PAIRED_COLUMNS) + " |",
            "|---|" + "---|" * len(PAIRED_COLUMNS)]
     for pol in policies:
-        if pol == "A":
+        if pol == BASELINE:
             continue
         cells = []
         for reg, metric, _ in PAIRED_COLUMNS:
             r = rows.get((pol, reg, metric))
             cells.append(_cell(r[3], r[4], r[5]) if r else "n/a")
-        out.append(f"| {pol} {POLICIES[pol][0]} | " + " | ".join(cells) + " |")
+        out.append(f"| {pol} {ARMS[pol].name} | " + " | ".join(cells) + " |")
     out += ["", "## Absolute figures (mean ± 95 % CI half-width over the seeds)", "",
             "| policy | facility kWh | IT kWh | idle IT kWh | dynamic IT kWh | makespan h | jobs done | p50 / p95 / p99 slowdown |",
             "|---|---|---|---|---|---|---|---|"]
@@ -61,7 +62,7 @@ def markdown_report(results: Sequence[RunResult], policies: Sequence[str], paire
             e = ci95(values)
             return e.fmt(d)
         slow = "/".join(f"{ci95([r.slowdown_pct(q) for r in rs]).mean:.2f}" for q in (50, 95, 99))
-        out.append(f"| {pol} {POLICIES[pol][0]} | {est([r.facility_energy_kwh for r in rs], 2)} | "
+        out.append(f"| {pol} {ARMS[pol].name} | {est([r.facility_energy_kwh for r in rs], 2)} | "
                    f"{est([r.it_energy_kwh for r in rs], 2)} | {est([r.idle_energy_kwh for r in rs], 2)} | "
                    f"{est([r.dynamic_energy_kwh for r in rs], 2)} | {est([r.makespan_s / 3600 for r in rs], 2)} | "
                    f"{est([float(r.jobs_completed) for r in rs], 1)} | {slow} |")
@@ -130,7 +131,7 @@ def plot_paired(out: Path, rows: Sequence[Sequence[str]]) -> Path:
             xs, ys = float(x[3]), float(y[3])
             xerr = [[xs - float(x[4])], [float(x[5]) - xs]] if not math.isnan(float(x[4])) else None
             yerr = [[ys - float(y[4])], [float(y[5]) - ys]] if not math.isnan(float(y[4])) else None
-            ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=f"{pol}: {POLICIES[pol][0]}")
+            ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=f"{pol}: {ARMS[pol].name}")
         ax.axhline(0, color="grey", lw=0.8)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_xlabel(xl)

@@ -6,20 +6,14 @@ Everything that decides is the real code, driven in one process:
   agent's own functions from the NodeTwin spec (``agentcaps``: RAPL limits in µW, NVML in mW);
 - the jobs: the simulator's workload ``Engine`` (progress from frequency and caps) and the Pods
   of ``workload.pods`` (so the controller and extender read the same Pod objects a cluster has);
-- the controller: ``joulie_controller.reconcile.reconcile`` every ``reconcile_s`` (policy, FSM
+- the controller: its ``reconcile`` (``joulie_controller.api``) every ``reconcile_s`` (policy, FSM
   downgrade guard, caps, twin status), with each node's measured power from the emulator;
 - placement: a small scheduler (filters: free CPU/GPU, the Pod's power-profile affinity against
   the node label; score: kube-scheduler's LeastAllocated plus, under Joulie, the extender's real
   ``score_node`` x 10 as kube-scheduler weighs an extender of weight 1); ties by node name.
 
-Policies: A no Joulie (no caps written; GPUs at the boards' power-on limit; Pods without
-power-profile affinity, since no node carries the label), B ``static_partition``, C
-``queue_aware_v1``, D ``cluster_power_budget``, E ``work_aware_v1`` (caps from the work on each
-node, soft placement, the budget on measured power), and A-placement: E's labels and placement
-with no cap ever written, so E's change against A splits into placement and caps. S and ES are
-A-placement and E plus the controller's power policy (``idle_suspend_v1``): idle nodes cordoned
-and powered off, powered on for Pending Pods that fit no powered node; the actions are carried
-out on the emulator as the emulated BMC would (off: the profile's standby power; on: its boot time).
+The arms (policies A..ES: which controller policy, power policy, placement and caps) are one table,
+``arms.ARMS``.
 
 Facility: the simulator's facility model (``joulie_simulator.facility.pue``, docs/facility-model.md;
 one implementation for the simulated cluster and the benchmark): reference joulie-node-sim.md
@@ -31,14 +25,11 @@ facility power = IT x PUE.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.names import (
     LABEL_MANAGED,
     LABEL_POOL,
@@ -50,237 +41,50 @@ from joulie_api.names import (
     object_name_for_node,
 )
 from joulie_bench.agentcaps import AgentCaps
+from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
+from joulie_bench.nodes import BenchNode, node_hardware
+from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import percentile
 from joulie_common.clock import FakeClock
-from joulie_controller.hardware import NodeInfo, Taint
-from joulie_controller.kube import pod_info
-from joulie_controller.powerstate import BmcReading, BmcState
-from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
-from joulie_controller.settings import Settings
-from joulie_extender.podmeta import eco_class, workload_kind
-from joulie_extender.powerest import Coefficients, HardwareInfo, extract_pod_demand
-from joulie_extender.scoring import cluster_context, marginal_watts, score_node
-from joulie_extender.views import hardware_info, twin_view
-from joulie_extender.wire import workload_class as extender_workload_class
-from joulie_hwprofiles.schema import Profile
-from joulie_simulator.emulator import Emulator
-from joulie_simulator.facility import pue as pue  # the benchmark's PUE, re-exported
-from joulie_simulator.model import Load
-from joulie_simulator.workload.engine import Engine, speed_from_state
+from joulie_controller.api import (
+    BmcReading,
+    BmcState,
+    Measurement,
+    Memory,
+    NodeInfo,
+    Settings,
+    Snapshot,
+    Taint,
+    apply_in_memory,
+    reconcile,
+)
+from joulie_controller.shell_api import pod_info
+from joulie_extender.api import (
+    Coefficients,
+    HardwareInfo,
+    cluster_context,
+    eco_class,
+    extract_pod_demand,
+    hardware_info,
+    marginal_watts,
+    score_node,
+    twin_view,
+    workload_kind,
+)
+from joulie_extender.api import workload_class as extender_workload_class
+from joulie_simulator.api import Emulator, Engine, Load, speed_from_state
+from joulie_simulator.api import pue as pue  # the benchmark's PUE, re-exported
 from joulie_workload.pods import pod_manifest
 from joulie_workload.trace import Job
 
-POLICIES = {
-    "A": ("no Joulie (uncapped)", ""),
-    "B": ("static partition", "static_partition"),
-    "C": ("queue-aware", "queue_aware_v1"),
-    "D": ("power budget", "cluster_power_budget"),
-    "E": ("work-aware", "work_aware_v1"),
-    "A-placement": ("A + E's placement", "work_aware_v1"),
-    "S": ("suspend idle nodes", "work_aware_v1"),
-    "ES": ("work-aware + suspend", "work_aware_v1"),
-}
-SOFT_PLACEMENT = frozenset({"E", "A-placement", "S", "ES"})
-"""Policies whose Pods carry no hard affinity but the performance one (the extender steers the rest)."""
-NO_CAPS = frozenset({"A", "A-placement", "S"})
-SUSPEND = frozenset({"S", "ES"})
-"""Policies that run the controller's power policy (idle_suspend_v1): idle nodes cordoned and powered
-off, powered on for Pending Pods. S is A-placement plus suspend, ES is E plus suspend, so each pair
-isolates what suspending adds. Their scheduler packs (kube-scheduler's NodeResourcesFit
-MostAllocated, the scoring cluster-autoscaler's scale-down is run with): spreading keeps every node
-a little busy and none ever idle."""
-SUSPEND_AFTER_S = 600.0
-"""SUSPEND_AFTER in the suspend arms unless ``run(suspend_after_s=...)`` says otherwise: the chart's default."""
 OPEN_WARMUP_FRAC = 0.25
 """The open regime's window starts this far into the trace's arrival span (warm-up) and ends at the
 last arrival, so jobs keep arriving through all of it."""
-DEVICE_KINDS = ("cpu", "gpu", "other")
-"""How the IT power splits: CPU packages (RAPL), GPU boards, and the rest of the host (DRAM, platform)."""
 CLUSTER = "bench"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 STALENESS = timedelta(minutes=5)
 BMC_STATES: dict[str, BmcState] = {"on": "on", "off": "off", "booting": "powering-on", "shutting-down": "powering-off"}
 """The emulator's power states as a Redfish BMC reports them (ComputerSystem PowerState)."""
-
-
-@dataclass(frozen=True)
-class BenchNode:
-    name: str
-    profile: Profile
-
-    @property
-    def cpus(self) -> float:
-        n = self.profile.node
-        return n.cpu - n.reserved_cpu_m / 1000
-
-    @property
-    def gpus(self) -> int:
-        return self.profile.gpus.count if self.profile.gpus else 0
-
-    @property
-    def cpu_max_w_per_socket(self) -> float:
-        pc = self.profile.powercap
-        if pc is not None and pc.package.constraints:
-            return pc.package.constraints[0].max_power_uw / 1e6
-        return self.profile.physics.cpu.max_pkg_w
-
-    @property
-    def tdp_w(self) -> float:
-        p = self.profile
-        g = p.gpus.max_w * p.gpus.count if p.gpus else 0.0
-        return self.cpu_max_w_per_socket * p.cpu.sockets + p.physics.dram_w_per_socket * p.cpu.sockets + p.physics.platform_other_w + g
-
-
-def node_hardware(n: BenchNode) -> NodeHardware:
-    """What the agent would publish for the node (discovery is not what this benchmark measures)."""
-    p = n.profile
-    max_w = n.cpu_max_w_per_socket
-    status: dict[str, Any] = {
-        "cpu": {"model": p.cpu.model_name or p.name, "sockets": p.cpu.sockets, "totalCores": p.cpu.sockets * p.cpu.cores_per_socket,
-                "capRange": {"minWattsPerSocket": round(0.3 * max_w, 1), "maxWattsPerSocket": max_w}},
-        "memory": {"totalBytes": p.node.memory_ki * 1024},
-    }
-    if p.gpus is not None:
-        status["gpu"] = {"present": True, "vendor": p.gpus.vendor, "model": p.gpus.product, "count": p.gpus.count,
-                         "capRangePerGpu": {"minWatts": p.gpus.min_w, "maxWatts": p.gpus.max_w,
-                                                            "defaultWatts": p.gpus.default_w}}
-    return NodeHardware.model_validate({"spec": {"nodeName": n.name}, "status": status})
-
-
-def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0,
-                 suspend_after_s: float = SUSPEND_AFTER_S) -> Settings:
-    return Settings(
-        policy_type=POLICIES[policy][1] or "static_partition",
-        static_hp_frac=0.4,
-        queue_hp_base_frac=0.2,
-        queue_hp_min=1,
-        queue_perf_per_hp_node=2,
-        cluster_power_budget_w=budget_frac * sum(n.tdp_w for n in nodes),
-        cpu_eco_pct=60.0,
-        gpu_eco_pct=60.0,
-        reconcile_interval_s=reconcile_s,
-        # E: the budget binds only on measured power; B and C ignore it.
-        work_aware_slowdown_pct=3.0,
-        power_policy="idle_suspend_v1" if policy in SUSPEND else "none",
-        suspend_after_s=suspend_after_s,
-    )
-
-
-def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> str:
-    if policy == "A":
-        return "A: no controller; no caps written; Pods without power-profile affinity"
-    s = settings_for(policy, nodes, budget_frac)
-    common = f"eco caps CPU {s.cpu_eco_pct:g} % / GPU {s.gpu_eco_pct:g} % of max, reconcile every {s.reconcile_interval_s:g} s"
-    if policy == "B":
-        return f"B: STATIC_HP_FRAC={s.static_hp_frac:g}; {common}"
-    q = (f"QUEUE_HP_BASE_FRAC={s.queue_hp_base_frac:g}, QUEUE_HP_MIN={s.queue_hp_min}, "
-         f"QUEUE_PERF_PER_HP_NODE={s.queue_perf_per_hp_node}")
-    if policy == "C":
-        return f"C: {q}; {common}"
-    if policy in SOFT_PLACEMENT:
-        e = (f"WORK_AWARE_SLOWDOWN_BUDGET_PCT={s.work_aware_slowdown_pct:g}, CLUSTER_POWER_BUDGET_W="
-             f"{s.cluster_power_budget_w:.0f} on measured power (+ trend over {s.work_aware_forecast_s:g} s), {q}; "
-             f"only performance Pods have a hard affinity")
-        if policy in SUSPEND:
-            sus = (f"POWER_POLICY=idle_suspend_v1, SUSPEND_AFTER={s.suspend_after_s:g} s, SUSPEND_MIN_POWERED="
-                   f"{s.suspend_min_powered} per pool (one pool per hardware profile), SUSPEND_MAX_CONCURRENT="
-                   f"{s.suspend_max_concurrent}, boot and standby from each profile; scheduler MostAllocated")
-            return f"ES: E's caps and placement + {sus}" if policy == "ES" else f"S: A-placement (no cap written) + {sus}"
-        return f"E: {e}" if policy == "E" else f"A-placement: E's controller and placement, no cap written ({e})"
-    return (f"D: CLUSTER_POWER_BUDGET_W={s.cluster_power_budget_w:.0f} ({budget_frac:g} x TDP sum), "
-            f"CLUSTER_BUDGET_MIN_CAP_PCT={s.cluster_budget_min_pct:g}, {q}; {common}")
-
-
-@dataclass
-class RunResult:
-    policy: str
-    seed: int
-    it_energy_kwh: float
-    facility_energy_kwh: float
-    makespan_s: float
-    jobs_total: int
-    jobs_completed: int
-    p95_slowdown: float
-    mean_it_power_w: float
-    reconciles: int
-    cap_writes: int
-    end_s: float
-    """Virtual time the run stopped (the tick after the last completion)."""
-    idle_it_w: float
-    """Cluster IT power once idle after the run (caps as the policy left them)."""
-    idle_pue: float
-    slowdowns: list[float] = field(default_factory=list)
-    window_it_energy_kwh: float = 0.0
-    """IT energy over the seed's common window (see ``extend_to_window``)."""
-    window_facility_energy_kwh: float = 0.0
-    jobs_per_node: dict[str, int] = field(default_factory=dict)
-    """Completed jobs by the node they ran on (where the policy and scoring put the work)."""
-    first_submit_s: float = 0.0
-    completions: list[tuple[float, float]] = field(default_factory=list)
-    """``(done_s, slowdown)`` of every completed job, by completion time (the open regime's window
-    counts the jobs done by a given time)."""
-    energy_by_kind_kwh: dict[str, float] = field(default_factory=dict)
-    """IT energy to completion by device kind (``DEVICE_KINDS``: CPU packages, GPU boards, the rest)."""
-    open_start_s: float = 0.0
-    open_end_s: float = 0.0
-    """The open regime's window: warm-up over, to the last arrival (``OPEN_WARMUP_FRAC``)."""
-    open_it_energy_kwh: float = 0.0
-    open_facility_energy_kwh: float = 0.0
-    open_work_h: float = 0.0
-    """Work done inside the window, in ideal job-hours (each job's progress x its ideal runtime)."""
-    waits_s: list[float] = field(default_factory=list)
-    """Every started job's queueing delay: start - submit (resumes add to it)."""
-    boots: int = 0
-    """Nodes powered on from off during the run (resumes)."""
-    node_hours_off: float = 0.0
-    """Node-hours spent powered off (standby) during the run."""
-    cpu_utilisation: float = 0.0
-    """Allocated CPU over the run: sum(job CPU request x running time) / (cluster CPUs x run span)."""
-    gpu_utilisation: float = 0.0
-    idle_by_kind_kwh: dict[str, float] = field(default_factory=dict)
-    """The idle baseline actually paid, by device kind, to completion: each node's idle power
-    (unloaded, uncapped, boards at their default limit) for every tick it was powered (booting and
-    shutting down included), its standby power (as "other") while off. Dynamic = energy - idle (may
-    dip below 0 where a cap holds a device under its uncapped idle draw). A's minus a suspend arm's
-    idle is the energy suspend saved from idle."""
-
-    @property
-    def idle_energy_kwh(self) -> float:
-        return sum(self.idle_by_kind_kwh.values())
-
-    @property
-    def dynamic_energy_kwh(self) -> float:
-        return self.it_energy_kwh - self.idle_energy_kwh
-
-    @property
-    def energy_per_job_kwh(self) -> float:
-        """Facility energy to completion per completed job."""
-        return self.facility_energy_kwh / self.jobs_completed if self.jobs_completed else math.nan
-
-    @property
-    def open_window_s(self) -> float:
-        return max(0.0, self.open_end_s - self.open_start_s)
-
-    def open_slowdowns(self) -> list[float]:
-        """Slowdowns of the jobs completed inside the open window."""
-        return [sd for done, sd in self.completions if self.open_start_s <= done <= self.open_end_s]
-
-    def wait_pct(self, q: float) -> float:
-        return percentile(self.waits_s, q)
-
-    @property
-    def mean_wait_s(self) -> float:
-        return sum(self.waits_s) / len(self.waits_s) if self.waits_s else 0.0
-
-    def slowdown_pct(self, q: float) -> float:
-        return percentile([sd for _, sd in self.completions], q)
-
-    def extend_to_window(self, window_end_s: float) -> None:
-        """Energy up to ``window_end_s`` (the seed's longest run): a run that finished earlier sits idle
-        for the rest, drawing ``idle_it_w`` (nodes are not powered off)."""
-        tail_s = max(0.0, window_end_s - self.end_s)
-        self.window_it_energy_kwh = self.it_energy_kwh + self.idle_it_w * tail_s / 3.6e6
-        self.window_facility_energy_kwh = self.facility_energy_kwh + self.idle_it_w * self.idle_pue * tail_s / 3.6e6
 
 
 def _power_w(emu: Emulator, nodes: Sequence[BenchNode]) -> tuple[float, dict[str, float]]:
@@ -355,9 +159,9 @@ def run(
     reconcile_s: float = 60.0,
     suspend_after_s: float = SUSPEND_AFTER_S,
 ) -> RunResult:
-    if policy not in POLICIES:
-        raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
-    r = _Run(jobs, nodes, policy, settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s)
+    if policy not in ARMS:
+        raise ValueError(f"policy: {policy!r} is not one of {', '.join(ARMS)}")
+    r = _Run(jobs, nodes, ARMS[policy], settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s)
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
@@ -376,11 +180,12 @@ class _Run:
     """One policy's run of one trace: the emulator, the job engine, the controller's memory and the
     scheduler's free capacity, advanced one tick at a time by :func:`run`."""
 
-    def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], policy: str, s: Settings, dt_s: float) -> None:
-        self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, policy, s, dt_s
-        self.joulie = policy != "A"
-        self.write_caps = policy not in NO_CAPS
-        self.suspend = policy in SUSPEND
+    def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], arm: Arm, s: Settings, dt_s: float) -> None:
+        self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, arm.id, s, dt_s
+        self.joulie = arm.controller
+        self.write_caps = arm.writes_caps
+        self.suspend = arm.power_policy != "none"
+        self.packs = arm.packs
         self.cordoned: set[str] = set()
         """Nodes the power policy cordoned and tainted (suspending, off, resuming until uncordoned, failed)."""
         self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
@@ -389,8 +194,9 @@ class _Run:
         _boards_at_default_limit(self.emu, nodes)
         self.by_name = {n.name: n for n in nodes}
         self.engine = Engine(list(jobs))
-        self.placement = "soft" if policy in SOFT_PLACEMENT else "hard"
-        self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=self.joulie, placement=self.placement)
+        self.placement = "soft" if arm.placement == "soft" else "hard"
+        self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=arm.placement != "none",
+                                                    placement=self.placement)
                           for j in jobs}
         self.hardware = {n.name: node_hardware(n) for n in nodes}
         self.caps = AgentCaps.for_nodes(self.emu, [(n.name, n.profile) for n in nodes], self.hardware)
@@ -420,7 +226,7 @@ class _Run:
 
     def reconcile(self, t: float) -> None:
         """The controller's reconcile on what runs now; its NodeTwin specs applied as the agent does."""
-        self.next_reconcile += self.s.reconcile_interval_s
+        self.next_reconcile += self.s.reconcile.interval_s
         self.reconciles += 1
         now = EPOCH + timedelta(seconds=t)
         infos = [self.node_info(n) for n in self.nodes]
@@ -434,7 +240,7 @@ class _Run:
         bmc = {n.name: BmcReading(BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes} if self.suspend else {}
         snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc)
         result = reconcile(snap, self.s, self.memory)
-        self.twins = dict(apply_in_memory(snap, result, self.s.power_profile_label).twins)
+        self.twins = dict(apply_in_memory(snap, result, self.s.nodes.profile_label).twins)
         for a in result.power:
             self.carry_out(a.node, a.action)
         for o in result.outcomes:
@@ -502,7 +308,7 @@ class _Run:
             la = (self.free_cpu[n.name] - j.requests.cpu) / n.cpus
             if n.gpus:
                 la = (la + (self.free_gpu[n.name] - j.requests.gpu) / n.gpus) / 2
-            score = 100.0 * (1.0 - la if self.suspend else la)  # MostAllocated packs; LeastAllocated spreads
+            score = 100.0 * (1.0 - la if self.packs else la)  # MostAllocated packs; LeastAllocated spreads
             if self.joulie and ctx is not None:
                 wc = extender_workload_class(m)
                 demand = extract_pod_demand(m, wc)

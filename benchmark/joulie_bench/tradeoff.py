@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from joulie_bench.paired import metric, seed_windows
-from joulie_bench.sim import RunResult
+from joulie_bench.result import RunResult
 from joulie_bench.stats import Estimate, ci95
 
 TRADEOFF_HEADER = ("policy", "suspend_after_s", "metric", "mean", "ci95_low", "ci95_high", "n_seeds")

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from joulie_localcluster.procs import ProcessGroup
+from joulie_localcluster.prometheus import PrometheusSettings, start_prometheus
+from joulie_localcluster.tools import Tools
 from joulie_simcluster import chart
 from joulie_simcluster.metricnames import queried_metric_names, service_metric_names
-from joulie_testinfra.procs import ProcessGroup
-from joulie_testinfra.prometheus import PrometheusSettings, start_prometheus
-from joulie_testinfra.tools import Tools
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

@@ -1,7 +1,7 @@
 """The Joulie charts as the real helm renders them (``helm template``), parsed into manifests.
 
 The helm binary is the one ``ci/tools/bootstrap-tools.sh`` builds (pinned in ``versions.env``),
-found through ``joulie_testinfra.tools``. A render that fails raises :class:`ChartError` naming the
+found through ``joulie_localcluster.tools``. A render that fails raises :class:`ChartError` naming the
 chart, the values files and helm's own message.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from joulie_testinfra.tools import ToolMissingError, load_tools
+from joulie_localcluster.tools import ToolMissingError, load_tools
 
 CHART_DIR = Path("charts/joulie")
 SIMULATOR_CHART_DIR = Path("charts/joulie-simulator")

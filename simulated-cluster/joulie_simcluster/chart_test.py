@@ -1,141 +1,49 @@
-"""The Joulie charts with the real helm (lint, template) and the real kube-apiserver.
-
-- What a user installing the charts notices: the objects and their names, the images, the agent's
-  privileges and mounts per mode, the emulated agents' Node names, the RBAC rules.
-- The rendered manifests are accepted by the API server (server-side apply, dryRun=All).
-- The RBAC is what the services really need: the real agent, controller manager and extender code
-  run against the API server as the chart's ServiceAccounts (impersonated), and get nothing more.
+"""The Joulie charts with the real helm (lint, template): what a user installing the charts notices:
+the objects and their names, the images, the agent's privileges and mounts per mode, the emulated
+agents' Node names, the RBAC rules. The same renders against the real kube-apiserver:
+``chart_server_test.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from joulie_simcluster import chart
 from joulie_simcluster.agents import select_agents
-from joulie_simcluster.metricnames import service_metric_names
+from joulie_simcluster.chart_cases import (  # helm: the autouse check, here too
+    AMD_VALUES,
+    CASES,
+    DASHBOARD,
+    EMULATED_VALUES,
+    EXTENDER_VALUES,
+    JOULIE,
+    NS,
+    NVIDIA_VALUES,
+    POOL_VALUES,
+    PRODUCTION_VALUES,
+    SMOKE_AGENT_NODES,
+    SMOKE_SPEC,
+    SMOKE_VALUES,
+    VERSION_FILES,
+    container,
+    env_of,
+    helm,
+    ids,
+    one,
+    render,
+    rules,
+    version,
+)
 from joulie_simcluster.nodes import render_nodes
 from joulie_simcluster.spec import load_spec
-from joulie_testinfra.tools import Tools
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
-JOULIE = Path("charts/joulie")
-SIMULATOR = Path("charts/joulie-simulator")
-SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
-SMOKE_VALUES = Path("simulated-cluster/values/smoke-values.yaml")
-EMULATED_VALUES = JOULIE / "ci/emulated-smoke-values.yaml"
-POOL_VALUES = JOULIE / "ci/pool-values.yaml"
-EXTENDER_VALUES = JOULIE / "ci/extender-values.yaml"
-PRODUCTION_VALUES = JOULIE / "ci/production-values.yaml"  # the README's install example
-NVIDIA_VALUES = JOULIE / "ci/nvidia-gpu-values.yaml"  # docs/gpu-tools.md, NVIDIA container toolkit
-AMD_VALUES = JOULIE / "ci/amd-gpu-values.yaml"  # docs/gpu-tools.md, ROCm from the host
-SIM_VALUES = SIMULATOR / "ci/smoke-values.yaml"
-PROMETHEUS_VALUES = Path("values/prometheus-grafana.yaml")
-DASHBOARD = JOULIE / "dashboards/joulie.json"
-NS = chart.NAMESPACE
-
-SMOKE_AGENT_NODES = ["intel-0", "epyc-0", "epyc-hsmp-0", "h100-nvl-0", "h100-sxm-0", "mi300x-0", "vm-0",
-                     "intel-managed-0"]
-VERSION_FILES = {
-    ("joulie", "agent"): Path("services/agent/joulie_agent/VERSION"),
-    ("joulie", "controllerManager"): Path("services/controller-manager/joulie_controller/VERSION"),
-    ("joulie", "schedulerExtender"): Path("services/extender/joulie_extender/VERSION"),
-    ("joulie-simulator", None): Path("services/simulator/joulie_simulator/VERSION"),
-}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def helm(test_tools: Tools) -> Path:
-    """Every test here needs the real helm: a missing one fails them all, saying how to build it."""
-    return chart.helm_path()
-
-
-def ids(docs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    return [(d["kind"], d["metadata"]["name"]) for d in docs]
-
-
-def one(docs: Sequence[Mapping[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    found = chart.find(docs, kind, name)
-    assert len(found) == 1, f"expected one {kind}/{name}, rendered: {ids(docs)}"
-    return found[0]
-
-
-def container(workload: Mapping[str, Any]) -> dict[str, Any]:
-    containers = workload["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
-    return dict(containers[0])
-
-
-def env_of(workload: Mapping[str, Any]) -> dict[str, Any]:
-    """name -> value, or the fieldRef path for downward-API entries."""
-    out: dict[str, Any] = {}
-    for e in container(workload).get("env") or []:
-        assert e["name"] not in out, f"env {e['name']} set twice"
-        out[e["name"]] = e["value"] if "value" in e else ("fieldRef", e["valueFrom"]["fieldRef"]["fieldPath"])
-    return out
-
-
-def rules(role: Mapping[str, Any]) -> dict[tuple[str, str], set[str]]:
-    out: dict[tuple[str, str], set[str]] = {}
-    for r in role["rules"]:
-        for group in r["apiGroups"]:
-            for res in r["resources"]:
-                out.setdefault((group, res), set()).update(r["verbs"])
-    return out
-
-
-def version(path: Path) -> str:
-    return path.read_text().strip()
-
-
-# --- values and files ---------------------------------------------------------------------------
-
-
-def test_default_image_tags_are_the_service_versions() -> None:
-    for (chart_name, component), path in VERSION_FILES.items():
-        values = yaml.safe_load((Path("charts") / chart_name / "values.yaml").read_text())
-        image = values[component]["image"] if component else values["image"]
-        assert str(image["tag"]) == version(path), (
-            f"charts/{chart_name}/values.yaml {component + '.' if component else ''}image.tag is {image['tag']!r} "
-            f"but {path} says {version(path)!r}: bump the chart pin with the service"
-        )
-
-
-def test_prometheus_values_match_the_settings_the_tests_use() -> None:
-    from joulie_testinfra.prometheus import PrometheusSettings
-
-    want = PrometheusSettings()
-    spec = yaml.safe_load(PROMETHEUS_VALUES.read_text())["prometheus"]["prometheusSpec"]
-    assert spec["enableOTLPReceiver"] is True
-    assert spec["otlp"]["promoteResourceAttributes"] == want.promote_resource_attributes
-    assert spec["otlp"]["translationStrategy"] == want.translation_strategy
-    assert spec["tsdb"]["outOfOrderTimeWindow"] == want.out_of_order_time_window
-
-
-def test_dashboard_panels_query_metrics_the_services_export() -> None:
-    known = service_metric_names()
-    assert "hw_host_energy_joules_total" in known and "joulie_policy_state_transitions_total" in known
-    dash = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
-    exprs.append(dash["templating"]["list"][1]["query"]["query"])
-    assert len(dash["panels"]) >= 10
-    # Metric names only: the label names in by (...) and {...} are not metrics.
-    metric_exprs = [re.sub(r"\b(?:by|without)\s*\([^)]*\)|\{[^}]*\}", "", e) for e in exprs]
-    unknown = {m for e in metric_exprs for m in re.findall(r"\b(?:joulie|hw)_[a-z0-9_]+", e)} - known
-    assert not unknown, f"dashboard queries metrics no service exports: {sorted(unknown)}"
-
+__all__ = ["helm"]
 
 # --- helm lint ----------------------------------------------------------------------------------
 
@@ -148,36 +56,7 @@ def test_lint_joulie(values: list[Path]) -> None:
     assert "1 chart(s) linted, 0 chart(s) failed" in report
 
 
-def test_lint_simulator() -> None:
-    assert "0 chart(s) failed" in chart.lint_chart(SIMULATOR, [SIM_VALUES])
-    assert "0 chart(s) failed" in chart.lint_chart(SIMULATOR, [SIM_VALUES], {"mode": "files"})
-
-
 # --- helm template: what each mode installs -------------------------------------------------------
-
-CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
-    "defaults": (JOULIE, [], {}),
-    "smoke": (JOULIE, [SMOKE_VALUES], {}),
-    "pool": (JOULIE, [POOL_VALUES], {}),
-    "emulated": (JOULIE, [SMOKE_VALUES, EMULATED_VALUES], {}),
-    "extender": (JOULIE, [EXTENDER_VALUES], {}),
-    "production": (JOULIE, [PRODUCTION_VALUES], {}),
-    "extender-hostnet": (JOULIE, [EXTENDER_VALUES], {"schedulerExtender.hostNetwork": "true"}),
-    "none": (JOULIE, [], {"agent.mode": "none"}),
-    "power-policy": (JOULIE, [], {"controllerManager.env.POWER_POLICY": "idle_suspend_v1"}),
-    "nvidia-gpu": (JOULIE, [NVIDIA_VALUES], {}),
-    "amd-gpu": (JOULIE, [AMD_VALUES], {}),
-    "amd-gpu-pool": (JOULIE, [AMD_VALUES], {"agent.mode": "pool"}),
-    "name-override": (JOULIE, [EXTENDER_VALUES], {"nameOverride": "energy", "grafanaDashboard.enabled": "true"}),
-    "simulator-fuse": (SIMULATOR, [SIM_VALUES], {}),
-    "simulator-files": (SIMULATOR, [SIM_VALUES], {"mode": "files"}),
-}
-
-
-def render(case: str) -> list[dict[str, Any]]:
-    chart_dir, values, sets = CASES[case]
-    return chart.render_chart(chart_dir, values, sets or None)
-
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_no_object_is_rendered_twice_and_namespaced_ones_land_in_the_release_namespace(case: str) -> None:
@@ -478,7 +357,7 @@ def test_an_nvidia_pool_gets_the_toolkit_runtime_and_exports_power() -> None:
 
 
 def test_an_amd_pool_mounts_rocm_and_ships_a_catalog_entry_the_agent_accepts(tmp_path: Path) -> None:
-    from joulie_agent.catalog import load_catalog
+    from joulie_agent.api import load_catalog
 
     docs = render("amd-gpu")
     ds = one(docs, "DaemonSet", "joulie-amd-agent")
@@ -515,290 +394,3 @@ def test_name_override_renames_every_object_and_the_app_label() -> None:
     assert crb["subjects"][0]["name"] == "energy-scheduler-extender"
     full = chart.render_chart(JOULIE, [], {"fullnameOverride": "joulie-b"})
     assert {n for k, n in ids(full) if k == "DaemonSet"} == {"joulie-b-agent"}
-
-
-def test_simulator_in_fuse_mode_is_privileged_with_dev_fuse_and_a_shared_mount() -> None:
-    docs = render("simulator-fuse")
-    assert sorted(ids(docs)) == sorted([
-        ("ServiceAccount", "joulie-simulator"), ("ClusterRole", "joulie-simulator"),
-        ("ClusterRoleBinding", "joulie-simulator"), ("ConfigMap", "joulie-simulator-spec"),
-        ("Deployment", "joulie-telemetry-sim"), ("Service", "joulie-telemetry-sim")])
-    d = one(docs, "Deployment", "joulie-telemetry-sim")
-    c = container(d)
-    assert c["image"] == f"joulie.local/joulie-simulator:{version(VERSION_FILES['joulie-simulator', None])}"
-    assert c["args"][:5] == ["emulate", "--spec=/etc/joulie-sim/spec.yaml", "--root=/var/lib/joulie-hwemu",
-                             "--mode=fuse", "--tick=1"]
-    assert "--http=0.0.0.0:18080" in c["args"]
-    assert "--otlp-endpoint=http://prometheus-operated.monitoring:9090/api/v1/otlp/v1/metrics" in c["args"]
-    assert c["securityContext"]["privileged"] is True
-    mounts = {m["name"]: m for m in c["volumeMounts"]}
-    assert mounts["hwemu"] == {"name": "hwemu", "mountPath": "/var/lib/joulie-hwemu", "mountPropagation": "Bidirectional"}
-    assert mounts["dev-fuse"]["mountPath"] == "/dev/fuse"
-    vols = {v["name"]: v for v in d["spec"]["template"]["spec"]["volumes"]}
-    assert vols["dev-fuse"]["hostPath"] == {"path": "/dev/fuse", "type": "CharDevice"}
-    assert d["spec"]["strategy"] == {"type": "Recreate"} and d["spec"]["replicas"] == 1
-    svc = one(docs, "Service", "joulie-telemetry-sim")
-    assert {"name": "http", "port": 80, "targetPort": "http"} in svc["spec"]["ports"]
-    assert {"name": "http", "containerPort": 18080} in c["ports"]
-    spec = yaml.safe_load(one(docs, "ConfigMap", "joulie-simulator-spec")["data"]["spec.yaml"])
-    assert spec == yaml.safe_load(SIM_VALUES.read_text())["spec"]
-    assert [p["name"] for p in spec["pools"]] == [p.name for p in load_spec(SMOKE_SPEC).pools]
-    assert rules(one(docs, "ClusterRole", "joulie-simulator")) == {
-        ("", "nodes"): {"get", "list", "watch"}, ("", "pods"): {"get", "list", "watch", "create", "delete"}}
-
-
-def test_simulator_in_files_mode_needs_no_privileges() -> None:
-    d = one(render("simulator-files"), "Deployment", "joulie-telemetry-sim")
-    c = container(d)
-    assert "--mode=files" in c["args"]
-    assert c["securityContext"]["privileged"] is False
-    assert [m["name"] for m in c["volumeMounts"]] == ["spec", "hwemu"]
-    assert "mountPropagation" not in c["volumeMounts"][1]
-
-
-def test_simulator_without_a_spec_says_what_is_missing() -> None:
-    with pytest.raises(chart.ChartError, match=r"spec: list the emulated Nodes"):
-        chart.render_chart(SIMULATOR, [])
-    with pytest.raises(chart.ChartError, match=r"mode=block: expected fuse or files"):
-        chart.render_chart(SIMULATOR, [SIM_VALUES], {"mode": "block"})
-
-
-# --- the real API server --------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def namespace(kube_api: k8s.ApiClient) -> str:
-    core = k8s.CoreV1Api(kube_api)
-    try:
-        core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NS)))
-    except ApiException as err:
-        if err.status != 409:
-            raise
-    return NS
-
-
-def _dynamic(api: k8s.ApiClient) -> Any:
-    from kubernetes import dynamic
-
-    return dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
-
-
-# The workloads that must run privileged (host /sys writes; FUSE mounts shared with the host).
-PRIVILEGED = {("DaemonSet", "joulie-agent"), ("DaemonSet", "joulie-amd-agent"), ("Deployment", "joulie-telemetry-sim")}
-NOT_ALLOWED_PRIVILEGED = "securityContext.privileged: Forbidden: disallowed by cluster policy"
-
-
-def _refusal(err: Exception) -> str:
-    return str(getattr(err, "body", None) or err)
-
-
-def _without_privileged(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The workload unprivileged; Bidirectional propagation, which the API server allows privileged
-    containers only, becomes HostToContainer."""
-    copy = json.loads(json.dumps(doc))
-    for c in copy["spec"]["template"]["spec"]["containers"]:
-        c.get("securityContext", {}).pop("privileged", None)
-        for m in c.get("volumeMounts") or []:
-            if m.get("mountPropagation") == "Bidirectional":
-                m["mountPropagation"] = "HostToContainer"
-    return dict(copy)
-
-
-@pytest.mark.parametrize("case", list(CASES))
-def test_every_rendered_manifest_passes_a_server_side_dry_run(case: str, kube_api: k8s.ApiClient, namespace: str) -> None:
-    """The test API server runs with kube-apiserver's default --allow-privileged=false, which refuses
-    any privileged container (a real cluster that runs node agents allows them). A workload of
-    PRIVILEGED refused for that reason alone is checked again without the flag, so every other field
-    is still validated; any other object refused for it is an error."""
-    client = _dynamic(kube_api)
-    errors: list[str] = []
-    docs = render(case)
-
-    def dry_run(doc: Mapping[str, Any]) -> None:
-        resource = client.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        client.server_side_apply(resource, body=dict(doc), namespace=doc["metadata"].get("namespace"),
-                                 field_manager="helm", force_conflicts=True, dry_run="All")
-
-    for doc in docs:
-        key = (doc["kind"], doc["metadata"]["name"])
-        try:
-            try:
-                dry_run(doc)
-            except Exception as err:
-                refusal = _refusal(err)
-                if key not in PRIVILEGED or NOT_ALLOWED_PRIVILEGED not in refusal:
-                    raise
-                assert json.loads(refusal)["details"]["causes"] == [{
-                    "reason": "FieldValueForbidden", "message": "Forbidden: disallowed by cluster policy",
-                    "field": "spec.template.spec.containers[0].securityContext.privileged"}], refusal
-                dry_run(_without_privileged(doc))
-        except Exception as err:  # every refusal is collected and reported at once
-            errors.append(f"{key[0]}/{key[1]}: {_refusal(err)[:600]}")
-    assert not errors, f"{case}: the API server refused:\n" + "\n".join(errors)
-    assert docs
-
-
-def _as(control_plane: Any, service_account: str) -> k8s.ApiClient:
-    api: k8s.ApiClient = control_plane.api_client()
-    api.set_default_header("Impersonate-User", f"system:serviceaccount:{NS}:{service_account}")  # type: ignore[no-untyped-call]
-    return api
-
-
-@pytest.fixture(scope="module")
-def installed_rbac(kube_api: k8s.ApiClient, namespace: str) -> Iterator[list[dict[str, Any]]]:
-    """The RBAC objects of the extender render (all three components, leader election), applied for real."""
-    client = _dynamic(kube_api)
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    objs = [d for d in render("extender") if d["kind"] in kinds]
-    for doc in objs:
-        resource = client.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        client.server_side_apply(resource, body=doc, namespace=doc["metadata"].get("namespace"),
-                                 field_manager="helm", force_conflicts=True)
-    yield objs
-    for doc in reversed(objs):
-        resource = client.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        client.delete(resource, name=doc["metadata"]["name"], namespace=doc["metadata"].get("namespace"))
-
-
-def _make_node(kube_api: k8s.ApiClient, name: str) -> None:
-    node = k8s.V1Node.from_dict({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"joulie.io/managed": "true",
-                                              "feature.node.kubernetes.io/cpu-model.vendor_id": "Intel"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}, "capacity": {"cpu": "8", "memory": "32Gi"}},
-    })
-    assert node is not None
-    k8s.CoreV1Api(kube_api).create_node(node)
-
-
-def test_the_real_components_work_with_exactly_the_chart_rbac(
-        control_plane: Any, kube_api: k8s.ApiClient, installed_rbac: list[dict[str, Any]], tmp_path: Path) -> None:
-    from joulie_agent import testtrees
-    from joulie_agent.catalog import load_catalog
-    from joulie_agent.metrics import AgentMetrics
-    from joulie_agent.runner import Agent, AgentKube
-    from joulie_agent.settings import Settings as AgentSettings
-    from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec
-    from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError
-    from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
-    from joulie_common.clock import FakeClock
-    from joulie_controller.controller import Controller
-    from joulie_controller.kube import ControllerKube
-    from joulie_controller.leader import LeaderElector
-    from joulie_controller.prometheus import PowerReader
-    from joulie_controller.settings import Settings as ControllerSettings
-    from joulie_extender.cache import WatchCache
-
-    node = f"rbac-{uuid.uuid4().hex[:6]}"
-    _make_node(kube_api, node)
-    name = object_name_for_node(node)
-    try:
-        # The controller manager as joulie-controller-manager: leader election in the release
-        # namespace, a tick that lists nodes, pods, NodeHardware and NodeTwins and writes the spec,
-        # the profile label and the status.
-        cm_api = _as(control_plane, "joulie-controller-manager")
-        settings = ControllerSettings(node_selector="joulie.io/managed=true", prometheus_address="", leader_elect=True,
-                                      pod_namespace=NS, static_hp_frac=1.0)
-        elector = LeaderElector(cm_api, NS, f"lease-{node}", "replica-a", 15)
-        ctl = Controller(settings, ControllerKube(cm_api), PowerReader(settings), elector=elector)
-        summary = ctl.tick()
-        assert summary.leader and summary.failures == 0 and summary.writes >= 3, summary
-        twin = JoulieClient(kube_api, "reader").get(NODE_TWIN, name)
-        assert twin is not None and twin.spec.profile == "performance"
-        meta = k8s.CoreV1Api(kube_api).read_node(node).metadata
-        assert meta is not None and (meta.labels or {}).get("joulie.io/power-profile") == "performance"
-
-        # The agent as joulie-agent: reads its Node, creates and applies NodeHardware, reads the twin,
-        # applies controlStatus.
-        agent_api = _as(control_plane, "joulie-agent")
-        testtrees.rapl_node(tmp_path)
-        clock = FakeClock()
-        agent = Agent(AgentSettings(mode="daemonset", node_name=node, root=str(tmp_path)),
-                      AgentKube(JoulieClient(agent_api, FIELD_MANAGER_AGENT), clock), load_catalog(), clock,
-                      AgentMetrics())
-        assert agent.tick() == 0
-        hw = JoulieClient(kube_api, "reader").get(NODE_HARDWARE, name)
-        assert hw is not None and hw.status is not None and hw.status.cpu is not None
-        twin = JoulieClient(kube_api, "reader").get(NODE_TWIN, name)
-        assert twin is not None and twin.status is not None and twin.status.control_status is not None
-        # ...and nothing more: the agent cannot write a twin's spec nor label Nodes.
-        with pytest.raises(KubeWriteError, match="403"):
-            JoulieClient(agent_api, FIELD_MANAGER_AGENT).apply(
-                NODE_TWIN, name, NodeTwin(spec=NodeTwinSpec(node_name=node, profile="eco")))
-        with pytest.raises(KubeWriteError, match="403"):
-            JoulieClient(agent_api, FIELD_MANAGER_CONTROLLER_MANAGER).patch_node_labels(node, {"x": "y"})
-
-        # The extender as joulie-scheduler-extender: its watches (NodeTwin, NodeHardware, Node labels)
-        # sync; it may not write anything.
-        x_api = _as(control_plane, "joulie-scheduler-extender")
-        cache = WatchCache(x_api)
-        cache.start()
-        try:
-            assert cache.wait_synced(15), "the extender's NodeTwin/NodeHardware watches did not sync"
-            assert cache.twin(node) is not None and cache.hardware(node) is not None
-        finally:
-            cache.stop()
-        with pytest.raises(KubeWriteError, match="403"):
-            JoulieClient(x_api, "joulie-extender").merge_patch(NODE_TWIN, name, {"metadata": {"labels": {"x": "y"}}})
-        with pytest.raises(ApiException) as denied:
-            k8s.CoreV1Api(x_api).patch_node(node, {"metadata": {"labels": {"x": "y"}}})
-        assert denied.value.status == 403
-    finally:
-        k8s.CoreV1Api(kube_api).delete_node(node)
-        for plural in ("nodetwins", "nodehardwares"):
-            with contextlib.suppress(ApiException):
-                k8s.CustomObjectsApi(kube_api).delete_cluster_custom_object("joulie.io", "v1alpha1", plural, name)
-
-
-# --- least privilege as a table -------------------------------------------------------------------
-
-CHART_README = JOULIE / "README.md"
-Rule = tuple[str, str, str, str]  # (scope: cluster | release, API group, resource, verb)
-
-
-def documented_rules(readme: Path = CHART_README) -> dict[str, set[Rule]]:
-    """The README's least-privilege table: ServiceAccount -> its rules, one per verb."""
-    out: dict[str, set[Rule]] = {}
-    for line in readme.read_text().splitlines():
-        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-        if len(cells) != 5 or not cells[0].startswith("joulie-"):
-            continue
-        sa, scope, group, resource, verbs = cells
-        for verb in verbs.split(","):
-            out.setdefault(sa, set()).add((scope, "" if group == "core" else group, resource, verb.strip()))
-    return out
-
-
-def _reviewed(control_plane: Any, service_account: str, namespace: str) -> set[tuple[str, str, str]]:
-    """(API group, resource, verb) the API server says `service_account` may use in `namespace`."""
-    review = k8s.AuthorizationV1Api(_as(control_plane, service_account)).create_self_subject_rules_review(
-        k8s.V1SelfSubjectRulesReview(spec=k8s.V1SelfSubjectRulesReviewSpec(namespace=namespace)))
-    assert review.status is not None and not review.status.incomplete, review.status
-    out = set()
-    for rule in review.status.resource_rules or []:
-        assert not rule.resource_names, f"{service_account}: a rule limited to names {rule.resource_names}"
-        for group in rule.api_groups or [""]:
-            for resource in rule.resources or []:
-                for verb in rule.verbs:
-                    out.add((group, resource, verb))
-    return out
-
-
-def test_least_privilege_is_the_documented_table(control_plane: Any, installed_rbac: list[dict[str, Any]]) -> None:
-    """Each ServiceAccount's rules, read back from the real API server (SelfSubjectRulesReview as
-    that ServiceAccount), equal the chart README's table: cluster-wide ones seen from another
-    namespace, release-namespace ones only in the release namespace, less what any identity gets."""
-    documented = documented_rules()
-    accounts = sorted(d["metadata"]["name"] for d in installed_rbac if d["kind"] == "ServiceAccount")
-    assert accounts == sorted(documented), "every ServiceAccount of the chart has rows in the README table"
-    elsewhere = "default"
-    baseline = _reviewed(control_plane, "joulie-nobody", NS) | _reviewed(control_plane, "joulie-nobody", elsewhere)
-    table = []
-    for sa in accounts:
-        cluster = _reviewed(control_plane, sa, elsewhere) - baseline
-        release = _reviewed(control_plane, sa, NS) - baseline - cluster
-        seen = {("cluster", *r) for r in cluster} | {("release", *r) for r in release}
-        table += [f"{sa} {' '.join(r)}" for r in sorted(seen)]
-        assert seen == documented[sa], (f"{sa}: the API server grants {sorted(seen - documented[sa])} beyond "
-                                        f"the table and not {sorted(documented[sa] - seen)} of it")
-    print("least privilege as the API server reports it:\n" + "\n".join(table))

@@ -53,7 +53,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from joulie_bench.sim import POLICIES
+from joulie_bench.arms import ARMS
 from joulie_simcluster import livebench, telemetry
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.chaos import catalogue as chaos_catalogue
@@ -66,7 +66,8 @@ from joulie_simcluster.deploy.reports import component_reports, print_reports
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.logs import print_log, print_tree
-from joulie_simcluster.runtimes import k3s, kubelet, process
+from joulie_simcluster.runtimes.registry import recorded_runtime, runtime_for
+from joulie_simcluster.runtimes.runtime import DEFAULT_CRD_DIR, UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.scenario import run as scenario_run
 from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
@@ -81,11 +82,26 @@ DEFAULT_SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
 DEFAULT_SMOKE_VALUES = Path("simulated-cluster/values/smoke-values.yaml")
 
 
+_SubParsers = argparse._SubParsersAction  # what add_subparsers returns
+
+
 def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
-    """The command line; the settings give the defaults that come from the environment."""
+    """The command line; the settings give the defaults that come from the environment. The commands
+    in the order ``--help`` lists them."""
     settings = settings or Settings()
     p = argparse.ArgumentParser(prog="simcluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
+    _add_spec_commands(sub, settings)
+    _add_cluster_commands(sub, settings)
+    _add_smoke_commands(sub, settings)
+    _add_bench_live(sub)
+    _add_scenario_and_chaos(sub)
+    _add_inspection_commands(sub, settings)
+    return p
+
+
+def _add_spec_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Settings) -> None:
+    """render-nodes and agents: the spec's Nodes, and which get an agent."""
     env_spec = settings.spec
     for name, help_ in (("render-nodes", "print the spec's Node objects, one JSON per line"),
                         ("agents", "print which Nodes get an agent, and why the others do not")):
@@ -96,10 +112,15 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
             sp.add_argument("--daemonset", type=Path, help="rendered agent DaemonSet manifest (default: the chart's, "
                             "rendered with --values)")
             sp.add_argument("--values", type=Path, action="append", help="values file (repeatable; default $SIMCLUSTER_VALUES)")
+
+
+def _add_cluster_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Settings) -> None:
+    """up, status, down, deploy: the cluster and what runs on it."""
+    env_spec = settings.spec
     up = sub.add_parser("up", help="start (or reuse) the cluster and apply the spec's Nodes")
     up.add_argument("--spec", type=Path, default=env_spec, required=env_spec is None,
                     help="cluster spec YAML (default $SIMCLUSTER_SPEC)")
-    up.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR, help="CRD directory (default %(default)s)")
+    up.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR, help="CRD directory (default %(default)s)")
     sub.add_parser("status", help="processes, API readiness and Nodes of the recorded cluster")
     sub.add_parser("down", help="stop the cluster; SIMCLUSTER_KEEP=1 keeps the state dir")
     dep = sub.add_parser("deploy", help="start the simulator, extender, controller manager and the agents")
@@ -108,11 +129,16 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     wl.add_argument("--trace", type=Path, help="run this trace (JSONL, e.g. from joulie-simulator workloadgen) as the "
                     "cluster's Pods instead of the smoke's one pinned job per Node")
     wl.add_argument("--no-workload", action="store_true", help="start no workload runner (the Nodes stay idle)")
+
+
+def _add_smoke_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Settings) -> None:
+    """smoke and suspend: whole runs with their checks."""
+    env_spec = settings.spec
     sm = sub.add_parser("smoke", help="up, deploy, checks, run results, down")
     sm.add_argument("--spec", type=Path, default=env_spec or DEFAULT_SMOKE_SPEC,
                     help="cluster spec (default $SIMCLUSTER_SPEC or %(default)s)")
     sm.add_argument("--values", type=Path, action="append", help=f"values file (repeatable; default $SIMCLUSTER_VALUES or {DEFAULT_SMOKE_VALUES})")
-    sm.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
+    sm.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
     sm.add_argument("--break", dest="break_component", choices=["simulator", "extender", "controller-manager", "agent"],
                     help="kill this component on purpose after deploy, to see the checks fail and say why")
     su = sub.add_parser("suspend", help="up, deploy with the power policy on, an idle node suspended through its BMC "
@@ -120,11 +146,14 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     su.add_argument("--spec", type=Path, default=suspend_check.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
     su.add_argument("--values", type=Path, action="append",
                     help=f"values file (repeatable; default {suspend_check.DEFAULT_VALUES})")
-    su.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
+    su.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
+
+
+def _add_bench_live(sub: _SubParsers[argparse.ArgumentParser]) -> None:
     bl = sub.add_parser("bench-live", help="one trace under each policy on the live cluster, beside the accelerated "
                         "benchmark's prediction (up, deploy per policy, down)")
     bl.add_argument("--spec", type=Path, default=livebench.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
-    bl.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
+    bl.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
     bl.add_argument("--trace", type=Path, help="trace JSONL (default: one generated from the options below)")
     g = GenOptions()
     bl.add_argument("--jobs", type=int, default=30)
@@ -137,10 +166,13 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     bl.add_argument("--budget-frac", type=float, default=0.6, help="D's and E's budget as a share of the Nodes' TDP sum")
     bl.add_argument("--timeout-s", type=float, default=1800.0, help="most wall seconds one policy's run may take")
     bl.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-bench-live)")
+
+
+def _add_scenario_and_chaos(sub: _SubParsers[argparse.ArgumentParser]) -> None:
     sc = sub.add_parser("scenario", help="a scenario file's timed steps on the live cluster (up, deploy, steps, "
                         "runs/<UTC>-<scenario>-.../summary.json and timeline.png, down)")
     sc.add_argument("file", type=Path, help="scenario YAML (simulated-cluster/scenarios/; schema in docs/scenarios.md)")
-    sc.add_argument("--crds", type=Path, default=process.DEFAULT_CRD_DIR)
+    sc.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
     sc.add_argument("--check", action="store_true", help="only validate the file (and its spec) and exit")
     ch = sub.add_parser("chaos", help="inject faults at random moments into the live, deployed cluster and "
                         "record what each did (runs/<UTC>-chaos/summary.json and report.md)")
@@ -153,6 +185,10 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     ch.add_argument("--timeout-s", type=float, default=120.0, help="seconds one injection may take to recover "
                     "(default %(default)s)")
     ch.add_argument("--out", type=Path, help="results directory (default <state>/runs/<time>-chaos)")
+
+
+def _add_inspection_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Settings) -> None:
+    """reload, logs, telemetry, tree: one component or Node of the live cluster."""
     rl = sub.add_parser("reload", help="restart a component when its binary changed (or --force)")
     rl.add_argument("component", choices=["agent", "controller-manager", "extender", "simulator"])
     rl.add_argument("--force", action="store_true", default=settings.force_reload)
@@ -166,7 +202,6 @@ def _parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     te.add_argument("--mode", default=settings.telemetry, choices=list(telemetry.MODES))
     tr = sub.add_parser("tree", help="a Node's emulated tree as its agent sees it")
     tr.add_argument("node")
-    return p
 
 
 def _values_files(settings: Settings, arg: list[Path] | None, default: list[Path]) -> list[Path]:
@@ -190,7 +225,7 @@ def _runtime_command(args: argparse.Namespace, ctx: Context) -> int:
 
 def _status(args: argparse.Namespace, ctx: Context) -> int:
     state = ctx.state
-    rc = process.status(state)
+    rc = recorded_runtime(state.read_cluster_env()).status(state)
     env = state.read_deploy_env()
     if env is None:
         print("deployed: nothing (run simcluster deploy)")
@@ -206,19 +241,7 @@ def _status(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _down(args: argparse.Namespace, ctx: Context) -> int:
-    state, progress, settings = ctx.state, ctx.progress, ctx.settings
-    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "k3s":  # the runtime cluster.env records
-        k3s.down_k3s(state, name=settings.name, keep_volumes=settings.keep)
-        progress(f"removed the k3s container {settings.name}")
-        return 0
-    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "kubelet":
-        # Not stop_deployed: its stray search would take containerd's shims (they name the state dir).
-        kubelet.down_kubelet(state, keep=settings.keep, progress=progress)
-        return 0
-    if supervisor.stop(state):  # first: nothing may restart what down stops
-        progress("stopped the supervisor")
-    stop_deployed(state, progress)
-    process.down(state, keep=settings.keep, progress=progress)
+    recorded_runtime(ctx.state.read_cluster_env()).down(ctx, stop_deployed)  # the runtime cluster.env records
     return 0
 
 
@@ -252,26 +275,20 @@ def _suspend(args: argparse.Namespace, ctx: Context) -> int:
 def _up(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
     rendered = RenderedSpec.load(args.spec)
-    if settings.runtime == "k3s":
-        # The seed's runtime: one privileged k3s container (simulated-cluster/K3S.md for where it stops here).
-        eligible, _ = select_agents(rendered.nodes, daemonset_for(_values_files(settings, None, [])))
-        k3s.up_k3s(ctx.state, rendered, k3s.K3sOptions(name=settings.name, agents=len(eligible), hwemu=settings.hwemu),
-                   ctx.progress)
-        return 0
-    if settings.runtime == "kubelet":
-        # The control plane plus one real kubelet node on containerd (simulated-cluster/KUBELET.md).
-        kubelet.up_kubelet(ctx, rendered, crd_dir=args.crds, telemetry_mode=settings.telemetry)
-        return 0
-    process.up(ctx, rendered, crd_dir=args.crds, telemetry_mode=settings.telemetry)
+
+    def eligible_agents() -> int:  # the agents the chart's DaemonSet would run (the k3s runtime sizes its pods by it)
+        return len(select_agents(rendered.nodes, daemonset_for(_values_files(settings, None, [])))[0])
+
+    runtime_for(settings.runtime).up(ctx, rendered, UpRequest(args.crds, settings.telemetry, eligible_agents))
     return 0
 
 
 def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
     state = ctx.state
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    bad = [p for p in policies if p not in POLICIES]
+    bad = [p for p in policies if p not in ARMS]
     if bad or not policies:
-        raise SpecError(f"--policies {args.policies!r}: each must be one of {', '.join(POLICIES)}")
+        raise SpecError(f"--policies {args.policies!r}: each must be one of {', '.join(ARMS)}")
     if not 0 < args.budget_frac <= 1:
         raise SpecError(f"--budget-frac {args.budget_frac}: must be in (0, 1]")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -286,7 +303,7 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
 
 def _scenario(args: argparse.Namespace, ctx: Context) -> int:
     try:
-        scenario = load_scenario(args.file, list(POLICIES))
+        scenario = load_scenario(args.file, list(ARMS))
         RenderedSpec.load(resolve(args.file, scenario.spec))
     except (ScenarioError, SpecError) as e:
         print(f"simcluster scenario: {e}", file=sys.stderr)

@@ -42,7 +42,10 @@ import yaml
 
 from joulie_api import names
 from joulie_api.controller_env import env_name
-from joulie_bench.sim import POLICIES, SOFT_PLACEMENT, BenchNode, RunResult, pue, settings_for
+from joulie_bench.arms import ARMS, settings_for
+from joulie_bench.nodes import BenchNode
+from joulie_bench.result import RunResult
+from joulie_bench.sim import pue
 from joulie_bench.sim import run as accelerated_run
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster.context import Context, RenderedSpec
@@ -62,11 +65,12 @@ SAMPLE_S: Final = 1.0
 GPU_TAINT_TOLERATION: Final = {"key": names.RESOURCE_NVIDIA_GPU, "operator": "Exists", "effect": "NoSchedule"}
 _COMPLETED: Final = re.compile(r'^joulie_sim_job_completed_total\{.*\bnode="(?P<node>[^"]*)".*\} (?P<value>\S+)$')
 SETTINGS_FIELDS: Final = (
-    "policy_type", "static_hp_frac", "queue_hp_base_frac", "queue_hp_min", "queue_perf_per_hp_node",
-    "cluster_power_budget_w", "cluster_budget_min_pct", "cpu_performance_pct", "gpu_performance_pct",
-    "cpu_eco_pct", "gpu_eco_pct", "work_aware_slowdown_pct", "work_aware_forecast_s",
+    "policy.type", "policy.static_hp_frac", "policy.queue_hp_base_frac", "policy.queue_hp_min",
+    "policy.queue_perf_per_hp_node", "policy.power_budget_w", "policy.budget_min_cap_pct", "caps.cpu_performance_pct",
+    "caps.gpu_performance_pct", "caps.cpu_eco_pct", "caps.gpu_eco_pct", "policy.slowdown_budget_pct",
+    "policy.forecast_horizon_s",
 )
-"""The controller settings the accelerated benchmark sets (``joulie_bench.sim.settings_for``); the
+"""The controller settings the accelerated benchmark sets (``joulie_bench.arms.settings_for``); the
 live run passes the same values as the controller manager's environment."""
 
 
@@ -105,8 +109,9 @@ def controller_env(policy: str, nodes: Sequence[BenchNode], budget_frac: float) 
     caps nothing (CPUs at their maximum, boards at their default limit)."""
     s = settings_for(policy, nodes, budget_frac)
     if policy == "A":
-        s = dataclasses.replace(s, policy_type="work_aware_v1", work_aware_slowdown_pct=0.0, cluster_power_budget_w=0.0)
-    return {env_name(f): _env_value(getattr(s, f)) for f in SETTINGS_FIELDS}
+        s = dataclasses.replace(s, policy=dataclasses.replace(s.policy, type="work_aware_v1", slowdown_budget_pct=0.0,
+                                                              power_budget_w=0.0))
+    return {env_name(f): _env_value(s.at(f)) for f in SETTINGS_FIELDS}
 
 
 def _env_value(v: Any) -> str:
@@ -123,7 +128,7 @@ def values_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float) -> d
 
 
 def runner_args(policy: str, go_file: Path) -> list[str]:
-    extra = ["--no-class-constraints"] if policy == "A" else ["--placement", "soft"] if policy in SOFT_PLACEMENT else []
+    extra = {"none": ["--no-class-constraints"], "soft": ["--placement", "soft"]}.get(ARMS[policy].placement, [])
     return ["--go-file", str(go_file), *extra]
 
 
@@ -158,7 +163,7 @@ def comparison(live: Mapping[str, LiveRun], accel: Mapping[str, RunResult]) -> s
     rows = [head, "|" + "---|" * 10]
     for p, lv in live.items():
         ac = accel[p]
-        rows.append(f"| {p} {POLICIES[p][0]} | {lv.it_energy_kwh:.4f} | {ac.it_energy_kwh:.4f} | "
+        rows.append(f"| {p} {ARMS[p].name} | {lv.it_energy_kwh:.4f} | {ac.it_energy_kwh:.4f} | "
                     f"{_pct(ac.it_energy_kwh, lv.it_energy_kwh)} | {lv.facility_energy_kwh:.4f} | {lv.makespan_s:.0f} | "
                     f"{ac.makespan_s:.0f} | {_pct(ac.makespan_s, lv.makespan_s)} | {lv.jobs_completed}/{lv.jobs_total} | "
                     f"{lv.mean_it_power_w:.0f} |")
@@ -305,7 +310,7 @@ def run(ctx: Context, rendered: RenderedSpec, options: LiveBenchOptions) -> int:
         for policy in policies:
             values = out / f"values-{policy}.yaml"
             values.write_text(yaml.safe_dump(values_for(policy, nodes, budget_frac), sort_keys=True))
-            progress(f"{policy}, {POLICIES[policy][0]}: controller manager env "
+            progress(f"{policy}, {ARMS[policy].name}: controller manager env "
                      + " ".join(f"{k}={v}" for k, v in controller_env(policy, nodes, budget_frac).items()))
             _delete_workload_pods(state, jobs)
             go_file = state.root / "workload" / f"go-{policy}"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from joulie_bench.sim import RunResult, settings_for
-from joulie_controller.settings import Settings
+from joulie_bench.arms import settings_for
+from joulie_bench.result import RunResult
+from joulie_controller.api import Settings
 from joulie_simcluster import livebench
 from joulie_simcluster.context import RenderedSpec
 from joulie_simcluster.deploy import reports
@@ -27,11 +28,11 @@ def test_the_controller_manager_reads_back_the_accelerated_runs_settings() -> No
         live = Settings.from_env(livebench.controller_env(policy, nodes, 0.6))
         want = settings_for(policy, nodes, 0.6)
         for f in livebench.SETTINGS_FIELDS:
-            got, exp = getattr(live, f), getattr(want, f)
+            got, exp = live.at(f), want.at(f)
             assert (round(got, 3) if isinstance(got, float) else got) == (round(exp, 3) if isinstance(exp, float) else exp), f
     # A: the work-aware policy with nothing to spend: no slowdown budget, no power budget, so no cap.
     a = Settings.from_env(livebench.controller_env("A", nodes, 0.6))
-    assert (a.policy_type, a.work_aware_slowdown_pct, a.cluster_power_budget_w) == ("work_aware_v1", 0.0, 0.0)
+    assert (a.policy.type, a.policy.slowdown_budget_pct, a.policy.power_budget_w) == ("work_aware_v1", 0.0, 0.0)
 
 
 def test_only_policy_a_runs_pods_without_class_constraints_and_a_placement_writes_no_cap(tmp_path: Path) -> None:

@@ -1,14 +1,17 @@
 """The Prometheus names of the metrics Joulie's services export, read from their source: what a
 dashboard panel or an alert rule may query (a name no service exports would never match).
 
-prometheus-client metrics (Counter/Gauge/Histogram/GaugeMetricFamily with a literal name) and the
-simulator's OTel ``hw.*`` instruments as Prometheus' OTLP translation names them.
+prometheus-client metrics (Counter/Gauge/Histogram/GaugeMetricFamily with a literal name), read from
+the services' sources, and the OTel ``hw.*``/``joulie.*`` metrics of the telemetry vocabulary
+(``joulie_telemetry.vocabulary``) as Prometheus' OTLP translation names them by default.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from joulie_telemetry.vocabulary import ALL_METRICS
 
 
 def service_metric_names(services: Path = Path("services")) -> set[str]:
@@ -22,10 +25,7 @@ def service_metric_names(services: Path = Path("services")) -> set[str]:
             names.add(base + "_total" if kind == "Counter" else name)
             if kind == "Histogram":
                 names.update({name + "_bucket", name + "_sum", name + "_count"})
-        for name in re.findall(r"_counter\(\"(hw\.[a-z.]+)\"", text):
-            names.add(name.replace(".", "_") + "_joules_total")
-        for name in re.findall(r"_gauge\(\"(hw\.[a-z.]+)\"", text):
-            names.add(name.replace(".", "_") + "_watts")
+    names.update(spec.prometheus_name() for spec in ALL_METRICS)
     return names
 
 

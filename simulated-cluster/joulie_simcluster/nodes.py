@@ -16,7 +16,7 @@ from joulie_hwprofiles.nodeobject import node_object
 from joulie_hwprofiles.schema import Profile, builtin_profile
 from joulie_simcluster.spec import ClusterSpec, Pool
 
-# The same strings as joulie_testinfra.kwok (a test checks it); KWOK manages only annotated Nodes,
+# The same strings as joulie_localcluster.kwok (a test checks it); KWOK manages only annotated Nodes,
 # and the taint keeps infrastructure pods off fake Nodes.
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"

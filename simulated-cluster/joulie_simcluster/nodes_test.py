@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
+from joulie_localcluster import kwok
 from joulie_simcluster.nodes import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE, KWOK_TAINT_KEY, render_nodes
 from joulie_simcluster.spec import load_spec, parse_spec
-from joulie_testinfra import kwok
 
 SMOKE = Path("simulated-cluster/specs/smoke.yaml")
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from joulie_simcluster import telemetry
 from joulie_simcluster.timing import PRESETS, Timing
@@ -199,7 +199,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "timing": _timing,
     "telemetry": _telemetry,
     "power_scope": _one_of("auto", "host"),
-    "runtime": _one_of("process", "k3s", "kubelet"),
+    "runtime": _one_of(*get_args(RuntimeName)),  # the runtimes the registry holds (a test keeps them equal)
     "keep": _flag,
     "keep_failed": _flag,
     "force_reload": _flag,

@@ -3,7 +3,6 @@ naming the file and the field; never a crash, never an interpreter hint."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,27 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_simcluster.spec import SpecError, load_spec
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import (
+    DELETE,
+    ODD_VALUES,
+    FuzzTally,
+    clean,
+    fuzz_report,
+    fuzz_settings,
+    paths,
+    set_path,
+    with_huge,
+)
 
 SMOKE = yaml.safe_load(Path("simulated-cluster/specs/smoke.yaml").read_text())
-TRIED: Counter[str] = Counter()
-REFUSED: Counter[str] = Counter()
+TALLY = FuzzTally("cluster spec")
 FUZZ = fuzz_settings(300)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def report() -> Any:
-    yield
-    print(f"\ncluster spec fuzz: {sum(TRIED.values())} inputs tried, 0 crashes, {sum(REFUSED.values())} refused by field")
+report = fuzz_report(TALLY.summary)
 
 
 def _check(tmp: Path, text: str | bytes) -> None:
-    TRIED["spec"] += 1
+    TALLY.tried["spec"] += 1
     path = tmp / "spec.yaml"
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -37,7 +41,7 @@ def _check(tmp: Path, text: str | bytes) -> None:
     try:
         load_spec(path)
     except SpecError as err:
-        REFUSED["spec"] += 1
+        TALLY.refused["spec"] += 1
         msg = str(err)
         assert str(path) in msg, msg
         assert not clean(msg), msg

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from joulie_testinfra.tools import parse_env_file
+from joulie_localcluster.tools import parse_env_file
 
 # The processes of the process runtime, in start order (``down`` stops them in reverse).
 PROCESSES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "prometheus")

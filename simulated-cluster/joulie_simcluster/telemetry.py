@@ -24,7 +24,7 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
 ``agent``                 the power comes from the agents, not the simulator: each agent measures its Node's
                           emulated RAPL package and DRAM counters and GPU draw (fakesmi) and pushes OTLP
                           into Prometheus' receiver (POWER_EXPORT_ENDPOINT, services/agent/joulie_agent/
-                          otlpexport.py), as on a real cluster; the simulator pushes nothing. The agents'
+                          telemetry/otlpexport.py), as on a real cluster; the simulator pushes nothing. The agents'
                           hw.host.energy is the sum of those components (no platform meter), so S06 checks
                           against the truth's component sum; the controller manager keeps NODE_POWER_SCOPE=auto
 
@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 
+from joulie_localcluster.otelcol import CollectorMode, OtelcolSettings, otelcol_config
+from joulie_localcluster.prometheus import PROMOTED_RESOURCE_ATTRIBUTES, PrometheusSettings, prometheus_config
 from joulie_simcluster.timing import Timing, duration
-from joulie_testinfra.otelcol import CollectorMode, OtelcolSettings, otelcol_config
-from joulie_testinfra.prometheus import PROMOTED_RESOURCE_ATTRIBUTES, PrometheusSettings, prometheus_config
 
 # What the bridge scrapes: the simulator's component series, without the whole-host meter.
 BRIDGE_METRICS_PATH = "/metrics/components"

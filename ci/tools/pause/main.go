@@ -2,7 +2,7 @@
 // of every Pod's sandbox container, which holds the Pod's namespaces while its containers come and
 // go. Nothing can be pulled on the machines this project runs on, so the sandbox image is built
 // here (this static binary alone in one layer, simulated-cluster/joulie_simcluster/runtimes/
-// kubelet_images.py) and imported into containerd. It waits for SIGINT or SIGTERM and exits 0, and
+// kubelet/images.py) and imported into containerd. It waits for SIGINT or SIGTERM and exits 0, and
 // reaps the children it inherits when it is the PID namespace's init (shareProcessNamespace).
 // Built by ci/tools/bootstrap-tools.sh only when asked (`bootstrap-tools.sh pause`).
 package main

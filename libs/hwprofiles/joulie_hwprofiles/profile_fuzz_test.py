@@ -3,7 +3,6 @@ ProfileError naming the file and the field; never a crash, never an interpreter 
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from joulie_hwprofiles.schema import BUILTIN_DIR, ProfileError, load_profile
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import (
+    DELETE,
+    ODD_VALUES,
+    FuzzTally,
+    clean,
+    fuzz_report,
+    fuzz_settings,
+    paths,
+    set_path,
+    with_huge,
+)
 
 NAMES = ("intel-xeon-2s-rapl", "nvidia-h100-sxm-8gpu", "amd-instinct-mi300x-8gpu")
 DOCS = {n: yaml.safe_load((BUILTIN_DIR / f"{n}.yaml").read_text()) for n in NAMES}
-TRIED: Counter[str] = Counter()
-REFUSED: Counter[str] = Counter()
+TALLY = FuzzTally("profile")
 FUZZ = fuzz_settings(300)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def report() -> Any:
-    yield
-    print(f"\nprofile fuzz: {sum(TRIED.values())} inputs tried, 0 crashes, {sum(REFUSED.values())} refused by field")
+report = fuzz_report(TALLY.summary)
 
 
 def _check(tmp: Path, name: str, text: str | bytes) -> None:
-    TRIED["profile"] += 1
+    TALLY.tried["profile"] += 1
     path = tmp / f"{name}.yaml"
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -38,7 +42,7 @@ def _check(tmp: Path, name: str, text: str | bytes) -> None:
     try:
         load_profile(path, search=BUILTIN_DIR)
     except ProfileError as err:
-        REFUSED["profile"] += 1
+        TALLY.refused["profile"] += 1
         msg = str(err)
         assert str(path) in msg, msg
         assert not clean(msg), msg

@@ -191,7 +191,7 @@ class GpuSpec(_Sourced):
 
 
 class CpuPhysics(_Sourced):
-    """Package power versus busy cores and clock (formulas: joulie_simulator/physics_cpu.py)."""
+    """Package power versus busy cores and clock (formulas: joulie_simulator/physics/cpu.py)."""
 
     idle_pkg_w: float = Field(ge=0, description="package power with every core idle, W")
     max_pkg_w: float = Field(ge=0, description="package power with every core busy at the all-core turbo clock, W")
@@ -201,7 +201,7 @@ class CpuPhysics(_Sourced):
 
 
 class GpuPhysics(_Sourced):
-    """Board power versus clock, and the clock a power limit leaves (formulas: joulie_simulator/physics_gpu.py)."""
+    """Board power versus clock, and the clock a power limit leaves (formulas: joulie_simulator/physics/gpu.py)."""
 
     idle_w: float = Field(ge=0)
     natural_max_w: float = Field(gt=0)

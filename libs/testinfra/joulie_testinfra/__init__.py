@@ -1,6 +1,7 @@
-"""joulie_testinfra: the real Kubernetes control plane, KWOK and Prometheus 3 on loopback, for tests.
+"""joulie_testinfra: pytest-only support: the session fixtures over the local cluster
+(``fixtures``: control plane with the CRDs, KWOK, kube-scheduler, Prometheus 3, all from
+``joulie_localcluster``), polling for a condition (``waiting``), the fuzzing strategies of the
+user-file loaders (``fuzzing``) and the shared ``--version`` check (``versioncheck``).
 
-Binaries come from ci/tools/bootstrap-tools.sh (pinned in versions.env, cached under
-~/.cache/joulie/bin). Every process listens on 127.0.0.1 only, logs to a file, and is stopped by
-its PID at teardown; on a failure the logs are printed.
+Nothing that runs outside a test imports it: the simulated cluster's runtime is ``joulie_localcluster``.
 """

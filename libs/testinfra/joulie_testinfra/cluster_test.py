@@ -20,10 +20,10 @@ from joulie_api.generated.nodetwin import (
 )
 from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.kwok import KWOK_TAINT_KEY
-from joulie_testinfra.nodes import node_body
-from joulie_testinfra.procs import ManagedProcess
+from joulie_localcluster.controlplane import ControlPlane
+from joulie_localcluster.kwok import KWOK_TAINT_KEY
+from joulie_localcluster.nodes import node_body
+from joulie_localcluster.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from joulie_testinfra.controlplane import ControlPlane, start_control_plane
-from joulie_testinfra.kwok import start_kwok
-from joulie_testinfra.procs import ManagedProcess, ProcessGroup
-from joulie_testinfra.prometheus import Prometheus, start_prometheus
-from joulie_testinfra.scheduler import start_scheduler
-from joulie_testinfra.tools import ToolMissingError, Tools, load_tools
+from joulie_localcluster.controlplane import ControlPlane, start_control_plane
+from joulie_localcluster.kwok import start_kwok
+from joulie_localcluster.procs import ManagedProcess, ProcessGroup
+from joulie_localcluster.prometheus import Prometheus, start_prometheus
+from joulie_localcluster.scheduler import start_scheduler
+from joulie_localcluster.tools import ToolMissingError, Tools, load_tools
 
 CRD_DIR = Path("charts/joulie/crds")
 # Issue budget: the control plane with CRDs must be ready within 30 s.

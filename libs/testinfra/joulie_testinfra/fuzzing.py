@@ -1,15 +1,20 @@
 """Shared strategies for fuzzing the loaders of user files (cluster spec, hardware profiles,
 traces) with hypothesis: start from a valid document and break one field at a time, or throw
-arbitrary bytes. What a user's error may never show is listed once here.
+arbitrary bytes. What a user's error may never show is listed once here, and so is the line each
+fuzz module prints at its end (:class:`FuzzTally`, :func:`fuzz_report`).
 
-Test support only (imported by ``*_fuzz_test.py``); hypothesis is a test dependency.
+Test support only (imported by ``*_fuzz_test.py``); hypothesis and pytest are test dependencies.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -82,3 +87,33 @@ DELETE = object()
 def clean(message: str) -> list[str]:
     """The leaks found in a message (empty: fine)."""
     return [leak for leak in LEAKS if leak in message]
+
+
+@dataclass
+class FuzzTally:
+    """What one fuzz module tried, and how much of it the loader refused with an error naming the
+    field (each counted by kind: "spec", "trace", ...)."""
+
+    what: str
+    tried: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        return (f"{self.what} fuzz: {sum(self.tried.values())} inputs tried, 0 crashes, "
+                f"{sum(self.refused.values())} refused by field")
+
+
+def fuzz_report(summary: Callable[[], str],
+                check: Callable[[], None] | None = None) -> Callable[[], Iterator[None]]:
+    """A module-scoped autouse fixture for a fuzz test module: after its tests, prints `summary()`
+    (how much the fuzzing tried, in the test log: a run that tried nothing shows) and runs `check`
+    (say, every kind tried often enough). In the module: ``report = fuzz_report(TALLY.summary)``."""
+
+    @pytest.fixture(scope="module", autouse=True)
+    def report() -> Iterator[None]:
+        yield
+        print(f"\n{summary()}")
+        if check is not None:
+            check()
+
+    return report

@@ -21,7 +21,14 @@ Model (every draw from one ``random.Random(seed)``, in a fixed order, so a seed 
   GPU, runtime log-normal (median ``gpu_median_s``, sigma 0.8, clamped to [60 s, 12 x median]),
   ``gpuUnits = gpus x runtime``, ``cpuUnits = 0.2 x cores x runtime`` (the input pipeline), GPU
   utilisation (natural draw) and GPU sensitivity (compute share) from the kind's distributions,
-  CPU utilisation 0.3 and CPU sensitivity from ``kinds.HOST_FEED_COMPUTE_SHARE``.
+  CPU utilisation 0.3 and CPU sensitivity from ``kinds.HOST_FEED_COMPUTE_SHARE``;
+- aggregated ``gpu-inference`` (a kind with phases): GPUs, cores, runtime and work as any GPU job,
+  then the prefill time share (rounded to 4 decimals; decode gets the rest), the prefill phase's
+  u and c, the decode phase's u and c, and the host's CPU sensitivity, in that order; the record
+  carries ``phases`` and, at the top level, their time-weighted means (``kinds``, ``trace``).
+  The serving kinds ``gpu-inference-prefill`` and ``gpu-inference-decode`` are one-phase GPU
+  jobs (no ``phases``), drawn like ``gpu-training``. Traces without ``gpu-inference`` are what
+  the generator wrote before phases existed, draw for draw, for the same seed and options.
 """
 
 from __future__ import annotations
@@ -30,14 +37,17 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from joulie_workload.kinds import HOST_FEED_COMPUTE_SHARE, HOST_FEED_CPU_UTIL, KINDS, SPECS, WorkloadKind
-from joulie_workload.trace import Job
+from joulie_workload.kinds import HOST_FEED_COMPUTE_SHARE, HOST_FEED_CPU_UTIL, KINDS, SPECS, KindSpec, WorkloadKind
+from joulie_workload.trace import Job, phases_field
 
 GPU_COUNTS = (1, 2, 4, 8)
 GPU_PRIOR = (0.80, 0.10, 0.07, 0.03)
 CPU_CORES = (4, 8, 16, 32)
 CPU_WEIGHTS = (4, 3, 2, 1)
+LEGACY_KINDS: tuple[WorkloadKind, ...] = KINDS[:4]
+"""The kinds ``gpu_ratio`` mixes (the serving kinds only come through ``kind_shares``)."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +93,11 @@ class GenOptions:
             raise ValueError("; ".join(problems))
 
     def shares(self) -> tuple[list[WorkloadKind], list[float]]:
-        """Kinds and their shares, in ``KINDS`` order."""
+        """Kinds and their shares, in ``KINDS`` order (from ``gpu_ratio``: the first four kinds only)."""
         if self.kind_shares is not None:
             return list(KINDS), [self.kind_shares.get(k, 0.0) for k in KINDS]
         g = self.gpu_ratio
-        return list(KINDS), [g * 5 / 8, g * 3 / 8, (1 - g) * 2 / 3, (1 - g) / 3]
+        return list(LEGACY_KINDS), [g * 5 / 8, g * 3 / 8, (1 - g) * 2 / 3, (1 - g) / 3]
 
 
 def _runtime(rnd: random.Random, median_s: float, lo_s: float) -> float:
@@ -112,6 +122,32 @@ def diurnal_time(tau_s: float, amplitude: float, day_s: float) -> float:
     return (lo + hi) / 2
 
 
+def _phased_gpu_record(rnd: random.Random, spec: KindSpec, opts: GenOptions) -> dict[str, Any]:
+    """A GPU job of a phased kind (aggregated ``gpu-inference``): GPUs and runtime as every GPU job,
+    then the first phase's time share, each phase's u and c, the host's c; top level = time-weighted means."""
+    gpus = rnd.choices(GPU_COUNTS, GPU_PRIOR)[0]
+    cores = 4 * gpus
+    runtime = _runtime(rnd, opts.gpu_median_s, 60.0)
+    assert spec.first_phase_share is not None and len(spec.phases) == 2, spec.name
+    first = round(spec.first_phase_share.draw(rnd), 4)
+    # 1 - first, rounded, sums back to 1 within the trace's 1e-6.
+    shares = (first, round(1.0 - first, 4))
+    drawn = []
+    for p, share in zip(spec.phases, shares, strict=True):
+        u = round(p.natural_draw.draw(rnd), 3)
+        c = round(p.compute_share.draw(rnd), 3)
+        drawn.append((p.name, share, c, u))
+    host_c = round(HOST_FEED_COMPUTE_SHARE.draw(rnd), 3)
+    phases, mean_c, mean_u = phases_field(drawn)
+    return {
+        "requests": {"cpu": cores, "gpu": gpus, "memoryMi": 16384 * gpus},
+        "work": {"cpuUnits": round(0.2 * cores * runtime, 3), "gpuUnits": round(gpus * runtime, 3)},
+        "utilization": {"cpu": HOST_FEED_CPU_UTIL, "gpu": mean_u},
+        "sensitivity": {"cpu": host_c, "gpu": mean_c},
+        "phases": phases,
+    }
+
+
 def generate(opts: GenOptions) -> list[Job]:
     opts.check()
     rnd = random.Random(opts.seed)
@@ -126,7 +162,9 @@ def generate(opts: GenOptions) -> list[Job]:
         cls = "performance" if u < opts.perf_ratio else "eco" if u < opts.perf_ratio + opts.eco_ratio else "general"
         kind = rnd.choices(kinds, shares)[0]
         spec = SPECS[kind]
-        if spec.gpu:
+        if spec.phases:
+            record = _phased_gpu_record(rnd, spec, opts)
+        elif spec.gpu:
             gpus = rnd.choices(GPU_COUNTS, GPU_PRIOR)[0]
             cores = 4 * gpus
             runtime = _runtime(rnd, opts.gpu_median_s, 60.0)

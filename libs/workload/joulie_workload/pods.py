@@ -8,7 +8,7 @@
   ``NotIn [eco]``; eco: required ``In [eco]``; general: none), plus the label
   ``joulie.io/workload-class=<class>`` and the annotation Joulie reads (``performance`` or
   ``standard``);
-- the workload kind (``trace.Job.kind``: gpu-training, gpu-inference, cpu-compute, cpu-memory) as
+- the workload kind (``trace.Job.kind``, one of ``kinds.KINDS``) as
   the label and annotation ``joulie.io/workload-kind`` (a label so a selector can find it, an
   annotation beside Joulie's workload-class one for readers of annotations);
 - CPU, memory and GPU (``requests.gpuResource``, default ``nvidia.com/gpu``) in requests and

@@ -12,7 +12,8 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
   ``NotIn [eco]``, ``eco`` = ``In [eco]``, ``general`` = no constraint. Pods also carry the label
   ``joulie.io/workload-class``.
 - ``workloadKind`` is what the job does to the hardware (``kinds``: ``gpu-training``,
-  ``gpu-inference``, ``cpu-compute``, ``cpu-memory``), a different thing from ``class``. A record
+  ``gpu-inference``, ``cpu-compute``, ``cpu-memory``, ``gpu-inference-prefill``,
+  ``gpu-inference-decode``), a different thing from ``class``. A record
   without it (traces written before kinds) gets ``gpu-training`` when ``requests.gpu > 0``, else
   ``cpu-compute``; written traces always carry it. Pods carry it as the label and annotation
   ``joulie.io/workload-kind``.
@@ -21,7 +22,7 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
 - ``sensitivity`` (0..1, default 1) is the job's compute-bound share per device: the share of its
   time at full clock that scales with the clock (1: speed follows the clock; 0: memory-bound work
   no clock slows). ``workloadgen`` draws it from the kind's distribution; the engine's
-  ``throughput(r, c) = 1 / (c / r + 1 - c)`` (joulie_simulator.physics_speed) uses it.
+  ``throughput(r, c) = 1 / (c / r + 1 - c)`` (joulie_simulator.physics.speed) uses it.
 - ``utilization`` is the job's natural draw: the busy share of its CPU cores' power, the GPU
   board's share of its dynamic power range.
 - ``requests.gpuResource`` (default ``nvidia.com/gpu``; ``amd.com/gpu`` for AMD boards) and
@@ -29,6 +30,24 @@ A job record (``schemaVersion`` ``v1``; names follow the original simulator's tr
   job to a node; the scheduler still places it) are optional, and so are ``tolerations`` (the
   Pod's own, beside the KWOK taint's: ``[{"key": "nvidia.com/gpu", "operator": "Exists",
   "effect": "NoSchedule"}]`` lets a job onto a Node whose profile taints it).
+- ``phases`` (optional, GPU kinds only; issue 34): the job's GPU work as a mix of serving phases,
+  a list of ``{"name": "prefill"|"decode", "timeShare": s, "sensitivity": {"gpu": c},
+  "utilization": {"gpu": u}}``. ``timeShare`` in (0, 1], the shares summing to 1 (within 1e-6),
+  names unique; every field required. Within any tick the board spends ``timeShare`` of its busy
+  time in each phase (the phases interleave far below a tick, as continuous batching does).
+  Absent (or null): one phase from the job's own ``sensitivity.gpu`` and ``utilization.gpu``,
+  exactly as before phases existed. The top-level values stay what the record says; for
+  aggregated ``gpu-inference`` jobs ``workloadgen`` writes the time-weighted means there. A record
+  without ``phases`` is written without it, so traces without phases are byte-identical to those
+  written before. ``Job.gpu_phase_mix`` gives the mix either way::
+
+    "phases": [{"name": "prefill", "timeShare": 0.15, "sensitivity": {"gpu": 0.9}, "utilization": {"gpu": 0.95}},
+               {"name": "decode", "timeShare": 0.85, "sensitivity": {"gpu": 0.14}, "utilization": {"gpu": 0.55}}]
+
+- ``origin`` (optional): where an extracted record came from, a flat object of at most 16 names
+  (1-64 characters) to strings (at most 200 characters) or numbers, e.g. ``{"trace":
+  "alibaba-gpu-v2023", "pod": "openb-pod-0001", "qos": "LS", "gpuMilli": 460}`` (``alibaba``: it
+  keeps the fractional GPU share a whole GPU replaced). Informational: no component reads it.
 - Other record types (e.g. ``workload``) are skipped; a blank line or one starting with ``#`` too.
 
 A bad line stops the load with ``trace.jsonl:LINE: field: why``.
@@ -37,13 +56,14 @@ A bad line stops the load with ``trace.jsonl:LINE: field: why``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from joulie_workload.kinds import WorkloadKind, default_kind
+from joulie_workload.kinds import PhaseName, WorkloadKind, default_kind, is_gpu_kind
 
 SCHEMA_VERSION = "v1"
 CLASSES = ("performance", "eco", "general")
@@ -79,6 +99,29 @@ class Utilization(_Strict):
 class Sensitivity(_Strict):
     cpu: float = Field(default=1.0, ge=0, le=1)
     gpu: float = Field(default=1.0, ge=0, le=1)
+
+
+class PhaseSensitivity(_Strict):
+    gpu: float = Field(ge=0, le=1, allow_inf_nan=False)
+
+
+class PhaseUtilization(_Strict):
+    gpu: float = Field(ge=0, le=1, allow_inf_nan=False)
+
+
+class Phase(_Strict):
+    """One serving phase of a job's GPU work (module docstring: ``phases``)."""
+
+    name: PhaseName
+    time_share: float = Field(alias="timeShare", gt=0, le=1, allow_inf_nan=False)
+    sensitivity: PhaseSensitivity
+    utilization: PhaseUtilization
+
+
+PHASE_SUM_TOLERANCE = 1e-6
+ORIGIN_MAX_ENTRIES = 16
+OPTIONAL_FIELDS = ("phases", "origin")
+"""Fields a record carries only when set, so records without them read as they did before they existed."""
 
 
 class Toleration(_Strict):
@@ -120,6 +163,45 @@ class Job(_Strict):
     """Extra node labels the Pod requires (e.g. kubernetes.io/hostname to pin a job), beside the cluster's."""
     tolerations: list[Toleration] = Field(default_factory=list)
     """Taints the Pod tolerates beside the KWOK taint (e.g. a GPU node's nvidia.com/gpu)."""
+    phases: list[Phase] | None = None
+    """The GPU work's serving phases (module docstring); None: one phase from sensitivity/utilization."""
+    origin: dict[str, str | int | float] | None = None
+    """Where an extracted record came from (module docstring); read by no component."""
+
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _origin_is_flat(cls, origin: Any) -> Any:
+        if origin is None or not isinstance(origin, dict):
+            return origin  # None, or the dict type's own error
+        if len(origin) > ORIGIN_MAX_ENTRIES:
+            raise ValueError(f"{len(origin)} entries (at most {ORIGIN_MAX_ENTRIES})")
+        for key, value in origin.items():
+            if not 1 <= len(key) <= 64:
+                raise ValueError(f"a name of {len(key)} characters (1 to 64)")
+            if isinstance(value, str):
+                if len(value) > 200:
+                    raise ValueError(f"{key}: a string of {len(value)} characters (at most 200)")
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{key}: a string or a finite number, got {type(value).__name__}")
+            elif not math.isfinite(value):
+                raise ValueError(f"{key}: a string or a finite number, got {value}")
+        return origin
+
+    @field_validator("phases")
+    @classmethod
+    def _phases_add_up(cls, phases: list[Phase] | None) -> list[Phase] | None:
+        if phases is None:
+            return None
+        if not phases:
+            raise ValueError("empty list (leave the field out for one phase)")
+        names = [p.name for p in phases]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"name {twice[0]!r} appears more than once")
+        total = sum(p.time_share for p in phases)
+        if abs(total - 1.0) > PHASE_SUM_TOLERANCE:
+            raise ValueError(f"timeShare values sum to {total:g}, not 1 (within {PHASE_SUM_TOLERANCE:g})")
+        return phases
 
     @model_validator(mode="before")
     @classmethod
@@ -136,7 +218,19 @@ class Job(_Strict):
             raise ValueError("work: a job needs cpuUnits or gpuUnits > 0")
         if self.work.gpu_units > 0 and self.requests.gpu == 0:
             raise ValueError("work.gpuUnits: > 0 but requests.gpu is 0")
+        if self.phases is not None:
+            if not is_gpu_kind(self.kind):
+                raise ValueError(f"phases: describe GPU work, but workloadKind {self.kind} is a CPU kind")
+            if self.requests.gpu == 0:
+                raise ValueError("phases: describe GPU work, but requests.gpu is 0")
         return self
+
+    def gpu_phase_mix(self) -> tuple[tuple[float, float, float], ...]:
+        """``(time share, compute share c, natural draw u)`` per phase of the GPU work: the
+        ``phases`` when the record has them, else one phase ``(1, sensitivity.gpu, utilization.gpu)``."""
+        if self.phases is None:
+            return ((1.0, self.sensitivity.gpu, self.utilization.gpu),)
+        return tuple((p.time_share, p.sensitivity.gpu, p.utilization.gpu) for p in self.phases)
 
     @property
     def ideal_runtime_s(self) -> float:
@@ -146,8 +240,19 @@ class Job(_Strict):
         return max(cpu, gpu)
 
     def record(self) -> dict[str, Any]:
-        """The JSON record (aliases, defaults included, so a trace file is self-describing)."""
-        return self.model_dump(by_alias=True, mode="json")
+        """The JSON record (aliases, defaults included, so a trace file is self-describing; ``phases``
+        and ``origin`` only when the job has them, so a job without reads exactly as before they existed)."""
+        unset = {name for name in OPTIONAL_FIELDS if getattr(self, name) is None}
+        return self.model_dump(by_alias=True, mode="json", exclude=unset or None)
+
+
+def phases_field(phases: Sequence[tuple[str, float, float, float]]) -> tuple[list[dict[str, Any]], float, float]:
+    """``(name, timeShare, c, u)`` per phase -> the record's ``phases`` and the time-weighted mean c and u
+    (rounded to 3 places): what a generator writes at the top level of a phased job."""
+    field = [{"name": n, "timeShare": s, "sensitivity": {"gpu": c}, "utilization": {"gpu": u}} for n, s, c, u in phases]
+    mean_c = round(sum(s * c for _, s, c, _ in phases), 3)
+    mean_u = round(sum(s * u for _, s, _, u in phases), 3)
+    return field, mean_c, mean_u
 
 
 def _where(err: Mapping[str, Any]) -> str:

@@ -4,35 +4,38 @@ naming the file, the line and the field; never a crash, never an interpreter hin
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from joulie_testinfra.fuzzing import DELETE, ODD_VALUES, clean, fuzz_settings, paths, set_path, with_huge
+from joulie_testinfra.fuzzing import (
+    DELETE,
+    ODD_VALUES,
+    FuzzTally,
+    clean,
+    fuzz_report,
+    fuzz_settings,
+    paths,
+    set_path,
+    with_huge,
+)
 from joulie_workload.trace import TraceError, parse_lines
 
 GOOD: dict[str, Any] = {"type": "job", "jobId": "a", "submitTimeOffsetSec": 3, "class": "eco", "workloadKind": "cpu-compute",
                         "requests": {"cpu": 4, "memory": "8Gi", "gpu": 0}, "work": {"cpuUnits": 40},
                         "utilization": {"cpu": 0.8}, "sensitivity": {"cpu": 1.0}, "nodeSelector": {"k": "v"}}
-TRIED: Counter[str] = Counter()
-REFUSED: Counter[str] = Counter()
+TALLY = FuzzTally("trace")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def report() -> Any:
-    yield
-    print(f"\ntrace fuzz: {sum(TRIED.values())} inputs tried, 0 crashes, {sum(REFUSED.values())} refused by field")
+report = fuzz_report(TALLY.summary)
 
 
 def _check(lines: list[str]) -> None:
-    TRIED["trace"] += 1
+    TALLY.tried["trace"] += 1
     try:
         parse_lines(lines, "t.jsonl")
     except TraceError as err:
-        REFUSED["trace"] += 1
+        TALLY.refused["trace"] += 1
         msg = str(err)
         assert msg.startswith("t.jsonl:"), msg
         assert not clean(msg), msg

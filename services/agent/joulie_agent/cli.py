@@ -49,11 +49,11 @@ def _is_node(path: Path) -> bool:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    from joulie_agent.catalog import CatalogError, load_catalog
-    from joulie_agent.discovery import build_status, status_json
-    from joulie_agent.hostread import HostPaths, read_facts
-    from joulie_agent.nvml import open_nvml
-    from joulie_agent.toolrun import make_runner
+    from joulie_agent.discovery.catalog import CatalogError, load_catalog
+    from joulie_agent.discovery.status import build_status, status_json
+    from joulie_agent.host.hostread import HostPaths, read_facts
+    from joulie_agent.host.nvml import open_nvml
+    from joulie_agent.host.toolrun import make_runner
 
     try:
         labels = load_string_map(args.node_labels, "labels") if args.node_labels else {}
@@ -70,7 +70,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         # A corpus machine directory: lay it out as a node root with its captured tool answers.
         import tempfile
 
-        from joulie_agent.corpus import CorpusError, load_machine, materialize
+        from joulie_agent.fixtures.corpus import CorpusError, load_machine, materialize
 
         try:
             machine = load_machine(root)
@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from joulie_agent.capture import capture_machine
+    from joulie_agent.fixtures.capture import capture_machine
 
     try:
         out = capture_machine(Path(args.root), Path(args.out), args.name)
@@ -116,8 +116,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def cmd_golden(args: argparse.Namespace) -> int:
     import tempfile
 
-    from joulie_agent.catalog import load_catalog
-    from joulie_agent.corpus import CorpusError, check_goldens
+    from joulie_agent.discovery.catalog import load_catalog
+    from joulie_agent.fixtures.corpus import CorpusError, check_goldens
 
     try:
         with tempfile.TemporaryDirectory(prefix="joulie-corpus-") as work:

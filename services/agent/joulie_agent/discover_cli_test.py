@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from joulie_agent import testtrees
 from joulie_agent.cli import main
+from joulie_agent.fixtures import testtrees
 
 
 def discover(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:

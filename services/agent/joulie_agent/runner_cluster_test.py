@@ -8,11 +8,12 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from joulie_agent import testtrees
-from joulie_agent.catalog import load_catalog
-from joulie_agent.metrics import AgentMetrics
-from joulie_agent.runner import Agent, AgentKube
+from joulie_agent.discovery.catalog import load_catalog
+from joulie_agent.fixtures import testtrees
+from joulie_agent.kube.agentkube import AgentKube
+from joulie_agent.loop.agent import Agent
 from joulie_agent.settings import Settings
+from joulie_agent.telemetry.metrics import AgentMetrics
 from joulie_api.generated.nodetwin import CPUCapSpec, NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import (
@@ -25,7 +26,7 @@ from joulie_api.names import (
 )
 from joulie_common.clock import FakeClock
 from joulie_common.sharding import owns_node
-from joulie_testinfra.nodes import create_node
+from joulie_localcluster.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
@@ -122,7 +123,7 @@ def test_run_once_subcommand_in_emulated_mode(control_plane: Any, kube_api: k8s.
 def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> None:
     import threading
 
-    from joulie_agent.runner import TwinWatcher
+    from joulie_agent.kube.twinwatch import TwinWatcher
 
     wake, stop = threading.Event(), threading.Event()
     TwinWatcher(kube_api, wake, stop).start()
@@ -140,7 +141,7 @@ def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> 
 def test_twin_watch_of_one_node_ignores_status_writes_and_other_twins(kube_api: k8s.ApiClient) -> None:
     import threading
 
-    from joulie_agent.runner import TwinWatcher
+    from joulie_agent.kube.twinwatch import TwinWatcher
 
     node, other = f"mine.{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"  # the dot: the twin's name differs
     name = object_name_for_node(node)

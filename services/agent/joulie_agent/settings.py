@@ -1,41 +1,36 @@
-"""Runtime settings from the environment (names as the Go original's where it had them)."""
+"""Runtime settings from the environment (names as the Go original's where it had them).
+
+Values follow the one settings grammar of every Joulie component (`joulie_common.settingsgrammar`):
+durations such as `500ms`, `20s`, `1h30m` (a bare number is seconds), booleans `true`/`false`,
+`1`/`0`, `yes`/`no`, `on`/`off`, finite numbers; an error names the variable and its value."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from joulie_agent.cpucontrol import DvfsConfig
+from joulie_agent.control.cpucontrol import DvfsConfig
+from joulie_common.settingsgrammar import SettingError, parse_bool, parse_duration, parse_float, read_env
 
 MODES = ("daemonset", "pool", "emulated")
 
-
-class SettingsError(ValueError):
-    """An environment variable has an unusable value; the message names it."""
-
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+SettingsError = SettingError
+"""The agent's name for a setting it cannot use (the CLI catches it): the grammar's error."""
 
 
-def parse_duration_s(name: str, value: str) -> float:
-    """"20s", "500ms", "5m", "1h" or plain seconds."""
-    m = _DURATION.match(value.strip())
-    if not m:
-        raise SettingsError(f"{name}={value!r}: expected a duration like 20s, 500ms or 5m")
-    n = float(m.group(1))
-    return n * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2) or "s"]
+def _number(lo: float) -> Callable[[str, str], float]:
+    """A finite number of at least ``lo``."""
+    return lambda name, raw: parse_float(name, raw, lo=lo)
 
 
-def _bool(name: str, value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off", ""):
-        return False
-    raise SettingsError(f"{name}={value!r}: expected true or false")
+def _duration_of_at_least(env: Mapping[str, str], name: str, default: float, least_s: float, least: str) -> float:
+    value = read_env(env, name, parse_duration, default)
+    if value < least_s:
+        raise SettingError(name, env[name], f"a duration of at least {least}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -57,7 +52,7 @@ class Settings:
         pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes again (60 s).
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT; controlStatus (with heartbeatAt) is rewritten at least this often (30s).
-    tool_timeout_s: GPU_TOOL_TIMEOUT, seconds per GPU tool command (3).
+    tool_timeout_s: GPU_TOOL_TIMEOUT, per GPU tool command (3 s; a duration, at least 100ms).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
@@ -118,67 +113,68 @@ class Settings:
         e = dict(os.environ if env is None else env)
         mode = e.get("AGENT_MODE", "daemonset").strip() or "daemonset"
         if mode not in MODES:
-            raise SettingsError(f"AGENT_MODE={mode!r}: expected one of {', '.join(MODES)}")
+            raise SettingError("AGENT_MODE", mode, f"one of {', '.join(MODES)}")
         node = e.get("NODE_NAME", "").strip()
         if mode in ("daemonset", "emulated") and not node:
-            raise SettingsError(f"NODE_NAME: required in {mode} mode")
-
-        def num(name: str, default: float, lo: float = 0.0) -> float:
-            raw = e.get(name)
-            if raw is None or raw.strip() == "":
-                return default
-            try:
-                v = float(raw)
-            except ValueError:
-                raise SettingsError(f"{name}={raw!r}: expected a number") from None
-            if v < lo:
-                raise SettingsError(f"{name}={raw!r}: must be >= {lo}")
-            return v
-
-        def dur(name: str, default: float) -> float:
-            raw = e.get(name)
-            return default if not raw else parse_duration_s(name, raw)
-
-        export_endpoint = e.get("POWER_EXPORT_ENDPOINT", "").strip()
-        if export_endpoint and not re.match(r"^https?://[^/\s]+", export_endpoint):
-            raise SettingsError(f"POWER_EXPORT_ENDPOINT={export_endpoint!r}: expected an http:// or https:// URL")
-        export_interval_s = dur("POWER_EXPORT_INTERVAL", 10.0)
-        if export_interval_s < 1.0:
-            raise SettingsError(f"POWER_EXPORT_INTERVAL={e.get('POWER_EXPORT_INTERVAL')!r}: must be at least 1s")
-        bmc_secret_dir = e.get("BMC_SECRET_DIR", "").strip()
-        if bmc_secret_dir and not export_endpoint:
-            raise SettingsError(f"BMC_SECRET_DIR={bmc_secret_dir!r}: the BMC's host power is only read for the power "
-                                "export; set POWER_EXPORT_ENDPOINT too, or unset BMC_SECRET_DIR")
-        bmc_timeout_s = dur("BMC_TIMEOUT", 5.0)
-        if bmc_timeout_s < 0.5:
-            raise SettingsError(f"BMC_TIMEOUT={e.get('BMC_TIMEOUT')!r}: must be at least 500ms")
-        shard = e.get("POOL_SHARD_ID", "").strip()
-        if not shard:
-            m = re.search(r"-(\d+)$", e.get("POD_NAME", ""))
-            shard = m.group(1) if m else "0"
-        if not (shard.isascii() and shard.isdigit() and len(shard) < 10):
-            raise SettingsError(f"POOL_SHARD_ID={shard!r}: expected a non-negative integer")
-        shards = int(num("POOL_SHARDS", 1, 1))
+            raise SettingError("NODE_NAME", node, f"a node name (required in {mode} mode)")
         sys_root = e.get("HOST_SYS", "")
         if not sys_root and mode == "daemonset" and Path("/host-sys").is_dir():
             sys_root = "/host-sys"
+        export_endpoint, export_interval_s, bmc_secret_dir, bmc_timeout_s = _power_export(e)
         return cls(
             mode=mode, node_name=node, root=e.get("ROOT", "/") or "/", sys_root=sys_root,
-            reconcile_interval_s=dur("RECONCILE_INTERVAL", 20.0),
-            simulate_only=_bool("SIMULATE_ONLY", e.get("SIMULATE_ONLY", "false")),
+            reconcile_interval_s=read_env(e, "RECONCILE_INTERVAL", parse_duration, 20.0),
+            simulate_only=read_env(e, "SIMULATE_ONLY", parse_bool, False),
             metrics_addr=e.get("METRICS_ADDR", "127.0.0.1:8080"),
             pool_selector=e.get("POOL_NODE_SELECTOR", "joulie.io/managed=true"),
-            pool_shards=shards, pool_shard_id=int(shard), spec_read_timeout_s=dur("SPEC_READ_TIMEOUT", 300.0),
-            heartbeat_s=dur("AGENT_HEARTBEAT", 30.0), pool_list_interval_s=dur("POOL_LIST_INTERVAL", 60.0),
-            tool_timeout_s=num("GPU_TOOL_TIMEOUT", 3.0, 0.1), tool_path=e.get("GPU_TOOL_PATH", ""),
+            pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
+            spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
+            heartbeat_s=read_env(e, "AGENT_HEARTBEAT", parse_duration, 30.0),
+            pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
+            tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
+            tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
-            dvfs=DvfsConfig(
-                ema_alpha=num("DVFS_EMA_ALPHA", 0.30), high_margin_w=num("DVFS_HIGH_MARGIN_W", 10.0),
-                low_margin_w=num("DVFS_LOW_MARGIN_W", 15.0), step_pct=num("DVFS_STEP_PCT", 10.0, 1.0),
-                min_freq_khz=int(num("DVFS_MIN_FREQ_KHZ", 1_500_000)), cooldown_s=dur("DVFS_COOLDOWN", 20.0),
-                trip_count=int(num("DVFS_TRIP_COUNT", 2, 1)), verify_interval_s=dur("DVFS_VERIFY_INTERVAL", 60.0),
-                energy_window_s=dur("ENERGY_WINDOW", 5.0),
-            ),
+            dvfs=_dvfs(e),
         )
+
+
+def _power_export(e: Mapping[str, str]) -> tuple[str, float, str, float]:
+    """(POWER_EXPORT_ENDPOINT, POWER_EXPORT_INTERVAL, BMC_SECRET_DIR, BMC_TIMEOUT)."""
+    endpoint = e.get("POWER_EXPORT_ENDPOINT", "").strip()
+    if endpoint and not re.match(r"^https?://[^/\s]+", endpoint):
+        raise SettingError("POWER_EXPORT_ENDPOINT", endpoint, "an http:// or https:// URL")
+    interval_s = _duration_of_at_least(e, "POWER_EXPORT_INTERVAL", 10.0, 1.0, "1s")
+    bmc_secret_dir = e.get("BMC_SECRET_DIR", "").strip()
+    if bmc_secret_dir and not endpoint:
+        raise SettingError("BMC_SECRET_DIR", bmc_secret_dir, "POWER_EXPORT_ENDPOINT set too, or BMC_SECRET_DIR unset: "
+                           "the BMC's host power is only read for the power export")
+    return endpoint, interval_s, bmc_secret_dir, _duration_of_at_least(e, "BMC_TIMEOUT", 5.0, 0.5, "500ms")
+
+
+def _pool_shard_id(e: Mapping[str, str]) -> int:
+    """POOL_SHARD_ID, else the ordinal at the end of POD_NAME (a StatefulSet Pod's), else 0."""
+    shard = e.get("POOL_SHARD_ID", "").strip()
+    if not shard:
+        m = re.search(r"-(\d+)$", e.get("POD_NAME", ""))
+        shard = m.group(1) if m else "0"
+    # ASCII digits only: int() would also take "+1", "1_0" and other scripts' digits.
+    if not (shard.isascii() and shard.isdigit() and len(shard) < 10):
+        raise SettingError("POOL_SHARD_ID", shard, "a non-negative integer")
+    return int(shard)
+
+
+def _dvfs(e: Mapping[str, str]) -> DvfsConfig:
+    """The DVFS fallback's tuning (DVFS_*) and the power meter's window (ENERGY_WINDOW)."""
+    return DvfsConfig(
+        ema_alpha=read_env(e, "DVFS_EMA_ALPHA", _number(0.0), 0.30),
+        high_margin_w=read_env(e, "DVFS_HIGH_MARGIN_W", _number(0.0), 10.0),
+        low_margin_w=read_env(e, "DVFS_LOW_MARGIN_W", _number(0.0), 15.0),
+        step_pct=read_env(e, "DVFS_STEP_PCT", _number(1.0), 10.0),
+        min_freq_khz=int(read_env(e, "DVFS_MIN_FREQ_KHZ", _number(0.0), 1_500_000.0)),
+        cooldown_s=read_env(e, "DVFS_COOLDOWN", parse_duration, 20.0),
+        trip_count=int(read_env(e, "DVFS_TRIP_COUNT", _number(1.0), 2.0)),
+        verify_interval_s=read_env(e, "DVFS_VERIFY_INTERVAL", parse_duration, 60.0),
+        energy_window_s=read_env(e, "ENERGY_WINDOW", parse_duration, 5.0),
+    )

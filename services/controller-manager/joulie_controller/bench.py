@@ -30,11 +30,13 @@ from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_common.procstatus import KIB_PER_MIB, status_kib
-from joulie_controller.fsm import PodInfo, Requirement
-from joulie_controller.hardware import NodeInfo
-from joulie_controller.kube import LIST_PAGE_SIZE, list_paged, node_info, nodes_from_page, pod_info, pods_from_page
-from joulie_controller.reconcile import Measurement, Memory, Snapshot, apply_in_memory, reconcile
-from joulie_controller.settings import Settings
+from joulie_controller.kube.kube import LIST_PAGE_SIZE, list_paged, node_info, nodes_from_page, pod_info, pods_from_page
+from joulie_controller.model.fsm import PodInfo, Requirement
+from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.readings.values import Measurement
+from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
+from joulie_controller.reconcile.tick import reconcile
+from joulie_controller.settings import PolicySettings, Settings
 
 FAMILIES = [
     ("epyc-9654", 2, 360.0, "", 0, 0.0),
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-w", type=float, default=1e12, help="CLUSTER_POWER_BUDGET_W for cluster_power_budget")
     parser.add_argument("--list", action="store_true", help="also measure each tick's LIST of Nodes and Pods")
     args = parser.parse_args(argv)
-    s = Settings(policy_type=args.policy, cluster_power_budget_w=args.budget_w)
+    s = Settings(policy=PolicySettings(type=args.policy, power_budget_w=args.budget_w))
     gc.collect()
     base_mib = rss_mib()
     snap = synthetic(args.nodes, args.pods)
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.process_time()
     first = reconcile(snap, s, mem)
     first_ms = (time.process_time() - t0) * 1000
-    snap = apply_in_memory(snap, first, s.power_profile_label)
+    snap = apply_in_memory(snap, first, s.nodes.profile_label)
 
     steady_ms, steady_writes = [], []
     for _ in range(args.ticks):
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         result = reconcile(snap, s, mem)
         steady_ms.append((time.process_time() - t0) * 1000)
         steady_writes.append(result.write_count)
-        snap = apply_in_memory(snap, result, s.power_profile_label)
+        snap = apply_in_memory(snap, result, s.nodes.profile_label)
 
     perf = sum(o.profile == "performance" and not o.draining for o in first.outcomes)
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, policy {args.policy} "
@@ -244,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"first tick:  {first_ms:8.1f} CPU ms, {first.write_count} writes (spec+label+status for every node)")
     print(f"steady tick: {statistics.median(steady_ms):8.1f} CPU ms median "
           f"(min {min(steady_ms):.1f}, max {max(steady_ms):.1f}), writes per tick {steady_writes}")
-    print(f"status refresh: each twin rewritten (lastUpdated only) once per {s.status_refresh_s * 0.75:.0f}-"
-          f"{s.status_refresh_s:.0f} s, spread by node name: about {args.nodes / (s.status_refresh_s * 0.875):.1f} "
+    refresh_s = s.reconcile.status_refresh_s
+    print(f"status refresh: each twin rewritten (lastUpdated only) once per {refresh_s * 0.75:.0f}-"
+          f"{refresh_s:.0f} s, spread by node name: about {args.nodes / (refresh_s * 0.875):.1f} "
           "writes/s averaged, none at all between refreshes")
     print(f"ratio steady/first: {statistics.median(steady_ms) / first_ms:.2f}")
     gc.collect()

@@ -14,8 +14,12 @@ import socket
 import sys
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from joulie_api.version import service_version
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 NAME = "joulie-controller-manager"
 
@@ -33,18 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """``run``: the settings, the controller on its cluster, then one tick (``--once``) or the loop
+    with /metrics until SIGTERM."""
     # Imported here so `--version` and `--help` work without a cluster client.
-    from prometheus_client import start_http_server
-
-    from joulie_api.kube import JoulieClient
     from joulie_api.kubeconfig import api_client
-    from joulie_api.names import FIELD_MANAGER_LIVENESS
-    from joulie_controller.controller import Controller
-    from joulie_controller.kube import ControllerKube
-    from joulie_controller.leader import LeaderElector
-    from joulie_controller.liveness import Liveness
-    from joulie_controller.metrics import Metrics
-    from joulie_controller.prometheus import FacilityReader, PowerReader
+    from joulie_controller.controller import compose
     from joulie_controller.settings import Settings, SettingsError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -53,33 +50,28 @@ def _run(args: argparse.Namespace) -> int:
     except SettingsError as err:
         print(f"{NAME}: {err}", file=sys.stderr)
         return 2
-    api = api_client(args.kubeconfig)
-    metrics = Metrics()
-    elector = None
-    if settings.leader_elect:
-        identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-        elector = LeaderElector(api, settings.pod_namespace, settings.lease_name, identity, settings.lease_duration_s)
-    facility = FacilityReader(settings) if settings.enable_facility_metrics else None
-    liveness = Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry)
-    # The BMC driver (PowerDriver, powerdriver.py) for POWER_POLICY=idle_suspend_v1: Redfish
-    # (joulie_redfish), BMC addresses and credentials from the Secrets labelled
-    # joulie.io/bmc-credentials=true in the controller's namespace (POD_NAMESPACE), read every 30 s.
-    power_driver = None
-    if settings.power_policy != "none":
-        from kubernetes import client as k8s
-
-        from joulie_controller.redfishdriver import from_kube
-
-        power_driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
-        logging.getLogger(NAME).info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true "
-                                     "in namespace %s", settings.power_policy, settings.pod_namespace)
-    controller = Controller(settings, ControllerKube(api, write_concurrency=settings.write_concurrency), PowerReader(settings), metrics, elector, facility=facility,
-                            liveness=liveness, power_driver=power_driver)
+    controller = compose(settings, api_client(args.kubeconfig), _identity())
     if args.once:
-        summary = controller.tick()
-        return 0 if summary.failures == 0 else 1
-    host, _, port = settings.metrics_addr.rpartition(":")
-    start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
+        return 0 if controller.tick().failures == 0 else 1
+    _serve_metrics(settings.metrics_addr, controller.metrics.registry)
+    controller.run(_stop_on_signals())
+    return 0
+
+
+def _identity() -> str:
+    """This replica's name in the Lease: POD_NAME, else host-pid."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _serve_metrics(addr: str, registry: CollectorRegistry) -> None:
+    from prometheus_client import start_http_server
+
+    host, _, port = addr.rpartition(":")
+    start_http_server(int(port), addr=host or "127.0.0.1", registry=registry)
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set: the loop stops after the current tick."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -88,8 +80,7 @@ def _run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    controller.run(stop)
-    return 0
+    return stop
 
 
 def main(argv: list[str] | None = None) -> int:

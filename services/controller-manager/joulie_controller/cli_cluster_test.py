@@ -10,7 +10,7 @@ from kubernetes import client as k8s
 from joulie_api.names import GROUP, PLURAL_NODE_TWIN, VERSION
 from joulie_controller.cli import main
 from joulie_controller.kube_cluster_test import make_node
-from joulie_testinfra.controlplane import ControlPlane
+from joulie_localcluster.controlplane import ControlPlane
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

@@ -1,4 +1,6 @@
-"""The controller manager's loop: leader check, measure, snapshot, reconcile, write, record.
+"""The controller manager's composition root and loop: ``compose`` wires the shells the settings ask
+for (Kubernetes, Prometheus, the Lease, the BMCs) to the pure core; ``Controller.tick`` is leader
+check, measure, snapshot, reconcile, write, record.
 
 With a power driver (and POWER_POLICY other than none) every node's BMC is read into the snapshot
 before the tick, and the tick's power actions are carried out after its writes: cordon/uncordon
@@ -15,21 +17,62 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from joulie_api.kube import KubeWriteError
+from kubernetes import client as k8s
+
+from joulie_api.kube import JoulieClient, KubeWriteError
+from joulie_api.names import FIELD_MANAGER_LIVENESS
 from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
-from joulie_controller.facility import pue
-from joulie_controller.kube import ControllerKube
-from joulie_controller.leader import LeaderElector
-from joulie_controller.liveness import Liveness
-from joulie_controller.metrics import Metrics
-from joulie_controller.powerdriver import PowerDriver, PowerDriverError, read_all
-from joulie_controller.powerstate import POLICY_NONE, PowerAction
-from joulie_controller.prometheus import FacilityReader, PowerReader
-from joulie_controller.reconcile import Facility, Memory, TickResult, reconcile
+from joulie_controller.bmc.redfishdriver import from_kube
+from joulie_controller.kube.kube import ControllerKube
+from joulie_controller.kube.leader import LeaderElector
+from joulie_controller.kube.liveness import Liveness
+from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
+from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
+from joulie_controller.readings.facility import pue
+from joulie_controller.readings.values import Facility
+from joulie_controller.reconcile.snapshot import Memory, TickResult
+from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import Settings
+from joulie_controller.telemetry.metrics import Metrics
+from joulie_controller.telemetry.prometheus import FacilityReader, PowerReader
 
 log = logging.getLogger(__name__)
+
+
+def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller:
+    """The controller manager on the cluster ``api`` reaches: its shells, each as the settings ask."""
+    metrics = Metrics()
+    return Controller(
+        settings,
+        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency),
+        PowerReader(settings),
+        metrics,
+        _elector(settings, api, identity),
+        facility=FacilityReader(settings) if settings.facility.enabled else None,
+        liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
+        power_driver=_power_driver(settings, api),
+    )
+
+
+def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderElector | None:
+    """The Lease election (LEADER_ELECT), as ``identity``; none: this replica always leads."""
+    if not settings.leader.elect:
+        return None
+    return LeaderElector(api, settings.pod_namespace, settings.leader.lease_name, identity,
+                         settings.leader.lease_duration_s)
+
+
+def _power_driver(settings: Settings, api: k8s.ApiClient) -> PowerDriver | None:
+    """The BMC driver for POWER_POLICY=idle_suspend_v1: Redfish (joulie_redfish), BMC addresses and
+    credentials from the Secrets labelled joulie.io/bmc-credentials=true in the controller's namespace
+    (POD_NAMESPACE), read every 30 s."""
+    if settings.suspend.power_policy == POLICY_NONE:
+        return None
+    driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
+    log.info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true in namespace %s",
+             settings.suspend.power_policy, settings.pod_namespace)
+    return driver
 
 
 @dataclass(frozen=True)
@@ -70,7 +113,7 @@ class Controller:
         if self.facility_reader is None:
             return
         if self._facility_polled is not None and (
-                now - self._facility_polled).total_seconds() < self.settings.facility_poll_interval_s:
+                now - self._facility_polled).total_seconds() < self.settings.facility.poll_interval_s:
             return
         self._facility_polled = now
         f = self.facility = self.facility_reader.read()
@@ -95,7 +138,7 @@ class Controller:
         self.poll_facility(now)
         reading = self.power.read()
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
-        if self.power_driver is not None and self.settings.power_policy != POLICY_NONE:
+        if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         if self.liveness is not None:
             self.liveness.check(snap.twins, now)
@@ -106,7 +149,7 @@ class Controller:
             # The lease moved while we computed (a slow tick): the new leader writes, not us.
             log.warning("lost the lease during the tick; %d node writes dropped", len(result.writes))
             return TickSummary(False, result, 0, 0)
-        report = self.kube.write(result.writes, self.settings.power_profile_label)
+        report = self.kube.write(result.writes, self.settings.nodes.profile_label)
         report.failures += self.carry_out(result.power)
         self.metrics.record_tick(result)
         self.metrics.writes.inc(report.writes)
@@ -159,8 +202,8 @@ class Controller:
         With leader election the lease is renewed every third of its duration between ticks too,
         so a reconcile interval longer than the lease does not hand the lease back and forth.
         """
-        interval = self.settings.reconcile_interval_s
-        renew = max(0.5, self.settings.lease_duration_s / 3) if self.elector is not None else interval
+        interval = self.settings.reconcile.interval_s
+        renew = max(0.5, self.settings.leader.lease_duration_s / 3) if self.elector is not None else interval
         next_tick = time.monotonic()
         try:
             while not stop.is_set():

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from joulie_controller.controller import Controller
-from joulie_controller.prometheus import PowerReading
-from joulie_controller.settings import Settings
+from joulie_controller.settings import ReconcileSettings, Settings
+from joulie_controller.telemetry.prometheus import PowerReading
 
 MaxRetryError = type("MaxRetryError", (Exception,), {"__module__": "urllib3.exceptions"})
 
@@ -37,7 +37,7 @@ class NoPower:
 def test_a_long_outage_logs_one_line_and_a_bug_after_it_one_traceback(caplog: pytest.LogCaptureFixture) -> None:
     stop = threading.Event()
     kube = DownKube(stop, fail_for=354)
-    c = Controller(Settings(reconcile_interval_s=0.0), kube, NoPower())  # type: ignore[arg-type]
+    c = Controller(Settings(reconcile=ReconcileSettings(interval_s=0.0)), kube, NoPower())  # type: ignore[arg-type]
     if hasattr(c, "tick_health"):
         c.tick_health.delays_s = (0.0,)  # retry at once: the test is about what is logged
     with caplog.at_level(logging.INFO):
@@ -53,7 +53,7 @@ def test_a_long_outage_logs_one_line_and_a_bug_after_it_one_traceback(caplog: py
 def test_a_tick_failing_for_a_bug_carries_its_traceback_once(caplog: pytest.LogCaptureFixture) -> None:
     stop = threading.Event()
     kube = DownKube(stop, fail_for=0)
-    c = Controller(Settings(reconcile_interval_s=0.0), kube, NoPower())  # type: ignore[arg-type]
+    c = Controller(Settings(reconcile=ReconcileSettings(interval_s=0.0)), kube, NoPower())  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO):
         c.run(stop)
     assert len(caplog.records) == 1 and caplog.records[0].exc_info is not None

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.fsm import PodInfo
-from joulie_controller.hardware import NodeInfo
-from joulie_controller.memkube import T0, MemoryKube, NoPower
-from joulie_controller.powerdriver import InMemoryPowerDriver
-from joulie_controller.settings import Settings
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.power.powerdriver import InMemoryPowerDriver
+from joulie_controller.settings import Settings, SuspendSettings
+from joulie_controller.testing import T0, MemoryKube, NoPower
 
 MANAGED = {"joulie.io/managed": "true"}
-SUSPEND = Settings(power_policy="idle_suspend_v1", suspend_after_s=600, suspend_min_powered=1)
+SUSPEND = Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", after_s=600, min_powered=1))
 
 
 def setup(settings: Settings, driver: InMemoryPowerDriver | None) -> tuple[Controller, MemoryKube, FakeClock]:

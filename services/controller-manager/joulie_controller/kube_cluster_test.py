@@ -24,13 +24,21 @@ from joulie_api.kube import NODE_TWIN, JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.kube import ControllerKube
-from joulie_controller.leader import LeaderElector
-from joulie_controller.prometheus import PowerReader
-from joulie_controller.settings import Settings
-from joulie_testinfra.kwok import KWOK_TAINT_KEY
-from joulie_testinfra.nodes import create_node
-from joulie_testinfra.procs import ManagedProcess
+from joulie_controller.kube.kube import ControllerKube
+from joulie_controller.kube.leader import LeaderElector
+from joulie_controller.settings import (
+    LeaderSettings,
+    NodeSettings,
+    PolicySettings,
+    PrometheusSettings,
+    ReconcileSettings,
+    Settings,
+    SuspendSettings,
+)
+from joulie_controller.telemetry.prometheus import PowerReader
+from joulie_localcluster.kwok import KWOK_TAINT_KEY
+from joulie_localcluster.nodes import create_node
+from joulie_localcluster.procs import ManagedProcess
 from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
@@ -79,7 +87,9 @@ def make_node(core: k8s.CoreV1Api, name: str, tag: str, kwok: bool = False,
 
 def controller(api: k8s.ApiClient, tag: str, clock: FakeClock, elector: LeaderElector | None = None,
                **overrides: Any) -> Controller:
-    s = Settings(node_selector=f"test.joulie.io/suite={tag}", prometheus_address="", **overrides)
+    s = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={tag}"),
+                 prometheus=PrometheusSettings(url=""),
+                 **overrides)
     shell = ControllerKube(api, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1, 0.2))))
     return Controller(s, shell, PowerReader(s), elector=elector, clock=clock)
 
@@ -126,7 +136,7 @@ def test_idle_node_twin_is_not_rewritten_across_ten_ticks(kube_api: k8s.ApiClien
     for i in range(3):
         make_node(core, f"idle-{i}-{suite}", suite)
     clock = fake_clock()
-    ctl = controller(kube_api, suite, clock, static_hp_frac=0.5)
+    ctl = controller(kube_api, suite, clock, policy=PolicySettings(static_hp_frac=0.5))
     assert ctl.tick().writes == 9
     before = {i: twin_raw(kube_api, f"idle-{i}-{suite}")["metadata"]["resourceVersion"] for i in range(3)}
     node_rv = node_meta(core, f"idle-0-{suite}").resource_version
@@ -152,7 +162,7 @@ def test_downgrade_guard_holds_while_a_performance_pod_runs(
     make_node(core, keep, suite, kwok=True)
     make_node(core, drain, suite, kwok=True)
     clock = fake_clock()
-    controller(kube_api, suite, clock, static_hp_frac=1.0).tick()
+    controller(kube_api, suite, clock, policy=PolicySettings(static_hp_frac=1.0)).tick()
     pod_name = f"trainer-{suite}"
     pod = k8s.V1Pod.from_dict({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod_name},
@@ -168,7 +178,8 @@ def test_downgrade_guard_holds_while_a_performance_pod_runs(
 
     eventually(running, what="pod Running")
 
-    eco = controller(kube_api, suite, clock, static_hp_frac=0.0)  # floor: one performance node (the first)
+    # floor: one performance node (the first)
+    eco = controller(kube_api, suite, clock, policy=PolicySettings(static_hp_frac=0.0))
     for _ in range(3):
         clock.advance(10)
         eco.tick()
@@ -242,7 +253,7 @@ def test_a_failed_write_is_reported_and_other_nodes_still_written(
     good, bad = f"w-good-{suite}", f"w-bad-{suite}"
     make_node(core, good, suite)
     make_node(core, bad, suite)
-    ctl = controller(kube_api, suite, fake_clock(), static_hp_frac=1.0)
+    ctl = controller(kube_api, suite, fake_clock(), policy=PolicySettings(static_hp_frac=1.0))
     ctl.kube = ControllerKube(kube_api, FailingForNode(kube_api, bad))
     summary = ctl.tick()
     assert summary.failures == 1 and summary.writes == 3
@@ -283,7 +294,7 @@ def test_nodes_are_written_in_parallel_each_in_order(kube_api: k8s.ApiClient, su
     names = [f"par-{i:02d}-{suite}" for i in range(24)]
     for name in names:
         make_node(core, name, suite)
-    ctl = controller(kube_api, suite, fake_clock(), static_hp_frac=0.5)
+    ctl = controller(kube_api, suite, fake_clock(), policy=PolicySettings(static_hp_frac=0.5))
     client = CountingInFlight(kube_api)
     ctl.kube = ControllerKube(kube_api, client, write_concurrency=6)
     summary = ctl.tick()
@@ -299,7 +310,7 @@ def test_run_loop_stops_on_request_and_hands_the_lease_back(kube_api: k8s.ApiCli
     make_node(k8s.CoreV1Api(kube_api), f"loop-{suite}", suite)
     lease = f"joulie-loop-{suite}"
     ctl = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-a", 15),
-                     reconcile_interval_s=0.2)
+                     reconcile=ReconcileSettings(interval_s=0.2))
     stop = threading.Event()
     thread = threading.Thread(target=ctl.run, args=(stop,))
     thread.start()
@@ -318,9 +329,9 @@ def test_lease_is_renewed_between_ticks_longer_than_the_lease(kube_api: k8s.ApiC
     make_node(k8s.CoreV1Api(kube_api), f"renew-{suite}", suite)
     lease = f"joulie-renew-{suite}"
     a = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-a", 2),
-                   reconcile_interval_s=60, lease_duration_s=2)
+                   reconcile=ReconcileSettings(interval_s=60), leader=LeaderSettings(lease_duration_s=2))
     b = controller(kube_api, suite, fake_clock(), LeaderElector(kube_api, "default", lease, "replica-b", 2),
-                   lease_duration_s=2)
+                   leader=LeaderSettings(lease_duration_s=2))
     stop = threading.Event()
     thread = threading.Thread(target=a.run, args=(stop,))
     thread.start()
@@ -359,7 +370,7 @@ def test_power_policy_cordons_taints_powers_off_and_back_through_the_api_server(
 ) -> None:
     """idle_suspend_v1 end to end against the real API server (the CRD takes spec.power and
     status.power; the cordon keeps KWOK's own taint), with an in-memory BMC per node."""
-    from joulie_controller.powerdriver import InMemoryPowerDriver
+    from joulie_controller.power.powerdriver import InMemoryPowerDriver
 
     core = k8s.CoreV1Api(kube_api)
     idle, busy = f"pw-a-{suite}", f"pw-b-{suite}"
@@ -384,8 +395,9 @@ def test_power_policy_cordons_taints_powers_off_and_back_through_the_api_server(
                                (core.read_node(n).status or k8s.V1NodeStatus()).conditions or [])
                            for n in (idle, busy)), what="KWOK nodes Ready")
     driver = InMemoryPowerDriver({idle: "on", busy: "on"})
-    s = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address="",
-                 power_policy="idle_suspend_v1", suspend_after_s=600)
+    s = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                 prometheus=PrometheusSettings(url=""),
+                 suspend=SuspendSettings(power_policy="idle_suspend_v1", after_s=600))
     shell = ControllerKube(kube_api, JoulieClient(kube_api, FIELD_MANAGER_CONTROLLER_MANAGER, Backoff(delays_s=(0.1,))))
     clock = fake_clock()
     ctl = Controller(s, shell, PowerReader(s), clock=clock, power_driver=driver)

@@ -20,11 +20,12 @@ from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.kube import NODE_HARDWARE, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT
 from joulie_controller.kube_cluster_test import controller, fake_clock, make_node, suite_nodes, twin_raw
-from joulie_controller.prometheus import FacilityReader, PowerReader
-from joulie_controller.settings import Settings
-from joulie_testinfra.procs import ProcessGroup
-from joulie_testinfra.prometheus import Prometheus, PrometheusSettings, start_prometheus
-from joulie_testinfra.tools import Tools
+from joulie_controller.settings import FacilitySettings, NodeSettings, PolicySettings, PrometheusSettings, Settings
+from joulie_controller.telemetry.prometheus import FacilityReader, PowerReader
+from joulie_localcluster.procs import ProcessGroup
+from joulie_localcluster.prometheus import Prometheus, start_prometheus
+from joulie_localcluster.prometheus import PrometheusSettings as ServerSettings
+from joulie_localcluster.tools import Tools
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
@@ -98,8 +99,8 @@ def test_measured_power_reaches_the_twin_and_garbage_is_rejected(
     wait_for(prometheus, f'hw_power_watts{{k8s_node_name="{parts}"}}')
 
     ctl = controller(kube_api, suite, fake_clock())
-    ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prometheus.url,
-                            power_rate_window="1m")
+    ctl.settings = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                            prometheus=PrometheusSettings(url=prometheus.url, rate_window="1m"))
     ctl.power = PowerReader(ctl.settings)
     ctl.tick()
 
@@ -128,8 +129,8 @@ def test_measured_power_reaches_the_twin_and_garbage_is_rejected(
     assert any(negative in r.getMessage() and "powerGauge" in r.getMessage() and "negative" in r.getMessage()
                for r in caplog.records)
     # NODE_POWER_SCOPE=host: component sums are not host power, so that node has no data.
-    ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prometheus.url,
-                            power_rate_window="1m", node_power_scope="host")
+    ctl.settings = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                            prometheus=PrometheusSettings(url=prometheus.url, rate_window="1m", power_scope="host"))
     ctl.power = PowerReader(ctl.settings)
     ctl.tick()
     assert measurement(parts)["source"] == "prometheus-no-data"
@@ -140,8 +141,8 @@ def test_prometheus_down_means_no_data_not_a_crash(kube_api: k8s.ApiClient, suit
     core = k8s.CoreV1Api(kube_api)
     make_node(core, f"down-{suite}", suite)
     ctl = controller(kube_api, suite, fake_clock())
-    ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address="http://127.0.0.1:9",
-                            prometheus_timeout_s=1)
+    ctl.settings = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                            prometheus=PrometheusSettings(url="http://127.0.0.1:9", timeout_s=1))
     ctl.power = PowerReader(ctl.settings)
     summary = ctl.tick()
     assert summary.leader and summary.failures == 0
@@ -158,7 +159,7 @@ def test_unpromoted_node_attribute_is_joined_from_target_info(
     group = ProcessGroup()
     strategy, naming = ("NoUTF8EscapingWithSuffixes", "utf8-suffixes") if utf8 else ("UnderscoreEscapingWithSuffixes", "underscore-suffixes")
     prom = start_prometheus(test_tools, tmp_path / "prom-unpromoted", group,
-                            PrometheusSettings(promote_resource_attributes=[], translation_strategy=strategy))
+                            ServerSettings(promote_resource_attributes=[], translation_strategy=strategy))
     try:
         node = f"unpromoted-{'utf8-' if utf8 else ''}{suite}"
         make_node(k8s.CoreV1Api(kube_api), node, suite)
@@ -170,8 +171,8 @@ def test_unpromoted_node_attribute_is_joined_from_target_info(
         assert prom.query(f"{power}}}")  # but there, under this spelling
         for promoted, expected in ((True, "prometheus-no-data"), (False, "prometheus")):
             ctl = controller(kube_api, suite, fake_clock())
-            ctl.settings = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prom.url,
-                                    node_attributes_promoted=promoted, metric_naming=naming)
+            ctl.settings = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                                    prometheus=PrometheusSettings(url=prom.url, node_attribute_promoted=promoted, metric_naming=naming))
             ctl.power = PowerReader(ctl.settings)
             ctl.tick()
             pm = twin_raw(kube_api, node)["status"]["powerMeasurement"]
@@ -221,8 +222,10 @@ def test_facility_readings_shape_the_twin(kube_api: k8s.ApiClient, prometheus: P
         agent.apply(NODE_HARDWARE, node, NodeHardware.model_validate({"spec": {"nodeName": node}}))
         agent.apply_status(NODE_HARDWARE, node, {"cpu": {"model": "epyc", "sockets": 2,
                                                          "capRange": {"maxWattsPerSocket": 300}}})
-    s = Settings(node_selector=f"test.joulie.io/suite={suite}", prometheus_address=prometheus.url,
-                 enable_facility_metrics=True, static_hp_frac=1.0)
+    s = Settings(nodes=NodeSettings(selector=f"test.joulie.io/suite={suite}"),
+                 prometheus=PrometheusSettings(url=prometheus.url),
+                 facility=FacilitySettings(enabled=True),
+                 policy=PolicySettings(static_hp_frac=1.0))
     ctl = controller(kube_api, suite, fake_clock())
     ctl.settings, ctl.power, ctl.facility_reader = s, PowerReader(s), FacilityReader(s)
     ctl.tick()

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
+
 import pytest
 
+from joulie_api.controller_env import CONTROLLER_ENV
 from joulie_controller.settings import GpuModelCaps, Settings, SettingsError, parse_duration_s, selector_matches
 
 
 def test_defaults_match_the_reference() -> None:
     s = Settings.from_env({})
-    assert (s.reconcile_interval_s, s.policy_type, s.static_hp_frac, s.queue_hp_base_frac) == (
+    assert (s.reconcile.interval_s, s.policy.type, s.policy.static_hp_frac, s.policy.queue_hp_base_frac) == (
         60, "static_partition", 0.5, 0.6)
-    assert (s.cpu_eco_pct, s.gpu_eco_pct, s.eco_cap_w, s.performance_cap_w) == (60, 60, 120, 5000)
-    assert not s.enable_facility_metrics and not s.leader_elect
-    assert s.status_refresh_s < 300  # inside the extender's staleness threshold
+    assert (s.caps.cpu_eco_pct, s.caps.gpu_eco_pct, s.caps.eco_cap_w, s.caps.performance_cap_w) == (60, 60, 120, 5000)
+    assert not s.facility.enabled and not s.leader.elect
+    assert s.reconcile.status_refresh_s < 300  # inside the extender's staleness threshold
 
 
 def test_values_are_parsed_with_units() -> None:
@@ -21,9 +24,10 @@ def test_values_are_parsed_with_units() -> None:
                            "POLICY_TYPE": "queue_aware_v1", "QUEUE_HP_MIN": "2",
                            "GPU_MODEL_CAPS_JSON": '{"a100": {"minCapWatts": 150, "maxCapWatts": 400}}',
                            "GPU_PRODUCT_LABEL_KEYS": "a, b"})
-    assert (s.reconcile_interval_s, s.status_refresh_s, s.leader_elect, s.queue_hp_min) == (5, 90, True, 2)
-    assert s.gpu_model_caps == {"a100": GpuModelCaps(150, 400)}
-    assert s.gpu_product_label_keys == ("a", "b")
+    assert (s.reconcile.interval_s, s.reconcile.status_refresh_s) == (5, 90)
+    assert (s.leader.elect, s.policy.queue_hp_min) == (True, 2)
+    assert s.caps.gpu_model_caps == {"a100": GpuModelCaps(150, 400)}
+    assert s.caps.gpu_product_label_keys == ("a", "b")
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -31,13 +35,14 @@ def test_values_are_parsed_with_units() -> None:
     ({"STATIC_HP_FRAC": "half"}, "STATIC_HP_FRAC='half': expected a number"),
     ({"LEADER_ELECT": "maybe"}, "LEADER_ELECT='maybe': expected true or false"),
     ({"POLICY_TYPE": "turbo"}, "POLICY_TYPE='turbo': expected one of"),
-    ({"GPU_MODEL_CAPS_JSON": "{"}, "GPU_MODEL_CAPS_JSON: not valid JSON"),
-    ({"POLICY_TYPE": "cluster_power_budget"}, "CLUSTER_POWER_BUDGET_W must be > 0"),
+    ({"GPU_MODEL_CAPS_JSON": "{"}, "GPU_MODEL_CAPS_JSON='{': expected valid JSON"),
+    ({"POLICY_TYPE": "cluster_power_budget"},
+     "CLUSTER_POWER_BUDGET_W='0': expected more than 0 watts with POLICY_TYPE=cluster_power_budget"),
     ({"OTEL_METRIC_NAMING": "dots"}, "OTEL_METRIC_NAMING='dots'"),
     ({"NODE_POWER_SCOPE": "rack"}, "NODE_POWER_SCOPE='rack'"),
-    ({"WRITE_CONCURRENCY": "0"}, "WRITE_CONCURRENCY=0: expected 1 to 64 Nodes at once"),
+    ({"WRITE_CONCURRENCY": "0"}, "WRITE_CONCURRENCY='0': expected 1 to 64 Nodes at once"),
     ({"WRITE_CONCURRENCY": "many"}, "WRITE_CONCURRENCY='many': expected an integer"),
-    ({"STATUS_DEADBAND_PCT": "25"}, "STATUS_DEADBAND_PCT=25: expected 0 to 10 percent"),
+    ({"STATUS_DEADBAND_PCT": "25"}, "STATUS_DEADBAND_PCT='25': expected 0 to 10 percent"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace("{", r"\{")):
@@ -57,29 +62,47 @@ def test_node_selector() -> None:
 
 
 def test_a_cap_percentage_below_what_the_crd_accepts_is_refused_naming_the_variable() -> None:
-    with pytest.raises(SettingsError, match=r"CPU_ECO_CAP_PCT_OF_MAX=5: below the 10 % of max"):
+    with pytest.raises(SettingsError,
+                       match=r"CPU_ECO_CAP_PCT_OF_MAX='5': expected 0 for no cap, or at least 10: below the 10 % of max"):
         Settings.from_env({"CPU_ECO_CAP_PCT_OF_MAX": "5"})
-    assert Settings.from_env({"GPU_ECO_CAP_PCT_OF_MAX": "0"}).gpu_eco_pct == 0.0  # 0 still disables the GPU intent
+    assert Settings.from_env({"GPU_ECO_CAP_PCT_OF_MAX": "0"}).caps.gpu_eco_pct == 0.0  # 0 still disables the GPU intent
 
 
 def test_the_power_policy_is_off_by_default_and_its_settings_read_with_units() -> None:
     s = Settings.from_env({})
-    assert s.power_policy == "none"
-    assert (s.suspend_after_s, s.suspend_timeout_s, s.resume_timeout_s) == (600, 300, 900)
-    assert (s.suspend_min_powered, s.suspend_max_concurrent, s.suspend_pool_label) == (1, 2, "joulie.io/pool")
+    assert s.suspend.power_policy == "none"
+    assert (s.suspend.after_s, s.suspend.timeout_s, s.suspend.resume_timeout_s) == (600, 300, 900)
+    assert (s.suspend.min_powered, s.suspend.max_concurrent, s.suspend.pool_label) == (1, 2, "joulie.io/pool")
     on = Settings.from_env({"POWER_POLICY": "idle_suspend_v1", "SUSPEND_AFTER": "2m", "RESUME_TIMEOUT": "5m",
                             "SUSPEND_MIN_POWERED": "0", "SUSPEND_POOL_LABEL": "sim.joulie.io/pool"})
-    assert (on.power_policy, on.suspend_after_s, on.resume_timeout_s, on.suspend_min_powered) == (
+    assert (on.suspend.power_policy, on.suspend.after_s, on.suspend.resume_timeout_s, on.suspend.min_powered) == (
         "idle_suspend_v1", 120, 300, 0)
-    assert on.suspend_pool_label == "sim.joulie.io/pool"
+    assert on.suspend.pool_label == "sim.joulie.io/pool"
 
 
 @pytest.mark.parametrize(("env", "message"), [
     ({"POWER_POLICY": "sleep"}, "POWER_POLICY='sleep': expected one of none, idle_suspend_v1"),
-    ({"SUSPEND_MAX_CONCURRENT": "0"}, "SUSPEND_MAX_CONCURRENT=0: expected at least 1"),
-    ({"SUSPEND_MIN_POWERED": "-1"}, "SUSPEND_MIN_POWERED=-1: expected 0 or more"),
+    ({"SUSPEND_MAX_CONCURRENT": "0"}, "SUSPEND_MAX_CONCURRENT='0': expected at least 1"),
+    ({"SUSPEND_MIN_POWERED": "-1"}, "SUSPEND_MIN_POWERED='-1': expected 0 or more"),
     ({"SUSPEND_AFTER": "0"}, "SUSPEND_AFTER='0': expected a positive duration"),
 ])
 def test_bad_power_settings_name_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         Settings.from_env(env)
+
+
+def test_the_shared_grammar_reads_milliseconds_percent_signs_and_empty_as_unset() -> None:
+    s = Settings.from_env({"NODE_POWER_PROMETHEUS_TIMEOUT": "500ms", "CPU_ECO_CAP_PCT_OF_MAX": "55%",
+                           "SUSPEND_AFTER": "1h30m", "STATIC_HP_FRAC": "", "NODE_SELECTOR": ""})
+    assert (s.prometheus.timeout_s, s.caps.cpu_eco_pct, s.suspend.after_s) == (0.5, 55.0, 5400.0)
+    assert s.policy.static_hp_frac == 0.5  # empty: the default
+    assert s.nodes.selector == ""  # text: empty is a value (every node)
+
+
+def test_every_setting_has_its_variable_and_every_variable_a_setting() -> None:
+    s = Settings()
+    paths = set()
+    for f in fields(s):
+        group = getattr(s, f.name)
+        paths |= {f"{f.name}.{g.name}" for g in fields(group)} if is_dataclass(group) else {f.name}
+    assert paths == set(CONTROLLER_ENV)

@@ -65,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from joulie_api.kubeconfig import api_client
-    from joulie_extender.app import create_app
-    from joulie_extender.cache import CacheEvents, StateCache, WatchCache
-    from joulie_extender.metrics import Metrics
-    from joulie_extender.server import UVICORN_HTTP
+    from joulie_extender.cache.store import StateCache
+    from joulie_extender.cache.watch import CacheEvents, WatchCache
+    from joulie_extender.http.app import create_app
+    from joulie_extender.http.metrics import Metrics
+    from joulie_extender.http.server import UVICORN_HTTP
 
     metrics = Metrics()
     cache: StateCache

@@ -20,19 +20,19 @@ from kubernetes import client as k8s
 from joulie_api.backoff import Backoff
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
-from joulie_extender import app as app_module
 from joulie_extender import cli
-from joulie_extender.app import create_app
-from joulie_extender.cache import WatchCache
-from joulie_extender.server import ServerThread
+from joulie_extender.cache.watch import WatchCache
+from joulie_extender.http import routes
+from joulie_extender.http.app import create_app
+from joulie_extender.http.server import ServerThread
 from joulie_extender.settings import Settings
-from joulie_extender.wire import ExtenderArgs, parse_extender_args
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.kwok import KWOK_TAINT_KEY
-from joulie_testinfra.nodes import create_node
-from joulie_testinfra.procs import ManagedProcess, free_port
-from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
-from joulie_testinfra.tools import Tools
+from joulie_extender.wire.scheduler import ExtenderArgs, parse_extender_args
+from joulie_localcluster.controlplane import ControlPlane
+from joulie_localcluster.kwok import KWOK_TAINT_KEY
+from joulie_localcluster.nodes import create_node
+from joulie_localcluster.procs import ManagedProcess, free_port
+from joulie_localcluster.scheduler import ExtenderConfig, start_scheduler
+from joulie_localcluster.tools import Tools
 from joulie_testinfra.waiting import eventually
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
@@ -68,7 +68,7 @@ def stack(
         return args
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(app_module, "parse_extender_args", recording_parse)
+    patch.setattr(routes, "parse_extender_args", recording_parse)
     server = ServerThread(create_app(cache, Settings()), free_port()).start()
     # weight 5 as in the original's CI; ignorable so a dead extender never blocks scheduling.
     scheduler = start_scheduler(test_tools, control_plane, extender=ExtenderConfig(

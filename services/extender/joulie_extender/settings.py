@@ -1,55 +1,44 @@
-"""Extender settings from flags and environment variables."""
+"""Extender settings from flags and environment variables.
+
+Values follow the one settings grammar of every Joulie component (`joulie_common.settingsgrammar`):
+durations such as `250ms`, `300s`, `5m` or `1h30m` (a bare number is seconds), finite numbers within
+their bounds; an error names the variable and its value."""
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Final
 
-from joulie_extender.powerest import Coefficients
+from joulie_common.settingsgrammar import SettingError, parse_duration, parse_float, read_env
+from joulie_extender.rules.powerest import Coefficients
 
 DEFAULT_ADDR: Final = "127.0.0.1:9876"
 DEFAULT_STALENESS_S: Final = 300.0
 DEFAULT_MAX_BODY_BYTES: Final = 16 * 2**20
 
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-class SettingsError(ValueError):
-    """A setting with a value that cannot be used; the message names the variable."""
+SettingsError = SettingError
+"""The extender's name for a setting it cannot use (the CLI catches it): the grammar's error."""
 
 
 def parse_duration_s(name: str, text: str) -> float:
-    """'300', '300s', '5m', '1.5h', '250ms' -> seconds."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise SettingsError(f"{name}={text!r}: expected a duration such as 300s, 5m or 1h")
-    return float(match.group(1)) * _UNIT_S[match.group(2)]
+    """'300', '300s', '5m', '1.5h', '1h30m', '250ms' -> seconds (0 or more)."""
+    return parse_duration(name, text)
 
 
 def split_addr(name: str, addr: str) -> tuple[str, int]:
     """'host:port' -> (host, port); an empty host means every interface (0.0.0.0)."""
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise SettingsError(f"{name}={addr!r}: expected host:port, e.g. 127.0.0.1:9876")
+        raise SettingError(name, addr, "host:port, e.g. 127.0.0.1:9876")
     return (host or "0.0.0.0"), int(port)
 
 
-def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a number") from None
-    if not lo <= value <= hi:
-        raise SettingsError(f"{name}={raw!r}: expected a number in [{lo}, {hi}]")
-    return value
+def _number_in(lo: float, hi: float) -> Callable[[str, str], float]:
+    """A finite number within [lo, hi]."""
+    return lambda name, raw: parse_float(name, raw, lo=lo, hi=hi)
 
 
 @dataclass(frozen=True)
@@ -87,16 +76,18 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        staleness_s = DEFAULT_STALENESS_S
-        if env.get("TWIN_STALENESS_THRESHOLD"):
-            staleness_s = parse_duration_s("TWIN_STALENESS_THRESHOLD", env["TWIN_STALENESS_THRESHOLD"])
-        max_body = int(_float(env, "EXTENDER_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1024, 2**31))
+        staleness_s = read_env(env, "TWIN_STALENESS_THRESHOLD", parse_duration_s, DEFAULT_STALENESS_S)
+        # A number, as before (1e6 reads as 1000000 bytes); whole bytes, the fraction dropped.
+        max_body = int(read_env(env, "EXTENDER_MAX_BODY_BYTES", _number_in(1024, 2**31), float(DEFAULT_MAX_BODY_BYTES)))
         base = Coefficients()
+        fraction = _number_in(0, 1)
         coeffs = Coefficients(
-            cpu_util_coeff=_float(env, "MARGINAL_CPU_UTIL_COEFF", base.cpu_util_coeff, 0, 1),
-            gpu_util_coeff_standard=_float(env, "MARGINAL_GPU_UTIL_COEFF_STANDARD", base.gpu_util_coeff_standard, 0, 1),
-            gpu_util_coeff_performance=_float(
-                env, "MARGINAL_GPU_UTIL_COEFF_PERFORMANCE", base.gpu_util_coeff_performance, 0, 1
+            cpu_util_coeff=read_env(env, "MARGINAL_CPU_UTIL_COEFF", fraction, base.cpu_util_coeff),
+            gpu_util_coeff_standard=read_env(
+                env, "MARGINAL_GPU_UTIL_COEFF_STANDARD", fraction, base.gpu_util_coeff_standard
+            ),
+            gpu_util_coeff_performance=read_env(
+                env, "MARGINAL_GPU_UTIL_COEFF_PERFORMANCE", fraction, base.gpu_util_coeff_performance
             ),
         )
         return cls(env.get("EXTENDER_ADDR") or DEFAULT_ADDR, staleness_s, max_body, coeffs, env.get("METRICS_ADDR", ""))

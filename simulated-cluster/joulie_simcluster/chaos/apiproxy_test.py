@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from joulie_localcluster.certs import make_pki
+from joulie_localcluster.controlplane import write_kubeconfig
+from joulie_localcluster.procs import free_port
 from joulie_simcluster.chaos.apifaults import ApiFault, answer
 from joulie_simcluster.chaos.apiproxy import serve
 from joulie_simcluster.chaos.catalogue import FAULTS, Step
@@ -23,9 +26,6 @@ from joulie_simcluster.chaos.inject import inject
 from joulie_simcluster.deploy.proxied import proxied_kubeconfig
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.certs import make_pki
-from joulie_testinfra.controlplane import write_kubeconfig
-from joulie_testinfra.procs import free_port
 
 
 class _Upstream(BaseHTTPRequestHandler):

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from joulie_localcluster.procs import ManagedProcess
 from joulie_simcluster.chaos.catalogue import FAULTS, Step
 from joulie_simcluster.chaos.inject import GARBAGE, LIBFAKETIME, inject
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.state import StateDir, pid_key
-from joulie_testinfra.procs import ManagedProcess
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from joulie_common.yamlload import YamlError, load_yaml_all
+from joulie_localcluster.tools import ToolMissingError
 from joulie_simcluster.agents import agent_daemonset
 from joulie_simcluster.deploy.values import load_values
 from joulie_simcluster.spec import SpecError
-from joulie_testinfra.tools import ToolMissingError
 
 CHART_DIR = Path("charts/joulie")
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
+from joulie_localcluster.controlplane import ControlPlane
+from joulie_localcluster.procs import ManagedProcess, free_port
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy.start import ensure_namespace
 from joulie_simcluster.timing import timing
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.procs import ManagedProcess, free_port
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

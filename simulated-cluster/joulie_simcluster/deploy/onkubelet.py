@@ -31,8 +31,9 @@ import yaml
 from joulie_simcluster.context import Context
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.errors import RuntimeFailure
-from joulie_simcluster.runtimes import kubelet
-from joulie_simcluster.runtimes.kubelet_config import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
+from joulie_simcluster.runtimes.kubelet import chart as kubelet_chart
+from joulie_simcluster.runtimes.kubelet.chart_values import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
+from joulie_simcluster.runtimes.kubelet.host import share_mount
 from joulie_simcluster.state import StateDir
 
 HOST_PROCESSES = ("simulator", "workload")
@@ -153,24 +154,24 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
     last = [c for c in host if c.name == "workload"]
     ports = host_ports([c.node for c in pods if c.component == "agent"], str(state.root))
     pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports)  # what this runtime cannot deploy fails here, first
-    kubelet.share_mount(plan.hwemu_root, progress)
+    share_mount(plan.hwemu_root, progress)
     started = start_processes(ctx, first, env)
     write_tool_hosts(plan, pp)
-    values = kubelet.chart_values_file(state)
+    values = kubelet_chart.chart_values_file(state)
     values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))
     env["HELM_VALUES"] = ",".join(str(p) for p in [*values_files, values])
     env["CONTROLLER_METRICS"] = f"{cluster['NODE_IP']}:{pp.controller_metrics_port}"
-    env["HELM_S"] = f"{kubelet.helm_install(state, [*values_files, values], progress):.1f}"
-    env.update(kubelet.record_pods(state, urls))
+    env["HELM_S"] = f"{kubelet_chart.helm_install(state, [*values_files, values], progress):.1f}"
+    env.update(kubelet_chart.record_pods(state, urls))
     state.write_deploy_env(env)
-    kubelet.show_release(state, progress.out)
+    kubelet_chart.show_release(state, progress.out)
     return started + len(pods) + start_processes(ctx, last, env)
 
 
 def stop_previous(state: StateDir, progress: Callable[[str], None]) -> None:
     """Before a deploy: the last deploy's host processes stop; its Pods stay for helm to upgrade (the
     process runtime's stray search would take containerd's shims, which name the state dir)."""
-    kubelet.stop_host_processes(state, progress)
+    kubelet_chart.stop_host_processes(state, progress)
 
 
 def restart_controller(state: StateDir, env_update: Mapping[str, str], progress: Callable[[str], None]) -> int:
@@ -181,14 +182,14 @@ def restart_controller(state: StateDir, env_update: Mapping[str, str], progress:
     files = [Path(p) for p in env.get("HELM_VALUES", "").split(",") if p]
     if not files:
         raise RuntimeFailure(f"no chart install recorded in {state.deploy_env}; run simcluster deploy")
-    extra = kubelet.chart_values_file(state).with_name("chart-values.update.yaml")
+    extra = kubelet_chart.chart_values_file(state).with_name("chart-values.update.yaml")
     files = [f for f in files if f != extra]  # a second update replaces the first
     update: dict[str, Any] = {"controllerManager": {"env": dict(env_update)}}
     extra.write_text(yaml.safe_dump(update, sort_keys=False))
     old = env.get("PID_controller-manager", "")
-    kubelet.helm_install(state, [*files, extra], progress)
+    kubelet_chart.helm_install(state, [*files, extra], progress)
     urls = {k.removeprefix("URL_"): v for k, v in env.items() if k.startswith("URL_")}
-    new = kubelet.record_pods(state, urls)
+    new = kubelet_chart.record_pods(state, urls)
     if new.get("PID_controller-manager", old) == old:
         raise RuntimeFailure("helm upgrade did not recreate the controller manager's Pod")
     env = {**(state.read_deploy_env() or env), **new, "HELM_VALUES": ",".join(str(p) for p in [*files, extra])}

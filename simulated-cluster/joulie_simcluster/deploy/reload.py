@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from joulie_localcluster.procs import ManagedProcess
 from joulie_simcluster.deploy.binaries import DIST_PEXES, install_binaries
 from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
 from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import ManagedProcess
 
 
 def _commands(state: StateDir) -> dict[str, dict[str, Any]]:

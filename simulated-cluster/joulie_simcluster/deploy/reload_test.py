@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from joulie_localcluster.procs import ManagedProcess
 from joulie_simcluster.deploy.binaries import DIST_PEXES
 from joulie_simcluster.deploy.reload import reload
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import ManagedProcess
 
 
 @pytest.fixture

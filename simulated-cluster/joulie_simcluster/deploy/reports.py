@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from joulie_common.sharding import owns_node  # the rule the agents shard by, not a copy
+from joulie_localcluster.procs import tail
 from joulie_simcluster.deploy.processes import deployed_alive, recorded_deploy_pids
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.kube import NODEHARDWARES, NODETWINS, kube_list
 from joulie_simcluster.runtimes.pids import pid_alive
 from joulie_simcluster.state import StateDir
 from joulie_simcluster.state import pid_key as cluster_pid_key
-from joulie_testinfra.procs import tail
 
 
 def http_ok(url: str, timeout_s: float = 2.0) -> tuple[bool, str]:

@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
+from joulie_localcluster.procs import ManagedProcess, free_port, tail
 from joulie_simcluster import telemetry
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
@@ -38,11 +39,11 @@ from joulie_simcluster.runtimes import power
 from joulie_simcluster.runtimes.kube import core_api
 from joulie_simcluster.runtimes.pids import start_ticks
 from joulie_simcluster.runtimes.process import cluster_live
+from joulie_simcluster.runtimes.registry import recorded_runtime
 from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.smoke.load import smoke_jobs
 from joulie_simcluster.spec import ClusterSpec
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import ManagedProcess, free_port, tail
 from joulie_workload.trace import TraceError, load_trace, write_trace
 
 
@@ -88,7 +89,7 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     t0 = time.monotonic()
     state, progress, settings = ctx.state, ctx.progress, ctx.settings
     cluster = _live_cluster(state, settings.hwemu)
-    on_kubelet = cluster.get("SIMCLUSTER_RUNTIME") == "kubelet"  # the chart's components as Pods (KUBELET.md)
+    on_kubelet = recorded_runtime(cluster).components_as_pods  # the chart's components as Pods (KUBELET.md)
     if on_kubelet:
         from joulie_simcluster.deploy import onkubelet  # it uses this module's _start
         onkubelet.check_mode(settings.hwemu)
@@ -171,7 +172,8 @@ def _live_cluster(state: StateDir, mode: str) -> dict[str, str]:
         raise RuntimeFailure(f"no live cluster in {state.root} ({why}); run simcluster up first")
     if "PROMETHEUS_URL" not in cluster or "EXTENDER_PORT" not in cluster:
         raise RuntimeFailure(f"{state.cluster_env} is from an older simcluster (no Prometheus); run simcluster down, then up")
-    if mode == "fuse" and cluster.get("SIMCLUSTER_RUNTIME") != "kubelet" and not Path("/dev/fuse").exists():
+    # A runtime that deploys the components as Pods refuses the FUSE view itself (deploy.onkubelet).
+    if mode == "fuse" and not recorded_runtime(cluster).components_as_pods and not Path("/dev/fuse").exists():
         raise RuntimeFailure("SIMCLUSTER_HWEMU=fuse needs /dev/fuse; use SIMCLUSTER_HWEMU=files on this machine")
     return cluster
 

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from kubernetes import client as k8s
 
-from joulie_simcluster.context import RenderedSpec
+from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.progress import Progress
+from joulie_simcluster.runtimes import process
 from joulie_simcluster.runtimes.k3s_config import (
     AIRGAP_BUNDLE,
     AIRGAP_DIR,
@@ -59,6 +60,7 @@ from joulie_simcluster.runtimes.k3s_config import (
     shared_mount_argv,
 )
 from joulie_simcluster.runtimes.kube import apply_nodes, core_api, list_nodes, node_ready
+from joulie_simcluster.runtimes.runtime import K3S, RECORD_KEY, StopDeployed, UpRequest
 from joulie_simcluster.settings import HwemuMode
 from joulie_simcluster.state import StateDir
 
@@ -340,7 +342,7 @@ def up_k3s(state: StateDir, rendered: RenderedSpec, options: K3sOptions, progres
             time.sleep(1.0)
     import_images(images, _import_one(docker, name), lambda: _running(docker, name), progress)
     env = {
-        "SIMCLUSTER_RUNTIME": "k3s",
+        RECORD_KEY: K3S,
         "CONTAINER": name,
         "K3S_IMAGE": pin.image,
         "API_URL": f"https://127.0.0.1:{port}",
@@ -376,3 +378,29 @@ def down_k3s(state: StateDir, *, name: str, docker_host: str | None = None, keep
     for path in (state.kubeconfig, state.cluster_env):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+class K3sRuntime:
+    """The seed's runtime, ``up`` only (:class:`~joulie_simcluster.runtimes.runtime.Runtime`): the
+    smoke runs on the process runtime, and ``status`` reads cluster.env as the process runtime does."""
+
+    name = K3S
+    components_as_pods = False
+    runs_smoke = False
+
+    def up(self, ctx: Context, rendered: RenderedSpec, request: UpRequest) -> str:
+        # One privileged k3s container (simulated-cluster/K3S.md for where it stops here), its pod
+        # capacity sized by the agents the chart's DaemonSet would run.
+        settings = ctx.settings
+        options = K3sOptions(name=settings.name, agents=request.eligible_agents(), hwemu=settings.hwemu)
+        return up_k3s(ctx.state, rendered, options, ctx.progress)
+
+    def status(self, state: StateDir) -> int:
+        return process.status(state)
+
+    def down(self, ctx: Context, stop_deployed: StopDeployed) -> None:
+        down_k3s(ctx.state, name=ctx.settings.name, keep_volumes=ctx.settings.keep)
+        ctx.progress(f"removed the k3s container {ctx.settings.name}")
+
+    def release(self, state: StateDir, progress: Progress, stop_deployed: StopDeployed) -> None:
+        process.ProcessRuntime().release(state, progress, stop_deployed)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
+from joulie_localcluster.controlplane import EXTENDED_RESOURCE_TOLERATION
+from joulie_localcluster.tools import parse_env_file
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.settings import HwemuMode
-from joulie_testinfra.controlplane import EXTENDED_RESOURCE_TOLERATION
-from joulie_testinfra.tools import parse_env_file
 
 K3S_DATA = "/var/lib/rancher/k3s"
 HWEMU_ROOT = "/var/lib/joulie-hwemu"

@@ -20,10 +20,10 @@ from kubernetes import config as k8s_config
 
 from joulie_api import names
 from joulie_api.backoff import Backoff
+from joulie_localcluster.procs import tail
 from joulie_simcluster.context import RenderedSpec
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import tail
 
 FIELD_MANAGER = "simcluster"
 NODEHARDWARES = f"/apis/{names.GROUP}/{names.VERSION}/nodehardwares"

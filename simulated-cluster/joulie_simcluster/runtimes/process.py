@@ -2,7 +2,7 @@
 
 ``up`` starts etcd, kube-apiserver (Joulie CRDs applied), kube-scheduler, KWOK, Prometheus and, in
 the telemetry modes otel-collector and otel-bridge, an OpenTelemetry Collector through
-:mod:`joulie_testinfra` with the state directory as work dir, records their PIDs in cluster.env and
+:mod:`joulie_localcluster` with the state directory as work dir, records their PIDs in cluster.env and
 leaves them running; a later ``up`` reuses a live recorded cluster. ``up`` then applies the spec's
 fake Nodes (server-side apply, :func:`joulie_simcluster.runtimes.kube.apply_nodes`), deletes simulated
 Nodes the spec no longer names, and waits until KWOK reports every one Ready. ``status`` and ``down``
@@ -22,12 +22,20 @@ from typing import TextIO
 
 from kubernetes import client as k8s
 
+from joulie_localcluster.controlplane import ControlPlane, start_control_plane
+from joulie_localcluster.kwok import start_kwok
+from joulie_localcluster.otelcol import Otelcol, start_otelcol
+from joulie_localcluster.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port
+from joulie_localcluster.prometheus import PrometheusSettings, start_prometheus
+from joulie_localcluster.scheduler import ExtenderConfig, start_scheduler
+from joulie_localcluster.tools import ToolMissingError, load_tools
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes.kube import api_ready, apply_nodes, core_api, list_nodes, node_ready
 from joulie_simcluster.runtimes.pids import pid_alive, stop_pid
+from joulie_simcluster.runtimes.runtime import DEFAULT_CRD_DIR, PROCESS, RECORD_KEY, StopDeployed, UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.runtimes.supervision.backoff import policy_of
 from joulie_simcluster.runtimes.supervision.lock import changing
@@ -39,16 +47,6 @@ from joulie_simcluster.runtimes.supervision.processes import (
 )
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key, recorded_pids
 from joulie_simcluster.timing import Timing, duration
-from joulie_testinfra.controlplane import ControlPlane, start_control_plane
-from joulie_testinfra.kwok import start_kwok
-from joulie_testinfra.otelcol import Otelcol, start_otelcol
-from joulie_testinfra.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port
-from joulie_testinfra.prometheus import PrometheusSettings, start_prometheus
-from joulie_testinfra.scheduler import ExtenderConfig, start_scheduler
-from joulie_testinfra.tools import ToolMissingError, load_tools
-
-DEFAULT_CRD_DIR = Path("charts/joulie/crds")
-
 
 # --- cluster liveness -------------------------------------------------------------------------
 
@@ -148,7 +146,7 @@ def _start_processes(
     cluster_commands_path(state).unlink(missing_ok=True)
     record_cluster_commands(state, cp.group.procs)  # how the supervisor starts each again, on this data
     env = {
-        "SIMCLUSTER_RUNTIME": "process",
+        RECORD_KEY: PROCESS,
         "API_URL": cp.url,
         "API_PORT": cp.url.rsplit(":", 1)[-1],
         "ETCD_PORT": _port_of(list(procs["etcd"].argv), "--listen-client-urls"),
@@ -373,3 +371,28 @@ def down(state: StateDir, *, keep: bool, progress: Progress | None = None) -> in
             state.root.rmdir()  # only when nothing (no runs/) is left
         progress(f"stopped {stopped} processes; removed {state.root} (runs/ kept)")
     return stopped
+
+
+class ProcessRuntime:
+    """The default runtime: every component a local process (:class:`~joulie_simcluster.runtimes.runtime.Runtime`)."""
+
+    name = PROCESS
+    components_as_pods = False
+    runs_smoke = True
+
+    def up(self, ctx: Context, rendered: RenderedSpec, request: UpRequest) -> str:
+        return up(ctx, rendered, crd_dir=request.crd_dir, telemetry_mode=request.telemetry_mode)
+
+    def status(self, state: StateDir) -> int:
+        return status(state)
+
+    def down(self, ctx: Context, stop_deployed: StopDeployed) -> None:
+        state, progress = ctx.state, ctx.progress
+        if supervisor.stop(state):  # first: nothing may restart what down stops
+            progress("stopped the supervisor")
+        stop_deployed(state, progress)
+        down(state, keep=ctx.settings.keep, progress=progress)
+
+    def release(self, state: StateDir, progress: Progress, stop_deployed: StopDeployed) -> None:
+        stop_deployed(state, progress)
+        down(state, keep=True, progress=progress)

@@ -12,8 +12,8 @@ import urllib.request
 from collections.abc import Collection, Mapping
 from typing import Any, cast
 
-from joulie_controller.promql import MetricNaming, power_queries
-from joulie_controller.settings import Settings as ControllerSettings
+from joulie_controller.api import MetricNaming, power_queries
+from joulie_controller.api import Settings as ControllerSettings
 from joulie_simcluster import telemetry
 from joulie_simcluster.chaos import observe as health
 from joulie_simcluster.context import Context, RenderedSpec
@@ -35,7 +35,8 @@ def cluster_power_query(telemetry_mode: str, power_scope: str, timing: Timing) -
     components' (as smoke S06 compares)."""
     tmode = telemetry.mode(telemetry_mode)
     s = ControllerSettings.from_env(tmode.joulie_env(power_scope))
-    q = power_queries(MetricNaming.from_setting(s.metric_naming), s.node_attribute, s.node_attributes_promoted,
+    p = s.prometheus
+    q = power_queries(MetricNaming.from_setting(p.metric_naming), p.node_attribute, p.node_attribute_promoted,
                       duration(timing.rate_window_s))
     return f"sum({q.energy_rate if tmode.truth_scope() == 'host' else q.component_energy_rate})"
 

@@ -63,6 +63,7 @@ from joulie_simcluster.smoke.results import (
     write_results,
 )
 from joulie_simcluster.smoke.summary import RunRecord, build_summary, checks_table, run_dir_name, run_status
+from joulie_simcluster.state import StateDir
 from joulie_workload.pods import LABEL_PART_OF, PART_OF
 from joulie_workload.trace import Job, TraceError, load_trace, write_trace
 
@@ -274,26 +275,62 @@ def write_timeline(run: Path, rows: list[dict[str, Any]]) -> None:
                         for k in TIMELINE_FIELDS})
 
 
+@dataclass
+class _Outcome:
+    """How the scenario's run went, for its results."""
+
+    runner: Runner
+    timeline: Timeline | None
+    aborted: str | None
+    timed_out: bool
+    images: dict[str, str]
+    peak_kib: int
+
+
 def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
     """The whole scenario; returns its exit code (summary.json's exitCode)."""
-    scenario, settings, state = options.scenario, ctx.settings, ctx.state
-    rendered = RenderedSpec.load(resolve(options.file, scenario.spec))
+    rendered = RenderedSpec.load(resolve(options.file, options.scenario.spec))
     started = dt.datetime.now(dt.UTC)
     sha, dirty = git_state()
-    state.runs.mkdir(parents=True, exist_ok=True)
-    run = state.runs / run_dir_name(started, scenario.name, settings.hwemu, sha, dirty)
-    run.mkdir(parents=True)
+    run = _run_dir(ctx.state, options.scenario, ctx.settings.hwemu, started, sha, dirty)
     log = (run / "scenario.log").open("w")
     out = Tee(sys.stderr, log)
-    progress = Progress(out=cast(TextIO, out))
+    ctx = _scenario_context(ctx, options, run, Progress(out=cast(TextIO, out)))
+    ctx.progress(f"simcluster scenario {options.scenario.name} ({options.file}): spec {rendered.name}, "
+                 f"{len(options.scenario.steps)} steps, hwemu {ctx.settings.hwemu}, timing {ctx.settings.timing.name}; "
+                 f"results in {run}")
+    outcome = _execute(ctx, rendered, options)
+    summary = _write_run(ctx, rendered, options, run, outcome, (started, sha, dirty))
+    release_cluster(ctx.state, ctx.settings.keep, ctx.progress)
+    _print_verdict(out, outcome.runner.assertions, summary, run)
+    out.flush()
+    log.close()
+    return int(summary["exitCode"])
+
+
+def _run_dir(state: StateDir, scenario: Scenario, hwemu: str, started: dt.datetime, sha: str, dirty: bool) -> Path:
+    state.runs.mkdir(parents=True, exist_ok=True)
+    run = state.runs / run_dir_name(started, scenario.name, hwemu, sha, dirty)
+    run.mkdir(parents=True)
+    return run
+
+
+def _scenario_context(ctx: Context, options: ScenarioOptions, run: Path, progress: Progress) -> Context:
+    """The run's context: progress to the run's log too, the scenario's simulator values (kept in the
+    run directory) merged last over SIMCLUSTER_SIM_EXTRA_VALUES."""
+    settings, scenario = ctx.settings, options.scenario
     (run / "scenario.yaml").write_bytes(options.file.read_bytes())
     extra = settings.sim_extra_values
     if scenario.simulator.set:
         (run / "simulator-values.yaml").write_text(yaml.safe_dump(scenario.simulator.set, sort_keys=True))
         extra = (*extra, run / "simulator-values.yaml")
-    ctx = Context(dataclasses.replace(settings, sim_extra_values=extra), state, progress)
-    progress(f"simcluster scenario {scenario.name} ({options.file}): spec {rendered.name}, {len(scenario.steps)} steps, "
-             f"hwemu {settings.hwemu}, timing {settings.timing.name}; results in {run}")
+    return Context(dataclasses.replace(settings, sim_extra_values=extra), ctx.state, progress)
+
+
+def _execute(ctx: Context, rendered: RenderedSpec, options: ScenarioOptions) -> _Outcome:
+    """Up, deploy and the steps under the scenario's deadline, sampled all along; an interruption, a
+    timeout or a failure ends the steps (every assert step not reached fails, saying why)."""
+    scenario, state, progress = options.scenario, ctx.state, ctx.progress
     sampler = MemorySampler(state)
     sampler.start()
     runner: Runner | None = None
@@ -303,7 +340,7 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
     images: dict[str, str] = {}
     deadline = Deadline(scenario.timeout_s).start()
     try:
-        process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=settings.telemetry)
+        process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=ctx.settings.telemetry)
         w = scenario.workload
         deploy(ctx, rendered, DeployOptions(options.values_files, options.daemonset_for(options.values_files),
                                             trace=resolve(options.file, w.trace) if w.trace else None))
@@ -337,20 +374,20 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
         runner = Runner(ctx, rendered, options)
     if aborted or timed_out:
         runner.not_reached(aborted or f"timed out after {scenario.timeout_s:.0f}s")
+    return _Outcome(runner, timeline, aborted, timed_out, images, sampler.peak_kib)
+
+
+def _write_run(ctx: Context, rendered: RenderedSpec, options: ScenarioOptions, run: Path, outcome: _Outcome,
+               provenance: tuple[dt.datetime, str, bool]) -> dict[str, Any]:
+    """timeline.csv and .png, the cluster's copies, summary.json (with the scenario's section) and the
+    run's results; returns the summary. `provenance`: when the run started, the commit, dirty or not."""
+    scenario, settings, state, runner = options.scenario, ctx.settings, ctx.state, outcome.runner
+    started, sha, dirty = provenance
     finished = dt.datetime.now(dt.UTC)
     assertions = runner.assertions
-    status = run_status(assertions, timed_out, aborted)
-    rows = timeline.rows if timeline is not None else []
-    write_timeline(run, rows)
-    warnings = []
-    if timeline is not None and timeline.partial:
-        warnings.append(f"{timeline.partial} of {len(rows)} timeline samples read the cluster only in part")
-    try:
-        steps = [(r.at_s, r.name) for r in runner.records if r.outcome != "not reached"]
-        plot_timeline(rows, steps, f"scenario {scenario.name} on {rendered.name} ({settings.timing.name} timing)",
-                      run / "timeline.png")
-    except Exception as e:  # - a plot that fails must not lose the run's results
-        warnings.append(f"timeline.png not drawn: {type(e).__name__}: {e}")
+    status = run_status(assertions, outcome.timed_out, outcome.aborted)
+    rows, warnings = _write_timeline_and_plot(
+        run, outcome, f"scenario {scenario.name} on {rendered.name} ({settings.timing.name} timing)")
     truth = Looker(ctx, rendered).emulate if state.read_deploy_env() else None
     collect(state, run, truth)
     with contextlib.suppress(FileNotFoundError):
@@ -358,22 +395,40 @@ def run_scenario(ctx: Context, options: ScenarioOptions) -> int:
     summary = build_summary(RunRecord(
         assertions=assertions, status=status, spec=rendered.name, mode=settings.hwemu, scope=settings.power_scope,
         timing={**settings.timing.as_env(), "SIMCLUSTER_TELEMETRY": settings.telemetry}, commit=sha, dirty=dirty,
-        images=images, started=started, finished=finished, warnings=warnings,
-        resources={"peakRssMiB": round(sampler.peak_kib / 1024, 1), "agents": len(runner.looker.agents()),
+        images=outcome.images, started=started, finished=finished, warnings=warnings,
+        resources={"peakRssMiB": round(outcome.peak_kib / 1024, 1), "agents": len(runner.looker.agents()),
                    "nodes": len(rendered.nodes)},
-        aborted=aborted,
+        aborted=outcome.aborted,
     ))
     summary["test.suite.name"] = f"{SUITE}/{scenario.name}"
     summary["scenario"] = {"name": scenario.name, "file": str(options.file), "description": scenario.description,
                            "steps": [r.as_json() for r in runner.records], "timeline": "timeline.csv",
                            "timelineSamples": len(rows), "plot": "timeline.png"}
     write_results(state, run, summary, assertions, scenario.name, settings.hwemu, finished)
-    release_cluster(state, settings.keep, progress)
+    return summary
+
+
+def _write_timeline_and_plot(run: Path, outcome: _Outcome, title: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """timeline.csv and timeline.png; returns the rows and the warnings (a partly read sample, a plot
+    that failed: it must not lose the run's results)."""
+    timeline = outcome.timeline
+    rows = timeline.rows if timeline is not None else []
+    write_timeline(run, rows)
+    warnings = []
+    if timeline is not None and timeline.partial:
+        warnings.append(f"{timeline.partial} of {len(rows)} timeline samples read the cluster only in part")
+    try:
+        steps = [(r.at_s, r.name) for r in outcome.runner.records if r.outcome != "not reached"]
+        plot_timeline(rows, steps, title, run / "timeline.png")
+    except Exception as e:  # - a plot that fails must not lose the run's results
+        warnings.append(f"timeline.png not drawn: {type(e).__name__}: {e}")
+    return rows, warnings
+
+
+def _print_verdict(out: Tee, assertions: list[ScenarioAssertion], summary: dict[str, Any], run: Path) -> None:
+    status = summary["test.suite.run.status"]  # run_status's verdict, as summary.json records it
     print("", file=out)
     print(checks_table(assertions), file=out)
     print(f"\n{status.upper()}: {sum(a.status == 'pass' for a in assertions)}/{len(assertions)} assertions passed "
           f"in {summary['wallSeconds']:.0f}s, peak memory {summary['resources']['peakRssMiB']:.0f} MiB; "
           f"{run / 'summary.json'}", file=out)
-    out.flush()
-    log.close()
-    return int(summary["exitCode"])

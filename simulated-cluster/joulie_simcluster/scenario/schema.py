@@ -222,7 +222,7 @@ class Policy(_Strict):
     @field_validator("benchmark")
     @classmethod
     def _known(cls, v: str | None, info: ValidationInfo) -> str | None:
-        # The benchmark's policy names come from the caller (joulie_bench.sim.POLICIES): importing the
+        # The benchmark's policy names come from the caller (joulie_bench.arms.ARMS): importing the
         # benchmark here would pull the controller's Kubernetes client into this pure module.
         known: Sequence[str] = (info.context or {}).get("benchmarks", ())
         if v is not None and v not in known:
@@ -378,7 +378,7 @@ def _where(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, tuple[int | 
 
 
 def parse_scenario(doc: Document, benchmarks: Collection[str]) -> Scenario:
-    """`benchmarks`: the policy names a ``policy.benchmark`` may give (``joulie_bench.sim.POLICIES``)."""
+    """`benchmarks`: the policy names a ``policy.benchmark`` may give (``joulie_bench.arms.ARMS``)."""
     if not isinstance(doc.data, dict):
         raise ScenarioError(f"{doc.source}: (top level): expected a mapping, got {type(doc.data).__name__}")
     try:

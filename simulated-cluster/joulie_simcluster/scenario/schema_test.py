@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from joulie_bench.sim import POLICIES
+from joulie_bench.arms import ARMS
 from joulie_simcluster.scenario.schema import Range, ScenarioError, load_scenario, resolve
 from joulie_simcluster.spec import load_spec
 
@@ -21,7 +21,7 @@ def test_the_shipped_scenarios_are_found() -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_every_shipped_scenario_parses_with_its_spec_values_and_traces(path: Path) -> None:
-    s = load_scenario(path, POLICIES)
+    s = load_scenario(path, ARMS)
     assert s.name == path.stem
     spec = load_spec(resolve(path, s.spec))
     assert s.asserts, "a scenario without an assert step proves nothing"
@@ -67,19 +67,19 @@ def _write(tmp: Path, text: str) -> Path:
 ])
 def test_a_bad_scenario_is_refused_naming_file_step_and_field(tmp_path: Path, steps: str, message: str) -> None:
     with pytest.raises(ScenarioError) as err:
-        load_scenario(_write(tmp_path, steps), POLICIES)
+        load_scenario(_write(tmp_path, steps), ARMS)
     assert message in str(err.value)
 
 
 def test_a_duplicate_key_and_bad_yaml_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match=r"s\.yaml: steps\.0: duplicate key 'wait' \(line 5\)"):
-        load_scenario(_write(tmp_path, "steps:\n  - wait: {seconds: 1}\n    wait: {seconds: 2}\n"), POLICIES)
+        load_scenario(_write(tmp_path, "steps:\n  - wait: {seconds: 1}\n    wait: {seconds: 2}\n"), ARMS)
     with pytest.raises(ScenarioError, match=r"s\.yaml: not valid YAML"):
-        load_scenario(_write(tmp_path, "steps: [\n"), POLICIES)
+        load_scenario(_write(tmp_path, "steps: [\n"), ARMS)
 
 
 def test_unnamed_steps_get_their_action_and_index_and_paths_are_relative_to_the_file(tmp_path: Path) -> None:
-    s = load_scenario(_write(tmp_path, "steps:\n  - wait: {seconds: 1}\n  - assert: {healthy: true}\n"), POLICIES)
+    s = load_scenario(_write(tmp_path, "steps:\n  - wait: {seconds: 1}\n  - assert: {healthy: true}\n"), ARMS)
     assert [s.step_name(i) for i in range(2)] == ["wait-0", "assert-1"] and s.asserts == [1]
     assert resolve(tmp_path / "s.yaml", "../specs/smoke.yaml") == tmp_path / "../specs/smoke.yaml"
     assert resolve(tmp_path / "s.yaml", "/abs.yaml") == Path("/abs.yaml")

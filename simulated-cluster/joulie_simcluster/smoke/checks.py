@@ -10,11 +10,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from joulie_agent.powerexport import NO_COUNTERS_REASON
+from joulie_agent.api import NO_COUNTERS_REASON
 from joulie_api import names
-from joulie_controller.twin import NEUTRAL_COOLING_STRESS, ambient_multiplier
+from joulie_controller.api import NEUTRAL_COOLING_STRESS, ambient_multiplier
 from joulie_hwprofiles.schema import Profile
-from joulie_simulator.hwsemconv import components
+from joulie_simulator.api import components
 
 Status = Literal["pass", "fail", "skipped"]
 
@@ -166,7 +166,7 @@ def expected_caps(twin: Mapping[str, Any], hardware: Mapping[str, Any]) -> tuple
     cpu_range = (status.get("cpu") or {}).get("capRange") or {}
     if "cpu.capRange" in ((status.get("inventoryResolution") or {}).get("catalogFacts") or []):
         # A datasheet range (issue 21): the controller budgets with it, the agent enforces no watts from
-        # it (joulie_agent.cpucontrol.published_cap_range_w), so a percent stays a percent for DVFS.
+        # it (joulie_agent.api.published_cap_range_w), so a percent stays a percent for DVFS.
         cpu_range = {}
     if cpu_spec.get("packagePowerCapWatts") is not None:
         cpu_w = float(cpu_spec["packagePowerCapWatts"])
@@ -278,7 +278,7 @@ def unmeasurable_nodes(nodes: Iterable[str], hardware: Mapping[str, Mapping[str,
     """Where the power comes from the agents: the Nodes no agent can measure, each with the reason.
 
     The agent's own word decides: a Node without NodeHardware has no agent, and an agent that finds
-    no counter says so in `status.quality.warnings` (joulie_agent.powerexport.NO_COUNTERS_REASON)
+    no counter says so in `status.quality.warnings` (joulie_agent.api.NO_COUNTERS_REASON)
     and exports nothing. Every other Node is measurable, and S06 then fails if it has no data.
     """
     out: dict[str, str] = {}

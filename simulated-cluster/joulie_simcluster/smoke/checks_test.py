@@ -2,7 +2,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from joulie_agent.powerexport import NO_COUNTERS_REASON
+from joulie_agent.api import NO_COUNTERS_REASON
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster.smoke import checks
 
@@ -188,7 +188,7 @@ def _twin(stress: float, measured: float) -> dict[str, object]:
 
 
 def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_what_did_not_move() -> None:
-    from joulie_controller.twin import ambient_multiplier
+    from joulie_controller.api import ambient_multiplier
 
     before = {"ambientC": 22.0, "pue": 1.20, "itW": 5000.0, "coolingW": 1000.0, "nodeInletC": {"a": 22.0, "b": 23.0}}
     after = {"ambientC": 32.0, "pue": 1.30, "itW": 5000.0, "coolingW": 1500.0, "nodeInletC": {"a": 32.0, "b": 33.0}}

@@ -32,8 +32,7 @@ from urllib.parse import quote
 
 from joulie_api import names
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
-from joulie_simulator.model import Load
-from joulie_simulator.workload.engine import Engine
+from joulie_simulator.api import Engine, Load
 from joulie_workload.pods import LABEL_PART_OF, PART_OF, pod_name
 from joulie_workload.trace import Job
 

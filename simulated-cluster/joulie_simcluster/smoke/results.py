@@ -21,7 +21,8 @@ from typing import Any, TextIO
 from joulie_common.procstatus import rss_kib
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.progress import Progress
-from joulie_simcluster.runtimes import kube, kubelet, process
+from joulie_simcluster.runtimes import kube
+from joulie_simcluster.runtimes.registry import recorded_runtime
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.summary import otlp_logs_line, otlp_metrics_line
 from joulie_simcluster.state import StateDir
@@ -53,11 +54,7 @@ def release_cluster(state: StateDir, keep: bool, progress: Progress) -> None:
     if keep:
         progress(f"kept the cluster (SIMCLUSTER_KEEP=1): export KUBECONFIG={state.kubeconfig}")
         return
-    if (state.read_cluster_env() or {}).get("SIMCLUSTER_RUNTIME") == "kubelet":
-        kubelet.down_kubelet(state, keep=True, progress=progress)  # its Pods, node and host processes
-        return
-    stop_deployed(state, progress)
-    process.down(state, keep=True, progress=progress)
+    recorded_runtime(state.read_cluster_env()).release(state, progress, stop_deployed)
 
 
 class Tee(io.TextIOBase):

@@ -41,6 +41,7 @@ from typing import Any, TextIO, cast
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simcluster import telemetry
+from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.processes import deployed_alive, pid_key, recorded_deploy_pids
@@ -49,7 +50,9 @@ from joulie_simcluster.deploy.reports import collector_report, component_reports
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
-from joulie_simcluster.runtimes import kube, kubelet, process
+from joulie_simcluster.runtimes import kube
+from joulie_simcluster.runtimes.registry import smoke_runtime
+from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke import load as smokeload
@@ -308,8 +311,7 @@ class Smoke:
 
     def prometheus_facility(self) -> dict[str, float | None]:
         """What the controller's facility poller reads (its own queries, this telemetry mode's naming)."""
-        from joulie_controller.facility import facility_queries, read_facility
-        from joulie_controller.settings import Settings
+        from joulie_controller.api import Settings, facility_queries, read_facility
 
         prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
         tmode = telemetry.mode(self.env.get("TELEMETRY", "otlp"))
@@ -405,11 +407,11 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     images: dict[str, str] = {}
     deadline = Deadline(timeout_s).start()
     try:
-        if settings.runtime == "kubelet":  # the chart's components as Pods on a real node (KUBELET.md)
+        runtime = smoke_runtime(settings.runtime)
+        if runtime.components_as_pods:  # the chart's components as Pods on a real node (KUBELET.md)
             onkubelet.check_mode(mode)
-            kubelet.up_kubelet(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
-        else:
-            process.up(ctx, rendered, crd_dir=options.crd_dir, telemetry_mode=telemetry_mode)
+        runtime.up(ctx, rendered, UpRequest(options.crd_dir, telemetry_mode,
+                                            lambda: len(select_agents(rendered.nodes, options.daemonset)[0])))
         result = deploy(ctx, rendered, DeployOptions(options.values_files, options.daemonset))
         env = state.read_deploy_env() or {}
         images = {k.removeprefix("TAG_"): v for k, v in env.items() if k.startswith("TAG_")}

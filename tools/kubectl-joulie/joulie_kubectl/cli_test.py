@@ -16,8 +16,8 @@ from joulie_api.backoff import Backoff
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient
 from joulie_api.names import FIELD_MANAGER_AGENT, FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
 from joulie_kubectl.cli import NO_TWINS, run
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.nodes import create_node
+from joulie_localcluster.controlplane import ControlPlane
+from joulie_localcluster.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

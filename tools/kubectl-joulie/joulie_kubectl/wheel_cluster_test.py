@@ -22,8 +22,8 @@ from joulie_api.backoff import Backoff
 from joulie_api.kube import NODE_TWIN, JoulieClient
 from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER, object_name_for_node
 from joulie_kubectl.testwheel import current_python, find_wheel, index_unreachable, install, oldest_python, pip_env
-from joulie_testinfra.controlplane import ControlPlane
-from joulie_testinfra.nodes import create_node
+from joulie_localcluster.controlplane import ControlPlane
+from joulie_localcluster.nodes import create_node
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 

@@ -13,10 +13,10 @@ import redfish
 import requests
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.bmc.app import BmcCredentials
-from joulie_simulator.bmc.fleet import BmcFleet
-from joulie_simulator.emulator import Emulator
-from joulie_simulator.model import Load
+from joulie_simulator.bmc.serving.app import BmcCredentials
+from joulie_simulator.bmc.serving.fleet import BmcFleet
+from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.physics.model import Load
 
 CREDS = BmcCredentials("operator", "s3cret-Pa55")
 XEON = builtin_profile("intel-xeon-2s-rapl")
@@ -182,7 +182,7 @@ def test_force_restart_power_cycles_the_node_through_a_boot(fleet: BmcFleet, emu
 
 
 def test_the_debug_server_serves_the_bmc_addresses(fleet: BmcFleet, emu: Emulator) -> None:
-    from joulie_simulator.http_debug import DebugServer
+    from joulie_simulator.serving.http_debug import DebugServer
 
     with_bmcs, without = DebugServer(emu, bmcs=fleet.document()), DebugServer(emu)
     with_bmcs.start()

@@ -22,7 +22,7 @@ RESET_TARGET = f"{SYSTEM}/Actions/ComputerSystem.Reset"
 RESET_TYPES = ("On", "ForceOff", "GracefulShutdown", "ForceRestart")
 BASE = "Base.1.16.0"
 
-# The emulator's power states (joulie_simulator.emulator.PowerState) as Redfish's PowerState enum.
+# The emulator's power states (joulie_simulator.emulation.emulator.PowerState) as Redfish's PowerState enum.
 REDFISH_POWER_STATE = {"on": "On", "off": "Off", "booting": "PoweringOn", "shutting-down": "PoweringOff"}
 
 

@@ -9,16 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_localcluster.certs import make_pki
 from joulie_redfish.client import BmcClient, connect, connect_entry
 from joulie_redfish.credentials import Credentials
 from joulie_redfish.directory import parse_secret
 from joulie_redfish.errors import RedfishError
-
-from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.bmc.app import BmcCredentials
-from joulie_simulator.bmc.fleet import BmcFleet, BmcTls
-from joulie_simulator.emulator import Emulator
-from joulie_testinfra.certs import make_pki
+from joulie_simulator.bmc.serving.app import BmcCredentials
+from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
+from joulie_simulator.emulation.emulator import Emulator
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 CREDS = Credentials("joulie", PASSWORD)

@@ -1,6 +1,6 @@
 """The facility around the emulated nodes: outdoor ambient over the day, cooling zones and racks
 (from node labels), rack inlet temperature, cooling power, rack PSU load and PUE. Pure: no I/O, no
-clock; the shells (``joulie_simulator.facility_live``, the OTLP pusher, ``/debug/emulate``) feed it
+clock; the shells (``joulie_simulator.facility.live``, the OTLP pusher, ``/debug/emulate``) feed it
 node power and time. Formulas, parameters and sources: docs/facility-model.md.
 
 :func:`pue` is the one PUE of the project: the offline benchmark uses it with the same inputs.

@@ -1,2 +1,3 @@
-"""Workload simulation: the pure job engine (``engine``), the runner's commands (``commands``) and
-its Kubernetes shell (``shell``). The trace format and generators live in ``libs/workload``."""
+"""Workload simulation: the pure job engine (``engine``: who runs where, how fast, when it is done)
+and its Kubernetes shell (``kube.runner``); the subcommands are ``commands.workload``. The trace
+format and generators live in ``libs/workload``."""

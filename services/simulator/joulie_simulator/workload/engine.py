@@ -4,12 +4,12 @@ Progress (one formula for the Kubernetes shell and the benchmark)::
 
     cpu_rate = cores * throughput(r_cpu, c_cpu)        core-seconds of work per second
     gpu_rate = gpus  * throughput(r_gpu, c_gpu)        GPU-seconds of work per second
-    throughput(r, c) = 1 / (c / r + 1 - c)              physics_speed: the share c of the work's time
+    throughput(r, c) = 1 / (c / r + 1 - c)              physics.speed: the share c of the work's time
                                                         follows the clock, the rest waits on memory
     r_cpu    = f_eff / f_uncapped                       the busy cores' clock under the node's limit
-                                                        over their clock without it (physics_cpu;
+                                                        over their clock without it (physics.cpu;
                                                         1 when the node has no cpufreq)
-    r_gpu    = the SM clock ratio the board sustains    physics_gpu.clock_ratio_for_limit, mean over
+    r_gpu    = the SM clock ratio the board sustains    physics.gpu.clock_ratio_for_limit, mean over
                under its enforced limit at its util     the job's boards
     done     when cpuUnits and gpuUnits are both used up (the completion time is interpolated
              inside the tick, so results do not depend on the tick length to first order)
@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
-from joulie_simulator.model import Load, NodeState
-from joulie_simulator.physics_gpu import clock_ratio_for_limit
-from joulie_simulator.physics_speed import throughput
+from joulie_simulator.physics.gpu import clock_ratio_for_limit
+from joulie_simulator.physics.model import Load, NodeState
+from joulie_simulator.physics.speed import throughput
 from joulie_workload.trace import Job
 
 EPS = 1e-9

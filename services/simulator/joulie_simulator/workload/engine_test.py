@@ -7,8 +7,9 @@ from dataclasses import replace
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator import physics, physics_gpu
-from joulie_simulator.model import Load, initial_state
+from joulie_simulator.physics import gpu as physics_gpu
+from joulie_simulator.physics import node as node_physics
+from joulie_simulator.physics.model import Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, gpu_factor, speed_from_state
 from joulie_workload.trace import Job
 
@@ -47,9 +48,9 @@ def test_a_cpu_at_half_clock_halves_a_compute_bound_job_and_less_a_memory_bound_
 def test_rapl_cap_in_the_physics_slows_the_job() -> None:
     prof = builtin_profile("intel-xeon-2s-rapl")
     st = replace(initial_state(prof, "n"), load=Load(cpu_util=1.0))
-    free = physics.step_node(prof, physics.step_node(prof, st, 1.0), 1.0)
+    free = node_physics.step_node(prof, node_physics.step_node(prof, st, 1.0), 1.0)
     capped_state = replace(st, sockets=tuple(replace(s, rapl_requested_w=80.0, rapl_settled_w=80.0) for s in st.sockets))
-    capped = physics.step_node(prof, physics.step_node(prof, capped_state, 1.0), 1.0)
+    capped = node_physics.step_node(prof, node_physics.step_node(prof, capped_state, 1.0), 1.0)
     assert speed_from_state(prof, free).cpu == pytest.approx(1.0)
     slow = speed_from_state(prof, capped).cpu
     assert 0.3 < slow < 0.8, slow

@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from joulie_localcluster.procs import tail
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks, stop_pid
 from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy
 from joulie_simcluster.runtimes.supervision.daemon import record_path
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import tail
 
 
 @dataclass(frozen=True)

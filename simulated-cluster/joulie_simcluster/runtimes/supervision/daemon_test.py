@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from joulie_localcluster.procs import ManagedProcess
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.runtimes.supervision import control
 from joulie_simcluster.runtimes.supervision.backoff import BackoffPolicy
 from joulie_simcluster.runtimes.supervision.lock import changing
 from joulie_simcluster.state import StateDir
-from joulie_testinfra.procs import ManagedProcess
 
 FAST = BackoffPolicy(base_s=0.5, max_s=4, reset_after_s=60)
 

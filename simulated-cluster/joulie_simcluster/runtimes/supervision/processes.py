@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from joulie_localcluster.procs import ManagedProcess
 from joulie_simcluster.runtimes.pids import pid_alive, start_ticks
 from joulie_simcluster.state import OPTIONAL_PROCESSES, PROCESSES, StateDir, pid_key
-from joulie_testinfra.procs import ManagedProcess
 
 Kind = Literal["cluster", "deploy"]
 

@@ -1,0 +1,1 @@
+"""The telemetry vocabulary: metric names, units and attributes (`vocabulary`), OTLP builders (`otlp`)."""

@@ -1,0 +1,117 @@
+"""The names Joulie's telemetry speaks, in one place: metrics, their units, their attributes.
+
+The node metrics follow the OpenTelemetry hardware semantic conventions (`hw.*`); the facility's
+are Joulie's own (`joulie.*`). The agent and the simulator export them, the controller manager
+queries them through Prometheus, the simulated cluster's alert and dashboard checks read them: a
+name spelled here is a name every one of them agrees on. Pure: no I/O, no SDK.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
+
+# Resource attributes of a node's telemetry (service.instance.id becomes Prometheus' `instance`).
+SERVICE_NAME: Final = "service.name"
+SERVICE_INSTANCE_ID: Final = "service.instance.id"
+K8S_NODE_NAME: Final = "k8s.node.name"
+HOST_NAME: Final = "host.name"
+
+# Data point attributes of the component metrics.
+HW_TYPE: Final = "hw.type"
+HW_ID: Final = "hw.id"
+HW_CPU: Final = "cpu"
+HW_MEMORY: Final = "memory"
+HW_GPU: Final = "gpu"
+
+# Where a host's power comes from (an attribute of hw.host.energy and hw.host.power).
+HOST_POWER_SOURCE: Final = "joulie.host.power.source"
+HOST_SOURCE_SUM: Final = "sum-of-components"
+HOST_SOURCE_BMC: Final = "bmc"
+
+# Attributes of the facility's rack and zone series.
+ZONE_ATTRIBUTE: Final = "joulie.cooling_zone"
+RACK_ATTRIBUTE: Final = "joulie.rack"
+
+Kind = Literal["counter", "gauge"]
+
+_PROM_UNIT: Final = {"J": "joules", "W": "watts", "Cel": "celsius", "1": "ratio"}
+_NOT_LEGACY_CHAR: Final = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: its OTel name, unit (UCUM), kind and description."""
+
+    name: str
+    unit: str
+    kind: Kind
+    description: str
+
+    @property
+    def prometheus_unit(self) -> str:
+        """The unit suffix Prometheus' OTLP translation appends (`joules`, `watts`, ...)."""
+        return _PROM_UNIT.get(self.unit, "")
+
+    def prometheus_name(self, escape: bool = True, suffixes: bool = True) -> str:
+        """The series name under a translation strategy (default: UnderscoreEscapingWithSuffixes)."""
+        name = _NOT_LEGACY_CHAR.sub("_", self.name) if escape else self.name
+        if suffixes:
+            # Prometheus appends the unit (`_ratio` for a gauge of unit "1"), then `_total` to a counter.
+            if self.prometheus_unit and not (self.unit == "1" and self.kind != "gauge"):
+                name += f"_{self.prometheus_unit}"
+            if self.kind == "counter":
+                name += "_total"
+        return name
+
+
+# The node: the whole host and each component (cpu package, memory, gpu).
+HOST_ENERGY: Final = MetricSpec("hw.host.energy", "J", "counter", "Energy consumed by the whole host")
+HOST_POWER: Final = MetricSpec("hw.host.power", "W", "gauge", "Instantaneous power of the whole host")
+COMPONENT_ENERGY: Final = MetricSpec("hw.energy", "J", "counter", "Energy consumed by a component")
+COMPONENT_POWER: Final = MetricSpec("hw.power", "W", "gauge", "Instantaneous power of a component")
+HOST_AMBIENT_TEMPERATURE: Final = MetricSpec(
+    "hw.host.ambient_temperature", "Cel", "gauge", "Inlet air temperature of the host (its rack's)"
+)
+
+# The facility; the first three names are the controller's FACILITY_*_METRIC defaults.
+FACILITY_AMBIENT: Final = MetricSpec(
+    "joulie.facility.ambient.temperature", "Cel", "gauge", "Outdoor ambient temperature"
+)
+FACILITY_IT_POWER: Final = MetricSpec(
+    "joulie.facility.it.power", "W", "gauge", "IT power of the facility (every emulated node)"
+)
+FACILITY_COOLING_POWER: Final = MetricSpec(
+    "joulie.facility.cooling.power", "W", "gauge", "Cooling power of the facility"
+)
+FACILITY_OTHER_POWER: Final = MetricSpec(
+    "joulie.facility.other.power", "W", "gauge", "Facility power beside IT and cooling"
+)
+FACILITY_POWER: Final = MetricSpec("joulie.facility.power", "W", "gauge", "Total facility power (IT + cooling + other)")
+FACILITY_PUE: Final = MetricSpec(
+    "joulie.facility.pue", "1", "gauge", "Power usage effectiveness, (IT + cooling + other) / IT"
+)
+ZONE_AMBIENT: Final = MetricSpec(
+    "joulie.cooling_zone.ambient.temperature", "Cel", "gauge", "Supply air temperature of a cooling zone"
+)
+RACK_POWER: Final = MetricSpec("joulie.rack.power", "W", "gauge", "IT power of a rack")
+RACK_INLET: Final = MetricSpec("joulie.rack.inlet.temperature", "Cel", "gauge", "Inlet air temperature of a rack")
+RACK_PSU_LOAD: Final = MetricSpec("joulie.rack.psu.load", "1", "gauge", "Rack IT power over the rack's PSU capacity")
+
+NODE_METRICS: Final = (HOST_ENERGY, HOST_POWER, COMPONENT_ENERGY, COMPONENT_POWER, HOST_AMBIENT_TEMPERATURE)
+FACILITY_METRICS: Final = (
+    FACILITY_AMBIENT,
+    FACILITY_IT_POWER,
+    FACILITY_COOLING_POWER,
+    FACILITY_OTHER_POWER,
+    FACILITY_POWER,
+    FACILITY_PUE,
+    ZONE_AMBIENT,
+    RACK_POWER,
+    RACK_INLET,
+    RACK_PSU_LOAD,
+)
+ALL_METRICS: Final = NODE_METRICS + FACILITY_METRICS

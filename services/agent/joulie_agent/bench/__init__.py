@@ -1,0 +1,1 @@
+"""Benchmarks, not tests: the reconcile's and the power export's cost (./pants run services/agent:bench)."""

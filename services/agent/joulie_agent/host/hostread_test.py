@@ -1,0 +1,60 @@
+"""How the agent reads node files: an attribute in one read(2), /proc files to the end."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from joulie_agent.host.hostread import ATTR_READ_BYTES, read_proc_text, read_text
+from joulie_agent.host.sysfswrite import read_int
+
+
+def _fifo_writer(path: Path, pieces: list[bytes], pause_s: float) -> threading.Thread:
+    """A writer that hands `pieces` over one at a time, as a seq_file or a slow device would."""
+
+    def write() -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            for piece in pieces:
+                os.write(fd, piece)
+                time.sleep(pause_s)
+        finally:
+            os.close(fd)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+def test_an_attribute_is_what_the_first_read_returns_and_a_proc_file_is_read_to_the_end(tmp_path: Path) -> None:
+    attr, proc = tmp_path / "attr", tmp_path / "proc"
+    os.mkfifo(attr)
+    os.mkfifo(proc)
+    # sysfs answers the whole attribute in the first read: a second read(2) would only find the end.
+    w = _fifo_writer(attr, [b"165000000\n", b"trailing\n"], 0.3)
+    assert read_text(attr) == "165000000\n"
+    w.join(5)
+    # /proc/cpuinfo may come back short before its end: read until a read returns nothing.
+    w = _fifo_writer(proc, [b"processor\t: 0\n", b"processor\t: 1\n"], 0.1)
+    assert read_proc_text(proc) == "processor\t: 0\nprocessor\t: 1\n"
+    w.join(5)
+
+
+def test_a_file_longer_than_one_read_is_read_whole(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    text = "x" * (3 * ATTR_READ_BYTES + 17)
+    big.write_text(text)
+    assert read_text(big) == text
+    assert read_proc_text(big) == text
+
+
+def test_unreadable_files_are_none_and_garbage_is_no_integer(tmp_path: Path) -> None:
+    assert read_text(tmp_path / "missing") is None
+    assert read_proc_text(tmp_path / "missing") is None
+    assert read_text(tmp_path) is None  # a directory: EISDIR on read
+    (tmp_path / "limit").write_bytes(b"\xff\xfe garbage")
+    assert read_int(tmp_path / "limit") is None
+    (tmp_path / "limit").write_text("2400000\n")
+    assert read_int(tmp_path / "limit") == 2400000

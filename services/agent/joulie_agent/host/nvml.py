@@ -1,0 +1,72 @@
+"""NVML through nvidia-ml-py (`pynvml`): inventory and per-GPU power limits. Shell.
+
+`open_nvml()` returns None when the library cannot load (no driver: NVMLError_LibraryNotFound),
+and the agent then uses `nvidia-smi`. The module object is injectable so tests can pass a fake.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from joulie_agent.control.gpucontrol import nvml_limit_mw
+from joulie_agent.discovery.gputools import GPUDevice, Inventory
+
+log = logging.getLogger(__name__)
+
+
+class NVML:
+    def __init__(self, lib: Any):
+        self.lib = lib
+
+    def inventory(self) -> Inventory:
+        inv = Inventory("nvidia", "nvml")
+        lib = self.lib
+        for i in range(int(lib.nvmlDeviceGetCount())):
+            h = lib.nvmlDeviceGetHandleByIndex(i)
+            name = lib.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else str(name)
+
+            def mw(fn: str, handle: Any = h, index: int = i) -> Any:
+                try:
+                    return getattr(lib, fn)(handle)
+                except Exception as err:  # NVMLError_NotSupported and friends: unknown, not 0
+                    inv.warnings.append(f"nvml: gpu {index}: {fn}: {err}")
+                    return None
+
+            limits = mw("nvmlDeviceGetPowerManagementLimitConstraints")
+            cur = mw("nvmlDeviceGetPowerManagementLimit")
+            dflt = mw("nvmlDeviceGetPowerManagementDefaultLimit")
+            draw = mw("nvmlDeviceGetPowerUsage")
+            inv.devices.append(GPUDevice(
+                index=i, name=name,
+                min_w=limits[0] / 1000 if limits else None, max_w=limits[1] / 1000 if limits else None,
+                current_cap_w=cur / 1000 if cur is not None else None,
+                default_w=dflt / 1000 if dflt is not None else None,
+                draw_w=draw / 1000 if draw is not None else None,
+            ))
+        return inv
+
+    def set_power_limit(self, index: int, watts: float) -> str | None:
+        """Set one GPU's limit; None on success, else the error message."""
+        try:
+            h = self.lib.nvmlDeviceGetHandleByIndex(index)
+            self.lib.nvmlDeviceSetPowerManagementLimit(h, nvml_limit_mw(watts))
+        except Exception as err:
+            return f"nvml: gpu {index}: set power limit {watts:.0f} W: {err}"
+        return None
+
+
+def open_nvml(lib: Any = None) -> NVML | None:
+    if lib is None:
+        try:
+            lib = importlib.import_module("pynvml")
+        except ImportError:
+            return None
+    try:
+        lib.nvmlInit()
+    except Exception as err:  # NVMLError_LibraryNotFound / DriverNotLoaded: no NVML on this node
+        log.debug("NVML unavailable: %s", err)
+        return None
+    return NVML(lib)

@@ -1,0 +1,1 @@
+"""The agent's Kubernetes side: Node reads, NodeHardware and NodeTwin writes, the NodeTwin watch. Shell."""

@@ -1,0 +1,1 @@
+"""The agent loop: every owned node reconciled with its NodeTwin, each tick."""

@@ -1,0 +1,268 @@
+"""Sends the node's measured power over OTLP/HTTP with the OpenTelemetry SDK. Shell.
+
+What is measured and how is in `powerexport.py`; this module reads the counter files and the GPU
+tool layer every interval and exports one OTLP request for all the agent's nodes (one in a
+daemonset, a shard in pool mode). Per node one resource: `service.name=joulie-agent`,
+`service.instance.id`, `k8s.node.name` and `host.name` = the node name (as the simulator's, so
+every telemetry mode's Prometheus settings apply unchanged). Metrics:
+`hw.host.energy` (counter, J, one per source), `hw.host.power` (gauge, W, the current source),
+both with `joulie.host.power.source` (`bmc` or `sum-of-components`), `hw.energy` (counter, J) and
+`hw.power` (gauge, W) with `hw.type` / `hw.id`.
+
+Host power from a BMC comes from a `HostPowerReader` (`bmcpower.py`), which reads the BMC in a
+thread of its own: the export only takes its latest fresh reading, so a BMC that hangs or fails
+never delays an export; the host is then the sum of the components, labelled as such.
+
+The MetricsData is built directly and sent with the SDK's OTLPMetricExporter, like the
+simulator's push: no MeterProvider, no per-node SDK state, nothing queued. A failed export is
+counted and logged once per change of outcome, never retried in a loop: the counters are
+cumulative, so the next export carries the energy the failed one had.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+    ResourceMetrics,
+    ScopeMetrics,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from joulie_agent.discovery.gputools import Inventory
+from joulie_agent.discovery.status import HostFacts, allocatable_gpus, expected_gpu_vendor
+from joulie_agent.host import hostread
+from joulie_agent.host.hostread import HostPaths
+from joulie_agent.power.powerexport import (
+    BMC_ONLY_REASON,
+    HOST_SOURCE_ATTRIBUTE,
+    NO_COUNTERS_REASON,
+    Component,
+    EnergyAccumulator,
+    ExportPlan,
+    HostEnergy,
+    NodeSample,
+    plan_sources,
+)
+from joulie_common.periodic import Periodic
+from joulie_telemetry import otlp
+from joulie_telemetry.otlp import metric, point
+from joulie_telemetry.vocabulary import (
+    COMPONENT_ENERGY,
+    COMPONENT_POWER,
+    HOST_ENERGY,
+    HOST_POWER,
+    HW_GPU,
+    HW_ID,
+    HW_TYPE,
+    SCHEMA_URL,
+)
+
+log = logging.getLogger(__name__)
+
+SCOPE = InstrumentationScope("joulie-agent")
+
+GpuReader = Callable[[], Inventory | None]
+TOOL_READ_MIN_S = 10.0
+"""Shortest time between two GPU tool reads (the tool layer is NVML in a daemonset, a process otherwise)."""
+
+
+class HostPowerReader(Protocol):
+    """A platform meter of one node's input power, read in the background (`bmcpower.BmcPowerReader`)."""
+
+    def power_w(self) -> float | None:
+        """The latest fresh reading in watts; None while there is none (never blocks)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+HostPowerFactory = Callable[[str], HostPowerReader | None]
+
+
+@dataclass
+class NodeSource:
+    """One node's counters and GPU reader, with its accumulated energies."""
+
+    paths: HostPaths
+    plan: ExportPlan
+    read_gpus: GpuReader
+    host_power: HostPowerReader | None = None
+    acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
+    host: HostEnergy = field(default_factory=HostEnergy)
+    _inv: Inventory | None = None
+    _inv_t_s: float | None = None
+
+    def sample(self, t_s: float) -> NodeSample:
+        comps: list[Component] = []
+        for src in self.plan.counters:
+            raw = hostread.read_counter_uj(self.paths, src.path_key)
+            if raw is not None:
+                comps.append(self.acc.counter(src, raw, t_s))
+        for m in self.plan.meters:
+            uw = hostread.read_counter_uj(self.paths, m.path_key)  # same integer file format, µW
+            if uw is not None:
+                comps.append(self.acc.meter(m.hw_type, m.hw_id, uw / 1e6, t_s))
+        if self.plan.gpus:
+            # A GPU tool is a process per call: read it at most every TOOL_READ_MIN_S and integrate the
+            # last draw in between (NVML would be cheap, but the fallback must not crowd the node).
+            if self._inv_t_s is None or t_s - self._inv_t_s >= TOOL_READ_MIN_S:
+                inv_now = self.read_gpus()
+                self._inv_t_s = t_s  # a failed read waits its turn too: no tool call each interval
+                if inv_now is not None and inv_now.devices:
+                    self._inv = inv_now
+            inv = self._inv
+            for d in inv.devices if inv else []:
+                if d.draw_w is not None:
+                    comps.append(self.acc.meter(HW_GPU, f"gpu-{d.index}", d.draw_w, t_s))
+        self.acc.forget_except({(c.hw_type, c.hw_id) for c in comps})
+        return self.host.update(comps, self.host_power.power_w() if self.host_power else None, t_s)
+
+
+# The agent says where the host's figure comes from (a BMC reading or the sum of the components).
+HOST_ENERGY_BY_SOURCE = ("Energy of the host, per joulie.host.power.source (bmc: the BMC's input power reading; "
+                         "sum-of-components: the sum of the measured components)")
+HOST_POWER_BY_SOURCE = "Power of the host (joulie.host.power.source says from what)"
+
+
+def node_resource(node: str) -> Resource:
+    return otlp.node_resource("joulie-agent", node)
+
+
+def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
+                     resource: Resource | None = None) -> ResourceMetrics | None:
+    """One node's OTLP resource metrics; None when nothing was measured."""
+    if not sample.measured:
+        return None
+    energy, power = [], []
+    for c in sample.components:
+        a = {HW_TYPE: c.hw_type, HW_ID: c.hw_id}
+        energy.append(point(c.energy_j, start_ns, now_ns, a))
+        if c.power_w is not None:
+            power.append(point(c.power_w, start_ns, now_ns, a))
+    by_source = sample.host_energy_by_source_j or ((sample.host_source, sample.host_energy_j),)
+    metrics = [
+        metric(HOST_ENERGY, [point(j, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: src}) for src, j in by_source],
+               HOST_ENERGY_BY_SOURCE),
+    ]
+    if energy:
+        metrics.append(metric(COMPONENT_ENERGY, energy))
+    if sample.host_power_w is not None:
+        host_power = point(sample.host_power_w, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: sample.host_source})
+        metrics.append(metric(HOST_POWER, [host_power], HOST_POWER_BY_SOURCE))
+    if power:
+        metrics.append(metric(COMPONENT_POWER, power))
+    return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL)
+
+
+class PowerExporter:
+    """Every `interval_s`, samples each registered node and sends one OTLP request."""
+
+    def __init__(self, exporter: MetricExporter, interval_s: float = 10.0,
+                 monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None,
+                 host_power: HostPowerFactory = lambda node: None):
+        self.exporter = exporter
+        self._host_power_factory = host_power
+        self._host_power: dict[str, HostPowerReader | None] = {}
+        self.interval_s = interval_s
+        self._monotonic = monotonic
+        self._on_result = on_result
+        self._nodes: dict[str, NodeSource] = {}
+        self._resources: dict[str, Resource] = {}
+        self._lock = threading.Lock()
+        self._loop = Periodic(interval_s, self.export_once, "power-export")
+        self._last_ok: bool | None = None
+        self.start_ns = time.time_ns()
+
+    def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader) -> str | None:
+        """(Re)plan a node after discovery. Returns why nothing is exported for it, or None."""
+        # GPUs the node has even when the tools did not answer at discovery (busy, timed out): the
+        # exporter then keeps asking them each TOOL_READ_MIN_S instead of waiting for rediscovery.
+        gpu_count = (len(facts.gpu.devices) if facts.gpu else 0) or allocatable_gpus(facts.allocatable) or int(
+            bool(expected_gpu_vendor(facts.labels, facts.nvidiactl)))
+        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
+                            hostread.read_amdgpu_power_files(paths))
+        with self._lock:
+            if node not in self._host_power:
+                reader = self._host_power[node] = self._host_power_factory(node)
+                if reader is not None:
+                    reader.start()
+            host_power = self._host_power[node]
+            if plan.empty and host_power is None:
+                self._nodes.pop(node, None)
+                return NO_COUNTERS_REASON
+            old = self._nodes.get(node)
+            if old is None or old.plan != plan or old.paths != paths:
+                # A new plan keeps the host counters: they must not go back when a GPU comes or goes.
+                self._nodes[node] = NodeSource(paths, plan, read_gpus, host_power,
+                                               host=old.host if old is not None else HostEnergy())
+                self._resources.setdefault(node, node_resource(node))
+        return BMC_ONLY_REASON if plan.empty else None
+
+    def remove_node(self, node: str) -> None:
+        with self._lock:
+            self._nodes.pop(node, None)
+            self._resources.pop(node, None)
+            reader = self._host_power.pop(node, None)
+        if reader is not None:
+            reader.stop()
+
+    def collect(self) -> MetricsData:
+        with self._lock:
+            nodes = sorted(self._nodes.items())
+        now_ns = time.time_ns()
+        out = []
+        for name, src in nodes:
+            try:
+                sample = src.sample(self._monotonic())
+            except Exception as err:  # one node's unreadable file must not stop the others
+                log.warning("power export: node %s: %s", name, err)
+                continue
+            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name))
+            if rm is not None:
+                out.append(rm)
+        return MetricsData(out)
+
+    def export_once(self) -> bool:
+        data = self.collect()
+        if not data.resource_metrics:
+            return True
+        try:
+            ok = self.exporter.export(data) == MetricExportResult.SUCCESS
+        except Exception as err:
+            log.debug("power export failed: %s", err)
+            ok = False
+        if ok != self._last_ok:
+            (log.info if ok else log.warning)("power export to OTLP %s", "succeeds" if ok else "fails; retrying each interval")
+            self._last_ok = ok
+        self._on_result(ok)
+        return ok
+
+    def start(self) -> None:
+        self._loop.start()
+
+    def stop(self) -> None:
+        self._loop.stop()
+        with self._lock:
+            readers = [r for r in self._host_power.values() if r is not None]
+            self._host_power.clear()
+        for r in readers:
+            r.stop()
+        self.exporter.shutdown()
+
+
+def otlp_exporter(endpoint: str, timeout_s: float = 5.0) -> MetricExporter:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter(endpoint=endpoint, timeout=timeout_s)
+

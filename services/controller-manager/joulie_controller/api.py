@@ -1,0 +1,84 @@
+"""The controller manager's public surface, pure part: what the products (the simulated cluster, the
+benchmark, the acceptance tests) may import of its model, policies and settings. It imports no I/O (the
+pure-core contract covers it), so a pure product module may use it; the controller and its shells are in
+``shell_api``. Everything else in ``joulie_controller`` is internal and may move; the layering test
+refuses a product import of any other module (``repo_packages.py``).
+
+- its settings (``Settings`` and its groups, from the environment as the chart sets it);
+- the pure core the benchmark drives on its accelerated clock: ``reconcile`` over a ``Snapshot``, its
+  ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``);
+- the queries and models the products check a cluster against: PromQL (``power_queries``,
+  ``facility_queries``), the twin's formulas, the budget policy.
+"""
+
+from __future__ import annotations
+
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.twin import (
+    NEUTRAL_COOLING_STRESS,
+    TwinInput,
+    TwinOutput,
+    ambient_multiplier,
+    headroom_score,
+)
+from joulie_controller.model.twin import compute as compute_twin
+from joulie_controller.policies.plan import PolicyNode
+from joulie_controller.policies.powerbudget import cluster_power_budget
+from joulie_controller.power.powerstate import BmcReading, BmcState
+from joulie_controller.readings.facility import facility_queries, pue, read_facility
+from joulie_controller.readings.promql import MetricNaming, power_queries
+from joulie_controller.readings.values import Facility, Measurement
+from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
+from joulie_controller.reconcile.tick import reconcile
+from joulie_controller.settings import (
+    CapSettings,
+    FacilitySettings,
+    LeaderSettings,
+    NodeSettings,
+    PolicySettings,
+    PrometheusSettings,
+    ReconcileSettings,
+    Settings,
+    SettingsError,
+    SuspendSettings,
+)
+
+__all__ = [
+    "NEUTRAL_COOLING_STRESS",
+    "BmcReading",
+    "BmcState",
+    "CapSettings",
+    "Facility",
+    "FacilitySettings",
+    "HardwareView",
+    "LeaderSettings",
+    "Measurement",
+    "Memory",
+    "MetricNaming",
+    "NodeInfo",
+    "NodeSettings",
+    "PodInfo",
+    "PolicyNode",
+    "PolicySettings",
+    "PrometheusSettings",
+    "ReconcileSettings",
+    "Settings",
+    "SettingsError",
+    "Snapshot",
+    "SuspendSettings",
+    "Taint",
+    "TwinInput",
+    "TwinOutput",
+    "ambient_multiplier",
+    "apply_in_memory",
+    "cluster_power_budget",
+    "compute_twin",
+    "facility_queries",
+    "from_node_hardware",
+    "headroom_score",
+    "power_queries",
+    "pue",
+    "read_facility",
+    "reconcile",
+]

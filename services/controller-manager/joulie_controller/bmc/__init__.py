@@ -1,0 +1,1 @@
+"""The BMC shell: the PowerDriver over Redfish (redfishdriver), BMCs from the labelled Secrets."""

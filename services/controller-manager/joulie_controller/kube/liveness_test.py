@@ -1,0 +1,71 @@
+"""Agent liveness: a node whose agent stopped writing its heartbeat is agent-lost, visibly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from joulie_api.generated.nodetwin import (
+    AgentLiveness,
+    ControlStatus,
+    GPUControlStatus,
+    NodeTwin,
+    NodeTwinSpec,
+    NodeTwinStatus,
+)
+from joulie_controller.kube.liveness import AgentState, Liveness, agent_state
+
+T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+
+
+def test_silent_past_the_threshold_is_agent_lost() -> None:
+    assert agent_state(T0, T0, T0 + timedelta(seconds=120), 120).state == "alive"
+    v = agent_state(T0, T0, T0 + timedelta(seconds=121), 120)
+    assert (v.state, v.silent_s, v.last_heartbeat) == ("agent-lost", 121, T0)
+
+
+def test_without_any_heartbeat_the_clock_starts_when_the_twin_is_first_seen() -> None:
+    assert agent_state(None, T0, T0 + timedelta(seconds=60), 120).state == "alive"
+    assert agent_state(None, T0, T0 + timedelta(seconds=600), 120).state == "agent-lost"
+
+
+class Client:
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, NodeTwinStatus]] = []
+
+    def apply_status(self, resource: Any, name: str, status: NodeTwinStatus) -> None:
+        self.writes.append((name, status))
+
+
+def _twin(beat: datetime, written: AgentState | None = None, gpu_drift: str | None = None) -> NodeTwin:
+    return NodeTwin(metadata={"name": "n1"}, spec=NodeTwinSpec(node_name="n1", profile="eco"),
+                    status=NodeTwinStatus(control_status=ControlStatus(heartbeat_at=beat, gpu=GPUControlStatus(
+                        result="applied", drift=gpu_drift)), agent=AgentLiveness(state=written) if written else None))
+
+
+def test_a_lost_agent_is_written_once_and_shown_in_metrics_and_comes_back() -> None:
+    client, registry = Client(), CollectorRegistry()
+    lv = Liveness(client, 120, registry)  # type: ignore[arg-type]
+    assert lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=30))["n1"].state == "alive"
+    assert [w[1].agent.state for w in client.writes if w[1].agent] == ["alive"]
+    lv.check({"n1": _twin(T0, "alive")}, T0 + timedelta(seconds=60))  # unchanged: no write
+    assert len(client.writes) == 1
+    lv.check({"n1": _twin(T0, "alive", gpu_drift="gpu 4 enforces 700.0W, intent 350.0W; re-applied")},
+             T0 + timedelta(seconds=300))
+    name, status = client.writes[-1]
+    assert name == "n1" and status.agent is not None and status.agent.state == "agent-lost"
+    assert status.agent.silent_seconds == 300 and status.agent.last_heartbeat == T0
+    assert status.control_status is None and status.last_updated is None  # status.agent only
+    text = generate_latest(registry).decode()
+    assert 'joulie_node_agent_lost{node="n1"} 1.0' in text
+    assert 'joulie_node_agent_heartbeat_age_seconds{node="n1"} 300.0' in text
+    assert 'joulie_node_cap_drift{device="gpu",node="n1"} 1.0' in text
+    assert 'joulie_node_cap_drift{device="cpu",node="n1"} 0.0' in text
+    assert 'joulie_node_power_measured{node="n1"} 0.0' in text
+    lv.check({"n1": _twin(T0 + timedelta(seconds=310), "agent-lost")}, T0 + timedelta(seconds=320))
+    assert client.writes[-1][1].agent.state == "alive"  # type: ignore[union-attr]
+    assert 'joulie_node_agent_lost{node="n1"} 0.0' in generate_latest(registry).decode()
+    lv.check({}, T0 + timedelta(seconds=330))  # twin gone: its series go too
+    assert "n1" not in generate_latest(registry).decode()

@@ -1,0 +1,105 @@
+"""Workload classification, power states and the downgrade guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from joulie_controller.model.fsm import (
+    GuardedProfile,
+    PodInfo,
+    Requirement,
+    State,
+    WorkloadClass,
+    assignment_state,
+    classify_pod,
+    count_performance_pods,
+    guard_downgrade,
+    transition_result,
+)
+
+KEY = "joulie.io/power-profile"
+
+
+def pod(**kw: object) -> PodInfo:
+    base: dict[str, object] = {"namespace": "default", "name": "p", "node_name": "n1", "phase": "Running"}
+    base.update(kw)
+    return PodInfo(**base)  # type: ignore[arg-type]
+
+
+def affinity(*reqs: Requirement) -> tuple[tuple[Requirement, ...], ...]:
+    return (tuple(reqs),)
+
+
+@pytest.mark.parametrize(("p", "cls"), [
+    (pod(), WorkloadClass.GENERAL),
+    (pod(annotations={"joulie.io/workload-class": " performance "}), WorkloadClass.PERFORMANCE),
+    (pod(annotations={"joulie.io/workload-class": "standard"}), WorkloadClass.GENERAL),
+    (pod(node_selector={KEY: "performance"}), WorkloadClass.PERFORMANCE),
+    (pod(node_selector={KEY: "eco"}), WorkloadClass.ECO),
+    (pod(node_selector={KEY: "turbo"}), WorkloadClass.UNKNOWN),
+    (pod(required_terms=affinity(Requirement(KEY, "NotIn", ("eco",)))), WorkloadClass.PERFORMANCE),
+    (pod(required_terms=affinity(Requirement(KEY, "In", ("performance",)))), WorkloadClass.PERFORMANCE),
+    (pod(required_terms=affinity(Requirement(KEY, "In", ("eco",)))), WorkloadClass.ECO),
+    (pod(required_terms=affinity(Requirement(KEY, "NotIn", ("performance",)))), WorkloadClass.ECO),
+    (pod(required_terms=affinity(Requirement(KEY, "In", ("eco", "performance")))), WorkloadClass.GENERAL),
+    (pod(required_terms=affinity(Requirement(KEY, "Exists"))), WorkloadClass.GENERAL),
+    (pod(required_terms=affinity(Requirement(KEY, "DoesNotExist"))), WorkloadClass.UNKNOWN),
+    (pod(required_terms=affinity(Requirement("zone", "In", ("a",)))), WorkloadClass.GENERAL),
+    # "performance OR eco" as two terms: one performance term is enough (conservative).
+    (pod(required_terms=((Requirement(KEY, "In", ("performance",)),), (Requirement(KEY, "In", ("eco",)),))),
+     WorkloadClass.PERFORMANCE),
+])
+def test_classification(p: PodInfo, cls: WorkloadClass) -> None:
+    assert classify_pod(p) == cls
+
+
+def test_only_running_performance_or_unknown_pods_count() -> None:
+    pods = [
+        pod(name="a", node_selector={KEY: "performance"}),
+        pod(name="b", node_selector={KEY: "turbo"}),  # unknown counts, for safety
+        pod(name="c", node_selector={KEY: "performance"}, phase="Pending"),
+        pod(name="d", node_selector={KEY: "performance"}, phase="Succeeded"),
+        pod(name="e", node_selector={KEY: "performance"}, deleting=True),
+        pod(name="f"),
+        pod(name="g", node_selector={KEY: "performance"}, node_name="n2"),
+        pod(name="h", node_selector={KEY: "performance"}, node_name="", phase="Running"),
+    ]
+    assert count_performance_pods(pods) == {"n1": 2, "n2": 1}
+
+
+@pytest.mark.parametrize(("profile", "draining", "state"), [
+    ("performance", False, State.ACTIVE_PERFORMANCE), ("eco", False, State.ACTIVE_ECO),
+    ("eco", True, State.DRAINING_PERFORMANCE), ("", False, State.UNKNOWN)])
+def test_assignment_state(profile: str, draining: bool, state: State) -> None:
+    assert assignment_state(profile, draining) == state
+
+
+@pytest.mark.parametrize(("desired", "current", "pods", "expected"), [
+    ("eco", State.ACTIVE_PERFORMANCE, 2, GuardedProfile("eco", True, State.DRAINING_PERFORMANCE, 2)),
+    ("eco", State.DRAINING_PERFORMANCE, 1, GuardedProfile("eco", True, State.DRAINING_PERFORMANCE, 1)),
+    ("eco", State.DRAINING_PERFORMANCE, 0, GuardedProfile("eco", False, State.ACTIVE_ECO, 0)),
+    ("eco", State.ACTIVE_PERFORMANCE, 0, GuardedProfile("eco", False, State.ACTIVE_ECO, 0)),
+    ("eco", State.UNKNOWN, 1, GuardedProfile("eco", True, State.DRAINING_PERFORMANCE, 1)),
+    # Already eco: a pod pinned by nodeName does not bring the node back to draining.
+    ("eco", State.ACTIVE_ECO, 3, GuardedProfile("eco", False, State.ACTIVE_ECO, 3)),
+    ("performance", State.DRAINING_PERFORMANCE, 4, GuardedProfile("performance", False, State.ACTIVE_PERFORMANCE, 4)),
+])
+def test_downgrade_guard(desired: str, current: State, pods: int, expected: GuardedProfile) -> None:
+    assert guard_downgrade(desired, current, pods) == expected
+
+
+def test_guard_is_idempotent() -> None:
+    first = guard_downgrade("eco", State.ACTIVE_PERFORMANCE, 1)
+    assert guard_downgrade("eco", first.state, 1) == first
+
+
+@pytest.mark.parametrize(("prev", "new", "result"), [
+    (State.ACTIVE_PERFORMANCE, State.DRAINING_PERFORMANCE, "deferred"),
+    (State.DRAINING_PERFORMANCE, State.DRAINING_PERFORMANCE, None),  # not once per tick
+    (State.DRAINING_PERFORMANCE, State.ACTIVE_ECO, "applied"),
+    (State.ACTIVE_PERFORMANCE, State.ACTIVE_ECO, "applied"),
+    (State.ACTIVE_ECO, State.ACTIVE_PERFORMANCE, "applied"),
+    (State.UNKNOWN, State.ACTIVE_ECO, None),
+])
+def test_transition_accounting(prev: State, new: State, result: str | None) -> None:
+    assert transition_result(prev, new) == result

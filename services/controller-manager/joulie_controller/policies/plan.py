@@ -1,0 +1,139 @@
+"""What every policy shares: what it reads (``PolicyInput``), what it returns (``PolicyPlan``, with
+per-node caps ``NodeCaps``), the ``Policy`` protocol each policy module implements, and the
+family-aware choice of performance nodes (``performance_set``). Pure: no I/O, no clock (time is an
+argument).
+
+Every policy returns a `PolicyPlan`: the set of performance nodes (every other eligible node is
+eco), the name written to `spec.policy.name`, and optional per-node eco cap overrides (the cluster
+power budget policy sets one eco percentage; the work-aware policy sets each node's caps from the
+work on it, with the reason).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from joulie_api.names import PROFILE_PERFORMANCE
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import HardwareView
+from joulie_controller.settings import Settings
+
+
+@dataclass(frozen=True)
+class PolicyNode:
+    name: str
+    hardware: HardwareView
+    current_profile: str
+    """The node's current power-profile label (performance, eco or unknown)."""
+
+
+@dataclass(frozen=True)
+class PolicyPlan:
+    policy_name: str
+    performance: frozenset[str]
+    eco_cap_pct: Mapping[str, float] = field(default_factory=dict)
+    """Per-node eco cap (CPU and GPU, % of max) overriding the settings; empty for most policies."""
+    notes: tuple[str, ...] = ()
+    node_caps: Mapping[str, NodeCaps] = field(default_factory=dict)
+    """Per-node caps chosen from the work on the node (work-aware policy); they win over eco_cap_pct."""
+    budget_shed_w: float = 0.0
+    """The watts the power budget's caps are set to hold back (work-aware policy): the controller
+    keeps it for the next tick's ``PolicyInput.budget_shed_w``."""
+
+
+@dataclass(frozen=True)
+class NodeCaps:
+    """Caps a policy chose for one node, and why (written to NodeTwin status.capDecision)."""
+
+    cpu_pct: float
+    gpu_pct: float
+    reason: str
+    cpu_slowdown_pct: float = 0.0
+    gpu_slowdown_pct: float = 0.0
+    cpu_saving_pct: float = 0.0
+    gpu_saving_pct: float = 0.0
+    cpu_driver: str = ""
+    gpu_driver: str = ""
+    capped: bool = False
+    """Whether any device is held under its reference limit (default, or maximum)."""
+    cpu_capped: bool = False
+    gpu_capped: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    """Everything a policy may read. Pure data: the kube shell and the benchmark fill it."""
+
+    nodes: Sequence[PolicyNode]
+    performance_pods: int
+    now_unix_s: float
+    settings: Settings
+    pods: Sequence[PodInfo] = ()
+    measured_w: Mapping[str, float] = field(default_factory=dict)
+    """Measured node power by node name (nodes without a valid sample are absent)."""
+    trend_w_per_min: Mapping[str, float] = field(default_factory=dict)
+    budget_shed_w: float = 0.0
+    """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
+    after a restart): measured power already has it taken off."""
+
+
+class Policy(Protocol):
+    """A policy: one tick's plan from everything it may read. One module per policy, registered in
+    ``registry.REGISTRY`` under its POLICY_TYPE."""
+
+    def plan(self, inp: PolicyInput) -> PolicyPlan: ...
+
+
+def round_half_up(x: float) -> int:
+    """Go's math.Round for non-negative values (Python's round() is banker's rounding)."""
+    return int(math.floor(x + 0.5))
+
+
+def clamp01(x: float) -> float:
+    if not math.isfinite(x):
+        return 0.0
+    return max(0.0, min(1.0, x))
+
+
+def performance_set(nodes: Sequence[PolicyNode], hp_count: int) -> frozenset[str]:
+    """Which nodes get the `hp_count` performance slots.
+
+    Every hardware family keeps at least one performance node; remaining slots go by the
+    Sainte-Laguë divisor method (largest size/(2·slots+1), exact by cross-multiplication, ties to
+    the smaller family key), never more than a family has members. Inside a family, nodes that are
+    performance already come first, then by name, so a reconcile at constant demand moves nothing
+    and one more slot flips exactly one node (house-monotone). Independent of input order.
+    """
+    if not nodes:
+        return frozenset()
+    families: dict[str, list[PolicyNode]] = {}
+    for node in nodes:
+        families.setdefault(node.hardware.family(node.name), []).append(node)
+    hp = max(len(families), min(hp_count, len(nodes)))
+    slots = dict.fromkeys(families, 1)
+    keys = sorted(families)
+    for _ in range(hp - len(families)):
+        best: str | None = None
+        for key in keys:
+            size = len(families[key])
+            if slots[key] >= size:
+                continue
+            if best is None:
+                best = key
+                continue
+            # size/(2s+1) > best_size/(2bs+1)  <=>  size*(2bs+1) > best_size*(2s+1)
+            lhs = size * (2 * slots[best] + 1)
+            rhs = len(families[best]) * (2 * slots[key] + 1)
+            if lhs > rhs:
+                best = key
+        if best is None:
+            break
+        slots[best] += 1
+    chosen: set[str] = set()
+    for key, members in families.items():
+        ranked = sorted(members, key=lambda n: (n.current_profile != PROFILE_PERFORMANCE, n.name))
+        chosen.update(n.name for n in ranked[: slots[key]])
+    return frozenset(chosen)

@@ -1,0 +1,321 @@
+"""Policy work_aware_v1: caps chosen from the work on each node, and a power budget that binds only
+when measured power would exceed it. Pure: no I/O.
+
+- Labels: performance for every node the policy leaves uncapped (so performance Pods, which never
+  run on eco nodes, find room wherever no cap is in force), for nodes running performance Pods,
+  for queue_aware_v1's set (at least one per hardware family, so a performance Pod always has
+  somewhere to go), and for a capped node released because a pending performance Pod fits on no
+  performance node (as cluster-autoscaler scales up for unschedulable Pods: by their requests);
+  eco for the nodes it caps. Performance nodes are never capped.
+- Caps on an eco node, per device group (its GPUs; its CPU packages): the cap with the lowest node
+  energy per unit of work whose predicted slowdown stays within τ
+  (WORK_AWARE_SLOWDOWN_BUDGET_PCT) for every Pod on the group (``capmodel.choose_cap``).
+  Performance-class Pods, compute-bound kinds and Pods naming no kind keep their device uncapped;
+  a device with no work on it is left uncapped (a cap on an idle device saves nothing, and the
+  next Pod would start under a cap chosen for no one).
+- Budget (CLUSTER_POWER_BUDGET_W > 0): the measured cluster power plus its trend over
+  WORK_AWARE_FORECAST_HORIZON, against the budget. The watts to shed are an integral of the
+  excess, not the excess of one tick: shed(k+1) = max(0, shed(k) + BUDGET_GAIN · (forecast(k) -
+  budget)). Measured power already has the caps in force taken off, so a policy that shed only
+  this tick's excess released its caps as soon as they worked and lowered them again when power
+  came back (the 200-node run flipped the GPU caps between 50 % and 79 % four times in 20
+  minutes). Caps on eco nodes go down in steps until the predicted saving reaches the shed, each
+  time where the model predicts the least slowdown per watt saved, past τ, down to
+  CLUSTER_BUDGET_MIN_CAP_PCT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from joulie_controller.model import capmodel
+from joulie_controller.model.capmodel import COMPUTE_BOUND, HOST_FEED, KIND_PRIORS, CapChoice, Work
+from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running
+from joulie_controller.model.hardware import HardwareView
+from joulie_controller.policies.plan import NodeCaps, PolicyInput, PolicyNode, PolicyPlan, performance_set
+from joulie_controller.policies.queueaware import queue_aware_count
+
+WORK_AWARE = "work-aware-v1"
+BUDGET_STEP_PCT = 5.0
+BUDGET_GAIN = 0.5
+"""Of the excess over the budget, the share added to the shed each tick. Below 1 because measured
+power shows a cap change a tick or two late (the agent applies it, then the rate window fills):
+an integral with delay d stays stable below 2·sin(π / (2(2d + 1))), 0.62 for d = 2."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """One device group of a node and the work on it."""
+
+    device: str
+    works: tuple[Work, ...]
+    max_w: float
+    min_w: float
+    devices: int
+    ref_w: float
+    """The limit "uncapped" means: a GPU's default limit (0 = its maximum), a CPU package's maximum."""
+
+
+def _gpu_work(pod: PodInfo) -> Work:
+    kind = pod.workload_kind
+    prior = KIND_PRIORS.get(kind)
+    if excludes_eco(pod):
+        return Work(pod.name, "performance", COMPUTE_BOUND, float(pod.gpu_request))
+    if prior is None or prior.device != "gpu":
+        return Work(pod.name, kind, COMPUTE_BOUND, float(pod.gpu_request))
+    return Work(pod.name, kind, prior, float(pod.gpu_request))
+
+
+def _cpu_work(pod: PodInfo, cores: int) -> Work:
+    kind = pod.workload_kind
+    share = pod.cpu_request / cores if cores > 0 else 0.0
+    if excludes_eco(pod):
+        return Work(pod.name, "performance", COMPUTE_BOUND, share)
+    prior = KIND_PRIORS.get(kind)
+    if prior is not None and prior.device == "gpu":
+        return Work(pod.name, kind, HOST_FEED, share)
+    if prior is None:
+        return Work(pod.name, kind, COMPUTE_BOUND, share)
+    return Work(pod.name, kind, prior, share)
+
+
+def groups(hw: HardwareView, pods: Sequence[PodInfo]) -> dict[str, Group]:
+    """The node's device groups with the running Pods on each (a GPU Pod also uses the CPU: host feed)."""
+    out: dict[str, Group] = {}
+    if hw.gpu_count > 0 and hw.gpu_max_w > 0:
+        works = tuple(_gpu_work(p) for p in pods if p.gpu_request > 0)
+        out["gpu"] = Group("gpu", works, hw.gpu_max_w, hw.gpu_min_w, hw.gpu_count, hw.gpu_default_w or hw.gpu_max_w)
+    if hw.cpu_max_w_per_socket > 0:
+        works = tuple(_cpu_work(p, hw.cpu_cores) for p in pods if p.cpu_request > 0)
+        out["cpu"] = Group("cpu", works, hw.cpu_max_w_per_socket, hw.cpu_min_w_per_socket, max(1, hw.cpu_sockets),
+                           hw.cpu_max_w_per_socket)
+    return out
+
+
+def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -> float:
+    """The part of the rest of the node's power the group's work answers for while it runs: the rest
+    (measured node power minus the model's uncapped draw of the group, else the other groups' idle
+    draw) in proportion to how much of the group the work occupies (one job on one of eight boards
+    does not answer for the whole node's platform power)."""
+    own = capmodel.evaluate(g.device, g.works, g.max_w, g.ref_w, g.devices).power_w
+    if measured_w is not None:
+        rest = max(0.0, measured_w - own)
+    else:
+        rest = 0.0
+        for k, o in all_groups.items():
+            if k != g.device:
+                model = capmodel.GPU_MODEL if k == "gpu" else capmodel.CPU_MODEL
+                rest += model.idle_frac * o.max_w * o.devices
+    used = sum(w.share for w in g.works)
+    occupied = used / g.devices if g.device == "gpu" else used
+    return rest * min(1.0, max(0.0, occupied))
+
+
+def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float) -> NodeCaps:
+    """The caps for one eco node from the work on it, with the reason."""
+    gs = groups(node.hardware, pods)
+    choices: dict[str, CapChoice] = {}
+    for key, g in gs.items():
+        choices[key] = capmodel.choose_cap(g.device, g.works, g.max_w, g.min_w, _other_w(g, gs, measured_w),
+                                           tau, g.devices, g.ref_w)
+    return _caps_from(choices)
+
+
+def _caps_from(choices: dict[str, CapChoice], prefix: str = "") -> NodeCaps:
+    parts = []
+    for key in ("gpu", "cpu"):
+        c = choices.get(key)
+        if c is None:
+            continue
+        if not c.capped:
+            parts.append(f"{key} uncapped ({c.pct_of_max:g} % of max): {c.driver}")
+        else:
+            parts.append(f"{key} {c.pct_of_max:g} % of max, bound by {c.driver}: predicted "
+                         f"+{c.predicted_slowdown * 100:.1f} % time, -{c.predicted_saving * 100:.1f} % energy per work")
+    cpu, gpu = choices.get("cpu"), choices.get("gpu")
+    return NodeCaps(
+        cpu_pct=cpu.pct_of_max if cpu else 100.0,
+        gpu_pct=gpu.pct_of_max if gpu else 100.0,
+        reason=prefix + ("; ".join(parts) or "no capable device"),
+        cpu_slowdown_pct=round(cpu.predicted_slowdown * 100, 2) if cpu else 0.0,
+        gpu_slowdown_pct=round(gpu.predicted_slowdown * 100, 2) if gpu else 0.0,
+        cpu_saving_pct=round(cpu.predicted_saving * 100, 2) if cpu else 0.0,
+        gpu_saving_pct=round(gpu.predicted_saving * 100, 2) if gpu else 0.0,
+        cpu_driver=cpu.driver if cpu else "",
+        gpu_driver=gpu.driver if gpu else "",
+        capped=any(c.capped for c in choices.values()),
+        cpu_capped=bool(cpu and cpu.capped),
+        gpu_capped=bool(gpu and gpu.capped),
+    )
+
+
+def uncapped(node: PolicyNode, why: str) -> NodeCaps:
+    """A performance node's caps: every device at its reference limit (a GPU at its default)."""
+    hw = node.hardware
+    choices = {}
+    if hw.gpu_count > 0 and hw.gpu_max_w > 0:
+        ref = hw.gpu_default_w or hw.gpu_max_w
+        choices["gpu"] = CapChoice(round(min(ref, hw.gpu_max_w) / hw.gpu_max_w * 100.0, 1), 0.0, 0.0, why)
+    if hw.cpu_max_w_per_socket > 0:
+        choices["cpu"] = CapChoice(100.0, 0.0, 0.0, why)
+    return _caps_from(choices, "performance node: ")
+
+
+def _free(node: PolicyNode, pods: Sequence[PodInfo]) -> tuple[float, float]:
+    """(cores, GPUs) not requested by the running Pods (the capacity NodeHardware reports)."""
+    return (node.hardware.cpu_cores - sum(p.cpu_request for p in pods),
+            node.hardware.gpu_count - sum(p.gpu_request for p in pods))
+
+
+def _released_for_pending(
+    inp: PolicyInput, perf: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps]
+) -> list[str]:
+    """Capped nodes to give back to performance work: a pending performance Pod (never on eco) that
+    fits on no performance node would otherwise wait for a cap chosen for someone else. Each such Pod
+    takes the capped node it fits on whose caps are predicted to save least."""
+    pending = [p for p in inp.pods if not p.node_name and not p.deleting and p.phase == "Pending" and excludes_eco(p)]
+    if not pending:
+        return []
+    free = {n.name: _free(n, by_node.get(n.name, [])) for n in inp.nodes}
+    released: list[str] = []
+    for pod in sorted(pending, key=lambda p: (p.namespace, p.name)):
+        need = (pod.cpu_request, pod.gpu_request)
+
+        def fits(name: str, need: tuple[float, int] = need) -> bool:
+            cpu, gpu = free[name]
+            return cpu + 1e-9 >= need[0] and gpu >= need[1]
+
+        home = next((name for name in sorted(perf) if fits(name)), None)
+        if home is None:
+            capped = sorted((n for n in free if n not in perf and n not in released and fits(n)),
+                            key=lambda n: (caps[n].cpu_saving_pct + caps[n].gpu_saving_pct, n))
+            if not capped:
+                continue
+            home = capped[0]
+            released.append(home)
+            perf.add(home)
+        cpu, gpu = free[home]
+        free[home] = (cpu - need[0], gpu - need[1])
+    return released
+
+
+def work_aware(inp: PolicyInput) -> PolicyPlan:
+    s = inp.settings
+    floor = performance_set(inp.nodes, queue_aware_count(len(inp.nodes), inp.performance_pods, s))
+    by_node: dict[str, list[PodInfo]] = {}
+    for p in inp.pods:
+        if is_running(p):
+            by_node.setdefault(p.node_name, []).append(p)
+    tau = max(0.0, s.policy.slowdown_budget_pct) / 100.0
+    caps: dict[str, NodeCaps] = {}
+    perf = set(floor)
+    candidates: set[str] = set()
+    for n in inp.nodes:
+        pods = by_node.get(n.name, [])
+        if n.name in floor:
+            perf.add(n.name)
+            caps[n.name] = uncapped(n, "kept for performance Pods (at least one per hardware family)")
+            continue
+        if any(excludes_eco(p) for p in pods):
+            perf.add(n.name)
+            caps[n.name] = uncapped(n, "runs performance Pods")
+            continue
+        candidates.add(n.name)
+        c = node_caps(n, pods, inp.measured_w.get(n.name), tau)
+        caps[n.name] = c
+        if not c.capped:
+            perf.add(n.name)
+    for name in _released_for_pending(inp, perf, by_node, caps):
+        node = next(n for n in inp.nodes if n.name == name)
+        caps[name] = uncapped(node, "released for a pending performance Pod that fits on no performance node")
+        perf.add(name)
+        candidates.discard(name)
+    notes: list[str] = []
+    shed_w = 0.0
+    if s.policy.power_budget_w > 0:
+        caps, lowered, shed_w, note = _within_budget(inp, candidates, by_node, caps)
+        perf -= lowered
+        if note:
+            notes.append(note)
+    return PolicyPlan(WORK_AWARE, frozenset(perf), node_caps=caps, notes=tuple(notes), budget_shed_w=shed_w)
+
+
+def _within_budget(
+    inp: PolicyInput, candidates: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps]
+) -> tuple[dict[str, NodeCaps], set[str], float, str]:
+    """Lower caps on the ``candidates`` (nodes without performance Pods, outside the floor), least
+    predicted slowdown per watt first, until the predicted saving reaches the shed (the integral of
+    the excess, see the module). Returns the caps, the nodes lowered (now eco), the shed for the
+    next tick and a note."""
+    s = inp.settings
+    forecast = sum(inp.measured_w.values()) + sum(inp.trend_w_per_min.values()) * s.policy.forecast_horizon_s / 60.0
+    excess = max(0.0, inp.budget_shed_w + BUDGET_GAIN * (forecast - s.policy.power_budget_w))
+    if excess <= 0:
+        note = (f"budget {s.policy.power_budget_w:.0f} W: forecast {forecast:.0f} W, caps released"
+                if inp.budget_shed_w > 0 else "")
+        return caps, set(), 0.0, note
+    pct: dict[tuple[str, str], float] = {}
+    gs: dict[str, dict[str, Group]] = {}
+    refs: dict[tuple[str, str], capmodel.Outcome] = {}
+    for n in inp.nodes:
+        if n.name not in candidates:
+            continue
+        gs[n.name] = groups(n.hardware, by_node.get(n.name, []))
+        for key, g in gs[n.name].items():
+            if g.works and all(w.prior.compute_share < capmodel.COMPUTE_BOUND_SHARE for w in g.works):
+                pct[(n.name, key)] = caps[n.name].gpu_pct if key == "gpu" else caps[n.name].cpu_pct
+                refs[(n.name, key)] = capmodel.evaluate(g.device, g.works, g.max_w, g.ref_w, g.devices)
+    start = dict(pct)
+    shed = 0.0
+    floor = s.policy.budget_min_cap_pct
+    while shed < excess:
+        best: tuple[float, tuple[str, str], float, float] | None = None
+        for where, cur in pct.items():
+            g = gs[where[0]][where[1]]
+            nxt = max(floor, g.min_w / g.max_w * 100.0, cur - BUDGET_STEP_PCT)
+            if nxt >= cur - 1e-9:
+                continue
+            now = capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * cur / 100.0, g.devices)
+            then = capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * nxt / 100.0, g.devices)
+            saved = now.power_w - then.power_w
+            if saved <= 1e-6:
+                continue
+            lost = (capmodel.worst_slowdown(g.works, refs[where], then)[0]
+                    - capmodel.worst_slowdown(g.works, refs[where], now)[0])
+            if best is None or lost / saved < best[0]:
+                best = (lost / saved, where, nxt, saved)
+        if best is None:
+            break
+        _, where, nxt, saved = best
+        pct[where] = nxt
+        shed += saved
+    out = dict(caps)
+    lowered: set[str] = set()
+    for (name, key), p in pct.items():
+        if p >= start[(name, key)] - 1e-9:
+            continue
+        c = out[name]
+        g = gs[name][key]
+        ref, at = refs[(name, key)], capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * p / 100.0, g.devices)
+        sd = round(capmodel.worst_slowdown(g.works, ref, at)[0] * 100, 2)
+        # Device energy per work only: the rest of the node is not known here.
+        saving = round((1.0 - (at.power_w / at.rate(g.works)) / (ref.power_w / ref.rate(g.works))) * 100, 2)
+        reason = f"{c.reason}; budget: {key} lowered to {p:g} % (predicted +{sd:.1f} % time)"
+        out[name] = replace(c, gpu_pct=p, reason=reason, capped=True, gpu_capped=True, gpu_slowdown_pct=sd,
+                            gpu_saving_pct=saving) if key == "gpu" else replace(
+            c, cpu_pct=p, reason=reason, capped=True, cpu_capped=True, cpu_slowdown_pct=sd, cpu_saving_pct=saving)
+        lowered.add(name)
+    met = "met" if shed >= excess else f"not met ({excess - shed:.0f} W short at the {floor:g} % floor)"
+    # Short of the shed at the floor: keep what the caps can do, so the integral does not wind up.
+    kept = excess if shed >= excess else shed
+    return out, lowered, kept, (f"budget {s.policy.power_budget_w:.0f} W: forecast {forecast:.0f} W, "
+                                f"shed {excess:.0f} W (was {inp.budget_shed_w:.0f} W), {shed:.0f} W predicted by "
+                                f"lowering caps: {met}")
+
+
+class WorkAware:
+    """POLICY_TYPE=work_aware_v1."""
+
+    def plan(self, inp: PolicyInput) -> PolicyPlan:
+        return work_aware(inp)

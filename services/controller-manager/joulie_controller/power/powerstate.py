@@ -1,0 +1,429 @@
+"""The power policy: which idle nodes to suspend through their BMCs and which to resume (issue 20).
+
+Pure: the tick's nodes, Pods, BMC readings and each node's previous power status go in; the power
+actions for the shell (or the benchmark) to carry out and each node's new status come out. Under
+POWER_POLICY=none nothing is decided. docs/suspend-resume.md says what an operator sees.
+
+A node goes on -> suspending -> off -> resuming -> on:
+- on -> suspending: no workload Pod (DaemonSet Pods do not count) for SUSPEND_AFTER, a BMC that
+  reads on, not excluded (joulie.io/suspend-exclude=true), its pool above the floor and fewer than
+  SUSPEND_MAX_CONCURRENT nodes changing state: action "cordon" (cordon + taint joulie.io/suspended).
+- suspending, on a later tick (a Pod bound while the cordon was written shows up by then) and still
+  empty: action "off" (spec.power.state off). A Pod that arrived before that: "uncordon", back on.
+- suspending -> off when the BMC reads off; SUSPEND_TIMEOUT from the cordon -> failed.
+- off -> resuming: Pending Pods that fit no powered node but fit this one (as cluster-autoscaler
+  simulates a scale-up), or its pool under the floor: action "on".
+- resuming -> on when the BMC reads on and the Node is Ready: "uncordon". RESUME_TIMEOUT -> failed.
+- failed stays failed (cordoned, never retried) until an operator removes the taint and uncordons.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Final, Literal
+
+from joulie_api.names import (
+    POWER_FAILED,
+    POWER_OFF,
+    POWER_ON,
+    POWER_RESUMING,
+    POWER_SUSPENDING,
+    SUSPEND_EXCLUDE,
+    TAINT_SUSPENDED,
+)
+from joulie_controller.model.fit import Room, fits, room_of
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.settings import Settings
+
+PowerState = Literal["on", "suspending", "off", "resuming", "failed"]
+DesiredPower = Literal["on", "off"]
+BmcState = Literal["on", "off", "powering-on", "powering-off", "unknown"]
+ActionKind = Literal["cordon", "off", "on", "uncordon", "fail"]
+
+POLICY_NONE: Final = "none"
+DEFAULT_POOL: Final = "default"
+_FINISHED: Final = frozenset({"Succeeded", "Failed"})
+_CHANGING: Final = frozenset({POWER_SUSPENDING, POWER_RESUMING})
+
+
+@dataclass(frozen=True)
+class BmcReading:
+    """What a node's BMC said this tick. A node with no reading has no BMC and is never suspended."""
+
+    state: BmcState
+    error: str | None = None
+    """The BMC's last error (unreachable, refused credentials, a rejected reset), never a credential."""
+
+
+@dataclass(frozen=True)
+class PowerStatus:
+    """NodeTwin status.power."""
+
+    state: PowerState = "on"
+    since: datetime | None = None
+    reason: str = ""
+    boots: int = 0
+    """Resumes completed."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PowerAction:
+    """One thing to do to one node. cordon: cordon and taint joulie.io/suspended:NoSchedule;
+    uncordon: remove the taint and uncordon; off: graceful power-off through the BMC; on: power-on;
+    fail: nothing to carry out (the node stays cordoned), logged with its reason."""
+
+    node: str
+    action: ActionKind
+    reason: str
+
+
+@dataclass(frozen=True)
+class PowerNode:
+    info: NodeInfo
+    status: PowerStatus
+    """The previous status.power (state on, no since, for a node never seen)."""
+    desired: DesiredPower = "on"
+    """The previous spec.power.state: off once the policy has asked the BMC to power the node off."""
+    rank_w: float = 0.0
+    """What the node draws idle, or a proxy (its TDP): of the nodes a resume could wake, the lowest first."""
+
+
+@dataclass(frozen=True)
+class PowerInput:
+    now: datetime
+    nodes: Sequence[PowerNode]
+    pods: Sequence[PodInfo]
+    bmc: Mapping[str, BmcReading]
+    idle_since: Mapping[str, datetime]
+    """Since when each powered node has had no workload Pod (kept between ticks by the caller)."""
+
+
+@dataclass(frozen=True)
+class PowerDecision:
+    actions: list[PowerAction]
+    status: dict[str, PowerStatus]
+    """Every node's new status.power (empty under POWER_POLICY=none)."""
+    desired: dict[str, DesiredPower]
+    """Every node's new spec.power.state."""
+    idle_since: dict[str, datetime]
+    notes: list[str]
+
+
+def duration_text(seconds: float) -> str:
+    """600 -> 10m, 90 -> 1m30s, 5400 -> 1h30m (as the settings are written)."""
+    total = int(round(seconds))
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    text = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s or not total else "")
+    return text
+
+
+def excluded(info: NodeInfo) -> bool:
+    return "true" in (info.labels.get(SUSPEND_EXCLUDE, "").strip().lower(),
+                      info.annotations.get(SUSPEND_EXCLUDE, "").strip().lower())
+
+
+def tainted(info: NodeInfo) -> bool:
+    return any(t.key == TAINT_SUSPENDED for t in info.taints)
+
+
+def pool_of(info: NodeInfo, s: Settings) -> str:
+    return info.labels.get(s.suspend.pool_label) or DEFAULT_POOL
+
+
+def _pod_name(pod: PodInfo) -> str:
+    return f"{pod.namespace}/{pod.name}"
+
+
+class _Tick:
+    """The decision under construction: statuses, desired states and actions as they change."""
+
+    def __init__(self, inp: PowerInput):
+        self.now = inp.now
+        self.status = {n.info.name: n.status for n in inp.nodes}
+        self.desired: dict[str, DesiredPower] = {n.info.name: n.desired for n in inp.nodes}
+        self.actions: list[PowerAction] = []
+        self.notes: list[str] = []
+
+    def elapsed_s(self, node: str) -> float:
+        since = self.status[node].since
+        return 0.0 if since is None else (self.now - since).total_seconds()
+
+    def move(self, node: str, state: PowerState, reason: str, action: ActionKind | None, *, boots: int = 0) -> None:
+        old = self.status[node]
+        self.status[node] = PowerStatus(state, self.now, reason[:1024], old.boots + boots, old.error)
+        if action is not None:
+            self.actions.append(PowerAction(node, action, reason))
+        self.notes.append(f"node {node}: power {old.state} -> {state}" + (f" ({action})" if action else "")
+                          + f": {reason}")
+
+
+def decide(inp: PowerInput, s: Settings) -> PowerDecision:
+    if s.suspend.power_policy == POLICY_NONE:
+        return PowerDecision([], {}, {}, {}, [])
+    nodes = sorted(inp.nodes, key=lambda n: n.info.name)
+    bound: dict[str, list[PodInfo]] = defaultdict(list)
+    for pod in inp.pods:
+        if pod.node_name and pod.phase not in _FINISHED:
+            bound[pod.node_name].append(pod)
+    workload = {n.info.name: [p for p in bound[n.info.name] if not p.daemonset] for n in nodes}
+    # A Pending DaemonSet Pod is bound to its node by a matchFields affinity and wakes nothing.
+    pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
+                      and not p.daemonset), key=_pod_name)
+    tick = _Tick(inp)
+    for n in nodes:
+        if n.status.since is None:  # first seen by the policy
+            tick.status[n.info.name] = replace(n.status, since=inp.now)
+
+    _progress(tick, nodes, workload, inp.bmc, s)
+    budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
+    busy_powered, budget = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, budget)
+    budget = _restore_floor(tick, nodes, inp.bmc, budget, s)
+    _power_off_cordoned(tick, nodes, workload, inp.bmc)
+    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s)
+
+    for n in nodes:  # the BMC's error of this tick, whatever the state
+        reading = inp.bmc.get(n.info.name)
+        error = reading.error[:1024] if reading is not None and reading.error else None
+        tick.status[n.info.name] = replace(tick.status[n.info.name], error=error)
+    return PowerDecision(tick.actions, tick.status, tick.desired, idle_since, tick.notes)
+
+
+def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
+              bmc: Mapping[str, BmcReading], s: Settings) -> None:
+    """Transitions already under way: suspends and resumes that completed, timed out or were overtaken."""
+    for n in nodes:
+        name = n.info.name
+        st = tick.status[name]
+        reading = bmc.get(name)
+        bmc_text = "no BMC reading" if reading is None else f"the BMC reads {reading.state}" + (
+            f" ({reading.error})" if reading.error else "")
+        if st.state == POWER_SUSPENDING:
+            if workload[name] and tick.desired[name] == POWER_ON:
+                tick.move(name, POWER_ON, f"Pod {_pod_name(workload[name][0])} arrived before the power-off",
+                          "uncordon")
+            elif reading is not None and reading.state == POWER_OFF:
+                tick.move(name, POWER_OFF, st.reason, None)
+            elif tick.elapsed_s(name) > s.suspend.timeout_s:
+                tick.move(name, POWER_FAILED, f"not off within SUSPEND_TIMEOUT "
+                          f"({duration_text(s.suspend.timeout_s)}): {bmc_text}; left cordoned", "fail")
+        elif st.state == POWER_RESUMING:
+            if reading is not None and reading.state == POWER_ON and n.info.ready:
+                tick.move(name, POWER_ON, f"resumed in {duration_text(tick.elapsed_s(name))}: {st.reason}",
+                          "uncordon", boots=1)
+            elif tick.elapsed_s(name) > s.suspend.resume_timeout_s:
+                ready = "Ready" if n.info.ready else "not Ready"
+                tick.move(name, POWER_FAILED, f"not back within RESUME_TIMEOUT "
+                          f"({duration_text(s.suspend.resume_timeout_s)}): "
+                          f"{bmc_text}, Node {ready}; left cordoned, not retried", "fail")
+        elif st.state == POWER_ON and tainted(n.info):
+            # Resumed or taken back, but the uncordon did not reach the API server: again.
+            tick.actions.append(PowerAction(name, "uncordon", "on, still tainted joulie.io/suspended"))
+        elif st.state == POWER_OFF and reading is not None and reading.state in ("on", "powering-on"):
+            tick.desired[name] = POWER_ON
+            tick.move(name, POWER_RESUMING, "the BMC reports on (powered on outside Joulie)", None)
+        elif st.state == POWER_FAILED and not tainted(n.info) and not n.info.unschedulable:
+            tick.desired[name] = POWER_ON
+            tick.move(name, POWER_ON, "cleared by an operator (taint joulie.io/suspended removed, uncordoned)", None)
+
+
+def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
+                        bmc: Mapping[str, BmcReading]) -> None:
+    """Nodes cordoned on an earlier tick and still empty (a Pod bound while the cordon was written
+    would show by now), not taken back for a Pending Pod: power off through the BMC. Only a node
+    the cluster shows cordoned and tainted: a cordon that did not reach the API server is retried."""
+    for n in nodes:
+        name = n.info.name
+        st = tick.status[name]
+        reading = bmc.get(name)
+        if st.state != POWER_SUSPENDING or tick.desired[name] != POWER_ON or tick.elapsed_s(name) <= 0:
+            continue
+        if not (tainted(n.info) and n.info.unschedulable):
+            tick.actions.append(PowerAction(name, "cordon", st.reason))
+            tick.notes.append(f"node {name}: not cordoned and tainted yet; cordon again")
+        elif not workload[name] and reading is not None and reading.state == POWER_ON:
+            tick.desired[name] = POWER_OFF
+            tick.actions.append(PowerAction(name, "off", st.reason))
+            tick.notes.append(f"node {name}: power off through the BMC: {st.reason}")
+
+
+def _bmc_reads(bmc: Mapping[str, BmcReading], node: str, state: str) -> bool:
+    reading = bmc.get(node)
+    return reading is not None and reading.state == state
+
+
+def _shape(pod: PodInfo) -> tuple[object, ...]:
+    """What decides where a Pod fits (fit.py), as a key."""
+    return (pod.cpu_request, pod.memory_request_bytes, pod.gpu_request, tuple(sorted(pod.node_selector.items())),
+            pod.required_terms, pod.tolerations)
+
+
+def _powered_schedulable(tick: _Tick, n: PowerNode) -> bool:
+    return tick.status[n.info.name].state == POWER_ON and not n.info.unschedulable and n.info.ready
+
+
+def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+                        pending: Sequence[PodInfo], bmc: Mapping[str, BmcReading],
+                        budget: int) -> tuple[set[str], int]:
+    """Wake the fewest nodes the Pending Pods need. Returns the powered nodes a Pending Pod is
+    expected to land on (not to be suspended under it) and the budget left."""
+    info = {n.info.name: n.info for n in nodes}
+    busy, unsatisfied = _place_without_resume(tick, nodes, bound, pending, info)
+    if not unsatisfied:
+        return busy, budget
+    first_pod, budget = _wake_for(tick, _resume_candidates(tick, nodes, bmc), bound, unsatisfied, info, budget)
+    for name, pod in first_pod.items():
+        if tick.status[name].state == POWER_SUSPENDING:
+            tick.move(name, POWER_ON, f"Pending Pod {_pod_name(pod)} fits it and no powered node", "uncordon")
+        else:
+            tick.move(name, POWER_RESUMING, f"Pending Pod {_pod_name(pod)} fits no powered node", "on")
+        tick.desired[name] = POWER_ON
+    return busy, budget
+
+
+def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+                          pending: Sequence[PodInfo], info: Mapping[str, NodeInfo]) -> tuple[set[str], list[PodInfo]]:
+    """Where the Pending Pods can go without a resume (powered schedulable nodes, and nodes already
+    resuming): the nodes they land on, and the Pods that fit none of them."""
+    room: dict[str, Room] = {}
+    for n in nodes:
+        if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
+            room[n.info.name] = room_of(n.info, bound[n.info.name])
+    ignore = frozenset({TAINT_SUSPENDED})
+    busy: set[str] = set()
+    unsatisfied: list[PodInfo] = []
+    # Room only shrinks within a tick: a Pod shaped like one that fitted nowhere fits nowhere either
+    # (keeps a long queue against a full cluster from costing Pods x nodes checks).
+    no_room: set[tuple[object, ...]] = set()
+    for pod in pending:
+        shape = _shape(pod)
+        if shape in no_room:
+            unsatisfied.append(pod)
+            continue
+        spot = next((name for name, r in room.items()
+                     if fits(pod, info[name], r, ignore if tick.status[name].state == POWER_RESUMING else frozenset())
+                     is None), None)
+        if spot is None:
+            unsatisfied.append(pod)
+            no_room.add(shape)
+        else:
+            room[spot] = room[spot].minus(pod)
+            busy.add(spot)
+    return busy, unsatisfied
+
+
+def _resume_candidates(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading]) -> list[PowerNode]:
+    """Nodes a resume can use: cordoned for suspend but not yet told to power off (an uncordon takes
+    them back, no boot), then off nodes whose BMC reads off, the lowest idle power first."""
+
+    def candidate_order(n: PowerNode) -> tuple[int, float, str]:
+        return (0 if tick.status[n.info.name].state == POWER_SUSPENDING else 1, n.rank_w, n.info.name)
+
+    return sorted(
+        (n for n in nodes
+         if (tick.status[n.info.name].state == POWER_SUSPENDING and tick.desired[n.info.name] == POWER_ON)
+         or (tick.status[n.info.name].state == POWER_OFF and _bmc_reads(bmc, n.info.name, POWER_OFF))),
+        key=candidate_order)
+
+
+def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+              unsatisfied: Sequence[PodInfo], info: Mapping[str, NodeInfo],
+              budget: int) -> tuple[dict[str, PodInfo], int]:
+    """The candidates to wake for the Pods no powered node takes, each with the first Pod that wakes
+    it, within SUSPEND_MAX_CONCURRENT (``budget``); returns them and the budget left."""
+    ignore = frozenset({TAINT_SUSPENDED})
+    woken: dict[str, Room] = {}
+    first_pod: dict[str, PodInfo] = {}
+    nowhere: set[tuple[object, ...]] = set()
+    waiting: list[str] = []
+    for pod in unsatisfied:
+        shape = _shape(pod)
+        if shape in nowhere:
+            continue
+        spot = next((name for name, r in woken.items() if fits(pod, info[name], r, ignore) is None), None)
+        if spot is None:
+            for n in candidates:
+                name = n.info.name
+                if name in woken:
+                    continue
+                is_off = tick.status[name].state == POWER_OFF
+                r = room_of(n.info, bound[name])
+                if fits(pod, n.info, r, ignore) is not None:
+                    continue
+                if is_off and budget <= 0:
+                    waiting.append(_pod_name(pod))
+                    break
+                budget -= 1 if is_off else 0
+                woken[name], first_pod[name], spot = r, pod, name
+                break
+        if spot is None:
+            nowhere.add(shape)
+        else:
+            woken[spot] = woken[spot].minus(pod)
+    if waiting:
+        tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state")
+    return first_pod, budget
+
+
+def _powered_by_pool(tick: _Tick, nodes: Sequence[PowerNode], s: Settings) -> dict[str, int]:
+    powered: dict[str, int] = defaultdict(int)
+    for n in nodes:
+        if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
+            powered[pool_of(n.info, s)] += 1
+    return powered
+
+
+def _restore_floor(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading], budget: int,
+                   s: Settings) -> int:
+    """A pool under SUSPEND_MIN_POWERED (a failed or manually cordoned node) gets off nodes back."""
+    powered = _powered_by_pool(tick, nodes, s)
+    for n in sorted(nodes, key=lambda n: (n.rank_w, n.info.name)):
+        name, pool = n.info.name, pool_of(n.info, s)
+        reading = bmc.get(name)
+        if budget <= 0 or powered[pool] >= s.suspend.min_powered:
+            continue
+        if tick.status[name].state == POWER_OFF and reading is not None and reading.state == POWER_OFF:
+            tick.move(name, POWER_RESUMING, f"pool {pool} has {powered[pool]} powered nodes, under "
+                      f"SUSPEND_MIN_POWERED={s.suspend.min_powered}", "on")
+            tick.desired[name] = POWER_ON
+            powered[pool] += 1
+            budget -= 1
+    return budget
+
+
+def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
+                  busy: set[str], inp: PowerInput, budget: int, s: Settings) -> dict[str, datetime]:
+    idle_since: dict[str, datetime] = {}
+    for n in nodes:
+        name = n.info.name
+        if (tick.status[name].state == POWER_ON and not workload[name] and not n.info.unschedulable
+                and not tainted(n.info) and n.info.ready):
+            idle_since[name] = inp.idle_since.get(name, inp.now)
+    due = [n for n in nodes
+           if n.info.name in idle_since and n.info.name not in busy and not excluded(n.info)
+           and (inp.now - idle_since[n.info.name]).total_seconds() >= s.suspend.after_s
+           and _bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].error]
+    # The longest idle first, then the hungriest.
+    due.sort(key=lambda n: (idle_since[n.info.name], -n.rank_w, n.info.name))
+    powered = _powered_by_pool(tick, nodes, s)
+    for n in due:
+        name, pool = n.info.name, pool_of(n.info, s)
+        if powered[pool] - 1 < s.suspend.min_powered:
+            continue
+        if budget <= 0:
+            tick.notes.append(f"node {name}: idle, suspend deferred: SUSPEND_MAX_CONCURRENT="
+                              f"{s.suspend.max_concurrent} nodes already change state")
+            break
+        idle_s = (inp.now - idle_since[name]).total_seconds()
+        tick.move(name, POWER_SUSPENDING, f"no workload Pods for {duration_text(idle_s)} "
+                  f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)})", "cordon")
+        del idle_since[name]
+        powered[pool] -= 1
+        budget -= 1
+    return idle_since

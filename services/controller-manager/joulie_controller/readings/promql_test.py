@@ -1,0 +1,52 @@
+"""PromQL generation for each metric naming and promotion setting, and sample validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from joulie_controller.readings.promql import MetricNaming, Rejected, Sample, parse_vector, power_queries
+
+
+@pytest.mark.parametrize(("naming", "energy", "power"), [
+    ("underscore-suffixes",
+     'sum by (k8s_node_name) (rate(hw_host_energy_joules_total[2m]))', "sum by (k8s_node_name) (hw_host_power_watts)"),
+    ("underscore", "sum by (k8s_node_name) (rate(hw_host_energy[2m]))", "sum by (k8s_node_name) (hw_host_power)"),
+    ("utf8-suffixes", 'sum by ("k8s.node.name") (rate({"hw.host.energy_joules_total"}[2m]))',
+     'sum by ("k8s.node.name") ({"hw.host.power_watts"})'),
+    ("utf8", 'sum by ("k8s.node.name") (rate({"hw.host.energy"}[2m]))', 'sum by ("k8s.node.name") ({"hw.host.power"})'),
+])
+def test_queries_follow_the_translation_strategy(naming: str, energy: str, power: str) -> None:
+    q = power_queries(MetricNaming.from_setting(naming), "k8s.node.name", promoted=True, rate_window="2m")
+    assert (q.energy_rate, q.power_gauge) == (energy, power)
+
+
+def test_unpromoted_attributes_are_joined_from_target_info() -> None:
+    q = power_queries(MetricNaming.from_setting("underscore-suffixes"), "k8s.node.name", promoted=False,
+                      rate_window="5m")
+    assert q.energy_rate == ("sum by (k8s_node_name) ((rate(hw_host_energy_joules_total[5m]) "
+                             "* on (job, instance) group_left (k8s_node_name) target_info))")
+    assert q.node_label == "k8s_node_name"
+
+
+def test_samples_are_validated_per_node() -> None:
+    result = [
+        {"metric": {"k8s_node_name": "a"}, "value": [1, "512.5"]},
+        {"metric": {"k8s_node_name": "b"}, "value": [1, "NaN"]},
+        {"metric": {"k8s_node_name": "c"}, "value": [1, "-3"]},
+        {"metric": {"k8s_node_name": "d"}, "value": [1, "+Inf"]},
+        {"metric": {}, "value": [1, "7"]},
+        {"metric": {"k8s_node_name": "e"}, "value": [1, "watts"]},
+    ]
+    samples, rejected = parse_vector(result, "k8s_node_name", "energyRate")
+    assert samples == [Sample("a", 512.5)]
+    assert [(r.node, r.reason) for r in rejected] == [
+        ("b", "not a finite number"), ("c", "negative power"), ("d", "not a finite number"),
+        ("(no node label)", "series has no 'k8s_node_name' label"), ("e", "not a number")]
+    assert all(isinstance(r, Rejected) and r.field == "energyRate" for r in rejected)
+
+
+def test_component_scope_sums_hw_power_per_node() -> None:
+    q = power_queries(MetricNaming.from_setting("underscore-suffixes"), "k8s.node.name", promoted=True,
+                      rate_window="2m")
+    assert q.component_energy_rate == "sum by (k8s_node_name) (rate(hw_energy_joules_total[2m]))"
+    assert q.component_power_gauge == "sum by (k8s_node_name) (hw_power_watts)"

@@ -1,0 +1,203 @@
+"""The NodeTwin the controller owns: the spec it wants (``desired_spec``), the status it computes
+(``status_content``, ``cap_decision``, ``power_status``), and the write rules that keep an idle
+cluster free of API writes (``status_needs_write``: rounded values, the measured values' dead band,
+the per-node refresh period). Pure."""
+
+from __future__ import annotations
+
+import copy
+import zlib
+from datetime import datetime
+from typing import Any, Final, Literal, cast
+
+from joulie_api.generated.nodetwin import (
+    CapDecision,
+    CPUCapSpec,
+    DeviceCapDecision,
+    EffectiveCapState,
+    GPUCapSpec,
+    GPUPowerCap,
+    NodeTwin,
+    NodeTwinSpec,
+    NodeTwinStatus,
+    PolicyRef,
+    PowerMeasurement,
+    PowerSpec,
+    SchedulingSpec,
+)
+from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
+from joulie_controller.model import twin
+from joulie_controller.model.caps import Caps
+from joulie_controller.policies.plan import NodeCaps
+from joulie_controller.power import powerstate
+from joulie_controller.readings.values import PowerSource
+
+
+def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str,
+                 power: str | None = None) -> NodeTwinSpec:
+    if caps.cpu.pct_of_max is not None:
+        cpu = CPUCapSpec(package_power_cap_pct_of_max=caps.cpu.pct_of_max)
+    elif caps.cpu.watts is not None and caps.cpu.watts >= 1:
+        cpu = CPUCapSpec(package_power_cap_watts=caps.cpu.watts)
+    else:
+        cpu = CPUCapSpec()  # {}: the agent leaves the CPU cap as it is
+    gpu = None
+    if caps.gpu is not None:
+        gpu = GPUCapSpec(power_cap=GPUPowerCap(
+            scope="perGpu", cap_pct_of_max=caps.gpu.pct_of_max, cap_watts_per_gpu=caps.gpu.watts_per_gpu))
+    return NodeTwinSpec(
+        node_name=node,
+        profile=cast(Literal["performance", "eco"], profile),
+        cpu=cpu,
+        gpu=gpu,
+        policy=PolicyRef(name=policy_name),
+        scheduling=SchedulingSpec(draining=draining),
+        power=PowerSpec(state=cast(Literal["on", "off"], power)) if power is not None else None,
+    )
+
+
+def dump(model: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _r(x: float, digits: int = 1) -> float:
+    return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
+    """NodeTwin status.capDecision: the work-aware policy's choice, explained. A device held at its
+    reference limit carries only the reason (no prediction: nothing was traded)."""
+
+    def device(capped: bool, pct: float, driver: str, slow: float, saving: float) -> dict[str, Any] | None:
+        if not driver:
+            return None  # the node has no such device group
+        if not capped:
+            return {"cap_pct_of_max": _r(pct), "driven_by": driver[:512]}
+        return {"cap_pct_of_max": _r(pct), "driven_by": driver[:512],
+                "predicted_slowdown_pct": _r(max(0.0, slow), 2), "predicted_energy_saving_pct": _r(saving, 2)}
+
+    cpu = device(work.cpu_capped, work.cpu_pct, work.cpu_driver, work.cpu_slowdown_pct, work.cpu_saving_pct)
+    gpu = device(work.gpu_capped, work.gpu_pct, work.gpu_driver, work.gpu_slowdown_pct, work.gpu_saving_pct)
+    return CapDecision(
+        reason=work.reason[:2048],
+        slowdown_budget_pct=_r(tau_pct, 2),
+        cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
+        gpu=DeviceCapDecision(**gpu) if gpu is not None else None,
+    )
+
+
+def power_status(status: powerstate.PowerStatus) -> PowerStatusModel:
+    return PowerStatusModel(state=status.state, since=status.since, reason=status.reason or None,
+                            boots=status.boots, error=status.error)
+
+
+def previous_power(existing: NodeTwin | None) -> tuple[powerstate.PowerStatus, powerstate.DesiredPower]:
+    """The node's power status and desired state as its NodeTwin holds them (on for a new node)."""
+    spec_power = existing.spec.power if existing is not None else None
+    desired: powerstate.DesiredPower = "off" if spec_power is not None and spec_power.state == "off" else "on"
+    p = existing.status.power if existing is not None and existing.status is not None else None
+    if p is None or p.state is None:
+        return powerstate.PowerStatus(), desired
+    return powerstate.PowerStatus(p.state, p.since, p.reason or "", p.boots or 0, p.error), desired
+
+
+def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float,
+                   decision: CapDecision | None = None, power: PowerStatusModel | None = None) -> NodeTwinStatus:
+    """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change."""
+    return NodeTwinStatus(
+        cap_decision=decision,
+        schedulable_class=out.schedulable_class,
+        power_measurement=PowerMeasurement(
+            source=cast(PowerSource, source),
+            measured_node_power_w=_r(measured_w) if measured_w is not None else None,
+            cpu_capped_power_w=_r(out.cpu_capped_w),
+            gpu_capped_power_w=_r(out.gpu_capped_w),
+            node_capped_power_w=_r(out.node_capped_w),
+            cpu_tdp_w=_r(out.cpu_tdp_w),
+            gpu_tdp_w=_r(out.gpu_tdp_w),
+            node_tdp_w=_r(out.node_tdp_w),
+            power_trend_w_per_min=_r(trend),
+        ),
+        predicted_power_headroom_score=_r(out.headroom_score),
+        predicted_cooling_stress_score=_r(out.cooling_stress_score),
+        predicted_psu_stress_score=_r(out.psu_stress_score),
+        effective_cap_state=EffectiveCapState(cpu_pct=_r(out.cpu_pct), gpu_pct=_r(out.gpu_pct)),
+        estimated_pue=_r(out.estimated_pue, 3),
+        power=power,
+    )
+
+
+def owned_status(existing: NodeTwinStatus | None) -> dict[str, Any]:
+    if existing is None:
+        return {}
+    body = dump(existing)
+    body.pop("controlStatus", None)
+    body.pop("agent", None)  # owned by the liveness check (liveness.py), not by this write
+    body.pop("lastUpdated", None)
+    return body
+
+
+def refresh_after_s(node: str, refresh_s: float) -> float:
+    """The node's own refresh period: up to 25 % shorter than STATUS_REFRESH_INTERVAL, fixed per node
+    name, so the refreshes of twins written together do not all land on one tick forever."""
+    return refresh_s * (1.0 - 0.25 * (zlib.crc32(node.encode()) % 1000) / 1000.0)
+
+
+# Measured status values and how each one's dead band is sized: (path in the status, "rel" for a
+# share of the value itself, "power" for a share of the measured node power, "points" for the 0-100
+# scores), and the least move that counts whatever the share.
+_MEASURED: Final = (
+    (("powerMeasurement", "measuredNodePowerW"), "rel", 0.0),
+    (("powerMeasurement", "powerTrendWPerMin"), "power", 1.0),
+    (("predictedPowerHeadroomScore",), "points", 0.0),
+    (("predictedCoolingStressScore",), "points", 0.0),
+    (("predictedPsuStressScore",), "points", 0.0),
+    (("estimatedPUE",), "rel", 0.0),
+)
+
+
+def _get(body: dict[str, Any], path: tuple[str, ...]) -> Any:
+    v: Any = body
+    for k in path:
+        if not isinstance(v, dict):
+            return None
+        v = v.get(k)
+    return v
+
+
+def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_pct: float) -> dict[str, Any]:
+    """``desired`` with each measured value that moved less than its dead band since ``existing``
+    put back as ``existing`` holds it: comparing the two then tells a change worth writing."""
+    if deadband_pct <= 0:
+        return desired
+    share = deadband_pct / 100.0
+    power = _get(existing, ("powerMeasurement", "measuredNodePowerW"))
+    out = desired
+    for path, scale, least in _MEASURED:
+        new, old = _get(desired, path), _get(existing, path)
+        if not isinstance(new, (int, float)) or not isinstance(old, (int, float)) or new == old:
+            continue
+        if scale == "rel":
+            band = share * max(abs(new), abs(old))
+        elif scale == "power":
+            band = share * abs(power) if isinstance(power, (int, float)) else 0.0
+        else:
+            band = share * 100.0
+        if abs(new - old) > max(least, band):
+            continue
+        if out is desired:
+            out = copy.deepcopy(desired)
+        parent = out
+        for k in path[:-1]:
+            parent = parent[k]
+        parent[path[-1]] = old
+    return out
+
+
+def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
+                       refresh_after: float, deadband_pct: float = 0.0) -> bool:
+    held = owned_status(existing)
+    if measured_within(dump(desired), held, deadband_pct) != held:
+        return True
+    last = existing.last_updated if existing is not None else None
+    return last is None or (now - last).total_seconds() >= refresh_after

@@ -1,0 +1,2 @@
+"""The Prometheus shells: instant queries for node and facility power (prometheus) and the
+controller's own /metrics (metrics)."""

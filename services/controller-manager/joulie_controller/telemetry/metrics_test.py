@@ -1,0 +1,45 @@
+"""Metrics follow the reconcile outcome: one active state per node, families replaced, not accumulated."""
+
+from __future__ import annotations
+
+from joulie_controller.model.caps import Caps, CpuCap
+from joulie_controller.model.fsm import State
+from joulie_controller.reconcile.snapshot import NodeOutcome, TickResult
+from joulie_controller.telemetry.metrics import Metrics
+
+
+def outcome(node: str, state: State, prev: State, transition: str | None, family: str = "cpu:x") -> NodeOutcome:
+    profile = "performance" if state == State.ACTIVE_PERFORMANCE else "eco"
+    return NodeOutcome(node, profile, state == State.DRAINING_PERFORMANCE, prev, state, transition, 0, family,
+                       Caps(CpuCap(pct_of_max=100), None))
+
+
+def test_state_profile_transitions_and_families() -> None:
+    m = Metrics()
+    m.record_tick(TickResult([], [outcome("a", State.ACTIVE_PERFORMANCE, State.UNKNOWN, None),
+                                  outcome("b", State.DRAINING_PERFORMANCE, State.ACTIVE_PERFORMANCE, "deferred",
+                                          "gpu:h100")], None, []))
+    get = m.registry.get_sample_value
+    assert get("joulie_policy_node_state", {"node": "b", "state": "DrainingPerformance"}) == 1
+    assert get("joulie_policy_node_state", {"node": "b", "state": "ActiveEco"}) == 0
+    assert get("joulie_policy_node_profile_label", {"node": "a", "profile": "performance"}) == 1
+    assert get("joulie_policy_state_transitions_total", {"node": "b", "from_state": "ActivePerformance",
+                                                         "to_state": "ActiveEco", "result": "deferred"}) == 1
+    assert get("joulie_policy_family_performance_nodes", {"family": "gpu:h100"}) == 0
+    m.record_tick(TickResult([], [outcome("a", State.ACTIVE_ECO, State.ACTIVE_PERFORMANCE, "applied")], None, []))
+    assert get("joulie_policy_family_nodes", {"family": "gpu:h100"}) is None  # stale family removed
+    assert get("joulie_policy_node_state", {"node": "b", "state": "DrainingPerformance"}) is None
+    assert get("joulie_policy_state_transitions_total", {"node": "a", "from_state": "ActivePerformance",
+                                                         "to_state": "ActiveEco", "result": "applied"}) == 1
+
+
+def test_power_states_are_counted_per_state_and_actions_per_action() -> None:
+    from joulie_controller.power.powerstate import PowerAction
+
+    m = Metrics()
+    m.record_tick(TickResult([], [], None, [], [PowerAction("a", "cordon", "idle")],
+                             {"a": "suspending", "b": "on", "c": "on"}))
+    get = m.registry.get_sample_value
+    assert get("joulie_power_nodes", {"state": "on"}) == 2 and get("joulie_power_nodes", {"state": "off"}) == 0
+    assert get("joulie_power_actions_total", {"action": "cordon"}) == 1
+    assert get("joulie_power_nodes", {"state": "suspending"}) == 1

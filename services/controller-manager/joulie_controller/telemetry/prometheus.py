@@ -1,0 +1,171 @@
+"""Shell: measured node power from Prometheus (instant queries over HTTP).
+
+One query per tick for all nodes (not one per node): the energy counter's rate, and the power
+gauge for nodes that have no counter. Prometheus down, slow or answering garbage means no data for
+this tick (every node neutral, source prometheus-no-data), logged once when it starts and once
+when it answers again, never an exception. After it was down or restarted, no data too until its
+rate window is covered again (``ratewarmup``): a partly covered window reads far too low.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from joulie_api.outage import Outage
+from joulie_controller.readings.facility import facility_queries, read_facility
+from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
+from joulie_controller.readings.ratewarmup import RateWarmup
+from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
+from joulie_controller.settings import Settings, parse_duration_s
+
+log = logging.getLogger(__name__)
+
+
+class PrometheusError(RuntimeError):
+    pass
+
+
+@dataclass
+class PowerReading:
+    measurements: dict[str, Measurement] = field(default_factory=dict)
+    rejected: list[Rejected] = field(default_factory=list)
+    error: str | None = None
+
+
+def instant_query(client: httpx.Client, address: str, promql: str) -> list[Mapping[str, Any]]:
+    try:
+        resp = client.get(f"{address.rstrip('/')}/api/v1/query", params={"query": promql})
+    except httpx.HTTPError as err:
+        raise PrometheusError(f"query to {address} failed: {err.__class__.__name__}: {err}") from None
+    if resp.status_code != 200:
+        raise PrometheusError(f"query to {address} answered HTTP {resp.status_code}: {resp.text[:200]}")
+    try:
+        body = resp.json()
+    except ValueError:
+        raise PrometheusError(f"query to {address} answered non-JSON: {resp.text[:200]!r}") from None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or body.get("status") != "success" or not isinstance(data, dict):
+        raise PrometheusError(f"query to {address} failed: {str(body)[:200]}")
+    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise PrometheusError(f"query to {address} returned {data.get('resultType')!r}, expected an instant vector")
+    return [r for r in data["result"] if isinstance(r, Mapping)]
+
+
+def start_time(client: httpx.Client, address: str) -> str | None:
+    """When Prometheus started (``/api/v1/status/runtimeinfo`` startTime), or None when it does not
+    say (unreachable, or a Prometheus-compatible store without the endpoint)."""
+    try:
+        resp = client.get(f"{address.rstrip('/')}/api/v1/status/runtimeinfo")
+        data = resp.json().get("data") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    started = data.get("startTime") if isinstance(data, dict) else None
+    return started if isinstance(started, str) and started else None
+
+
+class PowerReader:
+    """Reads node power with the settings' metric naming and label promotion."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None,
+                 monotonic: Callable[[], float] = time.monotonic):
+        self.settings = settings
+        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.queries: PowerQueries = power_queries(
+            MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
+            settings.prometheus.node_attribute_promoted, settings.prometheus.rate_window)
+        self.monotonic = monotonic
+        self.health = Outage("Prometheus (measured power; every node neutral meanwhile)", log, monotonic)
+        self.warmup = RateWarmup(parse_duration_s("NODE_POWER_RATE_WINDOW", settings.prometheus.rate_window))
+        self.warming = False
+
+    def close(self) -> None:
+        self.client.close()
+
+    def read(self) -> PowerReading:
+        s = self.settings
+        reading = PowerReading()
+        if s.prometheus.power_source != "prometheus" or not s.prometheus.url:
+            return reading
+        q = self.queries
+        host = [("energyRate", q.energy_rate), ("powerGauge", q.power_gauge)]
+        components = [("componentEnergyRate", q.component_energy_rate),
+                      ("componentPowerGauge", q.component_power_gauge)]
+        if s.prometheus.power_query:
+            queries = [("powerRate", s.prometheus.power_query)]
+        else:
+            queries = {"host": host, "components": components}.get(s.prometheus.power_scope, host + components)
+        now = self.monotonic()
+        if not self.health.due():  # backing off from a Prometheus that did not answer
+            self.warmup.failed(now)
+            return PowerReading(error=f"Prometheus unreachable: {self.health.last_error}")
+        started = start_time(self.client, s.prometheus.url)
+        if started is not None:
+            self.warmup.started(started, now)
+        for field_name, promql in queries:
+            try:
+                result = instant_query(self.client, s.prometheus.url, promql)
+            except PrometheusError as err:
+                self.health.failed(err)
+                self.warmup.failed(self.monotonic())
+                return PowerReading(error=str(err))
+            samples, rejected = parse_vector(result, self.queries.node_label, field_name)
+            reading.rejected.extend(rejected)
+            for sample in samples:
+                # Earlier queries win: host before components, energy counter before power gauge.
+                reading.measurements.setdefault(sample.node, Measurement(sample.value_w, SOURCE_PROMETHEUS))
+        if self.health.down:  # answering again: its window holds the outage's gap from now on
+            self.warmup.failed(now)
+        self.health.ok()
+        if self._warming_up(now):  # queried all the same: a failure meanwhile restarts the wait
+            return PowerReading(error=f"Prometheus restarted or was unreachable less than "
+                                      f"{s.prometheus.rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet "
+                                      f"covered")
+        for r in reading.rejected:
+            log.warning("node %s: %s sample %s rejected: %s", r.node, r.field, r.raw, r.reason)
+        return reading
+
+    def _warming_up(self, now_s: float) -> bool:
+        """Whether the rate window is still partly covered since the last failure or restart;
+        logs once when that starts and once when it ends."""
+        left = self.warmup.remaining_s(now_s)
+        if left > 0 and not self.warming:
+            log.warning("Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
+                        "rate window (NODE_POWER_RATE_WINDOW %s) is covered again", left,
+                        self.settings.prometheus.rate_window)
+        elif left <= 0 and self.warming:
+            log.warning("Prometheus rate window covered again: measured power in use")
+        self.warming = left > 0
+        return self.warming
+
+
+class FacilityReader:
+    """Facility metrics (ENABLE_FACILITY_METRICS): one set of instant queries per poll."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None):
+        self.address = settings.facility.prometheus_url or settings.prometheus.url
+        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.queries = facility_queries(settings)
+        # The problems of the last poll: logged when they change, not every poll (issue 23,
+        # prometheus-kill: a line per facility query per poll while Prometheus was down).
+        self.problems: list[str] = []
+
+    def close(self) -> None:
+        self.client.close()
+
+    def read(self) -> Facility:
+        if not self.address:
+            log.warning("facility metrics enabled but no Prometheus address (FACILITY_PROMETHEUS_ADDRESS)")
+            return Facility()
+        facility, problems = read_facility(self.queries, lambda q: instant_query(self.client, self.address, q))
+        if problems and problems != self.problems:
+            log.warning("facility metrics: %s (logged again only when this changes)", "; ".join(problems)[:2000])
+        elif not problems and self.problems:
+            log.warning("facility metrics: every query answers again")
+        self.problems = problems
+        return facility

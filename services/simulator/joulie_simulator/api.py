@@ -1,0 +1,29 @@
+"""The simulator's public surface, pure part: what the products (the simulated cluster, the benchmark,
+the acceptance tests) may use of its models. It imports no I/O and no heavy library (the pure-core
+contract covers it), so the benchmark and the smoke checks use the emulator without FUSE, FastAPI or
+the OpenTelemetry SDK; the servers and views are in ``shell_api``. Everything else in
+``joulie_simulator`` is internal and may move; the layering test refuses a product import of any
+other module.
+
+- The emulated hardware: :class:`Emulator` (nodes, physics on one tick), :class:`Load` and
+  :func:`initial_state` (a node's load and starting state).
+- The workload engine: :class:`Engine` and :func:`speed_from_state` (job progress under a clock).
+- The facility: :func:`pue`, :func:`node_nameplate_w` (the pure model) and :class:`FacilityLive`
+  (the model fed by a running emulator).
+- Telemetry: :func:`components` (a node's truth as CPU, DRAM and GPU components, in the hardware
+  semantic conventions' names).
+"""
+
+from __future__ import annotations
+
+from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.hwsemconv import components
+from joulie_simulator.facility import node_nameplate_w, pue
+from joulie_simulator.facility.live import FacilityLive
+from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.workload.engine import Engine, speed_from_state
+
+__all__ = [
+    "Emulator", "Engine", "FacilityLive", "Load", "components", "initial_state", "node_nameplate_w", "pue",
+    "speed_from_state",
+]

@@ -1,0 +1,288 @@
+"""The ``emulate`` subcommand: the simulator's composition root.
+
+Emulate the hardware of the nodes of a spec (trees under ``--root``, served by FUSE under
+``<root>/fuse`` in fuse mode), step them on one tick, publish the truth (``/debug/emulate``, gRPC,
+OTLP), optionally with an emulated BMC per node (``--bmc``: Redfish, ``bmc/``), and the facility
+around them (ambient, racks, cooling, PUE; docs/facility-model.md).
+
+Each shell is imported where it is started, so that a command that does not start it (and a mode
+that does not use it: pyfuse3 in files mode) never loads its libraries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from joulie_hwprofiles.schema import Profile
+from joulie_simulator.commands.flags import duration
+from joulie_simulator.emulation.spec import NodeEntry
+from joulie_simulator.emulation.tickcost import TickCost
+from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
+
+if TYPE_CHECKING:
+    from joulie_simulator.bmc.serving.app import BmcCredentials
+    from joulie_simulator.emulation.emulator import Emulator
+    from joulie_simulator.facility.live import FacilityLive
+    from joulie_simulator.views.files.trees import FileTrees
+
+NAME = "joulie-simulator"
+
+Stoppers = list[Callable[[], object]]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    em: argparse.ArgumentParser = sub.add_parser("emulate", help="emulate node hardware")
+    src = em.add_mutually_exclusive_group(required=True)
+    src.add_argument("--spec", type=Path, help="node spec YAML (nodes: [{name, profile}], pools: [{name, profile, count}])")
+    src.add_argument("--nodes", help="inline spec: name=profile,pool*count=profile")
+    em.add_argument("--profiles-dir", type=Path, help="extra profiles (YAML) besides the builtin ones")
+    em.add_argument("--root", type=Path, default=Path("/var/lib/joulie-hwemu"), help="where the node trees live")
+    em.add_argument("--mode", choices=["fuse", "files"], default="fuse", help="how agents reach the trees (default fuse)")
+    em.add_argument("--tick", type=duration("--tick", allow_zero=False), default=1.0,
+                    help="time per tick: seconds, or 500ms, 2s (default 1)")
+    em.add_argument("--http", default="127.0.0.1:18080", help="address of /debug/emulate ('' = off)")
+    em.add_argument("--grpc", default="127.0.0.1:18081", help="address of the gRPC API ('' = off)")
+    em.add_argument("--otlp-endpoint", default="", help="OTLP/HTTP metrics URL, e.g. http://127.0.0.1:9090/api/v1/otlp/v1/metrics")
+    em.add_argument("--otlp-interval", type=duration("--otlp-interval"), default=5.0,
+                    help="time between OTLP pushes: seconds, or 500ms, 1m (default 5)")
+    em.add_argument(
+        "--otlp-logs-endpoint", default="", help="OTLP/HTTP logs URL for the joulie.sim.* events, e.g. http://127.0.0.1:4318/v1/logs"
+    )
+    em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
+    em.add_argument("--bmc", default="", help="host the emulated BMCs (Redfish, one per node, free ports) listen on, e.g. 127.0.0.1 "
+                    "('' = off); addresses in <root>/bmcs.json and GET /debug/bmcs")
+    em.add_argument("--bmc-port-base", type=int, default=0,
+                    help="the BMCs listen on the first free ports from this one upward (0 = ports the kernel picks); a base "
+                    "below the ephemeral range keeps them off the ports a harness picks free for its other processes")
+    em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
+    em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
+    em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
+    em.add_argument("--power-time-scale", type=float, default=1.0,
+                    help="boot and shutdown last the profiles' boot_s/shutdown_s times this (default 1; a CI preset shortens them)")
+    em.add_argument("--facility", action=argparse.BooleanOptionalAction, default=True,
+                    help="model the facility (ambient, racks from joulie.io/rack and joulie.io/cooling-zone labels, "
+                         "cooling, PUE) and export it (default on)")
+    em.add_argument("--ambient", default="22,8,86400,0", metavar="BASE_C,AMPLITUDE_C,PERIOD_S[,PHASE_S]",
+                    help="outdoor ambient over emulated time: base + amplitude sin(2 pi (t + phase) / period) (default 22,8,86400,0)")
+    em.add_argument("--cooling-model", default="reference", help="cooling model: reference (default) or chiller")
+    em.add_argument("--facility-other-w", type=float, default=0.0, help="facility power beside IT and cooling, W (default 0)")
+    em.add_argument("--inlet-rise-c-per-kw", type=float, default=0.3,
+                    help="rack inlet above its zone's supply air per kW of rack IT power (default 0.3)")
+    return em
+
+
+def facility_params(args: argparse.Namespace) -> FacilityParams:
+    """The facility flags as parameters; ValueError names the flag."""
+    parts = [p.strip() for p in args.ambient.split(",")]
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError("expected 3 or 4 numbers")
+        nums = [float(p) for p in parts]
+        ambient = AmbientProfile(*nums)
+    except ValueError as e:
+        raise ValueError(f"--ambient: {args.ambient!r}: {e} (BASE_C,AMPLITUDE_C,PERIOD_S[,PHASE_S])") from None
+    try:
+        cooling = cooling_model(args.cooling_model)
+    except ValueError as e:
+        raise ValueError(f"--cooling-model: {e}") from None
+    for flag, value in (("--facility-other-w", args.facility_other_w), ("--inlet-rise-c-per-kw", args.inlet_rise_c_per_kw)):
+        if not value >= 0:
+            raise ValueError(f"{flag}: {value!r} must be >= 0")
+    return FacilityParams(ambient=ambient, cooling=cooling, other_w=args.facility_other_w,
+                          inlet_rise_c_per_kw=args.inlet_rise_c_per_kw)
+
+
+class Refused(Exception):
+    """A flag or input that stops ``emulate`` before it starts; printed after the program name."""
+
+
+@dataclass
+class Emulation:
+    """What ``emulate`` runs once its flags are accepted."""
+
+    emu: Emulator
+    root: Path
+    facility: FacilityLive | None
+    bmc_credentials: BmcCredentials | None
+
+
+def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> int:
+    """Check the flags and build the emulator; start the views and servers; tick until signalled
+    (or ``--ticks``); stop them in start order; write the node ledgers."""
+    try:
+        em = prepare(args, entries)
+    except Refused as e:
+        print(f"{NAME}: {e}", file=sys.stderr)
+        return 2
+    from joulie_simulator.views.files.trees import FileTrees
+
+    trees = FileTrees(em.root, em.emu, persist_only=args.mode == "fuse")
+    trees.ensure()
+    stoppers: Stoppers = []
+    tick_cost = TickCost()
+    stop = _stop_on_signals()
+    fuse = None
+    try:
+        if args.mode == "fuse":
+            from joulie_simulator.views.fuse import FuseServer
+
+            fuse = FuseServer(em.emu, em.root / "fuse")
+            fuse.start()
+        bmcs = _start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None else None
+        if args.http:
+            _start_debug_http(args, em, bmcs, tick_cost, stoppers)
+        if args.grpc:
+            _start_grpc(args, em, stoppers)
+        _start_otlp(args, em, stoppers)
+        print(f"emulating {len(em.emu.nodes)} nodes in {args.mode} mode under {em.root}", flush=True)
+        _tick_until_stopped(args, em.emu, trees, tick_cost, stop)
+    finally:
+        for stop_fn in stoppers:
+            stop_fn()
+        # Both modes spread the node ledgers over ticks (the root's combined ledger is per tick).
+        trees.flush_node_ledgers()
+        if fuse is not None:
+            fuse.stop()
+    return 0
+
+
+def prepare(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> Emulation:
+    """The checks that refuse to start (in this order), the emulator resumed from the trees' ledgers,
+    the facility model, the BMC credentials; :class:`Refused` names what is wrong."""
+    from joulie_simulator.emulation.emulator import Emulator
+    from joulie_simulator.views.files.ledger import load_states
+
+    pairs = [(e.name, p) for e, p in entries]
+    try:
+        params = facility_params(args) if args.facility else None
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    if args.mode == "fuse" and not os.path.exists("/dev/fuse"):
+        raise Refused("--mode fuse: /dev/fuse is missing; give the container /dev/fuse or use --mode files")
+    root: Path = args.root
+    root.mkdir(parents=True, exist_ok=True)
+    if not args.power_time_scale >= 0:
+        raise Refused(f"--power-time-scale: {args.power_time_scale} is not a number >= 0")
+    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs), power_time_scale=args.power_time_scale)
+    facility = _facility(emu, entries, params) if params is not None else None
+    return Emulation(emu, root, facility, _bmc_credentials(args) if args.bmc else None)
+
+
+def _facility(emu: Emulator, entries: list[tuple[NodeEntry, Profile]], params: FacilityParams) -> FacilityLive:
+    from joulie_simulator.facility.live import FacilityLive
+
+    try:
+        return FacilityLive(emu, {e.name: e.labels for e, _ in entries}, params)
+    except ValueError as e:  # a rack labelled into two cooling zones
+        raise Refused(f"facility: {e}") from None
+
+
+def _bmc_credentials(args: argparse.Namespace) -> BmcCredentials:
+    from joulie_simulator.bmc.serving.app import CredentialsError, load_credentials
+
+    if args.bmc_credentials is None or (args.bmc_tls_cert is None) != (args.bmc_tls_key is None):
+        raise Refused("--bmc needs --bmc-credentials, and --bmc-tls-cert goes with --bmc-tls-key")
+    try:
+        return load_credentials(args.bmc_credentials)
+    except CredentialsError as e:
+        raise Refused(f"--bmc-credentials: {e}") from None
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
+
+
+def _addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials, stoppers: Stoppers) -> dict[str, Any]:
+    """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
+    ``/debug/bmcs``)."""
+    from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
+
+    tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
+    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base).start()
+    stoppers.append(fleet.stop)
+    fleet.write(em.root / "bmcs.json")
+    bmcs = fleet.document()
+    print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}", flush=True)
+    return bmcs
+
+
+def _start_debug_http(args: argparse.Namespace, em: Emulation, bmcs: dict[str, Any] | None, tick_cost: TickCost,
+                      stoppers: Stoppers) -> None:
+    from joulie_simulator.serving.http_debug import DebugServer
+
+    host, port = _addr(args.http)
+    http = DebugServer(em.emu, host, port, bmcs=bmcs, facility=em.facility, tick_cost=tick_cost)
+    http.start()
+    stoppers.append(http.stop)
+    print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)
+
+
+def _start_grpc(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> None:
+    from joulie_simulator.serving.grpc_api import serve
+
+    server, gport = serve(em.emu, args.grpc, em.facility)
+    stoppers.append(lambda: server.stop(0))
+    print(f"gRPC at {args.grpc.rpartition(':')[0]}:{gport}", flush=True)
+
+
+def _start_otlp(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> None:
+    """The metrics pusher (else a note that /metrics serves them) and the event exporter."""
+    if args.otlp_endpoint:
+        from joulie_simulator.serving.otlp import OtlpPusher
+
+        pusher = OtlpPusher(em.emu, args.otlp_endpoint, args.otlp_interval, em.facility)
+        pusher.start()
+        stoppers.append(pusher.stop)
+        print(f"OTLP metrics pushed to {args.otlp_endpoint} every {args.otlp_interval:g}s", flush=True)
+    else:
+        print("OTLP metrics push off (--otlp-endpoint empty); /metrics serves them for a scraper", flush=True)
+    if args.otlp_logs_endpoint:
+        from joulie_simulator.serving.otlp import OtlpEventExporter
+
+        events = OtlpEventExporter(em.emu, args.otlp_logs_endpoint, interval_s=1.0)
+        events.start()
+        stoppers.append(events.stop)
+
+
+def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTrees, tick_cost: TickCost,
+                        stop: threading.Event) -> None:
+    """One tick every ``--tick`` seconds on the wall clock (none while the clock is frozen), until
+    signalled or ``--ticks`` are done."""
+    done = 0
+    next_t = time.monotonic()
+    # One log line per minute of ticks with their cost (also on /debug/emulate's tickCost).
+    report_every = max(1, round(60 / args.tick))
+    while not stop.is_set():
+        next_t += args.tick
+        if not emu.frozen:
+            t0, c0 = time.monotonic(), time.thread_time()
+            if args.mode == "files":
+                trees.tick()
+            else:
+                emu.tick()
+                trees.flush_ledgers()
+                trees.persist_writes()
+            tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
+            done += 1
+            if tick_cost.count % report_every == 0:
+                print(tick_cost.line(), flush=True)
+            if args.ticks and done >= args.ticks:
+                break
+        stop.wait(max(0.0, next_t - time.monotonic()))

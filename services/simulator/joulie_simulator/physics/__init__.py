@@ -1,0 +1,9 @@
+"""The physics of emulated hardware (pure: no I/O, time is an argument).
+
+- ``model``: a node's state (load, sockets, GPUs, policies, ledgers) and its start;
+- ``node``: one node stepped by one tick (settling limits, powers, the energy ledgers);
+- ``cpu``, ``gpu``, ``speed``: the device models (a package under RAPL/HSMP, a board under a power
+  limit, work done at a clock), formulas in each docstring;
+- ``curve``, ``calibration``: performance versus cap per workload kind, and the published data
+  points the device models are checked against (docs/physics-calibration.md).
+"""

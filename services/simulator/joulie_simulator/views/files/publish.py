@@ -1,0 +1,89 @@
+"""Emulator-owned files (counters, current frequencies, GPU state, ledgers), rewritten only when
+their content changes: in place when the length is kept (one ``pwrite`` on a descriptor kept open,
+within a share of the descriptor limit), otherwise swapped in whole (``swap.swap_in``), so a reader
+never sees two lengths or half a JSON document."""
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+
+from joulie_simulator.emulation.render import Bind
+from joulie_simulator.views.files.swap import swap_in
+
+# Binds rendered as JSON: always replaced whole.
+JSON_BINDS = ("gpus_json", "faults", "ledger")
+
+
+@dataclass(eq=False)
+class Shown:
+    """An emulator-owned file: where it is, its temp file (same filesystem), what it shows."""
+
+    path: str
+    tmp: str
+    bind: Bind
+    mode: int
+    text: str
+    # JSON (or a file this process may not open for writing): always temp file + rename.
+    atomic: bool = False
+    # Kept open for in-place rewrites (one pwrite a tick instead of open, write, close); -1: not open.
+    fd: int = -1
+    # Counters change every tick and are kept open; current frequencies (hundreds a node, settled
+    # most of the time) are not, so they do not spend the descriptors.
+    keep_open: bool = True
+
+
+def fd_budget() -> int:
+    """How many emulator-owned files may stay open: a quarter of the soft descriptor limit, past 256 kept for the rest."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 16
+    return max(0, (soft - 256) // 4)
+
+
+class Publisher:
+    """Writes new contents into :class:`Shown` files and owns the descriptors kept open for them."""
+
+    def __init__(self) -> None:
+        self._open: list[Shown] = []
+        self._fds_left = fd_budget()
+
+    def publish(self, f: Shown, text: str) -> None:
+        data = text.encode()
+        if not f.atomic and len(data) == len(f.text):
+            fd = f.fd
+            if fd < 0:
+                try:
+                    fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
+                except PermissionError:
+                    # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
+                    f.atomic = True
+                else:
+                    if f.keep_open and self._fds_left > 0:
+                        f.fd = fd
+                        self._fds_left -= 1
+                        self._open.append(f)
+            if fd >= 0:
+                try:
+                    os.pwrite(fd, data, 0)
+                finally:
+                    if f.fd < 0:
+                        os.close(fd)
+                f.text = text
+                return
+        if f.fd >= 0:
+            # The file is about to be replaced: a kept descriptor would write to the old one.
+            os.close(f.fd)
+            f.fd = -1
+            self._fds_left += 1
+        swap_in(f.tmp, f.path, data, f.mode)
+        f.text = text
+
+    def close(self) -> None:
+        """Close the descriptors kept open (the files stay)."""
+        for f in self._open:
+            if f.fd >= 0:
+                os.close(f.fd)
+                f.fd = -1
+        self._open.clear()
+        self._fds_left = fd_budget()

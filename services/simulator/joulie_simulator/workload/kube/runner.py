@@ -1,0 +1,267 @@
+"""The workload shell: trace jobs as real Pods, progress from the emulator, completion = deletion.
+
+Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second):
+1. jobs whose submit offset has come become Pods (``pods.pod_manifest``; at most
+   ``max_submit_per_tick``), created through the API server;
+2. the workload's Pods are listed (label ``app.kubernetes.io/part-of=joulie-sim-workload``); a Pod
+   the scheduler bound starts its job on that node in the engine;
+3. the emulator's truth (gRPC ``ListNodes``) gives each node's effective CPU frequency, GPU caps and
+   utilisation, hence the speed factors (``engine`` docstring has the formula);
+4. the engine advances the jobs; a finished job's Pod is deleted (grace 0);
+5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, when it changed or when the
+   emulator reports another load, as after a simulator restart).
+
+A tick that cannot reach the emulator or the API server is retried with backoff (1, 1, 2, 3, 5, 8,
+13, 21 s, then every 21 s; the next tick advances the jobs over the time in between), with one log
+line when the outage starts and one when it ends; a simulator restart or an API server outage
+loses no job and no Pod. Anything else (a bug) still raises.
+
+Metrics (prometheus-client, own registry): ``joulie_sim_job_submitted_total{class}``,
+``joulie_sim_job_completed_total{class,node}``, ``joulie_sim_job_completion_seconds`` (bind to
+completion, trace seconds), ``joulie_sim_jobs_running``, ``joulie_sim_jobs_pending``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import grpc
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from joulie.sim.v1 import emulator_pb2 as _pb2
+from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
+from joulie_api.backoff import DEFAULT_DELAYS_S
+from joulie_api.outage import short_error, unanswered
+from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
+from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
+from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest
+from joulie_workload.trace import Job
+
+pb: Any = _pb2  # generated without type stubs in this build
+pb_grpc: Any = _pb2_grpc
+
+BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
+
+
+class JobMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.submitted = Counter("joulie_sim_job_submitted", "Jobs submitted as Pods.", ["class"], registry=self.registry)
+        self.completed = Counter("joulie_sim_job_completed", "Jobs completed (Pod deleted).", ["class", "node"], registry=self.registry)
+        self.completion = Histogram("joulie_sim_job_completion_seconds", "Bind to completion, trace seconds.",
+                                    buckets=BUCKETS, registry=self.registry)
+        self.running = Gauge("joulie_sim_jobs_running", "Jobs running on a node.", registry=self.registry)
+        self.pending = Gauge("joulie_sim_jobs_pending", "Jobs submitted, not yet bound.", registry=self.registry)
+
+
+@cache
+def _profile(name: str) -> Profile | None:
+    try:
+        return builtin_profile(name)
+    except (ProfileError, FileNotFoundError, KeyError, ValueError):
+        return None
+
+
+@cache
+def _governor(name: str) -> tuple[float, float]:
+    """(base, per-util) MHz of the governor's frequency target on a fresh node of this profile."""
+    p = _profile(name)
+    if p is None:
+        return 0.0, 0.0
+    socks = initial_state(p, "x").sockets
+    n = max(len(socks), 1)
+    return sum(s.freq_base_khz for s in socks) / n / 1000, sum(s.freq_per_util_khz for s in socks) / n / 1000
+
+
+def speed_of(truth: Any) -> NodeSpeed:
+    """Speed factors of one node from its gRPC NodeTruth."""
+    p = _profile(truth.profile)
+    if p is None:
+        return NodeSpeed()
+    base, per_util = _governor(truth.profile)
+    uncapped = base + per_util * truth.load.cpu_util
+    return speed_from_truth(p, truth.cpu_freq_mhz, uncapped, [g.cap_w for g in truth.gpus], [g.util for g in truth.gpus])
+
+
+@dataclass
+class Record:
+    """What happened to each job, for tests and the summary line."""
+
+    created: dict[str, str] = field(default_factory=dict)
+    """job id -> pod name"""
+    bound: dict[str, str] = field(default_factory=dict)
+    """job id -> node"""
+    deleted: set[str] = field(default_factory=set)
+    cpu_speeds: dict[str, list[float]] = field(default_factory=dict)
+    """node -> the CPU speed factor at every tick a job ran there"""
+    errors: list[str] = field(default_factory=list)
+
+
+class WorkloadRunner:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        emulator: str,
+        jobs: Sequence[Job],
+        cluster: str,
+        *,
+        tick_s: float = 1.0,
+        time_scale: float = 1.0,
+        max_submit_per_tick: int = 20,
+        class_constraints: bool = True,
+        placement: str = "hard",
+        metrics: JobMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.core = k8s.CoreV1Api(api)
+        self.channel = grpc.insecure_channel(emulator)
+        self.stub = pb_grpc.EmulatorServiceStub(self.channel)
+        self.engine = Engine(list(jobs))
+        self.cluster = cluster
+        self.class_constraints = class_constraints
+        self.placement = placement
+        self.tick_s, self.time_scale = tick_s, time_scale
+        self.max_submit = max_submit_per_tick
+        self.metrics = metrics or JobMetrics()
+        self.clock, self.log = clock, log
+        self.record = Record()
+        self.last_load: dict[str, Load] = {}
+        self.by_pod: dict[tuple[str, str], str] = {}
+        self._t0: float | None = None
+        self._last_now = 0.0
+        self._failing = 0
+        self._retry_at = 0.0
+
+    def now_s(self) -> float:
+        if self._t0 is None:
+            self._t0 = self.clock()
+        return (self.clock() - self._t0) * self.time_scale
+
+    def _submit(self, now: float) -> None:
+        for job in self.engine.due(now, self.max_submit):
+            body = pod_manifest(job, self.cluster, self.class_constraints, self.placement)
+            name = body["metadata"]["name"]
+            pod = k8s.V1Pod.from_dict(body)
+            assert pod is not None  # from_dict of a dict is never None
+            try:
+                self.core.create_namespaced_pod(job.namespace, pod)
+            except ApiException as e:
+                if e.status != 409:
+                    self.record.errors.append(f"job {job.job_id}: creating pod {job.namespace}/{name}: HTTP {e.status} {e.reason}")
+                    self.log(self.record.errors[-1])
+                    continue
+            self.record.created[job.job_id] = name
+            self.by_pod[(job.namespace, name)] = job.job_id
+            self.metrics.submitted.labels(job.workload_class).inc()
+
+    def _bindings(self, now: float, gpus: dict[str, int]) -> None:
+        # No pod waits for a node: nothing to look for. The LIST of every job's pod each tick was
+        # 1.3 MB/s of kube-apiserver's answers at 1000 Nodes, long after every pod had been bound.
+        if not self.engine.awaiting_binding():
+            return
+        pods = self.core.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}={PART_OF}")
+        for pod in pods.items:
+            meta, spec = pod.metadata, pod.spec
+            if meta is None or spec is None or not spec.node_name:
+                continue
+            job_id = (meta.annotations or {}).get(ANNOTATION_JOB_ID) or self.by_pod.get((meta.namespace or "", meta.name or ""), "")
+            run = self.engine.runs.get(job_id)
+            if run is None or not run.submitted or run.start_s is not None:
+                continue
+            self.engine.bind(job_id, spec.node_name, now, gpus.get(spec.node_name, 0))
+            self.record.bound[job_id] = spec.node_name
+
+    def tick(self) -> None:
+        now = self.now_s()
+        dt = max(0.0, now - self._last_now)
+        nodes = self.stub.ListNodes(pb.ListNodesRequest(), timeout=10).nodes
+        truths = {t.node: t for t in nodes}
+        speeds = {name: speed_of(t) for name, t in truths.items()}
+        for node in {r.node for r in self.engine.running()}:
+            sp = speeds.get(node)
+            if sp is not None:
+                self.record.cpu_speeds.setdefault(node, []).append(sp.cpu)
+        for c in self.engine.step(self._last_now, dt, speeds):
+            run = self.engine.runs[c.job_id]
+            name = self.record.created.get(c.job_id, "")
+            try:
+                self.core.delete_namespaced_pod(name, run.job.namespace, grace_period_seconds=0)
+            except ApiException as e:
+                if e.status != 404:
+                    self.record.errors.append(f"job {c.job_id}: deleting pod {run.job.namespace}/{name}: HTTP {e.status} {e.reason}")
+                    self.log(self.record.errors[-1])
+            self.record.deleted.add(c.job_id)
+            self.metrics.completed.labels(c.workload_class, c.node).inc()
+            self.metrics.completion.observe(c.duration_s)
+        self._last_now = now
+        self._submit(now)
+        gpus = {name: len(t.gpus) for name, t in truths.items()}
+        self._bindings(now, gpus)
+        cpus: dict[str, float] = {}
+        for name, t in truths.items():
+            p = _profile(t.profile)
+            cpus[name] = (p.node.cpu - p.node.reserved_cpu_m / 1000) if p else 1.0
+        for name, load in self.engine.loads(cpus, gpus).items():
+            if self.last_load.get(name) == load and _same_load(truths[name].load, load):
+                continue
+            self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util))),
+                                  timeout=10)
+            self.last_load[name] = load
+        running = self.engine.running()
+        self.metrics.running.set(len(running))
+        self.metrics.pending.set(sum(1 for r in self.engine.runs.values() if r.submitted and r.start_s is None))
+
+    def run(self, stop: threading.Event | None = None, timeout_s: float = 0.0) -> bool:
+        """Tick until every job is done (True), ``stop`` is set or ``timeout_s`` wall seconds pass (False)."""
+        stop = stop or threading.Event()
+        started = time.monotonic()
+        self.now_s()
+        while not self.engine.finished:
+            if stop.is_set() or (timeout_s and time.monotonic() - started > timeout_s):
+                return False
+            t0 = time.monotonic()
+            if self.clock() >= self._retry_at:
+                try:
+                    self.tick()
+                except Exception as e:
+                    # The kubernetes client raises urllib3's MaxRetryError when nothing listens
+                    # (issue 23: it used to end the run on the first tick of an outage).
+                    if not isinstance(e, (grpc.RpcError, ApiException)) and not unanswered(e):
+                        raise
+                    self._outage(e, self.clock())
+                else:
+                    if self._failing:
+                        self.log(f"workload: reaching the emulator and the API server again after {self._failing} "
+                                 "failed ticks")
+                        self._failing = 0
+                        self._retry_at = 0.0
+            stop.wait(max(0.0, self.tick_s - (time.monotonic() - t0)))
+        return True
+
+    def _outage(self, e: Exception, now: float) -> None:
+        """Count a failed tick and schedule the next try; only the first of an outage is logged."""
+        if not self._failing:
+            what = f"{type(e).__name__}: {e.code().name}: {e.details()}" if isinstance(e, grpc.Call) else short_error(e)
+            self.log(f"workload: tick failed ({what}); retrying quietly with backoff")
+        self._retry_at = now + DEFAULT_DELAYS_S[min(self._failing, len(DEFAULT_DELAYS_S) - 1)]
+        self._failing += 1
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def _same_load(have: Any, want: Load) -> bool:
+    """Whether the emulator's reported load (gRPC NodeLoad) is ``want``; a shorter GPU list leaves boards idle."""
+    h, w = list(have.gpu_util), list(want.gpu_util)
+    n = max(len(h), len(w))
+    h, w = h + [0.0] * (n - len(h)), w + [0.0] * (n - len(w))
+    return abs(have.cpu_util - want.cpu_util) < 1e-9 and all(abs(a - b) < 1e-9 for a, b in zip(h, w, strict=True))

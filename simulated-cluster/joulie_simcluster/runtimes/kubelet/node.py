@@ -1,0 +1,151 @@
+"""The kubelet runtime's one real node, named: where its files live under the state directory
+(:class:`NodePaths`), what the runtime chose for it (:class:`NodeSettings`: name, ports, cgroup
+parent, images, binaries), its address, the chart's release and namespace, and the failure every
+step of this runtime raises. Pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from joulie_simcluster.errors import RuntimeFailure
+
+# Under the state directory: everything of the node (containerd's root holds the image layers).
+NODE_DIR = "kubelet"
+# A unix socket path must fit in sun_path (108 bytes with the NUL).
+MAX_SOCKET_PATH = 107
+
+# Labels of the real node (the k3s runtime's infra node carries the same): where the hwemu trees
+# live and where the infrastructure Pods (simulator, controller manager, extender) may run.
+NODE_LABELS: Mapping[str, str] = {"joulie.io/infra": "true", "joulie.io/hwemu-host": "true"}
+# The CNI bridge network, for Pods without hostNetwork (hostNetwork Pods never call CNI).
+POD_SUBNET = "10.88.0.0/24"
+
+
+# The node's own address, on the loopback interface: the kubelet refuses a loopback address (127/8)
+# as its node IP, and with none the Node has no address: no `kubectl logs`, and hostNetwork Pods get
+# no IP for their probes. This machine kind has no dummy interfaces (no kernel module), so the
+# address goes on `lo`: local to the host, like 127.0.0.1.
+NODE_IP_NET = "10.89"
+# The chart's release, namespace and the Deployment that needs the host's network here.
+RELEASE = "joulie"
+NAMESPACE = "joulie-system"
+
+
+def node_name(cluster: str) -> str:
+    """The real node's name: ``<SIMCLUSTER_NAME>-node``."""
+    return f"{cluster}-node"
+
+
+def node_ip(cluster: str) -> str:
+    """10.89.X.Y from the cluster's name, the same every time (Y in 1..254)."""
+    h = hashlib.sha256(cluster.encode()).digest()
+    return f"{NODE_IP_NET}.{h[0]}.{1 + h[1] % 254}"
+
+
+class KubeletFailure(RuntimeFailure):
+    """The kubelet runtime cannot go on; the message names the missing piece."""
+
+
+@dataclass(frozen=True)
+class NodePaths:
+    """Every file and directory of the node, under ``<state>/kubelet``."""
+
+    root: Path
+
+    @classmethod
+    def under(cls, state_root: Path) -> NodePaths:
+        return cls(state_root / NODE_DIR)
+
+    @property
+    def containerd_root(self) -> Path:
+        return self.root / "containerd" / "root"
+
+    @property
+    def containerd_state(self) -> Path:
+        return self.root / "containerd" / "state"
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.root / "containerd" / "containerd.sock"
+
+    @property
+    def containerd_config(self) -> Path:
+        return self.root / "containerd" / "config.toml"
+
+    @property
+    def cni_conf_dir(self) -> Path:
+        return self.root / "cni" / "net.d"
+
+    @property
+    def cni_ipam_dir(self) -> Path:
+        return self.root / "cni" / "ipam"
+
+    @property
+    def kubelet_root(self) -> Path:
+        return self.root / "root"
+
+    @property
+    def kubelet_config(self) -> Path:
+        return self.root / "kubelet-config.yaml"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubelet.kubeconfig"
+
+    @property
+    def cert_dir(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def node_crt(self) -> Path:
+        return self.cert_dir / "node.crt"
+
+    @property
+    def node_key(self) -> Path:
+        return self.cert_dir / "node.key"
+
+    @property
+    def pod_logs(self) -> Path:
+        return self.root / "pod-logs"
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    def check_socket(self) -> None:
+        n = len(str(self.containerd_socket))
+        if n > MAX_SOCKET_PATH:
+            raise KubeletFailure(
+                f"containerd's socket path {self.containerd_socket} is {n} bytes, more than a unix socket "
+                f"takes ({MAX_SOCKET_PATH}); set SIMCLUSTER_DIR to a shorter directory")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """What the runtime chose for this node: name, ports, cgroup parent, images, binaries."""
+
+    name: str  # the Node's name
+    cluster: str  # SIMCLUSTER_NAME: the cgroup parent, CNI network and node IP derive from it
+    kubelet_port: int
+    healthz_port: int
+    sandbox_image: str
+    runc: str
+    cni_bin_dir: str  # where the CNI plugins are (Debian: /usr/lib/cni); may be missing
+    snapshotter: str = "overlayfs"
+
+    @property
+    def cgroup_root(self) -> str:
+        return self.cgroup_root_of(self.cluster)
+
+    @property
+    def ip(self) -> str:
+        return node_ip(self.cluster)
+
+    @staticmethod
+    def cgroup_root_of(cluster: str) -> str:
+        """The kubelet's cgroup parent: ours alone, so down removes exactly what this node made."""
+        return f"/joulie-{cluster}"
