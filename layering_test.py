@@ -94,6 +94,71 @@ def test_products_import_services_only_through_their_public_surface() -> None:
     assert not bad, "products import service internals (use the service's api or testing module):\n" + "\n".join(bad)
 
 
+def import_cycles(graph: grimp.ImportGraph, first_party: set[str]) -> list[list[str]]:
+    """Each set of first-party modules that import one another in a circle (Tarjan's strongly connected
+    components, iterative: a package's import chains can be deeper than Python's recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def imports(module: str) -> list[str]:
+        return sorted(m for m in graph.find_modules_directly_imported_by(module) if m.split(".")[0] in first_party)
+
+    for root in sorted(graph.modules):
+        if root in index or root.split(".")[0] not in first_party:
+            continue
+        work = [(root, iter(imports(root)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(imports(child))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_first_party_module_is_part_of_an_import_cycle() -> None:
+    """A cycle hides behind a function-level import until the day it does not; none is allowed."""
+    pkgs = _packages()
+    graph = grimp.build_graph(*(p.name for p in pkgs), cache_dir=None)
+    cycles = import_cycles(graph, {p.name for p in pkgs})
+    assert not cycles, "modules that import one another in a circle:\n" + "\n".join(f"  {c}" for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for module in ("pkg", "pkg.a", "pkg.b", "pkg.c"):
+        graph.add_module(module)
+    graph.add_import(importer="pkg.a", imported="pkg.b")
+    graph.add_import(importer="pkg.b", imported="pkg.a")
+    graph.add_import(importer="pkg.b", imported="pkg.c")
+    assert import_cycles(graph, {"pkg"}) == [["pkg.a", "pkg.b"]]
+
+
 def test_a_deliberate_violation_fails_with_its_message() -> None:
     """The contracts can fail: a library that imports a service breaks libs-below-products."""
     lib = next(p for p in _packages() if p.name == "joulie_common")

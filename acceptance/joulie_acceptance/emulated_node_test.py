@@ -265,7 +265,7 @@ def test_a05_nvidia_cap_through_nvidia_smi_holds_every_board_under_it(tmp_path: 
     b.load(cpu=0.5, gpu=1.0)
     b.advance(2)
     uncapped = [round(d.draw_w * 1000) for d in b.gpu_state().gpus]
-    assert min(uncapped) > 390_000
+    assert min(uncapped) > 300_000  # at the limit the boards boot with, 310 W (docs/physics-calibration.md)
 
     b.cap(gpu_w=250)
     _, gpu = b.reconcile()

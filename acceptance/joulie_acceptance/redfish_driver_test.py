@@ -22,6 +22,7 @@ from joulie_redfish.credentials import Credentials
 from joulie_redfish.directory import BmcEntry
 from joulie_simulator.api import Emulator
 from joulie_simulator.shell_api import BmcCredentials, BmcFleet
+from joulie_simulator.testing import frozen_emulator, running_fleet
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 XEON = builtin_profile("intel-xeon-2s-rapl")
@@ -31,17 +32,13 @@ SUSPEND = Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", after
 
 @pytest.fixture
 def emu() -> Emulator:
-    e = Emulator([("idle", XEON), ("busy", XEON)], tick_s=1.0, clock=lambda: 0.0)
-    e.frozen = True
-    e.step(1)
-    return e
+    return frozen_emulator(("idle", XEON), ("busy", XEON))
 
 
 @pytest.fixture
 def fleet(emu: Emulator) -> Iterator[BmcFleet]:
-    f = BmcFleet(emu, BmcCredentials("joulie", PASSWORD)).start()
-    yield f
-    f.stop()
+    with running_fleet(emu, BmcCredentials("joulie", PASSWORD)) as f:
+        yield f
 
 
 def closed_port() -> int:

@@ -134,9 +134,10 @@ def measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str,
 
 
 def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
-    """Every board starts at its profile's default limit (e.g. 310 of 400 W on an H100 NVL), not the
-    maximum a persistent board powers on with: the baseline is a cluster as operators run it. A
-    setup write, not a policy's cap write."""
+    """Every board starts at its profile's default limit (e.g. 310 of 400 W on an H100 NVL): the baseline
+    is a cluster as operators run it. Boards now boot there (the emulator follows NVML's definition of the
+    default limit), so this write only re-asserts it; kept as a setup write, not a policy's cap write, so
+    a profile whose boards boot elsewhere still starts the benchmark at its default."""
     for n in nodes:
         g = n.profile.gpus
         if g is None:

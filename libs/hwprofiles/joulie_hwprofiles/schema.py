@@ -172,6 +172,10 @@ class GpuSpec(_Sourced):
     min_w: float = Field(ge=0)
     max_w: float = Field(gt=0)
     default_w: float = Field(gt=0)
+    # The supported SM (graphics) clock range: a clock lock (nvidia-smi -lgc, NVML locked clocks,
+    # the AMD sclk range) must lie within it; the physics takes a lock as a share of the maximum.
+    sm_clock_max_mhz: float = Field(alias="smClockMaxMhz", gt=0)
+    sm_clock_min_mhz: float = Field(alias="smClockMinMhz", gt=0)
     persistence_mode: bool = True
     vbios_version: str = ""
     gfx_version: str = ""
@@ -187,6 +191,8 @@ class GpuSpec(_Sourced):
     def _limits(self) -> GpuSpec:
         if not self.min_w <= self.default_w <= self.max_w:
             raise ValueError(f"limits must satisfy min_w <= default_w <= max_w, got {self.min_w}, {self.default_w}, {self.max_w}")
+        if self.sm_clock_min_mhz > self.sm_clock_max_mhz:
+            raise ValueError(f"smClockMinMhz {self.sm_clock_min_mhz} is above smClockMaxMhz {self.sm_clock_max_mhz}")
         return self
 
 

@@ -98,3 +98,32 @@ def test_a_bad_extends_is_refused_naming_the_file_that_says_it(tmp_path: Path, p
     with pytest.raises(ProfileError, match=message) as err:
         load_profile(path)
     assert str(err.value).startswith(f"{path}: ")
+
+
+def test_every_gpu_profile_states_its_supported_sm_clock_range_from_its_captures() -> None:
+    """Issue 34: smClockMaxMhz / smClockMinMhz (the range a clock lock must lie in), and each default
+    limit is the limit the board boots with (the H100 NVL capture: 310 W of a 400 W maximum)."""
+    want = {"nvidia-h100-sxm-8gpu": (1980, 345, 700), "nvidia-h100-sxm-4gpu": (1980, 345, 700),
+            "nvidia-h100-nvl-8gpu": (1785, 345, 310), "nvidia-l40s-4gpu": (2520, 210, 350),
+            "amd-instinct-mi300x-8gpu": (2100, 500, 750)}
+    got = {}
+    for name in builtin_profile_names():
+        g = builtin_profile(name).gpus
+        if g is not None:
+            got[name] = (g.sm_clock_max_mhz, g.sm_clock_min_mhz, g.default_w)
+    assert got == want
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("  smClockMinMhz: 345\n", "  smClockMinMhz: 2000\n", r"gpus: .*smClockMinMhz 2000.0 is above smClockMaxMhz 1785.0"),
+    ("  smClockMinMhz: 345\n", "", r"gpus.smClockMinMhz: Field required"),
+    ("  smClockMaxMhz: 1785\n", "  smClockMaxMhz: 0\n", r"gpus.smClockMaxMhz: Input should be greater than 0"),
+])
+def test_a_bad_sm_clock_range_is_refused(tmp_path: Path, old: str, new: str, message: str) -> None:
+    text = (Path(__file__).parent / "data" / "nvidia-h100-nvl-8gpu.yaml").read_text()
+    assert old in text
+    for parent in ("intel-xeon-2s-rapl",):
+        (tmp_path / f"{parent}.yaml").write_text((Path(__file__).parent / "data" / f"{parent}.yaml").read_text())
+    path = _write(tmp_path, "nvidia-h100-nvl-8gpu", text.replace(old, new))
+    with pytest.raises(ProfileError, match=message):
+        load_profile(path)

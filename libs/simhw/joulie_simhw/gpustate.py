@@ -4,10 +4,15 @@ Layout under a node's state root (``<root>/<node>/state``):
 
 - ``gpus.json``: this module's :class:`GpuState`, rewritten by the simulator (temp file + rename)
   whenever a value changes. Readers never see a half-written file.
-- ``nvml/gpu<i>/power_limit_mw``: the requested NVIDIA board limit, in milliwatts. It is the only
-  NVIDIA file a tool writes (``nvidia-smi -pl``); the simulator reads it back on its next tick
-  (files mode) or at once (FUSE mode). AMD caps are written where the kernel has them, the
-  amdgpu hwmon ``power1_cap`` (microwatts) under the node's sys root, named in ``hwmon``.
+- ``nvml/gpu<i>/power_limit_mw``: the requested NVIDIA board limit, in milliwatts, written by
+  ``nvidia-smi -pl``; the simulator reads it back on its next tick (files mode) or at once (FUSE
+  mode). AMD caps are written where the kernel has them, the amdgpu hwmon ``power1_cap``
+  (microwatts) under the node's sys root, named in ``hwmon``.
+- ``nvml/gpu<i>/locked_clocks_mhz``: the NVIDIA board's SM clock lock as the driver keeps it,
+  ``MIN,MAX`` in MHz, or ``none`` (:func:`format_locked_clocks`), written by ``nvidia-smi -lgc`` /
+  ``-rgc`` and read back like the limit. The AMD equivalent is the kernel's OverDrive table,
+  ``pp_od_clk_voltage`` in the GPU's PCI device directory (:func:`amd_od_file`), where ``amd-smi
+  set -L sclk max MHZ`` writes ``s 1 MHZ``.
 - ``tools.json``: which GPU tools the node has and their variants (:class:`ToolsManifest`).
 - ``faults.json``: faults the harness injected into the node's view, ``{"schemaVersion": 1,
   "faults": ["gpu_tool_failure", ...]}``; with ``gpu_tool_failure`` the GPU tools fail, with
@@ -63,6 +68,13 @@ class GpuDevice:
     secondary_die: bool = False
     # nvidia-smi query fields this board answers with a token instead of a number, e.g. "[N/A]".
     field_tokens: dict[str, str] = field(default_factory=dict)
+    # The board's supported SM clock range, MHz (NVIDIA SUPPORTED_CLOCKS graphics, AMD OD_RANGE
+    # SCLK); 0 when the profile has no source for it (the tools then answer [N/A], and a lock is
+    # not supported on that board).
+    sm_clock_min_mhz: int = 0
+    sm_clock_max_mhz: int = 0
+    # The SM clock ceiling a lock holds the board at, MHz; None when not locked.
+    locked_max_mhz: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,37 @@ class ToolsManifest:
 def nvml_limit_file(index: int) -> str:
     """Path of a GPU's writable limit file, relative to the state root."""
     return f"nvml/gpu{index}/power_limit_mw"
+
+
+def nvml_locked_clocks_file(index: int) -> str:
+    """Path of a GPU's SM clock lock file, relative to the state root (``nvidia-smi -lgc/-rgc``)."""
+    return f"nvml/gpu{index}/locked_clocks_mhz"
+
+
+UNLOCKED = "none"
+
+
+def format_locked_clocks(lock: tuple[int, int] | None) -> str:
+    """The lock file's text: ``MIN,MAX`` in MHz, or ``none`` when the board is not locked."""
+    return f"{lock[0]},{lock[1]}\n" if lock is not None else f"{UNLOCKED}\n"
+
+
+def parse_locked_clocks(text: str) -> tuple[int, int] | None:
+    """``(min, max)``, or None for ``none``; a ValueError naming the text when it is neither."""
+    s = text.strip()
+    if s == UNLOCKED:
+        return None
+    parts = s.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"{s[:40]!r} is not MIN,MAX in MHz or {UNLOCKED!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def amd_od_file(hwmon: str) -> str:
+    """The amdgpu OverDrive table of the GPU whose hwmon directory (relative to the sys root) is
+    ``hwmon``: ``pp_od_clk_voltage`` in its PCI device directory, two levels above ``hwmon/hwmonN``."""
+    parts = hwmon.rstrip("/").split("/")
+    return "/".join([*parts[:-2], "pp_od_clk_voltage"])
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -19,7 +19,10 @@ from joulie_simhw.gpustate import (
     GpuState,
     StateFormatError,
     ToolsManifest,
+    format_locked_clocks,
     nvml_limit_file,
+    nvml_locked_clocks_file,
+    parse_locked_clocks,
     read_faults,
 )
 
@@ -75,6 +78,19 @@ class NodeView:
     def set_nvidia_limit_mw(self, index: int, mw: int) -> None:
         with open(self.state_root / nvml_limit_file(index), "w") as f:
             f.write(f"{mw}\n")
+
+    def nvidia_lock(self, index: int, fallback: int | None) -> int | None:
+        """The board's locked SM clock ceiling as the lock file says (written by -lgc/-rgc, read back
+        by the simulator at its next tick), else ``fallback`` (gpus.json's)."""
+        try:
+            lock = parse_locked_clocks((self.state_root / nvml_locked_clocks_file(index)).read_text())
+        except (OSError, ValueError):
+            return fallback
+        return lock[1] if lock is not None else None
+
+    def set_nvidia_lock(self, index: int, lock: tuple[int, int] | None) -> None:
+        with open(self.state_root / nvml_locked_clocks_file(index), "w") as f:
+            f.write(format_locked_clocks(lock))
 
     def read_sys(self, rel: str) -> str:
         return (self.sys_root / rel).read_text().strip()

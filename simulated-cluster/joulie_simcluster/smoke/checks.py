@@ -49,6 +49,9 @@ CHECKS: dict[str, tuple[str, str]] = {
             "facility's ambient (±0.5 °C), IT and cooling power (±5 %) of /debug/emulate, the facility's PUE rises, and "
             "every managed NodeTwin's cooling stress per measured watt rises as the controller's ambient multiplier of "
             "the node's true inlet says (±3 %; Nodes without a TDP keep the neutral score)"),
+    "S14": ("gpu-clock-lock", "an SM clock lock at 70 % of max on one NVIDIA Node's NodeTwin is reported applied at the "
+            "ceiling every board of the emulator holds; after a device reset the agent reports the lost lock as drift and "
+            "the boards hold it again; dropped from the spec, no board is locked"),
 }
 
 

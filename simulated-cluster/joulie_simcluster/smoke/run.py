@@ -17,7 +17,9 @@ The sequence (caps as the smoke values set them: every Node performance, CPU and
 6. the facility: the outdoor ambient raised 10 °C through the simulator's control
    (``POST /debug/facility/ambient``); S13 reads what the controller's facility poller reads from
    Prometheus and the NodeTwins' cooling stress against /debug/emulate's facility truth, then
-   puts the ambient back.
+   puts the ambient back;
+7. the GPU SM clock lock (S14, :mod:`joulie_simcluster.smoke.lockstep`): set on one NVIDIA Node's
+   NodeTwin, lost by a device reset, applied again, released.
 
 Each check is recorded even when an earlier one failed; an exception in a step records that step's
 checks as failed with the error, never a silent pass.
@@ -54,7 +56,7 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks
+from joulie_simcluster.smoke import checks, lockstep
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
@@ -215,6 +217,7 @@ class Smoke:
             (["S08", "S09"], self.step_restart_and_lower),
             (["S10", "S11", "S12"], self.step_pods),
             (["S13"], self.step_facility),
+            (["S14"], self.step_clock_lock),
         ]
         for ids, step in steps:
             try:
@@ -337,6 +340,11 @@ class Smoke:
                 step_c, before, self.facility_truth(), self.prometheus_facility(), twins_before, self.managed_twins()), wait))
         finally:
             self.set_ambient({"clear": True})
+
+    def step_clock_lock(self) -> None:
+        """S14 (smoke/lockstep.py): a clock lock set, lost by a device reset and applied again, released."""
+        nodes = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}
+        self.record(lockstep.clock_lock(self, lockstep.lock_node(nodes)))
 
     def step_pods(self) -> None:
         api = kube.core_api(self.state.kubeconfig)

@@ -121,6 +121,10 @@ class NodeRow:
     power_since: datetime | None = None
     power: list[tuple[str, str]] = field(default_factory=list)
     """The power policy's status.power as (label, text) lines: state and since, reason, boots, BMC error."""
+    gpu_lock: str = "-"
+    """spec.gpu.clockLock: "1500 MHz" or "70% of max"; "-" without one."""
+    gpu_lock_control: str = "-"
+    """controlStatus.gpu.clockLock as the boards read it back, e.g. "applied, held at 1500 MHz: …"."""
 
 
 def power_lines(power: Any, now: datetime) -> list[tuple[str, str]]:
@@ -171,6 +175,14 @@ def _cap(spec_part: Any, watts_key: str, pct_key: str, effective_pct: float | No
     return f"{effective_pct:.0f}%" if effective_pct is not None else "-"
 
 
+def _gpu_cap(twin: Any, st: Any) -> str:
+    """The GPU cap, and the SM clock lock beside it ("400 W, lock 1500 MHz")."""
+    cap = _cap(_get(twin, "spec", "gpu", "powerCap"), "capWattsPerGpu", "capPctOfMax",
+               _num(_get(st, "effectiveCapState", "gpuPct")))
+    lock = lock_text(_get(twin, "spec", "gpu", "clockLock"))
+    return cap if lock == "-" else f"{cap}, lock {lock}"
+
+
 def _control(status: Any, agent_lost: bool = False) -> str:
     """What the agent reports, e.g. "applied (rapl)"; "+ drift" when it found the cap lost and
     re-applied it; "agent-lost" when the controller manager has not heard from it (issue 23)."""
@@ -181,6 +193,29 @@ def _control(status: Any, agent_lost: bool = False) -> str:
     if not result and not backend:
         return "-"
     return f"{result or '?'} ({backend or '?'})" + (" + drift" if _get(status, "drift") else "")
+
+
+def lock_text(lock: Any) -> str:
+    """spec.gpu.clockLock as `status` and `node` show it."""
+    mhz, pct = _num(_get(lock, "maxMhz")), _num(_get(lock, "pctOfMax"))
+    if mhz is not None:
+        return f"{mhz:.0f} MHz"
+    return f"{pct:g}% of max" if pct is not None else "-"
+
+
+def lock_control(status: Any, agent_lost: bool = False) -> str:
+    """controlStatus.gpu.clockLock: the result, the ceiling the boards report holding, the drift the
+    agent found and re-applied, and the agent's message."""
+    if agent_lost:
+        return "agent-lost"
+    result = _get(status, "result")
+    if not result:
+        return "-"
+    held = _num(_get(status, "lockedMaxMhz"))
+    text = str(result) + (f", held at {held:.0f} MHz" if held is not None else "")
+    if _get(status, "drift"):
+        text += f" + drift ({_get(status, 'drift')})"
+    return text + (f": {_get(status, 'message')}" if _get(status, "message") else "")
 
 
 def _pct(used: float, total: float) -> float | None:
@@ -225,8 +260,7 @@ def node_rows(
             psu_pct=_num(_get(st, "predictedPsuStressScore")),
             cpu_cap=_cap(_get(twin, "spec", "cpu"), "packagePowerCapWatts", "packagePowerCapPctOfMax",
                          _num(_get(st, "effectiveCapState", "cpuPct"))),
-            gpu_cap=_cap(_get(twin, "spec", "gpu", "powerCap"), "capWattsPerGpu", "capPctOfMax",
-                         _num(_get(st, "effectiveCapState", "gpuPct"))) if gpu_count else "-",
+            gpu_cap=_gpu_cap(twin, st) if gpu_count else "-",
             cpu_control=_control(_get(st, "controlStatus", "cpu"), lost),
             gpu_control=_control(_get(st, "controlStatus", "gpu"), lost) if gpu_count else "-",
             cpu_req_pct=_pct(r.cpu_cores, quantity(alloc.get("cpu"))),
@@ -244,6 +278,8 @@ def node_rows(
             power_state=str(_get(st, "power", "state") or "-"),
             power_since=_time(_get(st, "power", "since")),
             power=power_lines(_get(st, "power"), now),
+            gpu_lock=lock_text(_get(twin, "spec", "gpu", "clockLock")),
+            gpu_lock_control=lock_control(_get(st, "controlStatus", "gpu", "clockLock"), lost),
         ))
     return sorted(rows, key=lambda row: row.node)
 

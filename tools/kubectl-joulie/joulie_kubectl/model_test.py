@@ -102,3 +102,26 @@ def test_the_power_state_shows_with_since_reason_boots_and_bmc_error() -> None:
     assert "failed 3m" in text and "RESUME_TIMEOUT" in text and "401 Unauthorized" in text
     plain = node_rows([{"spec": {"nodeName": "n2", "profile": "eco"}, "status": {}}], [], [], [], NOW)[0]
     assert (plain.power_state, plain.power) == ("-", [])
+
+
+def test_the_gpu_clock_lock_shows_its_spec_and_what_the_boards_read_back() -> None:
+    from rich.console import Console
+
+    from joulie_kubectl.render import node_detail
+
+    lock = {"result": "applied", "lockedMaxMhz": 1500, "message": "applied SM clock lock 1500 MHz (1500 MHz) on 8 devices",
+            "drift": "gpu 5 SM clock lock 1500 MHz lost (no longer limited by a clock setting); re-applied"}
+    twin = {"spec": {"nodeName": "gpu-1", "profile": "eco",
+                     "gpu": {"powerCap": {"capWattsPerGpu": 400}, "clockLock": {"maxMhz": 1500}}},
+            "status": {"lastUpdated": NOW.isoformat(),
+                       "controlStatus": {"gpu": {"result": "applied", "backend": "host-nvidia", "clockLock": lock}}}}
+    hw = {"spec": {"nodeName": "gpu-1"}, "status": {"gpu": {"count": 8, "model": "H100"}}}
+    row = node_rows([twin], [hw], [], [], NOW)[0]
+    assert row.gpu_cap == "400 W, lock 1500 MHz"
+    assert row.gpu_lock_control.startswith("applied, held at 1500 MHz + drift (gpu 5 SM clock lock 1500 MHz lost")
+    console = Console(width=250, record=True)
+    console.print(node_detail(row, [], NOW))
+    out = console.export_text()
+    assert "GPU clock lock" in out and "1500 MHz" in out and "Agent GPU clock lock" in out
+    pct = node_rows([{**twin, "spec": {"nodeName": "gpu-1", "gpu": {"clockLock": {"pctOfMax": 70}}}}], [hw], [], [], NOW)[0]
+    assert pct.gpu_cap == "-, lock 70% of max"

@@ -96,6 +96,8 @@ def node_detail(row: NodeRow, pods: list[PodRow], now: datetime) -> RenderableTy
         ("TDP", _w(row.tdp_w)), ("Power headroom", _pct(row.headroom_pct)), ("Cooling stress", _pct(row.cooling_pct)),
         ("PSU stress", _pct(row.psu_pct)), ("CPU cap", row.cpu_cap), ("GPU cap", row.gpu_cap),
         ("Agent CPU control", row.cpu_control), ("Agent GPU control", row.gpu_control),
+        *((("GPU clock lock", row.gpu_lock), ("Agent GPU clock lock", row.gpu_lock_control))
+          if row.gpu_lock != "-" or row.gpu_lock_control != "-" else ()),
         ("Requested CPU / memory / GPU", f"{_pct(row.cpu_req_pct)} / {_pct(row.mem_req_pct)} / {_pct(row.gpu_req_pct)}"),
         ("Twin updated", _age(row.last_updated, now) + (" ago (STALE)" if row.stale else " ago")),
         *row.power,

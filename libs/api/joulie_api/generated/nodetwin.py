@@ -49,6 +49,26 @@ class GPUPowerCap(BaseModel):
     """
 
 
+class GPUClockLock(BaseModel):
+    """
+    A ceiling on each GPU's SM clock (NVML nvmlDeviceSetGpuLockedClocks, nvidia-smi -lgc MIN,MAX with MIN the board's lowest supported clock; amd-smi set -L sclk max), beside the power cap (the lower clock wins). Exactly one of the two fields. The agent rounds it down to a clock the board supports and refuses one outside the board's supported range, with the reason in status.controlStatus.gpu.clockLock; it never clamps.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    max_mhz: Annotated[float | None, Field(alias='maxMhz', ge=100.0, le=5000.0)] = None
+    """
+    Absolute SM clock ceiling, MHz. 100 to 5000, around every data-centre GPU's supported range (H100 SXM up to 1980 MHz, MI300X up to 2100 MHz); the agent refuses one outside a board's own range.
+    """
+    pct_of_max: Annotated[float | None, Field(alias='pctOfMax', ge=10.0, le=100.0)] = (
+        None
+    )
+    """
+    Ceiling as a percentage of each board's maximum SM clock, 10 to 100; refused on a board whose lowest supported clock is above it.
+    """
+
+
 class GPUCapSpec(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -56,6 +76,12 @@ class GPUCapSpec(BaseModel):
     power_cap: Annotated[
         GPUPowerCap | None, Field(alias='powerCap', title='GPUPowerCap')
     ] = None
+    clock_lock: Annotated[
+        GPUClockLock | None, Field(alias='clockLock', title='GPUClockLock')
+    ] = None
+    """
+    A ceiling on each GPU's SM clock (NVML nvmlDeviceSetGpuLockedClocks, nvidia-smi -lgc MIN,MAX with MIN the board's lowest supported clock; amd-smi set -L sclk max), beside the power cap (the lower clock wins). Exactly one of the two fields. The agent rounds it down to a clock the board supports and refuses one outside the board's supported range, with the reason in status.controlStatus.gpu.clockLock; it never clamps.
+    """
 
 
 class PolicyRef(BaseModel):
@@ -262,6 +288,29 @@ class CPUControlStatus(BaseModel):
     updated_at: Annotated[AwareDatetime | None, Field(alias='updatedAt')] = None
 
 
+class GPUClockLockStatus(BaseModel):
+    """
+    The SM clock lock of spec.gpu.clockLock as the devices read it back; absent when the spec has none and no lock was released.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    result: Literal['applied', 'blocked', 'error', 'none'] | None = None
+    """
+    applied only when every device reports the lock in force (NVIDIA the clocks event reason "applications clocks setting", AMD the gfx clock's max_clk); blocked when refused (outside the board's supported clocks, no supported-clock range); error when a set or the read-back failed; none when nothing was written.
+    """
+    locked_max_mhz: Annotated[float | None, Field(alias='lockedMaxMhz', ge=0.0)] = None
+    """
+    The SM clock ceiling the devices hold, MHz, when every device reports it (the lowest when boards differ); absent otherwise.
+    """
+    message: str | None = None
+    drift: str | None = None
+    """
+    Set when the last check found a device no longer holding the lock (a device reset, a driver reload); the agent applied it again. Absent when none.
+    """
+
+
 class GPUControlStatus(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -274,6 +323,12 @@ class GPUControlStatus(BaseModel):
     result: Literal['applied', 'blocked', 'error', 'none'] | None = None
     message: str | None = None
     updated_at: Annotated[AwareDatetime | None, Field(alias='updatedAt')] = None
+    clock_lock: Annotated[
+        GPUClockLockStatus | None, Field(alias='clockLock', title='GPUClockLockStatus')
+    ] = None
+    """
+    The SM clock lock of spec.gpu.clockLock as the devices read it back; absent when the spec has none and no lock was released.
+    """
 
 
 class ControlStatus(BaseModel):

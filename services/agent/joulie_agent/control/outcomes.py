@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from joulie_api.generated.nodetwin import CPUControlStatus, GPUControlStatus
+from joulie_api.generated.nodetwin import CPUControlStatus, GPUClockLockStatus, GPUControlStatus
 from joulie_common.clock import Clock
 
 CPUBackend = Literal["rapl", "dvfs", "http", "none"]
@@ -31,12 +31,30 @@ class CPUOutcome:
 
 
 @dataclass(frozen=True)
+class LockOutcome:
+    """What one reconcile did about the SM clock lock (``controlStatus.gpu.clockLock``)."""
+
+    result: Result
+    message: str
+    # The ceiling every board reports holding (the lowest when they differ); None unless all do.
+    locked_max_mhz: int | None = None
+    drift: str = ""
+
+    def status(self) -> GPUClockLockStatus:
+        return GPUClockLockStatus(result=self.result, message=self.message, locked_max_mhz=self.locked_max_mhz,
+                                  drift=self.drift or None)
+
+
+@dataclass(frozen=True)
 class GPUOutcome:
     backend: GPUBackend
     result: Result
     message: str
     drift: str = ""
+    # The SM clock lock; None when the spec has none and nothing was released.
+    lock: LockOutcome | None = None
 
     def status(self, clock: Clock) -> GPUControlStatus:
         return GPUControlStatus(backend=self.backend, result=self.result, message=self.message,
-                                drift=self.drift or None, updated_at=clock.now())
+                                drift=self.drift or None, updated_at=clock.now(),
+                                clock_lock=self.lock.status() if self.lock is not None else None)

@@ -3,7 +3,7 @@
 or the last reading is older than the verify interval. Each re-reading also reads the limit each
 board *enforces* and re-applies a cap a board lost (drift, see ``gpuverify``). A shell: it runs
 the tools; the plan (which cap on which device) comes from the pure ``gpucontrol``, the tool
-arguments and parsers from ``gputools``."""
+arguments and parsers from ``gputools``. The SM clock lock beside the cap is ``gpulock``'s."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from joulie_agent.control import gpucontrol, gpuverify
 from joulie_agent.control.outcomes import GPUBackend, GPUOutcome
 from joulie_agent.discovery import gputools
 from joulie_agent.discovery.status import HostFacts, expected_gpu_vendor
+from joulie_agent.enforce.gpulock import LockEnforcer
 from joulie_agent.host import hostread
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.toolrun import Runner
@@ -42,6 +43,8 @@ class GPUEnforcer:
         # Why the last GPU inventory failed ("" when it answered): logged once per change (issue 23,
         # tool-timeout: a hung tool showed in controlStatus only, with no log line).
         self.inventory_failed = ""
+        # The SM clock lock (spec.gpu.clockLock), beside the cap: its own reads, plan and drift.
+        self.lock = LockEnforcer(run, nvml, clock, verify_interval_s, simulate_only)
 
     def _inventory(self, facts: HostFacts,
                    intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:
@@ -105,7 +108,12 @@ class GPUEnforcer:
         self.unverified = failure
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
-        """Enforce the spec's GPU cap on every device (only those whose cap differs are set)."""
+        """Enforce the spec's GPU cap and SM clock lock on every device (only those that differ are set)."""
+        out = self._reconcile_cap(spec, facts)
+        lock = self.lock.reconcile(spec.gpu.clock_lock if spec and spec.gpu else None, facts.gpu)
+        return replace(out, lock=lock) if lock is not None else out
+
+    def _reconcile_cap(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
         cap = spec.gpu.power_cap if spec and spec.gpu else None
         if cap is None or (cap.cap_watts_per_gpu is None and cap.cap_pct_of_max is None):
             self.intent = None

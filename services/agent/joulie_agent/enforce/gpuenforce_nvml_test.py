@@ -1,4 +1,4 @@
-"""GPU caps through NVML on one node: set, partial failure, drift of the enforced limit (stand-in pynvml)."""
+"""GPU caps and SM clock locks through NVML on one node: set, partial failure, drift (stand-in pynvml)."""
 
 from typing import Any
 
@@ -9,7 +9,7 @@ from joulie_agent.host.hostread import HostPaths
 from joulie_agent.host.nvml import open_nvml
 from joulie_agent.host.nvml_test import FakeNVML
 from joulie_agent.host.toolrun import make_runner
-from joulie_api.generated.nodetwin import GPUCapSpec, GPUPowerCap, NodeTwinSpec
+from joulie_api.generated.nodetwin import GPUCapSpec, GPUClockLock, GPUPowerCap, NodeTwinSpec
 from joulie_common.clock import FakeClock
 
 
@@ -89,3 +89,67 @@ def test_nvml_enforced_limit_that_fails_is_unverified_one_not_supported_is_not(t
     assert results["NVMLError_NotSupported"] == ("applied", "applied gpu cap 350.0W on 1 devices")
     result, message = results["NVMLError_Unknown"]
     assert result == "error" and "unverified" in message and "nvmlDeviceGetEnforcedPowerLimit: Unknown Error" in message
+
+
+class LockingNVML(FakeNVML):
+    """Boards with SM clocks and a lock that limits them while below the maximum (bit 0x2 of the
+    clocks event reasons, nvmlClocksEventReasonApplicationsClocksSetting)."""
+
+    def __init__(self) -> None:
+        super().__init__(n=2)
+        self.locks: dict[int, tuple[int, int]] = {}
+        self.lock_calls: list[tuple[int, int, int] | tuple[int]] = []
+
+    def nvmlDeviceGetMaxClockInfo(self, h: int, clock_type: int) -> int:
+        assert clock_type == 1  # NVML_CLOCK_SM
+        return 1980
+
+    def nvmlDeviceGetSupportedMemoryClocks(self, h: int) -> list[int]:
+        return [2619]
+
+    def nvmlDeviceGetSupportedGraphicsClocks(self, h: int, mem: int) -> list[int]:
+        return list(range(1980, 344, -15))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
+        return 0x1 | (0x2 if h in self.locks and self.locks[h][1] < 1980 else 0)
+
+    def nvmlDeviceSetGpuLockedClocks(self, h: int, lo: int, hi: int) -> None:
+        self.locks[h] = (lo, hi)
+        self.lock_calls.append((h, lo, hi))
+
+    def nvmlDeviceResetGpuLockedClocks(self, h: int) -> None:
+        self.locks.pop(h, None)
+        self.lock_calls.append((h,))
+
+
+def test_nvml_locks_each_board_reads_the_lock_back_and_sets_a_lost_one_again(tmp_path: Any) -> None:
+    testtrees.cpuinfo(tmp_path)
+    lib = LockingNVML()
+    clock = FakeClock()
+    c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path)), open_nvml(lib),
+                       clock)
+    c.discover({}, {})
+    twin = NodeTwinSpec(node_name="n1", profile="eco", gpu=GPUCapSpec(clock_lock=GPUClockLock(pct_of_max=50)))
+    out = c.reconcile_gpu(twin).lock
+    # 50 % of 1980 MHz = 990 MHz, a supported clock; the floor is the board's lowest, 345 MHz.
+    assert out is not None and (out.result, out.locked_max_mhz) == ("applied", 990)
+    assert lib.locks == {0: (345, 990), 1: (345, 990)}
+    del lib.locks[1]  # a device reset
+    clock.advance(61)
+    again = c.reconcile_gpu(twin).lock
+    assert again is not None and again.drift == "gpu 1 SM clock lock 990 MHz lost (no longer limited by a clock setting); re-applied"
+    assert lib.lock_calls[-1] == (1, 345, 990) and again.result == "applied"
+    released = c.reconcile_gpu(NodeTwinSpec(node_name="n1", profile="eco")).lock
+    assert released is not None and released.result == "none" and lib.locks == {}
+
+
+def test_nvml_board_without_clock_support_is_refused_not_locked(tmp_path: Any) -> None:
+    testtrees.cpuinfo(tmp_path)
+    lib: Any = FakeNVML(n=1)  # no clock calls: every one raises AttributeError, as NotSupported would be
+    c = NodeController("n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path)), open_nvml(lib),
+                       FakeClock())
+    c.discover({}, {})
+    out = c.reconcile_gpu(NodeTwinSpec(node_name="n1", profile="eco",
+                                       gpu=GPUCapSpec(clock_lock=GPUClockLock(max_mhz=1500)))).lock
+    assert out is not None and out.result == "error"
+    assert out.message.startswith("supported SM clocks unknown: nvml: gpu 0: clocks: AttributeError")

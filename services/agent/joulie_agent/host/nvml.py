@@ -1,4 +1,4 @@
-"""NVML through nvidia-ml-py (`pynvml`): inventory and per-GPU power limits. Shell.
+"""NVML through nvidia-ml-py (`pynvml`): inventory, per-GPU power limits and SM clock locks. Shell.
 
 `open_nvml()` returns None when the library cannot load (no driver: NVMLError_LibraryNotFound),
 and the agent then uses `nvidia-smi`. The module object is injectable so tests can pass a fake.
@@ -11,7 +11,10 @@ import logging
 from typing import Any
 
 from joulie_agent.control.gpucontrol import nvml_limit_mw
+from joulie_agent.discovery.gpuclocks import NVML_REASON_APPLICATIONS_CLOCKS, ClockRange, ClockReport, LockReading
 from joulie_agent.discovery.gputools import GPUDevice, Inventory
+
+NVML_CLOCK_SM = 1  # pynvml.NVML_CLOCK_SM
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,44 @@ class NVML:
             self.lib.nvmlDeviceSetPowerManagementLimit(h, nvml_limit_mw(watts))
         except Exception as err:
             return f"nvml: gpu {index}: set power limit {watts:.0f} W: {err}"
+        return None
+
+
+    def clock_report(self, indices: list[int], ranges: bool) -> ClockReport:
+        """Each board's lock reading (its clocks event reasons) and, with ``ranges``, its supported
+        SM clocks (the graphics clocks of its first memory clock, bounded by its maximum SM clock).
+        A call that fails is a warning naming the board and the call."""
+        out = ClockReport()
+        lib = self.lib
+        for i in indices:
+            try:
+                h = lib.nvmlDeviceGetHandleByIndex(i)
+                # nvml 12.x renamed the throttle reasons to event reasons; older bindings have only the old name.
+                fn = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+                    lib.nvmlDeviceGetCurrentClocksThrottleReasons
+                out.readings[i] = LockReading(i, limited=bool(int(fn(h)) & NVML_REASON_APPLICATIONS_CLOCKS))
+                if ranges:
+                    mems = lib.nvmlDeviceGetSupportedMemoryClocks(h)
+                    top = int(lib.nvmlDeviceGetMaxClockInfo(h, NVML_CLOCK_SM))
+                    clocks = sorted({int(c) for c in lib.nvmlDeviceGetSupportedGraphicsClocks(h, mems[0]) if int(c) <= top})
+                    if clocks:
+                        out.ranges[i] = ClockRange(i, tuple(clocks))
+            except Exception as err:  # NotSupported, no memory clocks: the board says nothing
+                out.warnings.append(f"nvml: gpu {i}: clocks: {type(err).__name__}: {err}")
+        return out
+
+    def lock_clocks(self, index: int, floor_mhz: int, max_mhz: int | None) -> str | None:
+        """Lock one board's SM clock between ``floor_mhz`` and ``max_mhz`` (None: release the lock);
+        None on success, else the error message."""
+        try:
+            h = self.lib.nvmlDeviceGetHandleByIndex(index)
+            if max_mhz is None:
+                self.lib.nvmlDeviceResetGpuLockedClocks(h)
+            else:
+                self.lib.nvmlDeviceSetGpuLockedClocks(h, floor_mhz, max_mhz)
+        except Exception as err:
+            what = "reset locked clocks" if max_mhz is None else f"lock clocks {floor_mhz},{max_mhz} MHz"
+            return f"nvml: gpu {index}: {what}: {err}"
         return None
 
 

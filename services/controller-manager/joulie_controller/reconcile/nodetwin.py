@@ -60,6 +60,21 @@ def dump(model: Any) -> dict[str, Any]:
     return cast(dict[str, Any], model.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
+def owned_spec(spec: NodeTwinSpec) -> NodeTwinSpec:
+    """The spec without the fields the controller does not own: a GPU clock lock is set by an operator
+    (the controller never writes one), so the controller neither compares nor re-applies it and its
+    server-side apply leaves it to its owner."""
+    if spec.gpu is None or spec.gpu.clock_lock is None:
+        return spec
+    gpu = spec.gpu.model_copy(update={"clock_lock": None})
+    return spec.model_copy(update={"gpu": gpu if dump(gpu) else None})
+
+
+def spec_unchanged(existing: NodeTwinSpec, desired: NodeTwinSpec) -> bool:
+    """Does the cluster already hold the spec the controller would write (the fields it owns)?"""
+    return dump(owned_spec(existing)) == dump(desired)
+
+
 def _r(x: float, digits: int = 1) -> float:
     return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
 

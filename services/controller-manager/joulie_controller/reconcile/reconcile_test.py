@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import GPUCapSpec
 from joulie_controller.model.fsm import PodInfo, State
 from joulie_controller.model.hardware import NodeInfo
 from joulie_controller.power.powerstate import BmcReading
@@ -53,6 +54,17 @@ def test_first_tick_writes_spec_label_and_status_then_nothing() -> None:
     for i in range(10):
         again, snap = tick(replace(snap, now=T0 + timedelta(seconds=8 * (i + 1))), s, mem)  # inside 90 s
         assert again.write_count == 0, again.writes
+
+
+def test_an_operators_gpu_clock_lock_is_no_reason_to_write_and_is_never_taken_over() -> None:
+    s, mem = Settings(policy=PolicySettings(static_hp_frac=0.5)), Memory()
+    _, snap = tick(cluster(2), s, mem)
+    twin = snap.twins["node-0"]
+    locked = twin.model_copy(update={"spec": twin.spec.model_copy(update={
+        "gpu": GPUCapSpec.model_validate({"clockLock": {"pctOfMax": 70}})})})
+    snap = replace(snap, twins={**snap.twins, "node-0": locked}, now=T0 + timedelta(seconds=8))
+    again, _ = tick(snap, s, mem)
+    assert again.write_count == 0, again.writes
 
 
 def test_unchanged_status_is_refreshed_before_the_extender_calls_it_stale() -> None:

@@ -34,11 +34,12 @@ from joulie_controller.readings.values import SOURCE_PROMETHEUS
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
     desired_spec,
-    dump,
+    owned_spec,
     owned_status,
     power_status,
     previous_power,
     refresh_after_s,
+    spec_unchanged,
     status_content,
     status_needs_write,
 )
@@ -123,9 +124,9 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
                             power=power_spec)
         base = NodeTwinStatus()
     else:
-        spec = existing.spec.model_copy(update={"power": power_spec})
+        spec = owned_spec(existing.spec).model_copy(update={"power": power_spec})
         base = NodeTwinStatus.model_validate(owned_status(existing.status))
-    spec_write = None if existing is not None and dump(existing.spec) == dump(spec) else spec
+    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec) else spec
     status = base.model_copy(update={"power": power_status(power.status[n.name])})
     refresh_s = refresh_after_s(n.name, s.reconcile.status_refresh_s) if powerstate.tainted(n) else math.inf
     if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
@@ -293,7 +294,7 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     existing = snap.twins.get(obj_name)
     spec = desired_spec(n.name, guarded.profile, guarded.draining, caps, decided.policy_name,
                         power_plan.desired.get(n.name))
-    spec_write = None if existing is not None and dump(existing.spec) == dump(spec) else spec
+    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec) else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
     power_w, source = measured

@@ -17,6 +17,7 @@ from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet
 from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.physics.model import Load
+from joulie_simulator.testing import frozen_emulator, running_fleet
 
 CREDS = BmcCredentials("operator", "s3cret-Pa55")
 XEON = builtin_profile("intel-xeon-2s-rapl")
@@ -24,17 +25,13 @@ XEON = builtin_profile("intel-xeon-2s-rapl")
 
 @pytest.fixture
 def emu() -> Emulator:
-    e = Emulator([("xeon-0", XEON), ("xeon-1", XEON)], tick_s=1.0, clock=lambda: 0.0)
-    e.frozen = True
-    e.step(1)
-    return e
+    return frozen_emulator(("xeon-0", XEON), ("xeon-1", XEON))
 
 
 @pytest.fixture
 def fleet(emu: Emulator) -> Iterator[BmcFleet]:
-    f = BmcFleet(emu, CREDS).start()
-    yield f
-    f.stop()
+    with running_fleet(emu, CREDS) as f:
+        yield f
 
 
 def _get(url: str, auth: tuple[str, str] | None = (CREDS.username, CREDS.password)) -> requests.Response:

@@ -19,6 +19,7 @@ from joulie_redfish.errors import RedfishError
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.testing import frozen_emulator, running_fleet
 
 PASSWORD = "Pa55-w0rd-of-the-pool"
 CREDS = Credentials("joulie", PASSWORD)
@@ -27,17 +28,13 @@ XEON = builtin_profile("intel-xeon-2s-rapl")
 
 @pytest.fixture
 def emu() -> Emulator:
-    e = Emulator([("node-a", XEON)], tick_s=1.0, clock=lambda: 0.0)
-    e.frozen = True
-    e.step(1)
-    return e
+    return frozen_emulator(("node-a", XEON))
 
 
 @pytest.fixture
 def fleet(emu: Emulator) -> Iterator[BmcFleet]:
-    f = BmcFleet(emu, BmcCredentials(CREDS.username, PASSWORD)).start()
-    yield f
-    f.stop()
+    with running_fleet(emu, BmcCredentials(CREDS.username, PASSWORD)) as f:
+        yield f
 
 
 def _token(client: BmcClient) -> str:

@@ -30,6 +30,8 @@ EVENT_VIEW_RESTARTED = "joulie.sim.view.restarted"
 EVENT_FAULT_INJECTED = "joulie.sim.fault.injected"
 EVENT_FAULT_CLEARED = "joulie.sim.fault.cleared"
 EVENT_GPU_LIMIT_RESET = "joulie.sim.gpu.limit.reset"
+# A GPU's SM clock lock was set or released (nvidia-smi -lgc/-rgc, the amdgpu OverDrive table).
+EVENT_GPU_CLOCK_LOCK = "joulie.sim.gpu.clock.lock"
 # Files mode: one of a node's files could not be written (immutable, read-only, gone) or is again.
 EVENT_FILE_UNWRITABLE = "joulie.sim.file.unwritable"
 EVENT_FILE_WRITABLE = "joulie.sim.file.writable"
@@ -231,6 +233,10 @@ class Emulator:
         elif e.bind is not None and e.bind[0] in ("nvml_limit", "amdgpu_cap"):
             w = n.state.gpus[e.bind[1]].limit_w
             self._emit(Event(EVENT_GPU_CAP, node, self.tick_count, now, path, f"gpu {e.bind[1]} limit {w:g} W", value_w=w))
+        elif e.bind is not None and e.bind[0] in ("nvml_lock", "amdgpu_od"):
+            mhz = n.state.gpus[e.bind[1]].lock_max_mhz
+            what = f"SM clock locked at or below {mhz:g} MHz" if mhz is not None else "SM clock lock released"
+            self._emit(Event(EVENT_GPU_CLOCK_LOCK, node, self.tick_count, now, path, f"gpu {e.bind[1]} {what}"))
         return out
 
     def set_load(self, node: str, load: Load) -> None:
@@ -448,6 +454,10 @@ def node_truth(profile: Profile, st: NodeState, faults: list[str] | None = None)
                 "energyMJ": int(t.energy_j * 1000),
                 "energyJ": t.energy_j,
                 "persistenceMode": g.persistence_mode,
+                # The SM clock lock (None: not locked) and the supported range it lies in.
+                "lockMaxMhz": t.lock_max_mhz,
+                "smClockMinMhz": g.sm_clock_min_mhz,
+                "smClockMaxMhz": g.sm_clock_max_mhz,
             }
         )
     return {

@@ -30,7 +30,9 @@ from joulie_simhw.gpustate import (
     GpuState,
     ToolsManifest,
     faults_json,
+    format_locked_clocks,
     nvml_limit_file,
+    nvml_locked_clocks_file,
 )
 from joulie_simulator.physics import node as node_physics
 from joulie_simulator.physics.model import GpuTruth, NodeState, cpu_socket, gpu_uuid, policies
@@ -113,6 +115,7 @@ def layout(profile: Profile, node: str) -> tuple[Entry, ...]:
         f("dev/nvidiactl", "R", 0o666, "")
         for i in range(profile.gpus.count):
             f(f"state/{nvml_limit_file(i)}", "A", 0o644, bind=("nvml_limit", i, 0))
+            f(f"state/{nvml_locked_clocks_file(i)}", "A", 0o644, bind=("nvml_lock", i, 0))
     if profile.gpus is not None:
         f("state/gpus.json", "S", 0o444, bind=("gpus_json", 0, 0))
         for tool in profile.gpus.tools:
@@ -219,6 +222,8 @@ def _pci(profile: Profile, node: str, f: object, link: object, hwmon: int) -> No
             continue
         f(f"{base}/product_name", "R", 0o444, g.product + "\n")
         f(f"{base}/vbios_version", "R", 0o444, g.vbios_version + "\n")
+        # The OverDrive table: amd-smi set -L sclk max MHZ writes "s 1 MHZ" here.
+        f(f"{base}/pp_od_clk_voltage", "A", 0o644, bind=("amdgpu_od", i, 0))
         link(f"{base}/drm/card{card}/device", f"../../../0000:{bus}:00.0")
         link(f"sys/class/drm/card{card}", f"../../devices/pci0000:{bus}/0000:{bus}:00.0/drm/card{card}")
         card += 1
@@ -318,6 +323,10 @@ def content(profile: Profile, state: NodeState, bind: Bind, extra_s: float = 0.0
         return f"{math.floor(state.gpus[i].power_w * 1000) * 1000}\n"
     if what == "nvml_limit":
         return f"{round(state.gpus[i].limit_w * 1000)}\n"
+    if what == "nvml_lock":
+        return nvml_lock_text(profile, state.gpus[i].lock_max_mhz)
+    if what == "amdgpu_od":
+        return amdgpu_od_text(profile, state.gpus[i].lock_max_mhz)
     if what == "gpus_json":
         return gpus_json(profile, state)
     if what == "ledger":
@@ -327,18 +336,36 @@ def content(profile: Profile, state: NodeState, bind: Bind, extra_s: float = 0.0
     raise KeyError(f"unknown binding {bind}")
 
 
+def nvml_lock_text(profile: Profile, lock_mhz: float | None) -> str:
+    """The NVIDIA lock file: ``MIN,MAX`` (the board's lowest clock as the floor), or ``none``."""
+    g = profile.gpus
+    assert g is not None
+    return format_locked_clocks((round(g.sm_clock_min_mhz), round(lock_mhz)) if lock_mhz is not None else None)
+
+
+def amdgpu_od_text(profile: Profile, lock_mhz: float | None) -> str:
+    """``pp_od_clk_voltage`` as amdgpu prints its SCLK part: the soft minimum and maximum, then the
+    range OverDrive accepts (the memory clock is not modelled)."""
+    g = profile.gpus
+    assert g is not None
+    lo, hi = round(g.sm_clock_min_mhz), round(g.sm_clock_max_mhz)
+    top = round(lock_mhz) if lock_mhz is not None else hi
+    return f"OD_SCLK:\n0: {lo}Mhz\n1: {top}Mhz\nOD_RANGE:\nSCLK:     {lo}Mhz       {hi}Mhz\n"
+
+
 def gpu_state(profile: Profile, state: NodeState) -> GpuState:
     return _gpu_state(profile, state, marked=False)
 
 
-def _moving(t: GpuTruth) -> tuple[float, float, float, int, int]:
-    """The values of gpus.json that move with the physics, as written."""
+def _moving(t: GpuTruth) -> tuple[float, float, float, int, int, int | None]:
+    """The values of gpus.json that move with the physics or a tool's write, as written."""
     return (
         round(t.limit_w, 3),
         round(t.enforced_w, 3),
         math.floor(t.power_w * 1000) / 1000,
         round(100 * t.util),
         math.floor(t.energy_j * 1000),
+        round(t.lock_max_mhz) if t.lock_max_mhz is not None else None,
     )
 
 
@@ -349,7 +376,7 @@ def _gpu_state(profile: Profile, state: NodeState, marked: bool) -> GpuState:
     hwmons = amd_hwmon_dirs(profile) if g.vendor == "amd" else []
     devices = []
     for p, t in enumerate(state.gpus):
-        m: tuple[Any, ...] = tuple(f"@@{p}_{k}@@" for k in range(5)) if marked else _moving(t)
+        m: tuple[Any, ...] = tuple(f"@@{p}_{k}@@" for k in range(6)) if marked else _moving(t)
         devices.append(
             GpuDevice(
                 index=t.index,
@@ -368,6 +395,9 @@ def _gpu_state(profile: Profile, state: NodeState, marked: bool) -> GpuState:
                 vbios_version=g.vbios_version,
                 gfx_version=g.gfx_version,
                 field_tokens=dict(g.field_tokens),
+                sm_clock_min_mhz=round(g.sm_clock_min_mhz),
+                sm_clock_max_mhz=round(g.sm_clock_max_mhz),
+                locked_max_mhz=m[5],
             )
         )
     return GpuState(
@@ -396,8 +426,10 @@ def _gpu_template(profile: Profile, state: NodeState) -> tuple[tuple[str, ...], 
     return static, order
 
 
-def _num(v: float) -> str:
-    """A number as json.dumps writes it."""
+def _num(v: float | None) -> str:
+    """A number (or None, a lock not held) as json.dumps writes it."""
+    if v is None:
+        return "null"
     cls = v.__class__
     if (cls is float and math.isfinite(v)) or cls is int:
         return repr(v)

@@ -14,6 +14,16 @@ errno a real kernel returns at once:
 - ``EBUSY``: an energy_performance_preference other than ``performance`` while the governor is
   ``performance`` (intel_pstate and amd-pstate-epp refuse it with -EBUSY).
 
+GPU SM clock locks (``lock_max_mhz`` of the board's truth): the NVIDIA lock file
+(``state/nvml/gpuN/locked_clocks_mhz``, written by ``nvidia-smi -lgc/-rgc``) takes ``MIN,MAX`` or
+``none``; the driver holds the ceiling at the closest clock the board supports, so a ceiling
+outside the supported range is clamped into it, as nvidia-smi accepts above-range values and the
+board runs at its maximum. A floor above the board's lowest clock is refused (``EINVAL``): the
+emulator models the ceiling only. The amdgpu OverDrive table (``pp_od_clk_voltage``) takes the
+kernel's commands: ``s 1 MHZ`` (the sclk soft maximum, ``EINVAL`` outside the OD_RANGE), ``r``
+(back to the default), ``c`` (commit; the emulator commits each command at once, as two writes to one
+file count as the last in files mode); ``s 0`` (the soft minimum) is refused (``EINVAL``), not modelled.
+
 Refusals leave the state unchanged, and so does a write of the value a limit already holds (the
 same state object comes back: the derived fields of a state are already derived from its limits).
 Pure: no I/O.
@@ -26,6 +36,7 @@ import math
 from dataclasses import dataclass, replace
 
 from joulie_hwprofiles.schema import Profile
+from joulie_simhw.gpustate import parse_locked_clocks
 from joulie_simulator.emulation.render import Bind
 from joulie_simulator.physics.model import NodeState, default_epp, derive
 
@@ -162,7 +173,56 @@ def apply_write(profile: Profile, state: NodeState, bind: Bind, data: bytes) -> 
         assert g is not None
         kind = "clamped" if not g.min_w * 1000 <= v <= g.max_w * 1000 else "accepted"
         return _set_gpu(state, i, v / 1000), WriteOutcome(0, kind)
+    if what == "nvml_lock":
+        return _nvml_lock(profile, state, i, data)
+    if what == "amdgpu_od":
+        return _amdgpu_od(profile, state, i, data)
     return state, _reject(errno.EACCES, f"{what} is read-only")
+
+
+def _set_lock(state: NodeState, i: int, lock_mhz: float | None) -> NodeState:
+    g = state.gpus[i]
+    if g.lock_max_mhz == lock_mhz:
+        return state
+    return replace(state, gpus=state.gpus[:i] + (replace(g, lock_max_mhz=lock_mhz),) + state.gpus[i + 1 :])
+
+
+def _nvml_lock(profile: Profile, state: NodeState, i: int, data: bytes) -> tuple[NodeState, WriteOutcome]:
+    g = profile.gpus
+    assert g is not None
+    text = _text(data)
+    try:
+        lock = parse_locked_clocks(text if text is not None else "?")
+    except ValueError as err:
+        return state, _reject(errno.EINVAL, str(err))
+    if lock is None:
+        return _set_lock(state, i, None), WriteOutcome(0, "accepted")
+    lo, hi = lock
+    if lo > hi:
+        return state, _reject(errno.EINVAL, f"locked clocks {lo},{hi} MHz: the minimum is above the maximum")
+    if lo > g.sm_clock_min_mhz:
+        return state, _reject(errno.EINVAL, f"a floor of {lo} MHz above the lowest clock {g.sm_clock_min_mhz:g} MHz "
+                              "is not modelled (the emulator models the ceiling only)")
+    ceiling = min(max(float(hi), g.sm_clock_min_mhz), g.sm_clock_max_mhz)
+    return _set_lock(state, i, ceiling), WriteOutcome(0, "clamped" if ceiling != hi else "accepted")
+
+
+def _amdgpu_od(profile: Profile, state: NodeState, i: int, data: bytes) -> tuple[NodeState, WriteOutcome]:
+    g = profile.gpus
+    assert g is not None
+    words = (_text(data) or "").split()
+    if words == ["r"]:
+        return _set_lock(state, i, None), WriteOutcome(0, "accepted")
+    if words == ["c"]:
+        return state, WriteOutcome(0, "accepted")
+    if len(words) == 3 and words[:2] == ["s", "1"] and words[2].isdigit():
+        mhz = int(words[2])
+        if not g.sm_clock_min_mhz <= mhz <= g.sm_clock_max_mhz:
+            return state, _reject(errno.EINVAL, f"sclk {mhz} MHz is outside the OD_RANGE "
+                                  f"[{g.sm_clock_min_mhz:g}, {g.sm_clock_max_mhz:g}] MHz")
+        return _set_lock(state, i, None if mhz == g.sm_clock_max_mhz else float(mhz)), WriteOutcome(0, "accepted")
+    return state, _reject(errno.EINVAL, f"{data[:40]!r} is not an OverDrive command the emulator models "
+                          "(s 1 MHZ, r, c)")
 
 
 def _set(t: tuple[str, ...], i: int, v: str) -> tuple[str, ...]:

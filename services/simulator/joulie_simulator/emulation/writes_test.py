@@ -1,16 +1,20 @@
 """The write-semantics table: what a kernel answers to each write an agent or tool makes."""
 
 import errno
+import json
 
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.emulation.emulator import EVENT_WRITE_REJECTED, Emulator
+from joulie_simulator.emulation.emulator import EVENT_GPU_CLOCK_LOCK, EVENT_WRITE_REJECTED, Emulator
 from joulie_simulator.emulation.writes import parse_kstrtou
 
 PKG = "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0"
 DRAM = f"{PKG}/intel-rapl:0:0"
 POL = "sys/devices/system/cpu/cpufreq/policy0"
+LOCK = "state/nvml/gpu0/locked_clocks_mhz"
+OD = "sys/devices/pci0000:10/0000:10:00.0/pp_od_clk_voltage"
+OD_TABLE = "OD_SCLK:\n0: 500Mhz\n1: {}Mhz\nOD_RANGE:\nSCLK:     500Mhz       2100Mhz"
 
 # (profile, file, written, errno, what the file reads after)
 TABLE = [
@@ -44,6 +48,19 @@ TABLE = [
     ("amd-instinct-mi300x-8gpu", "sys/devices/pci0000:10/0000:10:00.0/hwmon/hwmon1/power1_cap", b"800000000", errno.EINVAL, "750000000"),
     ("nvidia-h100-nvl-8gpu", "state/nvml/gpu0/power_limit_mw", b"250000", 0, "250000"),
     ("nvidia-h100-nvl-8gpu", "state/gpus.json", b"{}", errno.EACCES, None),
+    # SM clock locks: nvidia-smi -lgc/-rgc (the ceiling held at a supported clock), the amdgpu OverDrive table.
+    ("nvidia-h100-nvl-8gpu", LOCK, b"345,1500\n", 0, "345,1500"),
+    ("nvidia-h100-nvl-8gpu", LOCK, b"0,1500", 0, "345,1500"),
+    ("nvidia-h100-nvl-8gpu", LOCK, b"345,2400", 0, "345,1785"),  # above the maximum: held at 1785 MHz
+    ("nvidia-h100-nvl-8gpu", LOCK, b"none\n", 0, "none"),
+    ("nvidia-h100-nvl-8gpu", LOCK, b"1500", errno.EINVAL, "none"),
+    ("nvidia-h100-nvl-8gpu", LOCK, b"1000,1500", errno.EINVAL, "none"),  # a raised floor: not modelled
+    ("nvidia-h100-nvl-8gpu", LOCK, b"1500,1000", errno.EINVAL, "none"),
+    ("amd-instinct-mi300x-8gpu", OD, b"s 1 1500\n", 0, OD_TABLE.format(1500)),
+    ("amd-instinct-mi300x-8gpu", OD, b"c\n", 0, OD_TABLE.format(2100)),
+    ("amd-instinct-mi300x-8gpu", OD, b"s 1 2200\n", errno.EINVAL, OD_TABLE.format(2100)),
+    ("amd-instinct-mi300x-8gpu", OD, b"s 1 400\n", errno.EINVAL, OD_TABLE.format(2100)),
+    ("amd-instinct-mi300x-8gpu", OD, b"s 0 600\n", errno.EINVAL, OD_TABLE.format(2100)),
 ]
 
 
@@ -74,3 +91,21 @@ def test_a_bios_locked_limit_answers_eacces() -> None:
 @pytest.mark.parametrize(("text", "value"), [(b"10", 10), (b"10\n", 10), (b"+7", 7), (b"10\n\n", None), (b" 10", None), (b"1e3", None)])
 def test_kstrtou_takes_digits_and_one_trailing_newline(text: bytes, value: int | None) -> None:
     assert parse_kstrtou(text) == value
+
+
+def test_a_lock_reaches_the_boards_truth_and_a_device_reset_clears_it() -> None:
+    emu = Emulator([("n", builtin_profile("nvidia-h100-nvl-8gpu"))], clock=lambda: 0.0)
+    assert emu.write("n", LOCK, b"345,1500\n").ok
+    truth = emu.truth("n")["gpus"]
+    assert (truth[0]["lockMaxMhz"], truth[1]["lockMaxMhz"], truth[0]["smClockMaxMhz"]) == (1500, None, 1785)
+    assert json.loads(emu.read("n", "state/gpus.json"))["gpus"][0]["locked_max_mhz"] == 1500
+    assert [e.message for e in emu.events if e.name == EVENT_GPU_CLOCK_LOCK] == ["gpu 0 SM clock locked at or below 1500 MHz"]
+    emu.restart_view("n")  # a device reset (chaos limit-reset): limits and locks back at their defaults
+    assert emu.truth("n")["gpus"][0]["lockMaxMhz"] is None
+    assert emu.read("n", LOCK) == b"none\n"
+
+
+def test_an_amd_overdrive_reset_releases_the_sclk_maximum() -> None:
+    emu = Emulator([("n", builtin_profile("amd-instinct-mi300x-8gpu"))], clock=lambda: 0.0)
+    assert emu.write("n", OD, b"s 1 1500\n").ok and emu.truth("n")["gpus"][0]["lockMaxMhz"] == 1500
+    assert emu.write("n", OD, b"r\n").ok and emu.truth("n")["gpus"][0]["lockMaxMhz"] is None

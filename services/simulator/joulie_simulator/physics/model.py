@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from joulie_hwprofiles.schema import Profile
+from joulie_simulator.physics.gpu import Phase
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class Load:
     cpu_util: float = 0.0
     # Per GPU, indexed like the node's GPUs; a shorter tuple leaves the rest idle.
     gpu_util: tuple[float, ...] = ()
+    # Per GPU, the serving phases its work runs as (physics.gpu.board_operating_point); a board
+    # with none (an empty tuple, or past the end) runs one phase of natural draw gpu_util.
+    gpu_phases: tuple[tuple[Phase, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ class GpuTruth:
     power_w: float = 0.0
     util: float = 0.0
     energy_j: float = 0.0
+    # The SM clock the board is locked at or below (nvidia-smi -lgc, NVML locked clocks); None: not
+    # locked. The board runs at min(the clock its power limit leaves, this).
+    lock_max_mhz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,8 +180,10 @@ def initial_state(profile: Profile, node: str, energy_start_uj: dict[str, int] |
     gpus: tuple[GpuTruth, ...] = ()
     if profile.gpus is not None:
         g = profile.gpus
-        start_limit = g.default_w if g.vendor == "amd" or not g.persistence_mode else g.max_w
-        gpus = tuple(GpuTruth(i, gpu_uuid(node, i), start_limit, start_limit) for i in range(g.count))
+        # A board boots with its default limit, whatever its vendor and persistence mode (NVML:
+        # "Default power management limit is a power management limit that the device boots with";
+        # the H100 NVL capture reads Current = Default = 310 W of a 400 W maximum).
+        gpus = tuple(GpuTruth(i, gpu_uuid(node, i), g.default_w, g.default_w) for i in range(g.count))
     hsmp = tuple(profile.hsmp.cap_default_uw for _ in range(profile.cpu.sockets)) if profile.hsmp else ()
     state = NodeState(
         name=node,

@@ -154,7 +154,11 @@ def _step_sockets(profile: Profile, state: NodeState, dt_s: float) -> list[Socke
 
 
 def _step_gpus(profile: Profile, state: NodeState, dt_s: float) -> list[GpuTruth]:
-    """Every GPU board one tick on: the limit it holds, the settled enforced limit, power, ledger."""
+    """Every GPU board one tick on: the limit it holds, the settled enforced limit, power, ledger.
+
+    A board runs its load's phases (``Load.gpu_phases``; none: one phase of natural draw
+    ``gpu_util``) under its enforced limit and its clock lock (``lock_max_mhz`` over the profile's
+    ``sm_clock_max_mhz``): ``physics.gpu.board_operating_point``."""
     gpus: list[GpuTruth] = []
     if profile.gpus is None or profile.physics.gpu is None:
         return gpus
@@ -162,19 +166,28 @@ def _step_gpus(profile: Profile, state: NodeState, dt_s: float) -> list[GpuTruth
     gphys = profile.physics.gpu
     loads = state.load.gpu_util
     n_loads = len(loads)
+    phases = state.load.gpu_phases
+    n_phases = len(phases)
     tau_s = gphys.cap_settle_tau_s
     lo_w, hi_w, default_w, persistent = spec.min_w, spec.max_w, spec.default_w, spec.persistence_mode
     for g in state.gpus:
         u = loads[g.index] if g.index < n_loads else 0.0
-        limit_w = g.limit_w
-        if not persistent and u <= 0 and limit_w != default_w:
+        limit_w, lock_mhz = g.limit_w, g.lock_max_mhz
+        if not persistent and u <= 0 and (limit_w != default_w or lock_mhz is not None):
             # Persistence mode off and no client holds the board: the driver tears its state
-            # down and the limit is back at the default when the next client opens it.
-            limit_w = default_w
+            # down and the limit is back at the default (and the clocks unlocked) when the next
+            # client opens it.
+            limit_w, lock_mhz = default_w, None
         target = min(max(limit_w, lo_w), hi_w)
         enforced = settle(g.enforced_w, target, dt_s, tau_s)
-        power = physics_gpu.capped_board(gphys, u, enforced)[0]
-        gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s))
+        board_phases = phases[g.index] if g.index < n_phases else ()
+        if lock_mhz is None and not board_phases:
+            power = physics_gpu.capped_board(gphys, u, enforced)[0]
+        else:
+            lock_ratio = lock_mhz / spec.sm_clock_max_mhz if lock_mhz is not None else 1.0
+            work = board_phases or (physics_gpu.Phase(1.0, 1.0, u),)
+            power = physics_gpu.board_operating_point(gphys, work, enforced, lock_ratio).power_w
+        gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s, lock_mhz))
     return gpus
 
 

@@ -10,6 +10,7 @@ from joulie_simulator.emulation.writes import apply_write
 from joulie_simulator.physics import cpu as physics_cpu
 from joulie_simulator.physics import gpu as physics_gpu
 from joulie_simulator.physics import node as node_physics
+from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.model import Load, initial_state
 
 CPU = CpuPhysics(source="assumed:test", idle_pkg_w=40, max_pkg_w=165, freq_power_exponent=1.5, allcore_turbo_khz=3_100_000)
@@ -138,7 +139,7 @@ def test_a_gpu_limit_holds_board_power_after_settling() -> None:
     for _ in range(10):
         s = node_physics.step_node(p, s, 0.1)
     assert s.gpus[3].power_w <= 250 * 1.01
-    assert s.gpus[2].power_w == pytest.approx(400)
+    assert s.gpus[2].power_w == pytest.approx(310)  # held at the 310 W limit the board boots with
 
 
 def test_dvfs_lowers_an_energy_only_epyc() -> None:
@@ -172,3 +173,36 @@ def test_node_state_fields_are_in_the_order_step_node_builds_them() -> None:
         "name", "profile", "tick", "time_s", "load", "zones", "sockets", "pol_min_khz", "pol_max_khz", "pol_governor",
         "pol_epp", "boost", "hsmp_cap_uw", "gpus", "host_power_w", "host_energy_j", "platform_energy_j", "faults",
     ]
+
+
+def test_a_clock_lock_lowers_a_busy_boards_power_and_a_phase_mix_draws_its_operating_point() -> None:
+    """Issue 34: board power runs through physics.gpu.board_operating_point: a lock at 60 % of the
+    1785 MHz maximum draws P(0.6); a board whose load carries phases draws their stretch-weighted mean."""
+    p = builtin_profile("nvidia-h100-nvl-8gpu")
+    g = p.physics.gpu
+    assert g is not None
+    mix = (Phase(0.2, 0.9, 0.95), Phase(0.8, 0.14, 0.3))
+    st = initial_state(p, "n")
+    st = replace(st, load=Load(gpu_util=(1.0, 1.0, 0.43), gpu_phases=((), (), mix)),
+                 gpus=tuple(replace(b, lock_max_mhz=1071.0) if b.index == 0 else b for b in st.gpus))
+    st = node_physics.step_node(p, st, 1.0)
+    assert st.gpus[0].lock_max_mhz == 1071.0
+    assert st.gpus[0].power_w == pytest.approx(physics_gpu.power_at_clock_w(g, 1.0, 0.6))
+    assert st.gpus[1].power_w == pytest.approx(310.0)
+    assert st.gpus[2].power_w == pytest.approx(physics_gpu.board_operating_point(g, mix, 310.0).power_w)
+
+
+def test_with_persistence_mode_off_an_idle_board_forgets_its_clock_lock_too() -> None:
+    p = builtin_profile("nvidia-h100-sxm-8gpu")
+    st = initial_state(p, "n")
+    st = replace(st, load=Load(gpu_util=(0.0, 1.0)), gpus=tuple(replace(b, lock_max_mhz=990.0) for b in st.gpus))
+    st = node_physics.step_node(p, st, 1.0)
+    assert [b.lock_max_mhz for b in st.gpus[:2]] == [None, 990.0]
+
+
+def test_gpu_truth_keeps_lock_max_mhz_last() -> None:
+    from dataclasses import fields
+
+    from joulie_simulator.physics.model import GpuTruth
+
+    assert [f.name for f in fields(GpuTruth)][-1] == "lock_max_mhz"

@@ -10,7 +10,8 @@ Progress (one formula for the Kubernetes shell and the benchmark)::
                                                         over their clock without it (physics.cpu;
                                                         1 when the node has no cpufreq)
     r_gpu    = the SM clock ratio the board sustains    physics.gpu.clock_ratio_for_limit, mean over
-               under its enforced limit at its util     the job's boards
+               under its enforced limit at its util,    the job's boards
+               and at most its clock lock               (lock_max_mhz / sm_clock_max_mhz)
     done     when cpuUnits and gpuUnits are both used up (the completion time is interpolated
              inside the tick, so results do not depend on the tick length to first order)
 
@@ -21,8 +22,16 @@ memory-bound work (c = 0.35) at 81 %; a GPU limit that leaves 80 % of the SM clo
 training (c about 0.5) 11 % and decode (c about 0.25) 6 %. Slowdown of a job = (finish - submit) /
 ideal runtime.
 
+A job with serving phases (the trace's ``phases``, ``Job.gpu_phase_mix``) runs its GPU work as
+that mix: ``gpu_rate = gpus * OperatingPoint.throughput`` of its phases on its boards under their
+limits and locks (``physics.gpu.board_operating_point``: each phase finds its own clock, its time
+stretches by ``c / r + 1 - c``; mean over the job's boards), so a cap slows the high-draw prefill
+share and leaves a decode share drawing less than the cap alone. A job without phases runs
+exactly as above.
+
 A node's load follows its jobs: ``cpu_util = min(1, sum(cores * u_cpu) / node cores)`` and each
-board carries the GPU utilisation of the job holding it (lowest free board indices first).
+board carries the GPU utilisation of the job holding it (lowest free board indices first), and,
+for a job with phases, the phases (``Load.gpu_phases``).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
-from joulie_simulator.physics.gpu import clock_ratio_for_limit
+from joulie_simulator.physics.gpu import Phase, board_operating_point, clock_ratio_for_limit
 from joulie_simulator.physics.model import Load, NodeState
 from joulie_simulator.physics.speed import throughput
 from joulie_workload.trace import Job
@@ -41,13 +50,29 @@ EPS = 1e-9
 
 @dataclass(frozen=True)
 class NodeSpeed:
-    """Per-node clock ratios in (0, 1]: the CPU's busy cores and, per board index, the GPU's SM clock."""
+    """Per-node clock ratios in (0, 1]: the CPU's busy cores and, per board index, the GPU's SM clock.
+
+    ``board``, ``gpu_limits_w`` and ``gpu_locks`` (per board: enforced limit, lock ratio, 1 = none)
+    let a job with serving phases find its own operating point on its boards."""
 
     cpu: float = 1.0
     gpus: tuple[float, ...] = ()
+    board: GpuPhysics | None = None
+    gpu_limits_w: tuple[float, ...] = ()
+    gpu_locks: tuple[float, ...] = ()
 
     def gpu(self, indices: Iterable[int]) -> float:
         vals = [self.gpus[i] if i < len(self.gpus) else 1.0 for i in indices]
+        return sum(vals) / len(vals) if vals else 1.0
+
+    def phased_gpu(self, indices: Iterable[int], phases: tuple[Phase, ...]) -> float:
+        """Throughput of work running as ``phases`` on the boards ``indices`` (mean over them; 1 unknown)."""
+        g = self.board
+        vals = [
+            board_operating_point(g, phases, self.gpu_limits_w[i], self.gpu_locks[i] if i < len(self.gpu_locks) else 1.0).throughput
+            for i in indices
+            if g is not None and i < len(self.gpu_limits_w)
+        ]
         return sum(vals) / len(vals) if vals else 1.0
 
 
@@ -67,6 +92,28 @@ def gpu_factor(g: GpuPhysics, util: float, enforced_cap_w: float) -> float:
     return clock_ratio_for_limit(g, util, enforced_cap_w)
 
 
+def lock_ratio(profile: Profile, lock_max_mhz: float | None) -> float:
+    """A clock lock as a share of the board's maximum SM clock (1: not locked)."""
+    if lock_max_mhz is None or profile.gpus is None:
+        return 1.0
+    return lock_max_mhz / profile.gpus.sm_clock_max_mhz
+
+
+def _gpu_speed(
+    profile: Profile, cpu: float, caps_w: list[float], utils: list[float], locks: list[float | None]
+) -> NodeSpeed:
+    """The node's speed from its CPU ratio and, per board, enforced limit, util and clock lock."""
+    g = profile.physics.gpu
+    if g is None:
+        return NodeSpeed(cpu, ())
+    ratios = [lock_ratio(profile, m) for m in locks] + [1.0] * (len(caps_w) - len(locks))
+    gpus = tuple(
+        gpu_factor(g, u, c) if k >= 1.0 else min(gpu_factor(g, u, c), k)
+        for c, u, k in zip(caps_w, utils, ratios, strict=False)
+    )
+    return NodeSpeed(cpu, gpus, g, tuple(caps_w), tuple(ratios))
+
+
 def speed_from_state(profile: Profile, state: NodeState) -> NodeSpeed:
     """Speed factors from an emulated node's state (the benchmark has the state itself)."""
     cpu = 1.0
@@ -74,21 +121,31 @@ def speed_from_state(profile: Profile, state: NodeState) -> NodeSpeed:
         eff = sum(s.eff_khz for s in state.sockets) / len(state.sockets)
         cur = sum(s.cur_khz for s in state.sockets) / len(state.sockets)
         cpu = cpu_factor(eff, cur)
-    gpus: tuple[float, ...] = ()
-    g = profile.physics.gpu
-    if g is not None:
-        gpus = tuple(gpu_factor(g, t.util, t.enforced_w) for t in state.gpus)
-    return NodeSpeed(cpu, gpus)
+    gs = state.gpus
+    return _gpu_speed(profile, cpu, [t.enforced_w for t in gs], [t.util for t in gs], [t.lock_max_mhz for t in gs])
 
 
 def speed_from_truth(
-    profile: Profile, eff_mhz: float, uncapped_mhz: float, gpu_caps_w: Iterable[float], gpu_utils: Iterable[float]
+    profile: Profile,
+    eff_mhz: float,
+    uncapped_mhz: float,
+    gpu_caps_w: Iterable[float],
+    gpu_utils: Iterable[float],
+    gpu_locks_mhz: Iterable[float | None] = (),
 ) -> NodeSpeed:
-    """Speed factors from the emulator's truth as the gRPC API lists it (the Kubernetes shell)."""
+    """Speed factors from the emulator's truth as the gRPC API lists it (the Kubernetes shell);
+    ``gpu_locks_mhz`` per board, where the truth carries the clock locks."""
     cpu = cpu_factor(eff_mhz, uncapped_mhz) if profile.cpufreq is not None else 1.0
-    g = profile.physics.gpu
-    gpus = tuple(gpu_factor(g, u, c) for c, u in zip(gpu_caps_w, gpu_utils, strict=False)) if g is not None else ()
-    return NodeSpeed(cpu, gpus)
+    caps, utils = list(gpu_caps_w), list(gpu_utils)
+    n = min(len(caps), len(utils))
+    return _gpu_speed(profile, cpu, caps[:n], utils[:n], list(gpu_locks_mhz)[:n])
+
+
+def job_phases(job: Job) -> tuple[Phase, ...]:
+    """The serving phases of a job's GPU work (``Job.gpu_phase_mix``); none for a job without ``phases``."""
+    if job.phases is None:
+        return ()
+    return tuple(Phase(share, c, u) for share, c, u in job.gpu_phase_mix())
 
 
 @dataclass
@@ -193,7 +250,11 @@ class Engine:
             sp = speeds.get(r.node, FULL_SPEED)
             j = r.job
             f_cpu = throughput(sp.cpu, j.sensitivity.cpu)
-            f_gpu = throughput(sp.gpu(r.gpu_indices), j.sensitivity.gpu)
+            phases = job_phases(j)
+            if phases and sp.board is not None:
+                f_gpu = sp.phased_gpu(r.gpu_indices, phases)
+            else:
+                f_gpu = throughput(sp.gpu(r.gpu_indices), j.sensitivity.gpu)
             cpu_rate = j.requests.cpu * max(f_cpu, EPS)
             gpu_rate = j.requests.gpu * max(f_gpu, EPS) if j.requests.gpu else 0.0
             need = max(r.cpu_left / cpu_rate if r.cpu_left > 0 else 0.0,
@@ -217,15 +278,24 @@ class Engine:
         """The load every node in ``node_cpus`` carries from its running jobs (idle nodes included)."""
         cpu: dict[str, float] = dict.fromkeys(node_cpus, 0.0)
         gpu: dict[str, list[float]] = {n: [0.0] * node_gpus.get(n, 0) for n in node_cpus}
+        # Only nodes running a job with phases carry them, so a trace without phases loads as before.
+        phased: dict[str, list[tuple[Phase, ...]]] = {}
         for r in self.runs.values():
             if not r.running or r.node not in cpu:
                 continue
             cpu[r.node] += r.job.requests.cpu * r.job.utilization.cpu
+            phases = job_phases(r.job)
             for i in r.gpu_indices:
                 if i < len(gpu[r.node]):
                     gpu[r.node][i] = r.job.utilization.gpu
+                    if phases:
+                        phased.setdefault(r.node, [()] * len(gpu[r.node]))[i] = phases
         return {
-            n: Load(cpu_util=min(1.0, cpu[n] / node_cpus[n]) if node_cpus[n] > 0 else 0.0, gpu_util=tuple(gpu[n]))
+            n: Load(
+                cpu_util=min(1.0, cpu[n] / node_cpus[n]) if node_cpus[n] > 0 else 0.0,
+                gpu_util=tuple(gpu[n]),
+                gpu_phases=tuple(phased.get(n, ())),
+            )
             for n in node_cpus
         }
 

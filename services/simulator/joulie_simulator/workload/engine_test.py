@@ -87,3 +87,87 @@ def test_loads_follow_jobs_and_gpus_go_to_free_boards() -> None:
     assert loads["cpu-node"].cpu_util == pytest.approx(48 * 0.9 / 96)
     assert loads["gpu-node"].gpu_util == (0.9, 0.9, 0.9, 0.0)
     assert loads["idle"] == Load(cpu_util=0.0, gpu_util=())
+
+
+# Issue 34: serving phases and the clock lock in job progress.
+
+NVL = builtin_profile("nvidia-h100-nvl-8gpu")
+NVL_G = NVL.physics.gpu or pytest.fail("the NVL profile has GPU physics")
+MIX = ((0.2, 0.9, 0.95), (0.8, 0.14, 0.3))  # (timeShare, c, u): prefill, decode
+PHASES: list[dict[str, object]] = [
+    {"name": name, "timeShare": s, "sensitivity": {"gpu": c}, "utilization": {"gpu": u}}
+    for name, (s, c, u) in zip(("prefill", "decode"), MIX, strict=True)
+]
+
+
+def serving_job(jid: str, phases: list[dict[str, object]] | None) -> Job:
+    # Top-level c and u are the phases' time-weighted means, as a generator writes them.
+    rec = {"type": "job", "jobId": jid, "submitTimeOffsetSec": 0, "requests": {"cpu": 1, "gpu": 1},
+           "work": {"gpuUnits": 100.0}, "sensitivity": {"cpu": 0.0, "gpu": 0.292}, "utilization": {"gpu": 0.43}}
+    return Job.model_validate({**rec, **({"phases": phases} if phases is not None else {})})
+
+
+def _run_on_nvl(e: Engine, limit_w: float, lock_mhz: float | None = None, ticks: int = 400) -> dict[str, float]:
+    """Step the jobs on one NVL node whose boards hold ``limit_w`` (and ``lock_mhz``), as the benchmark does."""
+    st = initial_state(NVL, "n")
+    st = replace(st, gpus=tuple(replace(g, limit_w=limit_w, enforced_w=limit_w, lock_max_mhz=lock_mhz) for g in st.gpus))
+    done: dict[str, float] = {}
+    for t in range(ticks):
+        st = node_physics.step_node(NVL, replace(st, load=e.loads({"n": 64}, {"n": 8})["n"]), 1.0)
+        done.update({c.job_id: c.at_s for c in e.step(float(t), 1.0, {"n": speed_from_state(NVL, st)})})
+    return done
+
+
+def test_a_phased_job_slows_by_its_phase_mix_and_an_unphased_one_exactly_as_before() -> None:
+    """Under 250 W the prefill phase (20 % of the time, 389 W natural) is throttled and the decode
+    phase (150 W) is not: the job takes 100 s / OperatingPoint.throughput; the same job without
+    phases (its mean draw 0.43 runs below 250 W) is not slowed at all."""
+    e = Engine([serving_job("mix", PHASES), serving_job("flat", None)])
+    e.due(0.0)
+    e.bind("mix", "n", 0.0, 8)
+    e.bind("flat", "n", 0.0, 8)
+    done = _run_on_nvl(e, 250.0)
+    mix = tuple(physics_gpu.Phase(s, c, u) for s, c, u in MIX)
+    op = physics_gpu.board_operating_point(NVL_G, mix, 250.0)
+    assert op.clock_ratios[0] < 0.9 and op.clock_ratios[1] == 1.0
+    assert done["mix"] == pytest.approx(100.0 / op.throughput, rel=1e-6) and done["mix"] > 101.0
+    assert done["flat"] == pytest.approx(100.0)
+
+
+def test_a_clock_lock_slows_every_job_on_the_board_and_the_lower_of_cap_and_lock_wins() -> None:
+    """A 1071 MHz lock (60 % of 1785) slows a compute-bound job to 60 % whatever the limit; a 1700 MHz
+    lock above the clock a 250 W limit leaves changes nothing."""
+    compute = Job.model_validate({"type": "job", "jobId": "c", "submitTimeOffsetSec": 0, "requests": {"cpu": 1, "gpu": 1},
+                                  "work": {"gpuUnits": 60.0}, "sensitivity": {"cpu": 0.0, "gpu": 1.0},
+                                  "utilization": {"gpu": 0.9}})
+    for limit_w, lock, want in ((400.0, 1071.0, 100.0), (310.0, 1071.0, 100.0)):
+        e = Engine([compute])
+        e.due(0.0)
+        e.bind("c", "n", 0.0, 8)
+        assert _run_on_nvl(e, limit_w, lock)["c"] == pytest.approx(want, rel=1e-6)
+    capped = physics_gpu.clock_ratio_for_limit(NVL_G, 0.9, 250.0)
+    for lock_mhz in (None, 1700.0):
+        e = Engine([compute])
+        e.due(0.0)
+        e.bind("c", "n", 0.0, 8)
+        assert _run_on_nvl(e, 250.0, lock_mhz)["c"] == pytest.approx(60.0 / capped, rel=1e-6)
+
+
+def test_loads_carry_phases_only_for_nodes_running_phased_jobs() -> None:
+    e = Engine([serving_job("mix", PHASES), serving_job("flat", None)])
+    e.due(0.0)
+    e.bind("mix", "a", 0.0, 2)
+    e.bind("flat", "b", 0.0, 2)
+    loads = e.loads({"a": 8, "b": 8}, {"a": 2, "b": 2})
+    assert loads["b"] == Load(cpu_util=loads["b"].cpu_util, gpu_util=(0.43, 0.0))
+    assert loads["a"].gpu_util == (0.43, 0.0)
+    assert [len(p) for p in loads["a"].gpu_phases] == [2, 0] and loads["a"].gpu_phases[0][0].share == 0.2
+
+
+def test_speed_from_state_takes_the_lower_of_the_cap_clock_and_the_lock() -> None:
+    st = initial_state(NVL, "n")
+    st = replace(st, gpus=tuple(replace(g, util=0.9, enforced_w=250.0, lock_max_mhz=(892.5 if g.index == 0 else 1785.0))
+                                for g in st.gpus))
+    sp = speed_from_state(NVL, st)
+    assert sp.gpus[0] == 0.5 and sp.gpus[1] == gpu_factor(NVL_G, 0.9, 250.0) == sp.gpus[2]
+    assert sp.gpu_locks[:2] == (0.5, 1.0) and sp.gpu_limits_w[0] == 250.0

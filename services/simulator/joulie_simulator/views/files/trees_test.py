@@ -137,7 +137,19 @@ def test_the_gpu_state_file_follows_the_physics(tmp_path: Path) -> None:
         trees.tick()
     gpus = json.loads((tmp_path / "node-a/state/gpus.json").read_text())["gpus"]
     assert gpus[0]["limit_w"] == 250 and gpus[0]["draw_w"] <= 250
-    assert gpus[1]["draw_w"] == pytest.approx(400, rel=1e-3)
+    assert gpus[1]["draw_w"] == pytest.approx(310, rel=1e-3)  # the board boots at its default limit, 310 W
+
+
+def test_a_clock_lock_written_by_the_tool_reaches_the_truth_and_a_device_reset_clears_the_file(tmp_path: Path) -> None:
+    emu, trees = _start(tmp_path, "nvidia-h100-nvl-8gpu")
+    _write(tmp_path, "state/nvml/gpu2/locked_clocks_mhz", "345,1200\n")  # nvidia-smi -i 2 -lgc 345,1200
+    trees.tick()
+    assert emu.truth("node-a")["gpus"][2]["lockMaxMhz"] == 1200
+    assert json.loads(_read(tmp_path, "state/gpus.json"))["gpus"][2]["locked_max_mhz"] == 1200
+    emu.restart_view("node-a")
+    trees.tick()
+    assert _read(tmp_path, "state/nvml/gpu2/locked_clocks_mhz") == "none"
+    assert emu.truth("node-a")["gpus"][2]["lockMaxMhz"] is None
 
 
 def test_an_injected_fault_is_visible_to_the_gpu_tools_until_it_expires(tmp_path: Path) -> None:

@@ -1,0 +1,195 @@
+"""SM clock lock enforcement on one node's NVIDIA boards: NVML where it is loaded
+(``nvmlDeviceSetGpuLockedClocks`` / ``nvmlDeviceResetGpuLockedClocks``), else ``nvidia-smi -lgc`` /
+``-rgc``, one call per distinct lock. The supported clocks are read once (they do not change); what
+each board reports about its lock is read at every verify interval, when the intent changes and
+right after a set, and a lock a board lost (a reset, a driver reload) is applied again and reported
+as drift. A lock the agent set is released when the spec drops it; without a lock in the spec and
+none set, nothing is read or written. A shell: the plan and the drift are the pure ``gpulock``."""
+
+from __future__ import annotations
+
+import logging
+
+from joulie_agent.control import gpulock
+from joulie_agent.control.outcomes import LockOutcome
+from joulie_agent.discovery import gpuclocks
+from joulie_agent.discovery.gputools import Inventory
+from joulie_agent.host.nvml import NVML
+from joulie_agent.host.toolrun import Runner
+from joulie_api.generated.nodetwin import GPUClockLock
+from joulie_common.clock import Clock
+
+log = logging.getLogger(__name__)
+
+Ceiling = int | None
+
+
+class LockEnforcer:
+    def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool):
+        self.run = run
+        self.nvml = nvml
+        self.clock = clock
+        self.verify_interval_s = verify_interval_s
+        self.simulate_only = simulate_only
+        self.intent: tuple[float | None, float | None] | None = None
+        self.checked_s: float | None = None
+        # Each board's supported SM clocks (read once) and its latest lock reading.
+        self.ranges: dict[int, gpuclocks.ClockRange] = {}
+        self.readings: dict[int, gpuclocks.LockReading] = {}
+        # The ceiling each board was set to for the current intent (None: released); a later reading
+        # that no longer shows it is drift, not a first application.
+        self.applied: dict[int, Ceiling] = {}
+        # Why the last clock read failed ("" when it answered): the lock is then unverified.
+        self.read_failed = ""
+
+    def reconcile(self, lock: GPUClockLock | None, inv: Inventory | None) -> LockOutcome | None:
+        """Enforce ``lock`` on every board of ``inv``; None when there is no lock and nothing to release."""
+        if lock is None:
+            return self._release(inv)
+        if inv is not None and not inv.devices and inv.warnings:
+            return LockOutcome("error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")
+        if inv is None or not inv.devices:
+            return LockOutcome("blocked", "node has no GPUs answering NVML or the GPU tools")
+        if inv.vendor != "nvidia":
+            return LockOutcome(
+                "blocked",
+                f"an SM clock lock on {inv.vendor} GPUs is not supported by the agent yet "
+                "(NVIDIA only: NVML, nvidia-smi -lgc)",
+            )
+        intent = (lock.max_mhz, lock.pct_of_max)
+        now = self.clock.monotonic()
+        fresh = intent != self.intent or self.checked_s is None or now - self.checked_s >= self.verify_interval_s
+        self.intent = intent
+        if fresh:
+            self._read(inv, now)
+        plan = gpulock.plan_clock_lock(lock, [d.index for d in inv.devices], self.ranges)
+        if plan.blocked:
+            if not self.ranges and self.read_failed:
+                return LockOutcome("error", f"supported SM clocks unknown: {self.read_failed}")
+            return LockOutcome("blocked", plan.blocked)
+        drift = gpulock.drifted(plan.targets, self.applied, self.readings) if fresh else {}
+        todo = {i: t for i, t in plan.targets.items() if i not in self.applied or self.applied[i] != t or i in drift}
+        label = gpulock.label(plan.targets)
+        if self.simulate_only:
+            return LockOutcome(
+                "none", f"simulate-only mode: SM clock lock {label} on {len(plan.targets)} devices " "not enforced"
+            )
+        drift_text = gpulock.describe_drift(drift)
+        if drift:
+            log.warning("gpu clock lock drift: %s", drift_text)
+        failures = self._set(inv, todo, plan.floors) if todo else {}
+        self.applied = {i: t for i, t in plan.targets.items() if i not in failures}
+        if todo:
+            self._read(inv, self.clock.monotonic())  # applied only for what the boards report
+        return self._outcome(plan, failures, drift_text)
+
+    def _outcome(self, plan: gpulock.LockPlan, failures: dict[int, str], drift: str) -> LockOutcome:
+        label, n = gpulock.label(plan.targets), len(plan.targets)
+        if failures:
+            return LockOutcome(
+                "error",
+                f"SM clock lock {label} applied on {n - len(failures)} of {n} devices; "
+                f"failed: {'; '.join(failures.values())[:400]}",
+                drift=drift,
+            )
+        if self.read_failed:
+            return LockOutcome(
+                "error",
+                f"SM clock lock {label} set on {n} devices, not verified: read-back failed: " f"{self.read_failed}",
+                drift=drift,
+            )
+        held = {i: gpulock.holds(t, self.readings.get(i)) for i, t in plan.targets.items()}
+        silent = [i for i, h in held.items() if h is None]
+        lost = [i for i, h in held.items() if h is False]
+        if lost or silent:
+            why = (
+                f"gpu {', '.join(map(str, lost))} not limited by it after the set"
+                if lost
+                else f"gpu {', '.join(map(str, silent))} reports no clock event reasons (unverified)"
+            )
+            return LockOutcome("error", f"SM clock lock {label} set on {n} devices; {why}", drift=drift)
+        ceilings = [t for t in plan.targets.values() if t is not None]
+        return LockOutcome(
+            "applied",
+            f"applied SM clock lock {label} ({plan.asked}) on {n} devices",
+            min(ceilings) if len(ceilings) == n else None,
+            drift,
+        )
+
+    def _release(self, inv: Inventory | None) -> LockOutcome | None:
+        """The spec has no lock: release the boards this agent locked; None when there are none."""
+        self.intent = None
+        locked = {i: None for i, t in self.applied.items() if t is not None}
+        if not locked or inv is None or self.simulate_only:
+            self.applied = {}
+            return None
+        failures = self._set(inv, dict(locked), {})
+        self.applied = {i: t for i, t in self.applied.items() if i in failures}
+        if failures:
+            return LockOutcome(
+                "error",
+                f"SM clock lock released on {len(locked) - len(failures)} of {len(locked)} "
+                f"devices; failed: {'; '.join(failures.values())[:400]}",
+            )
+        return LockOutcome("none", f"released the SM clock lock on {len(locked)} devices (no lock in spec)")
+
+    def _read(self, inv: Inventory, now: float) -> None:
+        """Each board's lock reading, and its supported clocks until they are known."""
+        indices = [d.index for d in inv.devices]
+        failures: list[str] = []
+        if inv.source == "nvml" and self.nvml is not None:
+            report = self.nvml.clock_report(indices, ranges=not self.ranges)
+        else:
+            res = self.run(gpuclocks.NVIDIA_CLOCKS_QUERY)
+            supported: str | None = None
+            if res.ok and not self.ranges:
+                sup = self.run(gpuclocks.NVIDIA_SUPPORTED_QUERY)
+                supported = sup.output if sup.ok else None
+                if not sup.ok:
+                    failures.append(sup.describe())
+            report = gpuclocks.parse_nvidia_clocks(res.output if res.ok else "", supported)
+            if not res.ok:
+                failures.append(res.describe())
+        failures.extend(report.warnings)
+        self.checked_s = now
+        self.ranges.update(report.ranges)
+        self.readings = report.readings
+        failure = "; ".join(failures)[:300]
+        if failure and failure != self.read_failed:
+            log.warning("gpu clock read-back failed, the SM clock lock is unverified until it answers: %s", failure)
+        elif not failure and self.read_failed:
+            log.warning("gpu clock read-back answers again")
+        self.read_failed = failure
+
+    def _set(self, inv: Inventory, todo: dict[int, Ceiling], floors: dict[int, int]) -> dict[int, str]:
+        """Lock (or release, ceiling None) each board, one tool call per distinct lock; {index: why not}."""
+        failures: dict[int, str] = {}
+        for (floor, ceiling), idxs in gpulock.groups(todo, floors).items():
+            if inv.source == "nvml" and self.nvml is not None:
+                errs = {i: self.nvml.lock_clocks(i, floor, ceiling) for i in idxs}
+            else:
+                errs = self._set_tool(idxs, floor, ceiling)
+            failures.update({i: f"gpu {i}: {e}" for i, e in errs.items() if e})
+        return failures
+
+    def _set_tool(self, idxs: list[int], floor: int, ceiling: Ceiling) -> dict[int, str | None]:
+        """nvidia-smi checks every selected board before it writes any: a refused batch sets none,
+        so each board is then set on its own to name the one that refused (as the caps are)."""
+
+        def argv(ids: list[int]) -> list[str]:
+            return (
+                gpuclocks.nvidia_unlock_argv(ids)
+                if ceiling is None
+                else gpuclocks.nvidia_lock_argv(ids, floor, ceiling)
+            )
+
+        res = self.run(argv(idxs))
+        if res.ok:
+            return dict.fromkeys(idxs)
+        if len(idxs) == 1 or res.returncode == 124:
+            return dict.fromkeys(idxs, res.describe())
+        out: dict[int, str | None] = {}
+        for i in idxs:
+            one = self.run(argv([i]))
+            out[i] = None if one.ok else one.describe()
+        return out
