@@ -6,41 +6,101 @@
    then ``~/.kube/config`` — unless the caller only ever runs in a Pod (``in_cluster_only``).
 
 The configuration is loaded into a fresh client, never into the library's process-wide default,
-so two clients in one process (tests, the simulated cluster) cannot overwrite each other.
+so two clients in one process (tests, the simulated cluster) cannot overwrite each other. Every
+request has a deadline (``DEFAULT_TIMEOUT_S`` unless the service sets one).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 ConfigException = k8s_config.ConfigException
 _config: Any = k8s_config  # the loaders are untyped
 
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 10.0
+"""How long one API request may wait for the server by default (connect, and each read). Longer
+than any healthy answer (a list of thousands of Nodes takes well under a second); short enough
+that a frozen API server costs a controller tick seconds, not minutes (issue 36)."""
+
+Deadline = float | tuple[float, float | None]
+"""What the client library takes as ``_request_timeout``: a total, or (connect, read)."""
+
+
+def request_deadline(method: str, url: str, timeout_s: float) -> Deadline:
+    """The deadline of one request. A watch is answered slowly by design (events as they come,
+    until its ``timeoutSeconds``): it gets ``timeout_s`` to connect and its own server-side timeout
+    plus ``timeout_s`` to read; a watch without one only the connect deadline."""
+    query = parse_qs(urlsplit(url).query)
+    if method.upper() == "GET" and query.get("watch", [""])[0].lower() in ("true", "1"):
+        server_side = query.get("timeoutSeconds", [""])[0]
+        return (timeout_s, float(server_side) + timeout_s if server_side.isdigit() else None)
+    return timeout_s
+
+
+class TimedApiClient(k8s.ApiClient):
+    """An ApiClient whose every request has a deadline (the library's default is none: a request
+    to a frozen server waits forever). A call that names its own ``_request_timeout`` keeps it. A
+    timeout is logged naming the call and raised as the built-in TimeoutError, which callers
+    already treat as temporary (``joulie_api.kube.is_temporary``)."""
+
+    def __init__(self, configuration: k8s.Configuration, timeout_s: float) -> None:
+        # One attempt per call: urllib3 retries a timed-out GET three times by default, which
+        # would turn a 10 s deadline into 40 s. The callers own the retry policy (``Backoff``).
+        configuration.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=3, status=0)
+        super().__init__(configuration=configuration)
+        self.timeout_s = timeout_s
+
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None,
+                 post_params: Any = None, _request_timeout: Any = None) -> Any:
+        deadline = _request_timeout if _request_timeout else request_deadline(method, url, self.timeout_s)
+        try:
+            return super().call_api(method, url, header_params, body, post_params, _request_timeout=deadline)
+        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.MaxRetryError) as exc:
+            if isinstance(exc, urllib3.exceptions.MaxRetryError) and not isinstance(
+                    exc.reason, urllib3.exceptions.TimeoutError):
+                raise
+            call = f"{method.upper()} {urlsplit(url).path}"
+            log.warning("Kubernetes API server did not answer %s within %ss", call, _seconds(deadline))
+            raise TimeoutError(f"Kubernetes API {call}: no answer within {_seconds(deadline)}s") from exc
+
+
+def _seconds(deadline: Any) -> str:
+    return "/".join(f"{d:g}" for d in deadline if d is not None) if isinstance(deadline, tuple) else f"{deadline:g}"
+
 
 def api_client(kubeconfig: str | Path | None = None, *, context: str | None = None, in_cluster: bool = True,
-               in_cluster_only: bool = False, environ: dict[str, str] | None = None) -> k8s.ApiClient:
+               in_cluster_only: bool = False, environ: dict[str, str] | None = None,
+               timeout_s: float | None = None) -> k8s.ApiClient:
     """A client for the first configuration found in the order above. ``in_cluster=False`` skips
-    the service account (a kubectl plugin runs on a workstation). Raises ConfigException (or
+    the service account (a kubectl plugin runs on a workstation). Every request it makes waits at
+    most ``timeout_s`` (default ``DEFAULT_TIMEOUT_S``) for the server. Raises ConfigException (or
     OSError for an unreadable file) when none is found."""
+    deadline = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     if kubeconfig:
-        return _from_file(str(kubeconfig), context)
+        return _from_file(str(kubeconfig), context, deadline)
     if in_cluster:
         cfg = k8s.Configuration()
         try:
             _config.load_incluster_config(client_configuration=cfg)
-            return k8s.ApiClient(configuration=cfg)
+            return TimedApiClient(cfg, deadline)
         except ConfigException:
             if in_cluster_only:
                 raise
     env = os.environ if environ is None else environ
-    return _from_file(env.get("KUBECONFIG") or None, context)
+    return _from_file(env.get("KUBECONFIG") or None, context, deadline)
 
 
-def _from_file(path: str | None, context: str | None) -> k8s.ApiClient:
-    client: k8s.ApiClient = _config.new_client_from_config(config_file=path, context=context)
-    return client
+def _from_file(path: str | None, context: str | None, timeout_s: float) -> k8s.ApiClient:
+    cfg: k8s.Configuration = type.__call__(k8s.Configuration)  # as new_client_from_config: no default's copy
+    _config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+    return TimedApiClient(cfg, timeout_s)

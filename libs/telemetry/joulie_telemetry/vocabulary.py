@@ -26,6 +26,11 @@ HW_ID: Final = "hw.id"
 HW_CPU: Final = "cpu"
 HW_MEMORY: Final = "memory"
 HW_GPU: Final = "gpu"
+HW_GPU_TASK: Final = "hw.gpu.task"
+"""Attribute of hw.gpu.utilization (semconv values ``general``, ``encoder``, ``decoder``)."""
+HW_GPU_TASK_GENERAL: Final = "general"
+HW_LIMIT_TYPE: Final = "hw.limit_type"
+"""Attribute of hw.gpu.speed.limit (semconv value ``max``)."""
 
 # Where a host's power comes from (an attribute of hw.host.energy and hw.host.power).
 HOST_POWER_SOURCE: Final = "joulie.host.power.source"
@@ -38,7 +43,7 @@ RACK_ATTRIBUTE: Final = "joulie.rack"
 
 Kind = Literal["counter", "gauge"]
 
-_PROM_UNIT: Final = {"J": "joules", "W": "watts", "Cel": "celsius", "1": "ratio"}
+_PROM_UNIT: Final = {"J": "joules", "W": "watts", "Cel": "celsius", "1": "ratio", "Hz": "hertz"}
 _NOT_LEGACY_CHAR: Final = re.compile(r"[^a-zA-Z0-9_:]")
 
 
@@ -75,6 +80,36 @@ COMPONENT_ENERGY: Final = MetricSpec("hw.energy", "J", "counter", "Energy consum
 COMPONENT_POWER: Final = MetricSpec("hw.power", "W", "gauge", "Instantaneous power of a component")
 HOST_AMBIENT_TEMPERATURE: Final = MetricSpec(
     "hw.host.ambient_temperature", "Cel", "gauge", "Inlet air temperature of the host (its rack's)"
+)
+
+# Each GPU (data point attributes hw.id, hw.type=gpu), the signals the controller estimates a job's
+# sensitivity from. Power per GPU is COMPONENT_POWER (hw.power, hw.type=gpu). The OpenTelemetry
+# hardware conventions (GPU metrics, 1.37, status development) define hw.gpu.utilization but no SM
+# clock and no profiling activity: the clock takes the form of the conventions' CPU frequency
+# (hw.cpu.speed, hw.cpu.speed.limit, in Hz), the activity ratios are Joulie's names under hw.gpu.*, each
+# the DCGM field named in its description (hw.gpu.memory.utilization is memory *capacity* used, not DRAM bandwidth: not it).
+GPU_UTILIZATION: Final = MetricSpec(
+    "hw.gpu.utilization", "1", "gauge",
+    "Fraction of time a kernel ran (NVML utilization.gpu; attribute hw.gpu.task=general)",
+)
+GPU_SM_CLOCK: Final = MetricSpec(
+    "hw.gpu.speed", "Hz", "gauge", "SM clock (NVML_CLOCK_SM; as hw.cpu.speed is a CPU's current frequency)"
+)
+GPU_SM_CLOCK_MAX: Final = MetricSpec(
+    "hw.gpu.speed.limit", "Hz", "gauge",
+    "Highest supported SM clock (attribute hw.limit_type=max, as hw.cpu.speed.limit): the clock ratio is "
+    "hw.gpu.speed over it",
+)
+GPU_SM_ACTIVE: Final = MetricSpec(
+    "hw.gpu.sm.active", "1", "gauge", "Fraction of time at least one warp was resident on an SM (DCGM_FI_PROF_SM_ACTIVE)"
+)
+GPU_TENSOR_ACTIVE: Final = MetricSpec(
+    "hw.gpu.tensor.active", "1", "gauge",
+    "Fraction of cycles the tensor pipes were active (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)",
+)
+GPU_DRAM_ACTIVE: Final = MetricSpec(
+    "hw.gpu.dram.active", "1", "gauge",
+    "Fraction of cycles the device memory interface was sending or receiving data (DCGM_FI_PROF_DRAM_ACTIVE)",
 )
 
 # The facility; the first three names are the controller's FACILITY_*_METRIC defaults.
@@ -114,4 +149,8 @@ FACILITY_METRICS: Final = (
     RACK_INLET,
     RACK_PSU_LOAD,
 )
+GPU_METRICS: Final = (GPU_UTILIZATION, GPU_SM_CLOCK, GPU_SM_CLOCK_MAX, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE,
+                      GPU_DRAM_ACTIVE)
+"""Per-GPU signals a node exposes (issue 35). Not in ALL_METRICS until the agent and the simulator export
+them: ALL_METRICS is what dashboards and alerts may query (joulie_simcluster.metricnames)."""
 ALL_METRICS: Final = NODE_METRICS + FACILITY_METRICS

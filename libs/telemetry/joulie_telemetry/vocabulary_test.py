@@ -6,6 +6,13 @@ from joulie_telemetry.vocabulary import (
     ALL_METRICS,
     COMPONENT_POWER,
     FACILITY_PUE,
+    GPU_DRAM_ACTIVE,
+    GPU_METRICS,
+    GPU_SM_ACTIVE,
+    GPU_SM_CLOCK,
+    GPU_SM_CLOCK_MAX,
+    GPU_TENSOR_ACTIVE,
+    GPU_UTILIZATION,
     HOST_ENERGY,
     RACK_PSU_LOAD,
     MetricSpec,
@@ -34,3 +41,28 @@ def test_every_name_is_spelled_once_and_counters_are_energy() -> None:
     names = [m.name for m in ALL_METRICS]
     assert len(names) == len(set(names))
     assert all(m.unit == "J" for m in ALL_METRICS if m.kind == "counter")
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [
+        (GPU_UTILIZATION, "hw_gpu_utilization_ratio"),
+        (GPU_SM_CLOCK, "hw_gpu_speed_hertz"),
+        (GPU_SM_CLOCK_MAX, "hw_gpu_speed_limit_hertz"),
+        (GPU_SM_ACTIVE, "hw_gpu_sm_active_ratio"),
+        (GPU_TENSOR_ACTIVE, "hw_gpu_tensor_active_ratio"),
+        (GPU_DRAM_ACTIVE, "hw_gpu_dram_active_ratio"),
+    ],
+)
+def test_per_gpu_signals_have_the_prometheus_names_a_query_uses(spec: MetricSpec, name: str) -> None:
+    assert spec in GPU_METRICS
+    assert spec.prometheus_name() == name
+
+
+def test_per_gpu_signals_are_gauges_spelled_once_beside_every_other_name() -> None:
+    names = [m.name for m in ALL_METRICS + GPU_METRICS]
+    assert len(names) == len(set(names))
+    assert all(m.kind == "gauge" for m in GPU_METRICS)
+    # The activity ratios are fractions (unit 1), never the semconv memory *capacity* utilisation.
+    assert "hw.gpu.memory.utilization" not in names
+    assert {m.unit for m in (GPU_UTILIZATION, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE, GPU_DRAM_ACTIVE)} == {"1"}

@@ -41,7 +41,7 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     catalog = operator_catalog(settings)
     if catalog is None:
         return 2
-    api = api_client()
+    api = api_client(timeout_s=settings.api_timeout_s)
     kube = agent_kube(api, settings, clock)
     exporter = None if once else start_power_export(settings, metrics)
     agent = Agent(settings, kube, catalog, clock, metrics,

@@ -65,6 +65,8 @@ class Settings:
         per BMC request (5 s; at least 0.5 s).
     hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
         added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
+    api_timeout_s: KUBE_API_TIMEOUT, how long one Kubernetes API request waits for the server (10 s; at
+        least 100ms): a frozen API server costs a tick seconds, logged, never a hung agent (issue 36).
     dvfs: DVFS_EMA_ALPHA (0.30), DVFS_HIGH_MARGIN_W (10 W), DVFS_LOW_MARGIN_W (15 W),
         DVFS_STEP_PCT (10 %), DVFS_MIN_FREQ_KHZ (1500000 kHz), DVFS_COOLDOWN (20 s), DVFS_TRIP_COUNT (2),
         DVFS_VERIFY_INTERVAL (60 s).
@@ -91,6 +93,7 @@ class Settings:
     bmc_secret_dir: str = ""
     bmc_timeout_s: float = 5.0
     hardware_catalog_extra: str = ""
+    api_timeout_s: float = 10.0
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
     def node_root(self, node: str) -> Path:
@@ -136,6 +139,7 @@ class Settings:
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
+            api_timeout_s=_duration_of_at_least(e, "KUBE_API_TIMEOUT", 10.0, 0.1, "100ms"),
             dvfs=_dvfs(e),
         )
 

@@ -62,3 +62,10 @@ def test_host_power_from_a_bmc_is_off_by_default_and_takes_the_mounted_secret_an
     s = Settings.from_env({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://prom:9090/api/v1/otlp/v1/metrics",
                            "BMC_SECRET_DIR": "/etc/joulie/bmc", "BMC_TIMEOUT": "2s"})
     assert (s.bmc_secret_dir, s.bmc_timeout_s) == ("/etc/joulie/bmc", 2.0)
+
+
+def test_kubernetes_api_requests_have_a_deadline_by_default_and_take_kube_api_timeout() -> None:
+    assert Settings.from_env({"NODE_NAME": "n1"}).api_timeout_s == 10.0
+    assert Settings.from_env({"NODE_NAME": "n1", "KUBE_API_TIMEOUT": "2s"}).api_timeout_s == 2.0
+    with pytest.raises(SettingsError, match="KUBE_API_TIMEOUT"):
+        Settings.from_env({"NODE_NAME": "n1", "KUBE_API_TIMEOUT": "0s"})

@@ -50,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     except SettingsError as err:
         print(f"{NAME}: {err}", file=sys.stderr)
         return 2
-    controller = compose(settings, api_client(args.kubeconfig), _identity())
+    controller = compose(settings, api_client(args.kubeconfig, timeout_s=settings.api_timeout_s), _identity())
     if args.once:
         return 0 if controller.tick().failures == 0 else 1
     _serve_metrics(settings.metrics_addr, controller.metrics.registry)

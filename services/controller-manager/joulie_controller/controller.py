@@ -29,6 +29,7 @@ from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
+from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import pue
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.snapshot import Memory, TickResult
@@ -99,8 +100,8 @@ class Controller:
         self.facility_reader = facility
         self.liveness = liveness
         self.power_driver = power_driver
-        self.power_errors: dict[str, str] = {}
-        """The last failed off/on per node, shown as its BMC error until an action on it succeeds."""
+        self.power_errors: dict[str, Refusal] = {}
+        """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
         # Failing ticks and lease renewals are logged once when they start failing and once when
         # they work again, and retried with backoff: an API server outage used to leave a
@@ -143,6 +144,7 @@ class Controller:
         if self.liveness is not None:
             self.liveness.check(snap.twins, now)
         result = reconcile(snap, self.settings, self.memory)
+        forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)
         if result.writes and not self._lead():
@@ -150,7 +152,7 @@ class Controller:
             log.warning("lost the lease during the tick; %d node writes dropped", len(result.writes))
             return TickSummary(False, result, 0, 0)
         report = self.kube.write(result.writes, self.settings.nodes.profile_label)
-        report.failures += self.carry_out(result.power)
+        report.failures += self.carry_out(result.power, now)
         self.metrics.record_tick(result)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
@@ -161,8 +163,9 @@ class Controller:
                      len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
 
-    def carry_out(self, actions: Sequence[PowerAction]) -> int:
-        """The power policy's actions, in order; returns how many failed (each logged)."""
+    def carry_out(self, actions: Sequence[PowerAction], now: datetime | None = None) -> int:
+        """The power policy's actions, in order; returns how many failed (each logged). A refused off/on
+        is kept as of ``now`` (the tick's time, on which the policy's retry backoff runs)."""
         failures = 0
         for a in actions:
             log.info("power %s node=%s reason=%s", a.action, a.node, a.reason)
@@ -182,7 +185,8 @@ class Controller:
             except (KubeWriteError, PowerDriverError) as err:
                 failures += 1
                 if a.action in ("off", "on"):
-                    self.power_errors[a.node] = f"power {a.action} failed: {err}"[:1024]
+                    self.power_errors[a.node] = refused_again(self.power_errors.get(a.node), a.action, str(err),
+                                                              now or self.clock.now())
                 log.error("node %s: power %s failed, the node is left as it is: %s", a.node, a.action, err)
         return failures
 

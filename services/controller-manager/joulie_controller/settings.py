@@ -49,6 +49,9 @@ POWER_SCOPES: Final = ("auto", "host", "components")
 POWER_POLICIES: Final = ("none", "idle_suspend_v1")
 MIN_CAP_PCT: Final = 10.0
 """The lowest cap, % of max, the NodeTwin CRD accepts (charts/joulie/crds: packagePowerCapPctOfMax, capPctOfMax)."""
+MIN_PACKAGE_CAP_W: Final = 10.0
+MAX_PACKAGE_CAP_W: Final = 5000.0
+"""The package caps in watts the NodeTwin CRD accepts (packagePowerCapWatts' minimum and maximum)."""
 
 SettingsError = SettingError
 """The controller's name for the grammar's error (its message names the variable and the value)."""
@@ -234,6 +237,13 @@ class SuspendSettings:
     resume_timeout_s: float = 900.0
     """RESUME_TIMEOUT, default 15m: from the power-on to the BMC reading on and the Node Ready; past it
     the node is failed, left cordoned and not retried."""
+    resume_retries: int = 3
+    """RESUME_RETRIES, default 3: power-ons a BMC refused (an error answer, e.g. HTTP 500) that are
+    tried again before the node is failed with the BMC's reason (issue 37: one refusal used to
+    leave the node resuming for the whole RESUME_TIMEOUT)."""
+    resume_retry_backoff_s: float = 30.0
+    """RESUME_RETRY_BACKOFF, default 30s: the wait after the first refused power-on before it is
+    tried again; each further refusal doubles it (30s, 1m, 2m)."""
     min_powered: int = 1
     """SUSPEND_MIN_POWERED, default 1: powered, schedulable nodes each pool keeps (the floor)."""
     max_concurrent: int = 2
@@ -260,6 +270,9 @@ class Settings:
     agent_lost_after_s: float = 120.0
     """AGENT_LOST_AFTER, default 2m (four agent heartbeats): a node whose agent's heartbeat
     (controlStatus.heartbeatAt) is older than this is marked agent-lost (status.agent)."""
+    api_timeout_s: float = 10.0
+    """KUBE_API_TIMEOUT, default 10s: how long one Kubernetes API request waits for the server
+    (a frozen API server then costs a tick seconds, logged, not minutes; issue 36)."""
     metrics_addr: str = "127.0.0.1:8081"
     """METRICS_ADDR, default 127.0.0.1:8081 (the original bound :8081 on every interface)."""
 
@@ -356,12 +369,17 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
             "0 to 10 percent")
     _within(env, "suspend.min_powered", sus.min_powered, sus.min_powered >= 0, "0 or more nodes")
     _within(env, "suspend.max_concurrent", sus.max_concurrent, sus.max_concurrent >= 1, "at least 1 node")
+    _within(env, "suspend.resume_retries", sus.resume_retries, sus.resume_retries >= 0, "0 or more retries")
     for path, v in (("caps.cpu_performance_pct", s.caps.cpu_performance_pct), ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),
                     ("caps.gpu_performance_pct", s.caps.gpu_performance_pct), ("caps.gpu_eco_pct", s.caps.gpu_eco_pct),
                     ("policy.budget_min_cap_pct", s.policy.budget_min_cap_pct)):
         _within(env, path, v, not 0 < v < MIN_CAP_PCT,
                 f"0 for no cap, or at least {MIN_CAP_PCT:g}: below the {MIN_CAP_PCT:g} % of max the NodeTwin CRD "
                 f"accepts (what hardware enforces)")
+    for path, w in (("caps.performance_cap_w", s.caps.performance_cap_w), ("caps.eco_cap_w", s.caps.eco_cap_w)):
+        _within(env, path, w, MIN_PACKAGE_CAP_W <= w <= MAX_PACKAGE_CAP_W,
+                f"{MIN_PACKAGE_CAP_W:g} to {MAX_PACKAGE_CAP_W:g} watts: the NodeTwin CRD's packagePowerCapWatts bounds (the API "
+                f"server refuses a spec outside them)")
     _within(env, "policy.power_budget_w", s.policy.power_budget_w,
             s.policy.type != "cluster_power_budget" or s.policy.power_budget_w > 0,
             "more than 0 watts with POLICY_TYPE=cluster_power_budget")

@@ -106,3 +106,27 @@ def test_every_setting_has_its_variable_and_every_variable_a_setting() -> None:
         group = getattr(s, f.name)
         paths |= {f"{f.name}.{g.name}" for g in fields(group)} if is_dataclass(group) else {f.name}
     assert paths == set(CONTROLLER_ENV)
+
+
+def test_kubernetes_api_requests_have_a_deadline_by_default_and_take_kube_api_timeout() -> None:
+    assert Settings.from_env({}).api_timeout_s == 10.0
+    assert Settings.from_env({"KUBE_API_TIMEOUT": "3s"}).api_timeout_s == 3.0
+    with pytest.raises(SettingsError, match="KUBE_API_TIMEOUT"):
+        Settings.from_env({"KUBE_API_TIMEOUT": "0s"})
+
+
+def test_resume_retries_and_their_backoff_are_read_and_checked() -> None:
+    s = Settings.from_env({})
+    assert (s.suspend.resume_retries, s.suspend.resume_retry_backoff_s) == (3, 30.0)
+    on = Settings.from_env({"RESUME_RETRIES": "0", "RESUME_RETRY_BACKOFF": "1m30s"})
+    assert (on.suspend.resume_retries, on.suspend.resume_retry_backoff_s) == (0, 90.0)
+    with pytest.raises(SettingsError, match="RESUME_RETRIES='-1': expected 0 or more"):
+        Settings.from_env({"RESUME_RETRIES": "-1"})
+    with pytest.raises(SettingsError, match="RESUME_RETRY_BACKOFF"):
+        Settings.from_env({"RESUME_RETRY_BACKOFF": "0"})
+
+
+@pytest.mark.parametrize(("name", "value"), [("PERFORMANCE_CAP_WATTS", "6000"), ("ECO_CAP_WATTS", "5"), ("ECO_CAP_WATTS", "1e30")])
+def test_a_package_cap_the_crd_would_refuse_is_refused_at_start_naming_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=f"^{name}='{value}': expected 10 to 5000 watts"):
+        Settings.from_env({name: value})

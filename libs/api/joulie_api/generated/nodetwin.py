@@ -17,10 +17,10 @@ class CPUCapSpec(BaseModel):
         populate_by_name=True,
     )
     package_power_cap_watts: Annotated[
-        float | None, Field(alias='packagePowerCapWatts', ge=10.0)
+        float | None, Field(alias='packagePowerCapWatts', ge=10.0, le=5000.0)
     ] = None
     """
-    Absolute RAPL package cap, watts per socket. At least 10 W, the floor of what server CPUs accept (RAPL PL1 below a package's minimum power is clamped or refused; the smallest server parts floor near 10-20 W); the agent also raises it to the minimum the node publishes in NodeHardware.
+    Absolute RAPL package cap, watts per socket. At least 10 W, the floor of what server CPUs accept (RAPL PL1 below a package's minimum power is clamped or refused; the smallest server parts floor near 10-20 W); the agent also raises it to the minimum the node publishes in NodeHardware. At most 5000 W, the controller's PERFORMANCE_CAP_WATTS default (effectively uncapped, ten times the largest server socket's TDP); a larger value is a typo.
     """
     package_power_cap_pct_of_max: Annotated[
         float | None, Field(alias='packagePowerCapPctOfMax', ge=10.0, le=100.0)
@@ -36,10 +36,10 @@ class GPUPowerCap(BaseModel):
     )
     scope: Literal['perGpu'] | None = None
     cap_watts_per_gpu: Annotated[
-        float | None, Field(alias='capWattsPerGpu', ge=10.0)
+        float | None, Field(alias='capWattsPerGpu', ge=10.0, le=2000.0)
     ] = None
     """
-    Absolute cap per GPU, watts. At least 10 W, under the lowest minimum limit of any data-centre GPU (NVIDIA T4 60 W, L4 40 W); the agent refuses a cap outside a GPU's own min..max range.
+    Absolute cap per GPU, watts. At least 10 W, under the lowest minimum limit of any data-centre GPU (NVIDIA T4 60 W, L4 40 W); the agent refuses a cap outside a GPU's own min..max range. At most 2000 W, above every accelerator's limit (B200 1000 W, MI355X 1400 W).
     """
     cap_pct_of_max: Annotated[
         float | None, Field(alias='capPctOfMax', ge=10.0, le=100.0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from joulie_agent.discovery.catalog import Catalog
@@ -27,6 +28,7 @@ from joulie_agent.settings import Settings
 from joulie_agent.telemetry.metrics import AgentMetrics
 from joulie_agent.telemetry.otlpexport import PowerExporter
 from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_api.kube import ObjectDecodeError
 from joulie_api.outage import Outage, not_now, short_error, unanswered
 from joulie_common.clock import Clock
 from joulie_common.sharding import owns_node
@@ -73,6 +75,8 @@ class Agent:
         self.relaxed: set[str] = set()
         # The last reconcile error logged per node: the same error again is not logged again.
         self.node_errors: dict[str, str] = {}
+        # Nodes whose NodeTwin spec is refused (out of bounds), with the reason last logged.
+        self.refusals: dict[str, str] = {}
 
     def controller(self, node: str) -> NodeController:
         c = self.controllers.get(node)
@@ -183,12 +187,17 @@ class Agent:
         hardware = c.hardware
         assert hardware is not None
         published = self._api_write(lambda: self.kube.publish_hardware(name, hardware))
-        answered, read = self._api_call(lambda: self.kube.read_spec(name))
+        try:
+            answered, read = self._api_call(lambda: self.kube.read_spec(name))
+        except ObjectDecodeError as err:
+            return published and self._refuse_spec(name, c, now, err)
         if not answered:
             self._enforce_last_intent(name, c, now)
             return False
         exists, spec = read
         self.last_spec[name] = (now, exists, spec)
+        if self.refusals.pop(name, None) is not None:
+            log.warning("node %s: NodeTwin spec within bounds again; enforcing it", name)
         if name in self.relaxed:
             self.relaxed.discard(name)
             log.warning("node %s: NodeTwin readable again; enforcing its intent", name)
@@ -197,6 +206,21 @@ class Agent:
         if exists:
             written = self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
         return published and written
+
+    def _refuse_spec(self, name: str, c: NodeController, now: float, err: ObjectDecodeError) -> bool:
+        """A NodeTwin whose spec is out of the schema's bounds (``packagePowerCapWatts: 1e30`` past a
+        CRD without the maximum) is refused, never enforced: enforced, it uncapped the node or broke
+        the reconcile (issue 36). The last accepted intent stays enforced and controlStatus says why."""
+        _t, exists, spec = self.last_spec.get(name, (now, False, None))
+        cpu, gpu = c.reconcile(spec)
+        refused = f"NodeTwin spec refused ({err})"
+        cpu = replace(cpu, result="blocked", message=f"{refused}; holding: {cpu.message}"[:1024])
+        gpu = replace(gpu, result="blocked", message=f"{refused}; holding: {gpu.message}"[:1024])
+        if self.refusals.get(name) != refused:
+            self.refusals[name] = refused
+            log.error("node %s: %s; the last accepted cap stays enforced", name, refused)
+        self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
+        return False  # not reconciled with the cluster's intent: counted as a failed node
 
     def _enforce_last_intent(self, name: str, c: NodeController, now: float) -> None:
         """Keep enforcing the last intent read; past spec_read_timeout_s relax every cap (no

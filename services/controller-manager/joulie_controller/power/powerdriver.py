@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from joulie_controller.power.powerstate import BmcReading, BmcState
+from joulie_controller.power.refusal import Refusal
 
 
 class PowerDriverError(RuntimeError):
@@ -34,9 +35,10 @@ class PowerDriver(Protocol):
         ...
 
 
-def read_all(driver: PowerDriver, nodes: Iterable[str], last_errors: Mapping[str, str]) -> dict[str, BmcReading]:
+def read_all(driver: PowerDriver, nodes: Iterable[str], refusals: Mapping[str, Refusal]) -> dict[str, BmcReading]:
     """Every node's reading (nodes without a BMC left out). A driver that raises reads as unknown
-    with its error; an action that failed last tick shows as the error when the reading has none."""
+    with its error; the node's last refused off/on comes with the reading (the policy retries a
+    refused power-on, and shows the refusal as the error while it applies)."""
     out: dict[str, BmcReading] = {}
     for node in nodes:
         try:
@@ -45,9 +47,7 @@ def read_all(driver: PowerDriver, nodes: Iterable[str], last_errors: Mapping[str
             reading = BmcReading("unknown", f"reading the BMC failed: {err}")
         if reading is None:
             continue
-        if reading.error is None and node in last_errors:
-            reading = BmcReading(reading.state, last_errors[node])
-        out[node] = reading
+        out[node] = BmcReading(reading.state, reading.error, refusals.get(node))
     return out
 
 

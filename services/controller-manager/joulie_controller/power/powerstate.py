@@ -13,8 +13,15 @@ A node goes on -> suspending -> off -> resuming -> on:
 - suspending -> off when the BMC reads off; SUSPEND_TIMEOUT from the cordon -> failed.
 - off -> resuming: Pending Pods that fit no powered node but fit this one (as cluster-autoscaler
   simulates a scale-up), or its pool under the floor: action "on".
-- resuming -> on when the BMC reads on and the Node is Ready: "uncordon". RESUME_TIMEOUT -> failed.
+- resuming -> on when the BMC reads on and the Node is Ready: "uncordon". A power-on the BMC refused
+  is tried again after RESUME_RETRY_BACKOFF (doubling), up to RESUME_RETRIES, then failed with the
+  BMC's answer (refusal.py). RESUME_TIMEOUT -> failed.
 - failed stays failed (cordoned, never retried) until an operator removes the taint and uncordons.
+
+A node back on is powered for the Pending Pods and the floor on the tick it comes back, though its
+uncordon is carried out only after the tick (it used to count as unpowered, and one Pod woke two
+nodes). spec.power.state is the policy's own record of what it asked the BMC: a value that does not
+fit the node's power state (written by hand) is set back and said in the log (docs/suspend-resume.md).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from joulie_api.names import (
 from joulie_controller.model.fit import Room, fits, room_of
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retry_due
 from joulie_controller.settings import Settings
 
 PowerState = Literal["on", "suspending", "off", "resuming", "failed"]
@@ -56,7 +64,13 @@ class BmcReading:
 
     state: BmcState
     error: str | None = None
-    """The BMC's last error (unreachable, refused credentials, a rejected reset), never a credential."""
+    """The BMC's last error (unreachable, refused credentials), never a credential."""
+    refused: Refusal | None = None
+    """The last off/on the BMC refused, until one succeeds or the node settles on or off (kept by the shell)."""
+
+    def problem(self) -> str | None:
+        """What status.power.error shows: the reading's error, else the refused action."""
+        return self.error or (self.refused.text() if self.refused is not None else None)
 
 
 @dataclass(frozen=True)
@@ -162,6 +176,13 @@ class _Tick:
         self.notes.append(f"node {node}: power {old.state} -> {state}" + (f" ({action})" if action else "")
                           + f": {reason}")
 
+    def retry_on(self, node: str, refusal: Refusal, retries: int) -> None:
+        """Power on again, still resuming since the first power-on (RESUME_TIMEOUT runs from there)."""
+        reason = f"retry {refusal.count} of {retries} after the BMC refused power-on: {refusal.reason}"
+        self.status[node] = replace(self.status[node], reason=reason[:1024])
+        self.actions.append(PowerAction(node, "on", reason))
+        self.notes.append(f"node {node}: power on again: {reason}")
+
 
 def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     if s.suspend.power_policy == POLICY_NONE:
@@ -180,6 +201,7 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
         if n.status.since is None:  # first seen by the policy
             tick.status[n.info.name] = replace(n.status, since=inp.now)
 
+    _own_desired(tick, nodes)
     _progress(tick, nodes, workload, inp.bmc, s)
     budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
     busy_powered, budget = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, budget)
@@ -187,11 +209,25 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     _power_off_cordoned(tick, nodes, workload, inp.bmc)
     idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s)
 
-    for n in nodes:  # the BMC's error of this tick, whatever the state
-        reading = inp.bmc.get(n.info.name)
-        error = reading.error[:1024] if reading is not None and reading.error else None
-        tick.status[n.info.name] = replace(tick.status[n.info.name], error=error)
+    for n in nodes:  # the BMC's error of this tick, whatever the state; a refusal only while it applies
+        reading, st = inp.bmc.get(n.info.name), tick.status[n.info.name]
+        problem = None if reading is None else (reading.error if st.state in SETTLED else reading.problem())
+        tick.status[n.info.name] = replace(st, error=problem[:1024] if problem else None)
     return PowerDecision(tick.actions, tick.status, tick.desired, idle_since, tick.notes)
+
+
+def _own_desired(tick: _Tick, nodes: Sequence[PowerNode]) -> None:
+    """spec.power.state is what the policy asked the BMC; one that does not fit the power state was
+    written by someone else and is set back (an off on a running node used to be kept: the node was
+    later cordoned, never powered off, and failed with a reason that blamed the BMC)."""
+    for n in nodes:
+        name, state = n.info.name, tick.status[n.info.name].state
+        owned: DesiredPower | None = POWER_ON if state in (POWER_ON, POWER_RESUMING) else (
+            POWER_OFF if state == POWER_OFF else None)  # suspending and failed: either is the policy's
+        if owned is not None and tick.desired[name] != owned:
+            tick.notes.append(f"node {name}: spec.power.state {tick.desired[name]} written outside the "
+                              f"controller (power is {state}); the controller owns it: set to {owned}")
+            tick.desired[name] = owned
 
 
 def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
@@ -201,13 +237,15 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
         name = n.info.name
         st = tick.status[name]
         reading = bmc.get(name)
+        problem = None if reading is None else reading.problem()
         bmc_text = "no BMC reading" if reading is None else f"the BMC reads {reading.state}" + (
-            f" ({reading.error})" if reading.error else "")
+            f" ({problem})" if problem else "")
         if st.state == POWER_SUSPENDING:
             if workload[name] and tick.desired[name] == POWER_ON:
                 tick.move(name, POWER_ON, f"Pod {_pod_name(workload[name][0])} arrived before the power-off",
                           "uncordon")
             elif reading is not None and reading.state == POWER_OFF:
+                tick.desired[name] = POWER_OFF
                 tick.move(name, POWER_OFF, st.reason, None)
             elif tick.elapsed_s(name) > s.suspend.timeout_s:
                 tick.move(name, POWER_FAILED, f"not off within SUSPEND_TIMEOUT "
@@ -216,11 +254,14 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
             if reading is not None and reading.state == POWER_ON and n.info.ready:
                 tick.move(name, POWER_ON, f"resumed in {duration_text(tick.elapsed_s(name))}: {st.reason}",
                           "uncordon", boots=1)
-            elif tick.elapsed_s(name) > s.suspend.resume_timeout_s:
+            elif tick.elapsed_s(name) > s.suspend.resume_timeout_s:  # caps the retries too
                 ready = "Ready" if n.info.ready else "not Ready"
                 tick.move(name, POWER_FAILED, f"not back within RESUME_TIMEOUT "
                           f"({duration_text(s.suspend.resume_timeout_s)}): "
                           f"{bmc_text}, Node {ready}; left cordoned, not retried", "fail")
+            elif reading is not None and reading.refused is not None and reading.refused.action == POWER_ON \
+                    and reading.state not in (POWER_ON, "powering-on"):
+                _refused_power_on(tick, name, reading.refused, s)
         elif st.state == POWER_ON and tainted(n.info):
             # Resumed or taken back, but the uncordon did not reach the API server: again.
             tick.actions.append(PowerAction(name, "uncordon", "on, still tainted joulie.io/suspended"))
@@ -230,6 +271,16 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
         elif st.state == POWER_FAILED and not tainted(n.info) and not n.info.unschedulable:
             tick.desired[name] = POWER_ON
             tick.move(name, POWER_ON, "cleared by an operator (taint joulie.io/suspended removed, uncordoned)", None)
+
+
+def _refused_power_on(tick: _Tick, name: str, refusal: Refusal, s: Settings) -> None:
+    """Retry a power-on the BMC refused once its backoff has passed; past RESUME_RETRIES, fail the
+    node with the BMC's answer (Pending Pods then go to the next candidate on this same tick)."""
+    if budget_spent(refusal, s.suspend):
+        tick.move(name, POWER_FAILED, f"the BMC refused power-on {refusal.count} times (RESUME_RETRIES="
+                  f"{s.suspend.resume_retries}): {refusal.reason}; left cordoned", "fail")
+    elif retry_due(refusal, tick.now, s.suspend):
+        tick.retry_on(name, refusal, s.suspend.resume_retries)
 
 
 def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
@@ -264,7 +315,10 @@ def _shape(pod: PodInfo) -> tuple[object, ...]:
 
 
 def _powered_schedulable(tick: _Tick, n: PowerNode) -> bool:
-    return tick.status[n.info.name].state == POWER_ON and not n.info.unschedulable and n.info.ready
+    """On and Ready, and schedulable or cordoned only by the policy's own cordon, which this tick's
+    uncordon lifts (a node back on is the Pending Pods' node on the tick it comes back)."""
+    return (tick.status[n.info.name].state == POWER_ON and n.info.ready
+            and (not n.info.unschedulable or tainted(n.info)))
 
 
 def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
@@ -305,9 +359,8 @@ def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mappin
         if shape in no_room:
             unsatisfied.append(pod)
             continue
-        spot = next((name for name, r in room.items()
-                     if fits(pod, info[name], r, ignore if tick.status[name].state == POWER_RESUMING else frozenset())
-                     is None), None)
+        # The policy's own taint is ignored: a node resuming or back on loses it when it is uncordoned.
+        spot = next((name for name, r in room.items() if fits(pod, info[name], r, ignore) is None), None)
         if spot is None:
             unsatisfied.append(pod)
             no_room.add(shape)
@@ -408,7 +461,7 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
     due = [n for n in nodes
            if n.info.name in idle_since and n.info.name not in busy and not excluded(n.info)
            and (inp.now - idle_since[n.info.name]).total_seconds() >= s.suspend.after_s
-           and _bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].error]
+           and _bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].problem()]
     # The longest idle first, then the hungriest.
     due.sort(key=lambda n: (idle_since[n.info.name], -n.rank_w, n.info.name))
     powered = _powered_by_pool(tick, nodes, s)
