@@ -4,7 +4,8 @@ controller's settings (``settings_for``) and in words (``describe_settings``).
 A no Joulie (no controller, no caps written; GPUs at the boards' power-on limit; Pods without
 power-profile affinity, since no node carries the label), B ``static_partition``, C
 ``queue_aware_v1``, D ``cluster_power_budget``, E ``work_aware_v1`` (caps from the work on each node,
-soft placement, the budget on measured power), and A-placement: E's labels and placement with no cap
+soft placement, the budget on measured power), E0 (E without the power budget: the work-aware caps
+alone, so E's slowdowns split into the work-aware choice's and the budget's), and A-placement: E's labels and placement with no cap
 ever written, so E's change against A splits into placement and caps. S and ES are A-placement and E
 plus the controller's power policy (``idle_suspend_v1``): idle nodes cordoned and powered off,
 powered on for Pending Pods that fit no powered node; each pair isolates what suspending adds. Their
@@ -44,7 +45,9 @@ class Arm:
     """The scheduler scores MostAllocated (packs) instead of LeastAllocated (spreads)."""
     summary: str
     """The settings in words, ``describe_settings``'s template: {static}, {queue}, {common}, {budget},
-    {work_aware} and {suspend} are the settings' own figures."""
+    {work_aware}, {work_aware_no_budget} and {suspend} are the settings' own figures."""
+    budget: bool = True
+    """Whether CLUSTER_POWER_BUDGET_W is set (``budget_frac`` x the nodes' TDP sum); False: 0, no budget."""
 
     @property
     def controller(self) -> bool:
@@ -59,6 +62,8 @@ ARMS: Final[Mapping[str, Arm]] = {a.id: a for a in (
     Arm("C", "queue-aware", "queue_aware_v1", "none", "hard", True, False, "{queue}; {common}"),
     Arm("D", "power budget", "cluster_power_budget", "none", "hard", True, False, "{budget}, {queue}; {common}"),
     Arm("E", "work-aware", "work_aware_v1", "none", "soft", True, False, "{work_aware}"),
+    Arm("E0", "work-aware, no budget", "work_aware_v1", "none", "soft", True, False, "{work_aware_no_budget}",
+        budget=False),
     Arm("A-placement", "A + E's placement", "work_aware_v1", "none", "soft", False, False,
         "E's controller and placement, no cap written ({work_aware})"),
     Arm("S", "suspend idle nodes", "work_aware_v1", "idle_suspend_v1", "soft", False, True,
@@ -72,6 +77,9 @@ BASELINE: Final = "A"
 """The arm every other is paired against (paired.csv, power.csv); always run."""
 SWEEP_ARM: Final = "ES"
 """The arm ``--suspend-sweep`` runs again at each SUSPEND_AFTER."""
+SLOWDOWN_BUDGET_PCT: Final = 3.0
+"""τ: the slowdown the work-aware arms accept per job (WORK_AWARE_SLOWDOWN_BUDGET_PCT); ``taushare`` counts the
+jobs past it."""
 SUSPEND_AFTER_S: Final = 600.0
 """SUSPEND_AFTER in the suspend arms unless ``run(suspend_after_s=...)`` says otherwise: the chart's default."""
 
@@ -88,12 +96,14 @@ def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, re
             queue_hp_base_frac=0.2,
             queue_hp_min=1,
             queue_perf_per_hp_node=2,
-            # E: the budget binds only on measured power; B and C ignore it.
-            power_budget_w=budget_frac * sum(n.tdp_w for n in nodes),
-            slowdown_budget_pct=3.0,
+            # E: the budget binds only on measured power; B and C ignore it; E0 runs without one (0: none).
+            power_budget_w=budget_frac * sum(n.tdp_w for n in nodes) if arm.budget else 0.0,
+            slowdown_budget_pct=SLOWDOWN_BUDGET_PCT,
         ),
         caps=CapSettings(cpu_eco_pct=60.0, gpu_eco_pct=60.0),
         suspend=SuspendSettings(power_policy=arm.power_policy, after_s=suspend_after_s),
+        # The bench's jobs are the operator's own: their class and kind count (TRUSTED_NAMESPACES=*).
+        trusted_namespaces=("*",),
     )
 
 
@@ -113,6 +123,8 @@ def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: floa
         "work_aware": (f"WORK_AWARE_SLOWDOWN_BUDGET_PCT={p.slowdown_budget_pct:g}, CLUSTER_POWER_BUDGET_W="
                        f"{p.power_budget_w:.0f} on measured power (+ trend over {p.forecast_horizon_s:g} s), {queue}; "
                        f"only performance Pods have a hard affinity"),
+        "work_aware_no_budget": (f"WORK_AWARE_SLOWDOWN_BUDGET_PCT={p.slowdown_budget_pct:g}, no power budget "
+                                 f"(CLUSTER_POWER_BUDGET_W=0), {queue}; only performance Pods have a hard affinity"),
         "suspend": (f"POWER_POLICY=idle_suspend_v1, SUSPEND_AFTER={sus.after_s:g} s, SUSPEND_MIN_POWERED="
                     f"{sus.min_powered} per pool (one pool per hardware profile), SUSPEND_MAX_CONCURRENT="
                     f"{sus.max_concurrent}, boot and standby from each profile; scheduler MostAllocated"),

@@ -15,6 +15,13 @@ and the traces under
 ``--out``. ``--trace PATH`` runs a trace file (JSONL, or an SWF log through ``traceextract``), or
 each ``*.jsonl``/``*.swf`` file of a directory, instead of generated traces (each file is one
 paired unit, numbered like a seed).
+
+``--preset gpu-busy`` runs a named scenario (``presets``: the GPUs allocated most of the time); its flags
+are defaults, so a flag given beside it wins. ``--physics-variant NAME`` (repeatable, or a comma list;
+default ``calibrated``) runs the emulator with its physics moved within published ranges while the
+controller keeps its own model (``joulie_simulator.api.VARIANTS``; ``all`` moves every part at once);
+with more than one variant each runs into ``--out/<variant>/`` and ``--out/variants.md`` sets them side
+by side.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from joulie_bench.arms import ARMS, BASELINE, SUSPEND_AFTER_S, SWEEP_ARM, describe_settings
 from joulie_bench.nodes import BenchNode
 from joulie_bench.outputs import print_tables, summarise, write_outputs
+from joulie_bench.presets import PRESETS, Preset, allocation_lines, apply_preset
 from joulie_bench.result import RunResult
 from joulie_bench.sim import run
 from joulie_bench.tradeoff import TRADEOFF_HEADER, curve
 from joulie_bench.tradeoff import csv_rows as tradeoff_csv_rows
 from joulie_bench.tradeoff import plot as tradeoff_plot
+from joulie_bench.variantreport import variant_summary
 from joulie_hwprofiles.schema import ProfileError, builtin_profile
+from joulie_simulator.api import CALIBRATED, VARIANTS, physics_variant
 from joulie_workload import alibaba
 from joulie_workload.chunks import cut_units
 from joulie_workload.extract import ExtractOptions, extract_swf
@@ -106,8 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suspend-sweep", default="",
                    help="comma-separated SUSPEND_AFTER values in seconds, e.g. '120,300,600,1200': ES runs again at each "
                    "and tradeoff.csv / tradeoff.png show energy against waiting")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named scenario; its values become the defaults of "
+                   "the flags it sets: " + "; ".join(f"{n}: {pr.summary}" for n, pr in PRESETS.items()))
+    p.add_argument("--physics-variant", action="append", metavar="NAME",
+                   help=f"the emulator's physics (repeatable or comma-separated; default {CALIBRATED}); the controller "
+                   f"keeps its own model: " + "; ".join(v.describe().split(" (range")[0] for v in VARIANTS.values()))
     p.add_argument("--out", type=Path, required=True)
     return p
+
+
+def parse_variants(values: Sequence[str] | None) -> list[str]:
+    """``--physics-variant``: every name given (repeated or comma-separated), in order, once each;
+    ``calibrated`` without any. An unknown name raises ValueError listing the names there are."""
+    names = [n.strip() for v in (values or [CALIBRATED]) for n in v.split(",") if n.strip()]
+    try:
+        return list(dict.fromkeys(physics_variant(n).name for n in names)) or [CALIBRATED]
+    except ValueError as e:
+        raise ValueError(f"--physics-variant: {e}") from None
 
 
 def parse_policies(text: str) -> list[str]:
@@ -208,7 +233,7 @@ def parse_sweep(text: str) -> list[float]:
 
 
 def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[BenchNode], args: argparse.Namespace,
-              sweep: Sequence[float], done: Sequence[RunResult]) -> dict[float, list[RunResult]]:
+              sweep: Sequence[float], done: Sequence[RunResult], variant: str = CALIBRATED) -> dict[float, list[RunResult]]:
     """ES once more per suspend time and unit (A's runs of the main loop are the baseline); the main
     loop's ES runs stand for ``--suspend-after`` itself."""
     out: dict[float, list[RunResult]] = {}
@@ -222,7 +247,7 @@ def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[Bench
             for seed, name, jobs in units:
                 bar.update(task, description=f"{SWEEP_ARM} SUSPEND_AFTER={after_s:g} s {name}")
                 r = run(jobs, nodes, SWEEP_ARM, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-                        suspend_after_s=after_s)
+                        suspend_after_s=after_s, variant=variant)
                 out.setdefault(after_s, []).append(r)
                 bar.advance(task)
             rs = out[after_s]
@@ -240,9 +265,11 @@ class Plan:
     sweep: list[float]
     units: list[tuple[int, str, list[Job]]]
     """``(seed, trace name, jobs)`` per paired unit."""
+    variant: str = CALIBRATED
+    """The physics variant the emulator runs (``--physics-variant``; one plan per variant)."""
 
 
-def plan_run(args: argparse.Namespace) -> Plan:
+def plan_run(args: argparse.Namespace, variant: str = CALIBRATED) -> Plan:
     """The nodes, arms, sweep and traces from ``args`` (generated traces are written under ``--out``);
     a bad option raises ValueError (or the profile's or trace's error) naming the flag."""
     nodes = parse_nodes(args.nodes)
@@ -256,7 +283,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
         raise ValueError(f"--suspend-after: {args.suspend_after:g} must be >= 0 seconds")
     (args.out / "traces").mkdir(parents=True, exist_ok=True)
     return Plan(nodes, policies, sweep, load_traces(args, args.out, max_cpus=int(max(n.cpus for n in nodes)),
-                                                     max_gpus=max(n.gpus for n in nodes)))
+                                                     max_gpus=max(n.gpus for n in nodes)), variant)
 
 
 def announce(args: argparse.Namespace, plan: Plan) -> str:
@@ -270,7 +297,8 @@ def announce(args: argparse.Namespace, plan: Plan) -> str:
                   f"{f'; daily cycle amplitude {args.diurnal_amplitude:g}, period {args.day_s:g} s' if args.diurnal_amplitude else ''}"
                   f"; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
     print(f"cluster: {len(plan.nodes)} nodes ({args.nodes}); {source}; policies {','.join(plan.policies)}; "
-          f"dt {args.dt:g} s")
+          f"dt {args.dt:g} s{f'; preset {args.preset}' if args.preset else ''}")
+    print(f"physics variant: {VARIANTS[plan.variant].describe()}; the controller keeps its own model")
     for pol in plan.policies:
         print("  " + describe_settings(pol, plan.nodes, args.budget_frac))
     return source
@@ -289,7 +317,7 @@ def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict
                 bar.update(task, description=f"{name} {pol}")
                 t0 = time.monotonic()
                 r = run(jobs, plan.nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-                        suspend_after_s=args.suspend_after)
+                        suspend_after_s=args.suspend_after, variant=plan.variant)
                 results.append(r)
                 bar.advance(task)
                 print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
@@ -305,7 +333,7 @@ def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict
 
 def sweep_tradeoff(out: Path, args: argparse.Namespace, plan: Plan, results: Sequence[RunResult]) -> None:
     """``--suspend-sweep``: the sweep arm again at each SUSPEND_AFTER, its trade-off written and printed."""
-    swept = run_sweep(plan.units, plan.nodes, args, plan.sweep, results)
+    swept = run_sweep(plan.units, plan.nodes, args, plan.sweep, results, plan.variant)
     c = curve([r for r in results if r.policy == BASELINE], swept)
     with (out / "tradeoff.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -321,27 +349,54 @@ def sweep_tradeoff(out: Path, args: argparse.Namespace, plan: Plan, results: Seq
     print(f"wrote {out / 'tradeoff.csv'}, {out / 'tradeoff.png'}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_variant(args: argparse.Namespace, plan: Plan) -> list[RunResult]:
+    """Every arm on every unit under ``plan.variant``: the runs, the files under ``args.out`` and the tables."""
     out: Path = args.out
-    try:
-        plan = plan_run(args)
-    except (ValueError, ProfileError, TraceError) as e:
-        print(f"joulie-bench: {e}", file=sys.stderr)
-        return 2
     source = announce(args, plan)
     started = time.monotonic()
     results, trace_of = run_all(args, plan)
     summary = summarise(results, plan.policies)
     settings = [describe_settings(pol, plan.nodes, args.budget_frac) for pol in plan.policies]
-    written = write_outputs(out, results, plan.policies, summary, trace_of, settings,
-                            summary_note=f"{len(plan.nodes)} nodes ({args.nodes}); {source}; dt {args.dt:g} s")
+    alloc = allocation_lines(results, plan.policies)
+    note = (f"{len(plan.nodes)} nodes ({args.nodes}); {source}; dt {args.dt:g} s"
+            f"{f'; preset {args.preset}' if args.preset else ''}; physics variant {plan.variant}")
+    written = write_outputs(out, results, plan.policies, summary, trace_of, settings, summary_note=note,
+                            extra_sections=["## GPU allocation per arm", "", *(f"- {line}" for line in alloc), ""])
     print_tables(results, plan.policies, summary, written, len(plan.units))
+    print(f"\nGPU allocation (physics variant {plan.variant}):")
+    for line in alloc:
+        print("  " + line)
     if plan.sweep:
         sweep_tradeoff(out, args, plan, results)
     paired_csv, png, split_png, paired_png = written.files
     print(f"\nwrote {out / 'runs.csv'}, {out / 'summary.csv'}, {paired_csv}, {out / 'paired_seeds.csv'}, "
           f"{out / 'results.md'}, {png}, {split_png}, {paired_png} ({time.monotonic() - started:.0f} s wall)")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    preset: Preset | None = apply_preset(parser, argv)
+    args = parser.parse_args(argv)
+    root: Path = args.out
+    try:
+        variants = parse_variants(args.physics_variant)
+        plans = []
+        for v in variants:
+            args.out = root if len(variants) == 1 else root / v
+            plans.append((args.out, plan_run(args, v)))
+    except (ValueError, ProfileError, TraceError) as e:
+        print(f"joulie-bench: {e}", file=sys.stderr)
+        return 2
+    if preset is not None:
+        print(f"preset {preset.name}: {preset.summary}")
+    by_variant = {}
+    for out, plan in plans:
+        args.out = out
+        by_variant[plan.variant] = run_variant(args, plan)
+    if len(variants) > 1:
+        (root / "variants.md").write_text(variant_summary(by_variant, plans[0][1].policies))
+        print(f"\nwrote {root / 'variants.md'} (one row per variant and arm)")
     return 0
 
 

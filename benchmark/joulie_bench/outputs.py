@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from joulie_bench.arms import ARMS, BASELINE
+from joulie_bench.arms import ARMS, BASELINE, SLOWDOWN_BUDGET_PCT
 from joulie_bench.paired import PAIRED_HEADER, paired_rows, per_seed_changes
 from joulie_bench.powerreport import POWER_HEADER, power_rows
 from joulie_bench.powerreport import csv_rows as power_csv_rows
@@ -17,6 +17,8 @@ from joulie_bench.powerreport import markdown as power_markdown
 from joulie_bench.report import markdown_report, plot_energy_split, plot_paired
 from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import Estimate, ci95
+from joulie_bench.taushare import markdown as tau_markdown
+from joulie_bench.taushare import tau_shares
 
 METRICS = (
     ("it_energy_kwh", "IT energy kWh", 2),
@@ -65,7 +67,8 @@ def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[
                     "p95_slowdown", "mean_it_power_w", "reconciles", "cap_writes", "end_s", "idle_it_w",
                     "window_it_energy_kwh", "window_facility_energy_kwh", "trace", "idle_it_energy_kwh",
                     "dynamic_it_energy_kwh", *(f"{k}_{part}_kwh" for k in DEVICE_KINDS for part in ("energy", "idle")),
-                    "energy_per_job_kwh", "p50_slowdown", "p99_slowdown"])
+                    "energy_per_job_kwh", "p50_slowdown", "p99_slowdown", "physics_variant", "gpu_allocated",
+                    "open_gpu_allocated"])
         for r in results:
             w.writerow([r.policy, r.seed, f"{r.it_energy_kwh:.4f}", f"{r.facility_energy_kwh:.4f}", f"{r.makespan_s:.1f}",
                         r.jobs_total, r.jobs_completed, f"{r.p95_slowdown:.4f}", f"{r.mean_it_power_w:.1f}", r.reconciles,
@@ -73,7 +76,8 @@ def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[
                         f"{r.window_facility_energy_kwh:.4f}", trace_of.get(r.seed, ""), f"{r.idle_energy_kwh:.4f}",
                         f"{r.dynamic_energy_kwh:.4f}",
                         *(f"{d.get(k, 0.0):.4f}" for k in DEVICE_KINDS for d in (r.energy_by_kind_kwh, r.idle_by_kind_kwh)),
-                        f"{r.energy_per_job_kwh:.5f}", f"{r.slowdown_pct(50):.4f}", f"{r.slowdown_pct(99):.4f}"])
+                        f"{r.energy_per_job_kwh:.5f}", f"{r.slowdown_pct(50):.4f}", f"{r.slowdown_pct(99):.4f}",
+                        r.variant, f"{r.gpu_utilisation:.4f}", f"{r.open_gpu_utilisation:.4f}"])
     with (out / "summary.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "name", "metric", "mean", "ci95_low", "ci95_high", "n"])
@@ -128,12 +132,15 @@ class Written:
     """Allocated CPU / GPU under A."""
     files: Sequence[Path]
     """paired.csv and the three plots, in the order the last line names them."""
+    tau_section: Sequence[str] = ()
+    """The jobs slowed past τ per arm, and the power budget's part (``taushare``), as Markdown lines."""
 
 
 def write_outputs(out: Path, results: Sequence[RunResult], policies: Sequence[str],
                   summary: dict[str, dict[str, Estimate]], trace_of: dict[int, str], settings: Sequence[str],
-                  summary_note: str) -> Written:
-    """Every file of the run under ``out``. ``summary_note``: the run's cluster and traces, for results.md."""
+                  summary_note: str, extra_sections: Sequence[str] = ()) -> Written:
+    """Every file of the run under ``out``. ``summary_note``: the run's cluster and traces, for results.md;
+    ``extra_sections``: Markdown lines results.md adds after the power states."""
     write_csvs(out, results, summary, trace_of)
     rows = paired_rows(results, policies)  # paired.csv, its plot, results.md and the printed open regime
     paired_csv = write_paired(out, rows)
@@ -150,12 +157,14 @@ def write_outputs(out: Path, results: Sequence[RunResult], policies: Sequence[st
         w.writerow(POWER_HEADER)
         w.writerows(power_csv_rows(prows))
     section = power_markdown(prows)
+    tau = tau_markdown(tau_shares(results, policies, SLOWDOWN_BUDGET_PCT), SLOWDOWN_BUDGET_PCT)
     util = " / ".join(f"{ci95([getattr(r, k) for r in results if r.policy == BASELINE]).mean * 100:.0f} %"
                       for k in ("cpu_utilisation", "gpu_utilisation"))
     (out / "results.md").write_text(markdown_report(results, policies, rows,
                                                     summary_note=f"{summary_note}; allocated CPU / GPU under A: {util}",
-                                                    settings=settings, sections=section))
-    return Written(rows, section, util, (paired_csv, png, split_png, paired_png))
+                                                    settings=settings,
+                                                    sections=[*section, *tau, *extra_sections]))
+    return Written(rows, section, util, (paired_csv, png, split_png, paired_png), tau)
 
 
 def print_tables(results: Sequence[RunResult], policies: Sequence[str], summary: dict[str, dict[str, Estimate]],
@@ -183,6 +192,8 @@ def print_tables(results: Sequence[RunResult], policies: Sequence[str], summary:
     print(f"\nPower states (allocated CPU / GPU under A: {written.util}):")
     for line in written.power_section[4:]:
         print("  " + line)
+    for line in written.tau_section:
+        print("  " + line.removeprefix("## "))
 
 
 def _print_saved(results: Sequence[RunResult], policies: Sequence[str]) -> None:

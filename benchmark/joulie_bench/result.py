@@ -64,6 +64,13 @@ class RunResult:
     shutting down included), its standby power (as "other") while off. Dynamic = energy - idle (may
     dip below 0 where a cap holds a device under its uncapped idle draw). A's minus a suspend arm's
     idle is the energy suspend saved from idle."""
+    variant: str = "calibrated"
+    """The physics variant the emulator ran (``joulie_simulator.api.VARIANTS``)."""
+    run_s: dict[str, float] = field(default_factory=dict)
+    """Each completed job's running time (done - start, waiting excluded), by job id: against the same
+    job's under A, the slowdown the arm's caps added (``taushare``)."""
+    open_gpu_utilisation: float = 0.0
+    """Allocated GPU inside the open window (warm-up over to the last arrival): the steady state's share."""
 
     @property
     def idle_energy_kwh(self) -> float:

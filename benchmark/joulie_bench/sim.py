@@ -15,6 +15,11 @@ Everything that decides is the real code, driven in one process:
 The arms (policies A..ES: which controller policy, power policy, placement and caps) are one table,
 ``arms.ARMS``.
 
+Physics variants (``run(variant=...)``, ``joulie_simulator.api.VARIANTS``): the emulator runs each node's
+profile with its physics moved, and the engine runs the jobs with their compute shares moved; the
+controller's NodeHardware, the Node labels, the agent's cap ranges and the Pods come from the unmodified
+profile and jobs, so the controller keeps its own model and kind priors.
+
 Facility: the simulator's facility model (``joulie_simulator.facility.pue``, docs/facility-model.md;
 one implementation for the simulated cluster and the benchmark): reference joulie-node-sim.md
 §3.1.4 with the load fraction against the cluster's nameplate instead of a running peak, so
@@ -28,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from joulie_api.names import (
     LABEL_MANAGED,
@@ -72,7 +77,16 @@ from joulie_extender.api import (
     workload_kind,
 )
 from joulie_extender.api import workload_class as extender_workload_class
-from joulie_simulator.api import Emulator, Engine, Load, speed_from_state
+from joulie_simulator.api import (
+    CALIBRATED,
+    Emulator,
+    Engine,
+    Load,
+    physics_variant,
+    speed_from_state,
+    variant_jobs,
+    variant_profile,
+)
 from joulie_simulator.api import pue as pue  # the benchmark's PUE, re-exported
 from joulie_workload.pods import pod_manifest
 from joulie_workload.trace import Job
@@ -83,6 +97,8 @@ last arrival, so jobs keep arriving through all of it."""
 CLUSTER = "bench"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 STALENESS = timedelta(minutes=5)
+UNSCHEDULABLE: Final = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+"""The condition kube-scheduler sets on a Pod it tried and found no node for."""
 BMC_STATES: dict[str, BmcState] = {"on": "on", "off": "off", "booting": "powering-on", "shutting-down": "powering-off"}
 """The emulator's power states as a Redfish BMC reports them (ComputerSystem PowerState)."""
 
@@ -107,7 +123,7 @@ def _settle_idle(emu: Emulator, clock: FakeClock, nodes: Sequence[BenchNode], dt
         emu.tick(dt_s)
 
 
-_NODE_IDLE_CACHE: dict[tuple[str, float], dict[str, float]] = {}
+_NODE_IDLE_CACHE: dict[tuple[str, str, float], dict[str, float]] = {}
 
 
 def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, dict[str, float]]:
@@ -115,7 +131,7 @@ def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, d
     measured on an emulator of its profile alone; cached per profile."""
     out = {}
     for n in nodes:
-        key = (n.profile.name, dt_s)
+        key = (n.profile.name, n.profile.physics.model_dump_json(), dt_s)  # a physics variant is another profile
         if key not in _NODE_IDLE_CACHE:
             _NODE_IDLE_CACHE[key] = measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
         out[n.name] = dict(_NODE_IDLE_CACHE[key])
@@ -159,10 +175,14 @@ def run(
     horizon_s: float | None = None,
     reconcile_s: float = 60.0,
     suspend_after_s: float = SUSPEND_AFTER_S,
+    variant: str = CALIBRATED,
 ) -> RunResult:
+    """``variant``: the physics the emulator and the engine run (``joulie_simulator.api.VARIANTS``); the
+    controller's view stays the calibrated profile and the jobs' Pods."""
     if policy not in ARMS:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(ARMS)}")
-    r = _Run(jobs, nodes, ARMS[policy], settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s)
+    r = _Run(jobs, nodes, ARMS[policy], settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s,
+             variant)
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
@@ -181,8 +201,16 @@ class _Run:
     """One policy's run of one trace: the emulator, the job engine, the controller's memory and the
     scheduler's free capacity, advanced one tick at a time by :func:`run`."""
 
-    def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], arm: Arm, s: Settings, dt_s: float) -> None:
+    def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], arm: Arm, s: Settings, dt_s: float,
+                 variant: str = CALIBRATED) -> None:
         self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, arm.id, s, dt_s
+        v = physics_variant(variant)
+        self.variant = v.name
+        # The emulator's truth under the variant; everything Joulie reads (NodeHardware, labels, the agent's
+        # cap ranges, the Pods) keeps coming from ``nodes`` and ``jobs`` as given.
+        moved = {id(p): variant_profile(p, v) for p in {id(n.profile): n.profile for n in nodes}.values()}
+        self.true_nodes = [BenchNode(n.name, moved[id(n.profile)]) for n in nodes]  # one object per profile, as before
+        self.true_profile = {n.name: n.profile for n in self.true_nodes}
         self.joulie = arm.controller
         self.write_caps = arm.writes_caps
         self.suspend = arm.power_policy != "none"
@@ -190,11 +218,11 @@ class _Run:
         self.cordoned: set[str] = set()
         """Nodes the power policy cordoned and tainted (suspending, off, resuming until uncordoned, failed)."""
         self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
-        self.emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=self.clock.monotonic)
+        self.emu = Emulator([(n.name, n.profile) for n in self.true_nodes], tick_s=dt_s, clock=self.clock.monotonic)
         self.emu.frozen = True
         _boards_at_default_limit(self.emu, nodes)
         self.by_name = {n.name: n for n in nodes}
-        self.engine = Engine(list(jobs))
+        self.engine = Engine(variant_jobs(jobs, v))
         self.placement = "soft" if arm.placement == "soft" else "hard"
         self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=arm.placement != "none",
                                                     placement=self.placement)
@@ -215,7 +243,7 @@ class _Run:
         self.idle_kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
         self.off_s = 0.0  # node-seconds powered off
         self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
-        self.idle_node_w = idle_power_by_node_w(nodes, dt_s)
+        self.idle_node_w = idle_power_by_node_w(self.true_nodes, dt_s)
         self.reconciles = 0
         self.next_reconcile = 0.0
         first = min((j.submit_s for j in jobs), default=0.0)
@@ -235,7 +263,12 @@ class _Run:
         for r in self.engine.runs.values():
             if r.submitted and r.done_s is None:
                 m = self.manifests[r.job.job_id]
-                obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": {"phase": "Running" if r.running else "Pending"}}
+                # A job still waiting fits no node (the placement below tried every one): what
+                # kube-scheduler says of such a Pod, which alone may wake or release a node.
+                status: dict[str, Any] = {"phase": "Running" if r.running else "Pending"}
+                if not r.running and not r.node:
+                    status["conditions"] = [UNSCHEDULABLE]
+                obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": status}
                 pods.append(pod_info(obj))
         meas = {n.name: Measurement(self.emu.node(n.name).state.host_power_w) for n in self.nodes}
         bmc = {n.name: BmcReading(BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes} if self.suspend else {}
@@ -339,11 +372,11 @@ class _Run:
         for n in nodes:
             if emu.power_state(n.name) == "off":
                 self.off_s += dt_s
-                self.idle_kind_j["other"] += n.profile.physics.standby_w * dt_s
+                self.idle_kind_j["other"] += self.true_profile[n.name].physics.standby_w * dt_s
             else:
                 for kind, w in self.idle_node_w[n.name].items():
                     self.idle_kind_j[kind] += w * dt_s
-        speeds = {n.name: speed_from_state(n.profile, emu.node(n.name).state) for n in nodes}
+        speeds = {n.name: speed_from_state(self.true_profile[n.name], emu.node(n.name).state) for n in nodes}
         for c in self.engine.step(t, dt_s, speeds):
             r = self.engine.runs[c.job_id]
             self.free_cpu[c.node] += r.job.requests.cpu
@@ -379,6 +412,9 @@ class _Run:
         cpu_s = sum(r.job.requests.cpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
         gpu_s = sum(r.job.requests.gpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
         total_gpus = sum(n.gpus for n in self.nodes)
+        window_s = max(self.open_end_s - self.open_start_s, 1e-9)
+        open_gpu_s = sum(r.job.requests.gpu * max(0.0, min(r.done_s if r.done_s is not None else end_s, self.open_end_s)
+                                                   - max(r.start_s or 0.0, self.open_start_s)) for r in started)
         marks = self.open_marks + [(self.it_j, self.fac_j, self.work_done_s())] * (2 - len(self.open_marks))
         (it0, fac0, w0), (it1, fac1, w1) = marks[0], marks[1]
         return RunResult(
@@ -412,5 +448,8 @@ class _Run:
             cpu_utilisation=cpu_s / (sum(n.cpus for n in self.nodes) * span_s),
             gpu_utilisation=gpu_s / (total_gpus * span_s) if total_gpus else 0.0,
             completions=sorted((r.done_s, r.slowdown) for r in done if r.done_s is not None and r.slowdown is not None),
+            variant=self.variant,
+            run_s={r.job.job_id: r.done_s - r.start_s for r in done if r.done_s is not None and r.start_s is not None},
+            open_gpu_utilisation=open_gpu_s / (total_gpus * window_s) if total_gpus else 0.0,
         )
 

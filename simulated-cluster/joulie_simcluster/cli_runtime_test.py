@@ -79,11 +79,23 @@ def test_up_starts_the_runtime_the_settings_name(calls: Calls, tmp_path: Path, m
     [(name, _state, _rendered, options, _progress)] = calls
     assert name == "up_k3s" and (options.name, options.agents) == ("t", 3)
     calls.clear()
-    assert cli.main(["up", "--spec", SMOKE, "--crds", "crds"], _env(tmp_path, None, SIMCLUSTER_RUNTIME="kubelet")) == 0
+    assert cli.main(["up", "--spec", SMOKE, "--crds", "crds"], _env(tmp_path, None, SIMCLUSTER_RUNTIME="kubelet",
+                                                                            SIMCLUSTER_HWEMU="files")) == 0
     assert [c[0] for c in calls] == ["up_kubelet"] and ("crd_dir", Path("crds")) in calls[0]
     calls.clear()
     assert cli.main(["up", "--spec", SMOKE], _env(tmp_path, None, SIMCLUSTER_TELEMETRY="scrape")) == 0
     assert [c[0] for c in calls] == ["process.up"] and ("telemetry_mode", "scrape") in calls[0]
+
+
+def test_up_on_the_kubelet_runtime_refuses_fuse_mode_before_anything_starts(
+        calls: Calls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 40: `up` built the whole node and only `deploy` refused the FUSE view.
+    monkeypatch.setattr(cli, "daemonset_for", lambda values: {"chart": "daemonset"})
+    env = _env(tmp_path, None, SIMCLUSTER_RUNTIME="kubelet", SIMCLUSTER_HWEMU="fuse")
+    assert cli.main(["up", "--spec", SMOKE], env) == 1
+    assert calls == []
+    assert "use SIMCLUSTER_HWEMU=files" in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()
 
 
 def test_a_run_releases_its_cluster_through_the_recorded_runtime(calls: Calls, tmp_path: Path,

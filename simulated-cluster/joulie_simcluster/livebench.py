@@ -68,7 +68,7 @@ SETTINGS_FIELDS: Final = (
     "policy.type", "policy.static_hp_frac", "policy.queue_hp_base_frac", "policy.queue_hp_min",
     "policy.queue_perf_per_hp_node", "policy.power_budget_w", "policy.budget_min_cap_pct", "caps.cpu_performance_pct",
     "caps.gpu_performance_pct", "caps.cpu_eco_pct", "caps.gpu_eco_pct", "policy.slowdown_budget_pct",
-    "policy.forecast_horizon_s",
+    "policy.forecast_horizon_s", "trusted_namespaces",
 )
 """The controller settings the accelerated benchmark sets (``joulie_bench.arms.settings_for``); the
 live run passes the same values as the controller manager's environment."""
@@ -115,6 +115,8 @@ def controller_env(policy: str, nodes: Sequence[BenchNode], budget_frac: float) 
 
 
 def _env_value(v: Any) -> str:
+    if isinstance(v, tuple):  # a comma list (TRUSTED_NAMESPACES)
+        return ",".join(v)
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 

@@ -18,6 +18,8 @@ def print_log(state: StateDir, component: str, node: str | None, lines: int) -> 
             return 2
         name = f"agent-{node}"
     path = state.log(name)
+    if not path.is_file() and (state.runs / "latest" / "logs" / path.name).is_file():
+        path = state.runs / "latest" / "logs" / path.name  # after down: the last run's copy (runs/ is kept)
     if not path.is_file():
         known = sorted(p.stem for p in state.logs.glob("*.log")) if state.logs.is_dir() else []
         print(f"simcluster logs: no log {path}; logs here: {', '.join(known) or 'none'}", file=sys.stderr)

@@ -20,6 +20,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "agent_lost_after_s": "AGENT_LOST_AFTER",
     "api_timeout_s": "KUBE_API_TIMEOUT",
     "metrics_addr": "METRICS_ADDR",
+    "trusted_namespaces": "TRUSTED_NAMESPACES",
+    "scheduler_names": "SCHEDULER_NAMES",
     "nodes.selector": "NODE_SELECTOR",
     "nodes.reserved_label_key": "RESERVED_LABEL_KEY",
     "nodes.profile_label": "POWER_PROFILE_LABEL",

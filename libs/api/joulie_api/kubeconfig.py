@@ -54,9 +54,11 @@ class TimedApiClient(k8s.ApiClient):
     already treat as temporary (``joulie_api.kube.is_temporary``)."""
 
     def __init__(self, configuration: k8s.Configuration, timeout_s: float) -> None:
-        # One attempt per call: urllib3 retries a timed-out GET three times by default, which
-        # would turn a 10 s deadline into 40 s. The callers own the retry policy (``Backoff``).
-        configuration.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=3, status=0)
+        # No retry of a read that timed out: urllib3 retries a timed-out GET three times by
+        # default, which would turn a 10 s deadline into 40 s (the callers own that retry policy,
+        # ``Backoff``). Everything else as the library's default (three in all): a 429 or 503 with
+        # Retry-After, which kube-apiserver sends under load or while starting, is still waited out.
+        configuration.retries = urllib3.Retry(total=3, read=0)
         super().__init__(configuration=configuration)
         self.timeout_s = timeout_s
 

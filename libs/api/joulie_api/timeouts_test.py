@@ -117,3 +117,38 @@ def test_a_watch_may_wait_for_its_own_server_side_timeout_plus_the_deadline(tmp_
     assert request_deadline("GET", "https://h/api/v1/nodes?watch=true&timeoutSeconds=300", 10) == (10, 310)
     assert request_deadline("GET", "https://h/api/v1/nodes", 10) == 10
     assert request_deadline("GET", "https://h/api/v1/nodes?watch=1", 10) == (10, None)
+
+
+def test_a_busy_server_answering_429_with_retry_after_is_waited_out_not_failed(tmp_path: Path) -> None:
+    """kube-apiserver answers 429 with Retry-After under load or while it starts (priority and
+    fairness): the deadline must not turn that into an error (it did once: 'too many 429 error
+    responses' from the chart's RBAC test)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answers: list[int] = []
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = 429 if not answers else 200
+            answers.append(status)
+            body = b'{"kind": "NodeList", "apiVersion": "v1", "items": []}' if status == 200 else b"{}"
+            self.send_response(status)
+            if status == 429:
+                self.send_header("Retry-After", "0")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = api_client(_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_address[1]}"), timeout_s=2)
+        nodes = k8s.CoreV1Api(client).list_node()
+    finally:
+        server.shutdown()
+    assert answers == [429, 200] and nodes.items == []

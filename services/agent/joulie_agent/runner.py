@@ -16,6 +16,7 @@ from typing import Any
 from joulie_agent.discovery.catalog import Catalog, CatalogError, load_catalog
 from joulie_agent.host.nvml import open_nvml
 from joulie_agent.kube.agentkube import AgentKube
+from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_agent.kube.twinwatch import TwinWatcher
 from joulie_agent.loop.agent import Agent
 from joulie_agent.settings import Settings
@@ -42,13 +43,13 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     if catalog is None:
         return 2
     api = api_client(timeout_s=settings.api_timeout_s)
-    kube = agent_kube(api, settings, clock)
+    kube = agent_kube(api, settings, clock, watched=not once)
     exporter = None if once else start_power_export(settings, metrics)
     agent = Agent(settings, kube, catalog, clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = stop_on_signals()
     if not once:
-        watch_twins(api, settings, wake, stop)
+        watch_twins(api, settings, wake, stop, kube.twins)
     log.info("joulie-agent mode=%s node=%s root=%s simulate_only=%s", settings.mode, settings.node_name or "-",
              settings.root, settings.simulate_only)
     return run_ticks(agent, settings, once, wake, stop, exporter)
@@ -74,11 +75,13 @@ def operator_catalog(settings: Settings) -> Catalog | None:
         return None
 
 
-def agent_kube(api: Any, settings: Settings, clock: Clock) -> AgentKube:
+def agent_kube(api: Any, settings: Settings, clock: Clock, watched: bool = False) -> AgentKube:
+    """The agent's Kubernetes calls; ``watched``: with the cache the NodeTwin watch fills (twincache)."""
     # No retries inside a call: the loop's outage backoff decides when to try again, and
     # enforcement must not wait 54 s on a write to an API server that is down.
+    twins = TwinSpecCache(clock.monotonic, settings.twin_resync_s) if watched else None
     return AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT, Backoff(delays_s=())), clock, settings.hardware_rewrite_s,
-                     settings.heartbeat_s)
+                     settings.heartbeat_s, twins)
 
 
 def start_power_export(settings: Settings, metrics: AgentMetrics) -> PowerExporter | None:
@@ -109,13 +112,15 @@ def stop_on_signals() -> tuple[threading.Event, threading.Event]:
     return stop, wake
 
 
-def watch_twins(api: Any, settings: Settings, wake: threading.Event, stop: threading.Event) -> None:
-    """Wake the loop on a spec change of a twin this process enforces (its own, or its pool shard's)."""
+def watch_twins(api: Any, settings: Settings, wake: threading.Event, stop: threading.Event,
+                cache: TwinSpecCache | None = None) -> None:
+    """Wake the loop on a spec change of a twin this process enforces (its own, or its pool shard's),
+    and keep ``cache`` (what the reconcile reads the specs from) filled."""
     if settings.mode == "pool":
-        TwinWatcher(api, wake, stop,
-                    owned=lambda name: owns_node(name, settings.pool_shards, settings.pool_shard_id)).start()
+        TwinWatcher(api, wake, stop, owned=lambda name: owns_node(name, settings.pool_shards, settings.pool_shard_id),
+                    cache=cache).start()
     else:
-        TwinWatcher(api, wake, stop, twin_name=object_name_for_node(settings.node_name)).start()
+        TwinWatcher(api, wake, stop, twin_name=object_name_for_node(settings.node_name), cache=cache).start()
 
 
 def run_ticks(agent: Agent, settings: Settings, once: bool, wake: threading.Event, stop: threading.Event,

@@ -52,6 +52,8 @@ class Settings:
         pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes again (60 s).
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT; controlStatus (with heartbeatAt) is rewritten at least this often (30s).
+    twin_resync_s: TWIN_RESYNC; a NodeTwin spec the watch has not refreshed for this long is read again
+        by a GET (10m; 0 GETs every tick, as before the watch cache).
     tool_timeout_s: GPU_TOOL_TIMEOUT, per GPU tool command (3 s; a duration, at least 100ms).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
@@ -86,6 +88,7 @@ class Settings:
     pool_list_interval_s: float = 60.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
+    twin_resync_s: float = 600.0
     tool_timeout_s: float = 3.0
     tool_path: str = ""
     power_export_endpoint: str = ""
@@ -133,6 +136,7 @@ class Settings:
             pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
             spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
             heartbeat_s=read_env(e, "AGENT_HEARTBEAT", parse_duration, 30.0),
+            twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 600.0),
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
             tool_path=e.get("GPU_TOOL_PATH", ""),

@@ -44,18 +44,41 @@ def _run(args: argparse.Namespace) -> int:
     from joulie_controller.controller import compose
     from joulie_controller.settings import Settings, SettingsError
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        _configure_logging(os.environ.get("LOG_LEVEL", "info"))
         settings = Settings.from_env(os.environ)
     except SettingsError as err:
         print(f"{NAME}: {err}", file=sys.stderr)
         return 2
+    # One line per start, whatever the settings: a restart under POWER_POLICY=none used to log nothing.
+    logging.getLogger(NAME).info(
+        "%s %s starting: policy=%s power_policy=%s leader_elect=%s reconcile_interval=%gs",
+        NAME, service_version(__package__ or "joulie_controller"), settings.policy.type,
+        settings.suspend.power_policy, settings.leader.elect, settings.reconcile.interval_s)
     controller = compose(settings, api_client(args.kubeconfig, timeout_s=settings.api_timeout_s), _identity())
     if args.once:
         return 0 if controller.tick().failures == 0 else 1
     _serve_metrics(settings.metrics_addr, controller.metrics.registry)
     controller.run(_stop_on_signals())
     return 0
+
+
+QUIET_LOGGERS = ("httpx", "httpcore", "urllib3", "kubernetes", "requests", "sushy")
+"""Client libraries that log every request at INFO (httpx: one line per Prometheus query, 80 % of the
+controller's log in issue 36); WARNING and above only, unless LOG_LEVEL=debug."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _configure_logging(level: str) -> None:
+    """The root level from LOG_LEVEL (debug, info, warning, error); the client libraries quiet below debug."""
+    from joulie_controller.settings import SettingsError
+
+    name = level.strip().lower()
+    if name not in LOG_LEVELS:
+        raise SettingsError("LOG_LEVEL", level, f"one of {', '.join(LOG_LEVELS)}")
+    logging.basicConfig(level=name.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for lib in QUIET_LOGGERS:
+        logging.getLogger(lib).setLevel(logging.NOTSET if name == "debug" else logging.WARNING)
 
 
 def _identity() -> str:

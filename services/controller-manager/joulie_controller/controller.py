@@ -141,9 +141,9 @@ class Controller:
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
         if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
-        if self.liveness is not None:
-            self.liveness.check(snap.twins, now)
         result = reconcile(snap, self.settings, self.memory)
+        if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
+            self.liveness.check(snap.twins, now, result.power_states)
         forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)

@@ -47,7 +47,8 @@ def suspend_all(ctl: Controller, kube: MemoryKube, clock: FakeClock, *names: str
 
 
 def pending(kube: MemoryKube, *names: str) -> None:
-    kube.snap = replace(kube.snap, pods=[FILLER, *(PodInfo("ns", n, phase="Pending", cpu_request=4.0) for n in names)])
+    kube.snap = replace(kube.snap, pods=[FILLER, *(PodInfo("ns", n, phase="Pending", cpu_request=4.0, unschedulable=True)
+                                                 for n in names)])
 
 
 def test_one_pending_pod_wakes_one_node_even_on_the_tick_it_comes_back_still_cordoned() -> None:

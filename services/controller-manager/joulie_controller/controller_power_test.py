@@ -89,3 +89,22 @@ def test_with_power_policy_none_and_no_driver_nothing_changes() -> None:
         clock.advance(3600)
     assert not any(n.unschedulable for n in kube.snap.nodes)
     assert all(t.status is not None and t.status.power is None for t in kube.snap.twins.values())
+
+
+def test_a_powered_off_node_shows_off_in_its_liveness_not_agent_lost() -> None:
+    # Issue 36: the liveness check ran before the tick, blind to the power policy: an off node was agent-lost.
+    from prometheus_client import CollectorRegistry
+
+    from joulie_controller.kube.liveness import Liveness
+
+    driver = InMemoryPowerDriver({"a": "on", "b": "on"})
+    kube = MemoryKube([NodeInfo("a", MANAGED), NodeInfo("b", MANAGED)], [PodInfo("ns", "job", node_name="b")])
+    clock = FakeClock(t=0.0, start=T0)
+    liveness = Liveness(None, 120, CollectorRegistry())
+    ctl = Controller(SUSPEND, kube, NoPower(), clock=clock, power_driver=driver,  # type: ignore[arg-type]
+                     liveness=liveness)
+    for step in (0, 600, 60, 60):
+        clock.advance(step)
+        ctl.tick()
+    assert power_state(kube, "a") == ("off", None)
+    assert liveness.states["a"] == "off" and liveness.states["b"] in ("alive", "agent-lost")

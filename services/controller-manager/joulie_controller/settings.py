@@ -275,6 +275,15 @@ class Settings:
     (a frozen API server then costs a tick seconds, logged, not minutes; issue 36)."""
     metrics_addr: str = "127.0.0.1:8081"
     """METRICS_ADDR, default 127.0.0.1:8081 (the original bound :8081 on every interface)."""
+    trusted_namespaces: tuple[str, ...] = ()
+    """TRUSTED_NAMESPACES, a comma list, default empty: the namespaces whose Pods' own word on their
+    class (annotation joulie.io/workload-class, a constraint on the power-profile label) and kind
+    (joulie.io/workload-kind) work_aware_v1 believes; ``*`` trusts every namespace (the behaviour
+    before issue 36). A Pod elsewhere is general work of no kind: capped by the budget like the
+    rest, and it releases no capped node."""
+    scheduler_names: tuple[str, ...] = ("default-scheduler",)
+    """SCHEDULER_NAMES, a comma list, default default-scheduler: the schedulers whose Pending Pods
+    (spec.schedulerName) may wake a suspended node or release a capped one."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -130,3 +130,11 @@ def test_resume_retries_and_their_backoff_are_read_and_checked() -> None:
 def test_a_package_cap_the_crd_would_refuse_is_refused_at_start_naming_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=f"^{name}='{value}': expected 10 to 5000 watts"):
         Settings.from_env({name: value})
+
+
+def test_no_namespace_is_trusted_by_default_and_the_lists_read_as_comma_lists() -> None:
+    d = Settings.from_env({})
+    assert d.trusted_namespaces == () and d.scheduler_names == ("default-scheduler",)
+    s = Settings.from_env({"TRUSTED_NAMESPACES": " ml-team, batch ,", "SCHEDULER_NAMES": "default-scheduler,gpu"})
+    assert s.trusted_namespaces == ("ml-team", "batch") and s.scheduler_names == ("default-scheduler", "gpu")
+    assert Settings.from_env({"TRUSTED_NAMESPACES": "*"}).trusted_namespaces == ("*",)

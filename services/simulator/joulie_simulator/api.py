@@ -12,6 +12,9 @@ other module.
   (the model fed by a running emulator).
 - Telemetry: :func:`components` (a node's truth as CPU, DRAM and GPU components, in the hardware
   semantic conventions' names).
+- Physics variants (robustness runs): :data:`VARIANTS` by name, :func:`physics_variant`, and the
+  emulator's side of one, :func:`variant_profile` and :func:`variant_jobs` (the controller's view stays
+  the unmodified profile and the Pods).
 """
 
 from __future__ import annotations
@@ -21,9 +24,17 @@ from joulie_simulator.emulation.hwsemconv import components
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
 from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.physics.variants import (
+    CALIBRATED,
+    VARIANTS,
+    PhysicsVariant,
+    physics_variant,
+    variant_jobs,
+    variant_profile,
+)
 from joulie_simulator.workload.engine import Engine, speed_from_state
 
 __all__ = [
-    "Emulator", "Engine", "FacilityLive", "Load", "components", "initial_state", "node_nameplate_w", "pue",
-    "speed_from_state",
+    "CALIBRATED", "VARIANTS", "Emulator", "Engine", "FacilityLive", "Load", "PhysicsVariant", "components",
+    "initial_state", "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
 ]

@@ -34,6 +34,8 @@ from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.kubelet import chart as kubelet_chart
 from joulie_simcluster.runtimes.kubelet.chart_values import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
 from joulie_simcluster.runtimes.kubelet.host import share_mount
+from joulie_simcluster.runtimes.kubelet.node import FUSE_REFUSED as FUSE_REFUSED  # re-exported: deploy's check
+from joulie_simcluster.runtimes.kubelet.node import check_mode as check_mode
 from joulie_simcluster.state import StateDir
 
 HOST_PROCESSES = ("simulator", "workload")
@@ -44,15 +46,6 @@ POD_GPU_TOOL_TIMEOUT_S = 60.0
 and a GPU tool's first call (a Python interpreter starting fakesmi) on two shared cores outlasted
 15 s, so the agent published the datasheet's cap range and no GPU control."""
 
-FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: the kubelet runtime deploys the files view only, the one its smoke passes with "
-                "(simulated-cluster/KUBELET.md); use SIMCLUSTER_HWEMU=files")
-
-
-def check_mode(mode: str) -> None:
-    """The FUSE view is refused before anything starts, naming files mode: the agent Pods did start on
-    it (the shared mount carries the view into them) but no smoke has passed with it yet."""
-    if mode == "fuse":
-        raise RuntimeFailure(FUSE_REFUSED)
 
 
 def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Command]]:

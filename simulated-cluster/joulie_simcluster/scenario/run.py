@@ -46,6 +46,7 @@ from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
+from joulie_simcluster.runtimes.runtime import PROCESS
 from joulie_simcluster.scenario import faults
 from joulie_simcluster.scenario.conditions import TIMELINE_FIELDS, Outcome, evaluate, timeline_row
 from joulie_simcluster.scenario.observe import TIMELINE_NEEDS, Looker, needs
@@ -398,7 +399,7 @@ def _write_run(ctx: Context, rendered: RenderedSpec, options: ScenarioOptions, r
         images=outcome.images, started=started, finished=finished, warnings=warnings,
         resources={"peakRssMiB": round(outcome.peak_kib / 1024, 1), "agents": len(runner.looker.agents()),
                    "nodes": len(rendered.nodes)},
-        aborted=outcome.aborted,
+        runtime=PROCESS, aborted=outcome.aborted,  # a scenario always runs on the process runtime (process.up)
     ))
     summary["test.suite.name"] = f"{SUITE}/{scenario.name}"
     summary["scenario"] = {"name": scenario.name, "file": str(options.file), "description": scenario.description,

@@ -18,7 +18,8 @@ T0 = dt.datetime(2026, 12, 3, 18, 0, tzinfo=dt.UTC)
 def summary(assertions: list[ScenarioAssertion]) -> dict[str, object]:
     return build_summary(RunRecord(assertions=assertions, status=run_status(assertions, False, None), spec="smoke",
                                    mode="fuse", scope="auto", timing={}, commit="abc", dirty=False, images={},
-                                   started=T0, finished=T0 + dt.timedelta(seconds=90), resources={}))
+                                   started=T0, finished=T0 + dt.timedelta(seconds=90), resources={},
+                                   runtime="process"))
 
 
 def test_an_assert_step_is_one_assertion_named_by_the_step_and_a_failure_exits_1() -> None:

@@ -413,9 +413,9 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     aborted: str | None = None
     timed_out = False
     images: dict[str, str] = {}
+    runtime = smoke_runtime(settings.runtime)
     deadline = Deadline(timeout_s).start()
     try:
-        runtime = smoke_runtime(settings.runtime)
         if runtime.components_as_pods:  # the chart's components as Pods on a real node (KUBELET.md)
             onkubelet.check_mode(mode)
         runtime.up(ctx, rendered, UpRequest(options.crd_dir, telemetry_mode,
@@ -453,7 +453,7 @@ def run_smoke(ctx: Context, rendered: RenderedSpec, options: SmokeOptions) -> in
     summary = build_summary(RunRecord(
         assertions=assertions, status=status, spec=spec.name, mode=mode, scope=settings.power_scope,
         timing={**timing.as_env(), "SIMCLUSTER_TELEMETRY": telemetry_mode}, commit=sha, dirty=dirty, images=images, started=started, finished=finished,
-        resources=resources, aborted=aborted,
+        resources=resources, runtime=runtime.name, aborted=aborted,
     ))
     write_results(state, run, summary, assertions, spec.name, mode, finished)
     release_cluster(state, settings.keep, progress)

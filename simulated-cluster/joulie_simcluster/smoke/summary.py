@@ -52,6 +52,8 @@ class RunRecord:
     finished: dt.datetime
     resources: Mapping[str, Any]
     """peakRssMiB, agents, nodes."""
+    runtime: str
+    """The runtime the run brought up (its SIMCLUSTER_RUNTIME name: process, kubelet, ...)."""
     warnings: Sequence[str] = ()
     known_defects: Sequence[str] = ()
     aborted: str | None = None
@@ -76,7 +78,7 @@ def build_summary(run: RunRecord) -> dict[str, Any]:
         "timing": dict(run.timing),
         "git": {"commit": run.commit, "dirty": run.dirty},
         "images": dict(run.images),
-        "runtime": "process",
+        "runtime": run.runtime,
         "startedAt": run.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "finishedAt": run.finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wallSeconds": round((run.finished - run.started).total_seconds(), 1),

@@ -27,7 +27,8 @@ def test_run_directory_and_status() -> None:
 def test_summary_has_the_schema_fields() -> None:
     s = build_summary(RunRecord(assertions=A, status="failure", spec="smoke", mode="fuse", scope="auto",
                                 timing={"SIMCLUSTER_TIMING": "ci"}, commit="abc", dirty=False, images={"agent": "dev-0123"},
-                                started=T0, finished=T0 + dt.timedelta(seconds=200), resources={"peakRssMiB": 1200.0}))
+                                started=T0, finished=T0 + dt.timedelta(seconds=200), resources={"peakRssMiB": 1200.0},
+                                runtime="process"))
     assert s["schema"] == "joulie.simcluster.summary/v1" and s["test.suite.run.status"] == "failure" and s["exitCode"] == 1
     assert s["failures"] == ["S11 performance-not-on-eco: p on e (eco)"]
     assert s["assertions"][0]["test.case.name"] == "S06 measured-power-matches-truth"
@@ -49,3 +50,12 @@ def test_the_table_names_every_check_and_its_status() -> None:
     table = checks_table(A).splitlines()
     assert table[1].startswith("S06 measured-power-matches-truth") and "PASS" in table[1]
     assert "FAIL" in table[2] and "p on e (eco)" in table[2]
+
+
+def test_summary_names_the_runtime_the_run_used() -> None:
+    # Issue 40: a kubelet-runtime smoke said "runtime": "process" (hard-coded).
+    for runtime in ("kubelet", "process"):
+        s = build_summary(RunRecord(assertions=A[:1], status="success", spec="smoke", mode="files", scope="auto",
+                                    timing={}, commit="abc", dirty=False, images={}, started=T0, finished=T0,
+                                    resources={}, runtime=runtime))
+        assert s["runtime"] == runtime

@@ -355,7 +355,10 @@ class AgentLiveness(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
-    state: Literal['alive', 'agent-lost'] | None = None
+    state: Literal['alive', 'agent-lost', 'suspending', 'off', 'resuming'] | None = None
+    """
+    alive; agent-lost (no heartbeat for AGENT_LOST_AFTER); or, while the power policy has the node suspending, off or resuming, that power state (its agent is silent because the node is down). Once the node is back on, its agent has AGENT_LOST_AFTER from the node's return to write a heartbeat.
+    """
     last_heartbeat: Annotated[AwareDatetime | None, Field(alias='lastHeartbeat')] = None
     silent_seconds: Annotated[float | None, Field(alias='silentSeconds', ge=0.0)] = None
     """

@@ -14,9 +14,10 @@ from typing import Any
 
 from joulie_agent.control.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.discovery.status import status_document
+from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
-from joulie_api.generated.nodetwin import ControlStatus, NodeTwinSpec, NodeTwinStatus
-from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, response_json
+from joulie_api.generated.nodetwin import ControlStatus, NodeTwin, NodeTwinSpec, NodeTwinStatus
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, response_json
 from joulie_api.names import object_name_for_node
 from joulie_common.clock import Clock
 
@@ -64,9 +65,12 @@ class SkipUnchanged:
 class AgentKube:
     """The agent's only Kubernetes reads and writes."""
 
-    def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0, heartbeat_s: float = 30.0):
+    def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0, heartbeat_s: float = 30.0,
+                 twins: TwinSpecCache | None = None):
         self.client = client
         self.clock = clock
+        # The NodeTwin watch's cache: read_spec GETs only what it cannot answer (None: GET every time).
+        self.twins = twins
         self.hw_writes = SkipUnchanged(rewrite_s)
         # controlStatus is rewritten unchanged every heartbeat: its heartbeatAt is the agent's
         # liveness, which the controller manager watches (agent-lost).
@@ -98,8 +102,24 @@ class AgentKube:
         return node_seen(response_json(resp))
 
     def read_spec(self, node: str) -> tuple[bool, NodeTwinSpec | None]:
-        """(twin exists, its spec)."""
-        twin = self.client.get(NODE_TWIN, object_name_for_node(node))
+        """(twin exists, its spec), from the watch's cache when it has the twin, else by a GET.
+
+        Raises ObjectDecodeError for a spec out of the schema's bounds, from either.
+        """
+        name = object_name_for_node(node)
+        if self.twins is None:
+            twin = self.client.get(NODE_TWIN, name)
+        else:
+            try:
+                twin = _spec_of(self.twins.lookup(name))
+            except KeyError:
+                ticket = self.twins.ticket(name)
+                try:
+                    twin = self.client.get(NODE_TWIN, name)
+                except ObjectDecodeError as err:
+                    self.twins.store_read(name, err, ticket)
+                    raise
+                self.twins.store_read(name, twin, ticket)
         return (twin is not None, twin.spec if twin else None)
 
     def write_control_status(self, node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:
@@ -118,3 +138,9 @@ class AgentKube:
             raise
         self.status_writes.done(name, payload, now)
         return True
+
+
+def _spec_of(twin: NodeTwin | ObjectDecodeError | None) -> NodeTwin | None:
+    if isinstance(twin, ObjectDecodeError):
+        raise twin.with_traceback(None)  # a fresh traceback: re-raising one object would chain them all
+    return twin

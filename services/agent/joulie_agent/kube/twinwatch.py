@@ -1,4 +1,5 @@
-"""The NodeTwin watch: wakes the agent loop when the spec of a twin it enforces changes."""
+"""The NodeTwin watch: wakes the agent loop when the spec of a twin it enforces changes, and fills
+the cache (``twincache``) the reconcile reads the specs from."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.outage import Outage
 
 log = logging.getLogger(__name__)
@@ -43,8 +45,9 @@ class TwinSpecChanges:
 class TwinWatcher:
     """Wakes the loop when a NodeTwin's spec changes, so a new cap is enforced at once, not a tick later.
 
-    The reconcile still GETs the twin: the watch only shortens the wait, and a broken watch
-    (restarted with backoff) costs latency, never correctness. One node's agent watches its own twin
+    With a ``cache``, every event of an owned twin (the whole object) goes into it, and the reconcile
+    reads the spec from there; a broken watch (restarted with backoff) marks the cache down, so the
+    reconcile GETs the twin until the watch streams again: it costs API calls, never correctness. One node's agent watches its own twin
     (a field selector); a pool agent watches all and keeps its own. The watch resumes from the last
     resourceVersion seen (bookmarks keep it fresh), so a restart does not list every twin again:
     at 1000 Nodes each pool agent's restart every minute re-read all 1000 twins, and every status
@@ -52,10 +55,12 @@ class TwinWatcher:
     """
 
     def __init__(self, kube_api: Any, wake: threading.Event, stop: threading.Event,
-                 owned: Callable[[str], bool] = lambda _name: True, twin_name: str = ""):
+                 owned: Callable[[str], bool] = lambda _name: True, twin_name: str = "",
+                 cache: TwinSpecCache | None = None):
         self.kube_api, self.wake, self.stop = kube_api, wake, stop
         self.twin_name = twin_name  # watch this NodeTwin object alone (its name: object_name_for_node)
         self.changes = TwinSpecChanges(owned)
+        self.cache = cache
         self.resource_version = ""
         self.thread = threading.Thread(target=self._run, name="nodetwin-watch", daemon=True)
         # One line when the watch starts failing (429, API server down), one when it streams again;
@@ -85,6 +90,8 @@ class TwinWatcher:
             try:
                 for event in w.stream(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL_NODE_TWIN, **kwargs):
                     self.health.ok()
+                    if isinstance(event, dict):
+                        self._cache(event)
                     if isinstance(event, dict) and self.changes.wakes(event):
                         self.wake.set()
                     if self.stop.is_set():
@@ -95,9 +102,27 @@ class TwinWatcher:
             except ApiException as err:
                 if err.status == 410:  # the resourceVersion is too old: start over from the current state
                     self.resource_version = ""
+                    if self.cache is not None:
+                        self.cache.watch_relist()
                     continue
+                self._down()
                 self.stop.wait(self.health.failed(err))
             except Exception as err:
+                self._down()
                 self.stop.wait(self.health.failed(err))
             finally:
                 w.stop()
+
+    def _cache(self, event: dict[str, Any]) -> None:
+        """An owned twin's event (or a bookmark: the watch is alive) into the cache."""
+        if self.cache is None:
+            return
+        obj = event.get("object")
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if event.get("type") == "BOOKMARK" or (isinstance(name, str) and self.changes.owned(name)):
+            self.cache.watch_event(event)
+
+    def _down(self) -> None:
+        if self.cache is not None:
+            self.cache.watch_down()

@@ -36,7 +36,7 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
-from joulie_controller.model.fsm import PodInfo, Requirement, Toleration
+from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.readings.values import Facility, Measurement
 from joulie_controller.reconcile.snapshot import NodeWrite, Snapshot
@@ -141,7 +141,15 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
                                      str(t.get("value") or ""), str(t.get("effect") or ""))
                           for t in spec.get("tolerations") or [] if isinstance(t, dict)),
         daemonset=any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []),
+        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
+        unschedulable=_gave_up(obj.get("status") or {}),
     )
+
+
+def _gave_up(status: Mapping[str, Any]) -> bool:
+    """PodScheduled=False with reason Unschedulable: the scheduler tried every node and none fits."""
+    return any(isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("status") == "False"
+               and c.get("reason") == "Unschedulable" for c in status.get("conditions") or [])
 
 
 T = TypeVar("T")
@@ -165,10 +173,12 @@ class _PodSpec(msgspec.Struct, omit_defaults=True):
     containers: Any = None
     nodeSelector: Any = None
     tolerations: Any = None
+    schedulerName: Any = None
 
 
 class _Phase(msgspec.Struct, omit_defaults=True):
     phase: Any = None
+    conditions: Any = None
 
 
 class _Pod(msgspec.Struct, omit_defaults=True):

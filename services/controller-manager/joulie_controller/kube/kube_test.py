@@ -130,3 +130,18 @@ def test_a_list_is_read_page_by_page_and_an_expired_token_starts_it_again(monkey
     forever.expire = type("Always", (set,), {"__contains__": lambda self, k: k is not None, "discard": lambda *a: None})()
     with pytest.raises(KubeListError, match="410"):
         list_paged(forever, pods_from_page)
+
+
+def test_a_pod_is_read_with_its_scheduler_and_whether_the_scheduler_gave_up_on_it() -> None:
+    spec: dict[str, Any] = {"schedulerName": "gpu-scheduler"}
+    gave_up = pod_info({"metadata": {"name": "p"}, "spec": spec, "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})
+    assert gave_up.unschedulable and gave_up.scheduler_name == "gpu-scheduler"
+    fresh = pod_info({"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending"}})
+    assert not fresh.unschedulable and fresh.scheduler_name == "default-scheduler"
+    gated = pod_info({"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}})
+    assert not gated.unschedulable
+    body = json.dumps({"metadata": {}, "items": [{"metadata": {"name": "p"}, "spec": spec, "status": {
+        "phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}]})
+    assert pods_from_page(body.encode())[0] == [gave_up]

@@ -10,6 +10,11 @@ such a node neutral and ``kubectl joulie`` shows it. Metrics, for the chart's al
 agent's controlStatus.{cpu,gpu}.drift), ``joulie_node_power_measured{node}`` (the twin has a
 measured power) and ``joulie_node_twin_age_seconds{node}`` (since its lastUpdated).
 
+A node the power policy has suspending, off or resuming shows that power state in ``status.agent``
+instead (issue 36: powered-off nodes showed ``agent-lost``): its agent is silent because the node is
+down, not because the agent failed. Once the node is back on, its agent has AGENT_LOST_AFTER from the
+node's return to write a heartbeat.
+
 ``agent_state`` is pure; ``Liveness`` is the shell (metrics, writes on a change of state only).
 """
 
@@ -20,7 +25,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -29,7 +34,9 @@ from joulie_api.kube import NODE_TWIN, JoulieClient
 
 log = logging.getLogger(__name__)
 
-AgentState = Literal["alive", "agent-lost"]
+AgentState = Literal["alive", "agent-lost", "suspending", "off", "resuming"]
+POWERED_DOWN: Final[tuple[AgentState, ...]] = ("suspending", "off", "resuming")
+"""The power policy's states (power/powerstate.py) in which a silent agent is expected."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +47,23 @@ class Verdict:
     last_heartbeat: datetime | None
 
 
-def agent_state(heartbeat: datetime | None, first_seen: datetime, now: datetime, lost_after_s: float) -> Verdict:
+def agent_state(heartbeat: datetime | None, first_seen: datetime, now: datetime, lost_after_s: float,
+                power_state: str | None = None, back_on: datetime | None = None) -> Verdict:
     """Alive while the last heartbeat (or, before any, the first sight of the twin) is recent enough.
 
     A twin that never had a heartbeat counts from when this controller first saw it, so a fresh
-    install or a controller restart does not mark every node lost at once.
+    install or a controller restart does not mark every node lost at once. ``power_state``: the power
+    policy's state of the node (none under POWER_POLICY=none); suspending, off or resuming is the
+    verdict itself. ``back_on``: when the node was last seen in one of those, from which a silent
+    agent is counted too.
     """
     since = heartbeat if heartbeat is not None else first_seen
+    if back_on is not None and back_on > since:
+        since = back_on
     silent_s = max(0.0, (now - since).total_seconds())
+    for down in POWERED_DOWN:
+        if power_state == down:
+            return Verdict(down, silent_s, heartbeat)
     return Verdict("agent-lost" if silent_s > lost_after_s else "alive", silent_s, heartbeat)
 
 
@@ -65,6 +81,8 @@ class Liveness:
     registry: CollectorRegistry
     first_seen: dict[str, datetime] = field(default_factory=dict)
     states: dict[str, AgentState] = field(default_factory=dict)
+    powered_down_at: dict[str, datetime] = field(default_factory=dict)
+    """When each node was last seen suspending, off or resuming (its agent's silence counts from then)."""
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -80,8 +98,11 @@ class Liveness:
         self.twin_age = Gauge("joulie_node_twin_age_seconds", "Seconds since the node's twin status was written.",
                               ["node"], registry=r)
 
-    def check(self, twins: Mapping[str, NodeTwin], now: datetime) -> dict[str, Verdict]:
-        """Verdicts by node name; writes status.agent of the twins whose state changed."""
+    def check(self, twins: Mapping[str, NodeTwin], now: datetime,
+              power_states: Mapping[str, str] | None = None) -> dict[str, Verdict]:
+        """Verdicts by node name; writes status.agent of the twins whose state changed. ``power_states``:
+        the power policy's state of each node after the tick (empty under POWER_POLICY=none)."""
+        power_states = power_states or {}
         out: dict[str, Verdict] = {}
         seen: set[str] = set()
         for obj_name, twin in twins.items():
@@ -89,7 +110,11 @@ class Liveness:
             seen.add(node)
             cs = twin.status.control_status if twin.status is not None else None
             heartbeat = cs.heartbeat_at if cs is not None else None
-            v = agent_state(heartbeat, self.first_seen.setdefault(node, now), now, self.lost_after_s)
+            power = power_states.get(node)
+            if power in POWERED_DOWN:
+                self.powered_down_at[node] = now
+            v = agent_state(heartbeat, self.first_seen.setdefault(node, now), now, self.lost_after_s, power,
+                            self.powered_down_at.get(node))
             out[node] = v
             self.lost.labels(node).set(1 if v.state == "agent-lost" else 0)
             self.age.labels(node).set(v.silent_s)
@@ -103,13 +128,14 @@ class Liveness:
             written = twin.status.agent.state if twin.status is not None and twin.status.agent else None
             changed = written != v.state and self._write(obj_name, v)
             if changed and "agent-lost" in (v.state, written):
-                log.warning("node %s: agent %s (last heartbeat %s, %.0f s ago)", node,
-                            "lost" if v.state == "agent-lost" else "back",
+                what = {"agent-lost": "lost", "alive": "back"}.get(v.state, f"silent, node {v.state} (power policy)")
+                log.warning("node %s: agent %s (last heartbeat %s, %.0f s ago)", node, what,
                             heartbeat.isoformat() if heartbeat else "never", v.silent_s)
             self.states[node] = v.state
         for gone in set(self.first_seen) - seen:
             del self.first_seen[gone]
             self.states.pop(gone, None)
+            self.powered_down_at.pop(gone, None)
             for gauge in (self.lost, self.age, self.measured):
                 gauge.remove(gone)
             with contextlib.suppress(KeyError):  # set only once the twin had a status write

@@ -69,3 +69,27 @@ def test_a_lost_agent_is_written_once_and_shown_in_metrics_and_comes_back() -> N
     assert 'joulie_node_agent_lost{node="n1"} 0.0' in generate_latest(registry).decode()
     lv.check({}, T0 + timedelta(seconds=330))  # twin gone: its series go too
     assert "n1" not in generate_latest(registry).decode()
+
+
+def test_a_node_the_power_policy_has_off_shows_its_power_state_not_agent_lost() -> None:
+    # Issue 36: powered-off nodes showed agent-lost (and the "agent lost" warning) though nothing was wrong.
+    client, registry = Client(), CollectorRegistry()
+    lv = Liveness(client, 120, registry)  # type: ignore[arg-type]
+    lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=30), {"n1": "on"})
+    for at, power in ((600, "suspending"), (900, "off"), (1200, "resuming")):
+        v = lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=at), {"n1": power})["n1"]
+        assert v.state == power
+        assert client.writes[-1][1].agent.state == power  # type: ignore[union-attr]
+        assert 'joulie_node_agent_lost{node="n1"} 0.0' in generate_latest(registry).decode()
+    # Back on: the agent gets AGENT_LOST_AFTER from the node's return, not from its last heartbeat before the suspend.
+    assert lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=1260), {"n1": "on"})["n1"].state == "alive"
+    assert lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=1330), {"n1": "on"})["n1"].state == "agent-lost"
+    # Under POWER_POLICY=none (no power states) nothing changes: a silent agent is lost.
+    assert Liveness(None, 120, CollectorRegistry()).check({"n1": _twin(T0)}, T0 + timedelta(seconds=300))[
+        "n1"].state == "agent-lost"
+
+
+def test_a_failed_suspend_keeps_the_heartbeat_verdict() -> None:
+    # failed: the node may be powered; its agent's silence still means agent-lost.
+    lv = Liveness(None, 120, CollectorRegistry())
+    assert lv.check({"n1": _twin(T0)}, T0 + timedelta(seconds=300), {"n1": "failed"})["n1"].state == "agent-lost"

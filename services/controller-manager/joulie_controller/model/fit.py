@@ -85,18 +85,31 @@ def selects(pod: PodInfo, labels: Mapping[str, str]) -> bool:
     return any(all(_expression_holds(r, labels) for r in term) for term in pod.required_terms)
 
 
-def fits(pod: PodInfo, node: NodeInfo, room: Room, ignore_taints: frozenset[str] = frozenset()) -> str | None:
-    """None when the Pod fits, else why not (a few words, for the decision's log line).
+def admits(pod: PodInfo, node: NodeInfo, ignore_taints: frozenset[str] = frozenset(),
+           labels: Mapping[str, str] | None = None) -> str | None:
+    """None when the node's labels and taints let the Pod in (requests aside), else why not.
 
-    `ignore_taints`: taint keys left out (the power policy's own taint on a node it would resume).
+    `labels`: the labels to match instead of the node's (work_aware_v1 matches a capped node as the
+    performance node it would become on release).
     """
-    if not selects(pod, node.labels):
+    if not selects(pod, node.labels if labels is None else labels):
         return "node selector or affinity"
     for taint in node.taints:
         if taint.key in ignore_taints or taint.effect not in BLOCKING_EFFECTS:
             continue
         if not tolerates(pod.tolerations, taint):
             return f"taint {taint.key}"
+    return None
+
+
+def fits(pod: PodInfo, node: NodeInfo, room: Room, ignore_taints: frozenset[str] = frozenset()) -> str | None:
+    """None when the Pod fits, else why not (a few words, for the decision's log line).
+
+    `ignore_taints`: taint keys left out (the power policy's own taint on a node it would resume).
+    """
+    why = admits(pod, node, ignore_taints)
+    if why is not None:
+        return why
     if not room.holds(pod):
         return "requests"
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from joulie_api.names import (
@@ -31,6 +31,11 @@ class WorkloadClass(str, enum.Enum):
     UNKNOWN = "unknown"
     """A constraint on the power-profile label we cannot interpret; treated as performance in guards."""
 
+
+DEFAULT_SCHEDULER: Final = "default-scheduler"
+"""spec.schedulerName when a Pod names none (the API server's default)."""
+ANY_NAMESPACE: Final = "*"
+"""TRUSTED_NAMESPACES entry trusting every namespace: the behaviour before issue 36."""
 
 # Pods in these phases hold no node: a Pending pod has not started, a finished one is done.
 NOT_RUNNING_PHASES: Final = frozenset({"Pending", "Succeeded", "Failed"})
@@ -79,11 +84,43 @@ class PodInfo:
     daemonset: bool = False
     """Owned by a DaemonSet (ownerReferences kind DaemonSet): runs on every node, so it never keeps
     a node powered (the power policy)."""
+    scheduler_name: str = DEFAULT_SCHEDULER
+    """spec.schedulerName: only a Pod for a scheduler the controller serves (SCHEDULER_NAMES) may
+    wake or release a node."""
+    unschedulable: bool = False
+    """The scheduler tried and gave up (condition PodScheduled=False, reason Unschedulable): only
+    such a Pending Pod wakes or releases a node, not one still queued, gated or never tried."""
 
     @property
     def workload_kind(self) -> str:
         """The Pod's workload kind (label, else annotation joulie.io/workload-kind); "" when it names none."""
         return (self.labels.get(LABEL_WORKLOAD_KIND) or self.annotations.get(LABEL_WORKLOAD_KIND) or "").strip()
+
+
+def trusted(pod: PodInfo, namespaces: Iterable[str]) -> bool:
+    """Whether the Pod's own word on its class and kind counts: its namespace is one an operator
+    listed (TRUSTED_NAMESPACES), or the list holds ``*``."""
+    allowed = set(namespaces)
+    return ANY_NAMESPACE in allowed or pod.namespace in allowed
+
+
+def as_general(pod: PodInfo) -> PodInfo:
+    """The Pod as an untrusted tenant's: no class annotation, no kind, no constraint on the power
+    profile, so it counts as general work of no kind (capped by the budget like the rest)."""
+    return replace(
+        pod,
+        annotations={k: v for k, v in pod.annotations.items()
+                     if k not in (ANNOTATION_WORKLOAD_CLASS, LABEL_WORKLOAD_KIND)},
+        labels={k: v for k, v in pod.labels.items() if k != LABEL_WORKLOAD_KIND},
+        node_selector={k: v for k, v in pod.node_selector.items() if k != LABEL_POWER_PROFILE},
+        required_terms=tuple(tuple(r for r in term if r.key != LABEL_POWER_PROFILE) for term in pod.required_terms),
+    )
+
+
+def tenant_view(pods: Iterable[PodInfo], namespaces: Iterable[str]) -> list[PodInfo]:
+    """The Pods as the policy may believe them: trusted ones as they are, the rest ``as_general``."""
+    allowed = tuple(namespaces)
+    return [p if trusted(p, allowed) else as_general(p) for p in pods]
 
 
 def assignment_state(profile: str, draining: bool) -> State:

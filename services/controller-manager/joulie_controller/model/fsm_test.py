@@ -14,6 +14,7 @@ from joulie_controller.model.fsm import (
     classify_pod,
     count_performance_pods,
     guard_downgrade,
+    tenant_view,
     transition_result,
 )
 
@@ -103,3 +104,16 @@ def test_guard_is_idempotent() -> None:
 ])
 def test_transition_accounting(prev: State, new: State, result: str | None) -> None:
     assert transition_result(prev, new) == result
+
+
+def test_an_untrusted_pod_is_read_as_general_work_of_no_kind() -> None:
+    claims = PodInfo("tenant", "p", node_selector={KEY: "performance", "zone": "a"},
+                     required_terms=((Requirement(KEY, "In", ("performance",)), Requirement("zone", "In", ("a",))),),
+                     annotations={"joulie.io/workload-class": "performance", "team": "x"},
+                     labels={"joulie.io/workload-kind": "cpu-compute", "app": "y"})
+    seen = tenant_view([claims], ("ml-team",))[0]
+    assert classify_pod(seen) == WorkloadClass.GENERAL and seen.workload_kind == ""
+    # What is not a claim about power stays: the scheduler's constraints still apply to it.
+    assert seen.node_selector == {"zone": "a"} and seen.required_terms == ((Requirement("zone", "In", ("a",)),),)
+    assert seen.annotations == {"team": "x"} and seen.labels == {"app": "y"}
+    assert tenant_view([claims], ("tenant",)) == [claims] == tenant_view([claims], ("*",))

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from joulie_api.names import PROFILE_PERFORMANCE
 from joulie_controller.model.fsm import PodInfo
-from joulie_controller.model.hardware import HardwareView
+from joulie_controller.model.hardware import HardwareView, NodeInfo
 from joulie_controller.settings import Settings
 
 
@@ -28,6 +28,8 @@ class PolicyNode:
     hardware: HardwareView
     current_profile: str
     """The node's current power-profile label (performance, eco or unknown)."""
+    info: NodeInfo | None = None
+    """The Node's labels and taints, for whether a Pending Pod may go there (None: not known, any may)."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ when measured power would exceed it. Pure: no I/O.
   run on eco nodes, find room wherever no cap is in force), for nodes running performance Pods,
   for queue_aware_v1's set (at least one per hardware family, so a performance Pod always has
   somewhere to go), and for a capped node released because a pending performance Pod fits on no
-  performance node (as cluster-autoscaler scales up for unschedulable Pods: by their requests);
+  performance node (as cluster-autoscaler scales up for unschedulable Pods: by their requests,
+  nodeSelector, required affinity and taints; only Pods our scheduler marked unschedulable);
   eco for the nodes it caps. Performance nodes are never capped.
 - Caps on an eco node, per device group (its GPUs; its CPU packages): the cap with the lowest node
   energy per unit of work whose predicted slowdown stays within τ
@@ -13,6 +14,8 @@ when measured power would exceed it. Pure: no I/O.
   Performance-class Pods, compute-bound kinds and Pods naming no kind keep their device uncapped;
   a device with no work on it is left uncapped (a cap on an idle device saves nothing, and the
   next Pod would start under a cap chosen for no one).
+- Trust (TRUSTED_NAMESPACES): a Pod's class and kind count only in the namespaces an operator
+  lists; any other Pod is general work of no kind (issue 36: any tenant could switch capping off).
 - Budget (CLUSTER_POWER_BUDGET_W > 0): the measured cluster power plus its trend over
   WORK_AWARE_FORECAST_HORIZON, against the budget. The watts to shed are an integral of the
   excess, not the excess of one tick: shed(k+1) = max(0, shed(k) + BUDGET_GAIN · (forecast(k) -
@@ -21,7 +24,8 @@ when measured power would exceed it. Pure: no I/O.
   came back (the 200-node run flipped the GPU caps between 50 % and 79 % four times in 20
   minutes). Caps on eco nodes go down in steps until the predicted saving reaches the shed, each
   time where the model predicts the least slowdown per watt saved, past τ, down to
-  CLUSTER_BUDGET_MIN_CAP_PCT.
+  CLUSTER_BUDGET_MIN_CAP_PCT. Work of no known kind is lowered too (the budget binds it like the
+  rest); only declared compute-bound and performance work is left out.
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from joulie_api.names import PROFILE_PERFORMANCE
 from joulie_controller.model import capmodel
 from joulie_controller.model.capmodel import COMPUTE_BOUND, HOST_FEED, KIND_PRIORS, CapChoice, Work
-from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running
+from joulie_controller.model.fit import admits
+from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running, tenant_view
 from joulie_controller.model.hardware import HardwareView
 from joulie_controller.policies.plan import NodeCaps, PolicyInput, PolicyNode, PolicyPlan, performance_set
 from joulie_controller.policies.queueaware import queue_aware_count
+from joulie_controller.settings import Settings
 
 WORK_AWARE = "work-aware-v1"
 BUDGET_STEP_PCT = 5.0
@@ -168,23 +175,42 @@ def _free(node: PolicyNode, pods: Sequence[PodInfo]) -> tuple[float, float]:
             node.hardware.gpu_count - sum(p.gpu_request for p in pods))
 
 
+def _waits_for_release(pod: PodInfo, s: Settings) -> bool:
+    """A Pending performance Pod (never on eco) that our scheduler tried and gave up on (issue 36:
+    a Pod never tried, or for a scheduler we do not serve, released a capped node at will)."""
+    return (not pod.node_name and not pod.deleting and pod.phase == "Pending" and pod.unschedulable
+            and pod.scheduler_name in s.scheduler_names and excludes_eco(pod))
+
+
+def _lets_in(pod: PodInfo, node: PolicyNode, profile_label: str) -> bool:
+    """The node's selector labels and taints let the Pod in, matched as the performance node it
+    would be on release (its profile label set to performance)."""
+    if node.info is None:
+        return True
+    return admits(pod, node.info, labels={**node.info.labels, profile_label: PROFILE_PERFORMANCE}) is None
+
+
 def _released_for_pending(
-    inp: PolicyInput, perf: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps]
+    inp: PolicyInput, pods: Sequence[PodInfo], perf: set[str], by_node: dict[str, list[PodInfo]],
+    caps: dict[str, NodeCaps]
 ) -> list[str]:
-    """Capped nodes to give back to performance work: a pending performance Pod (never on eco) that
-    fits on no performance node would otherwise wait for a cap chosen for someone else. Each such Pod
-    takes the capped node it fits on whose caps are predicted to save least."""
-    pending = [p for p in inp.pods if not p.node_name and not p.deleting and p.phase == "Pending" and excludes_eco(p)]
+    """Capped nodes to give back to performance work: a pending performance Pod that fits on no
+    performance node would otherwise wait for a cap chosen for someone else. Each such Pod takes the
+    capped node it truly fits on (requests, nodeSelector, required affinity, taints) whose caps are
+    predicted to save least."""
+    pending = [p for p in pods if _waits_for_release(p, inp.settings)]
     if not pending:
         return []
     free = {n.name: _free(n, by_node.get(n.name, [])) for n in inp.nodes}
+    node_of = {n.name: n for n in inp.nodes}
+    label = inp.settings.nodes.profile_label
     released: list[str] = []
     for pod in sorted(pending, key=lambda p: (p.namespace, p.name)):
         need = (pod.cpu_request, pod.gpu_request)
 
-        def fits(name: str, need: tuple[float, int] = need) -> bool:
+        def fits(name: str, need: tuple[float, int] = need, pod: PodInfo = pod) -> bool:
             cpu, gpu = free[name]
-            return cpu + 1e-9 >= need[0] and gpu >= need[1]
+            return cpu + 1e-9 >= need[0] and gpu >= need[1] and _lets_in(pod, node_of[name], label)
 
         home = next((name for name in sorted(perf) if fits(name)), None)
         if home is None:
@@ -203,8 +229,10 @@ def _released_for_pending(
 def work_aware(inp: PolicyInput) -> PolicyPlan:
     s = inp.settings
     floor = performance_set(inp.nodes, queue_aware_count(len(inp.nodes), inp.performance_pods, s))
+    # Only an operator's trusted namespaces speak for their Pods' class and kind (TRUSTED_NAMESPACES).
+    pods_seen = tenant_view(inp.pods, s.trusted_namespaces)
     by_node: dict[str, list[PodInfo]] = {}
-    for p in inp.pods:
+    for p in pods_seen:
         if is_running(p):
             by_node.setdefault(p.node_name, []).append(p)
     tau = max(0.0, s.policy.slowdown_budget_pct) / 100.0
@@ -226,7 +254,7 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
         caps[n.name] = c
         if not c.capped:
             perf.add(n.name)
-    for name in _released_for_pending(inp, perf, by_node, caps):
+    for name in _released_for_pending(inp, pods_seen, perf, by_node, caps):
         node = next(n for n in inp.nodes if n.name == name)
         caps[name] = uncapped(node, "released for a pending performance Pod that fits on no performance node")
         perf.add(name)
@@ -263,7 +291,10 @@ def _within_budget(
             continue
         gs[n.name] = groups(n.hardware, by_node.get(n.name, []))
         for key, g in gs[n.name].items():
-            if g.works and all(w.prior.compute_share < capmodel.COMPUTE_BOUND_SHARE for w in g.works):
+            # Declared compute-bound work is left alone; work of no (known) kind is not: unknown work
+            # under a budget is capped like the rest (issue 36: a Pod naming no kind escaped the budget).
+            if g.works and all(w.prior.compute_share < capmodel.COMPUTE_BOUND_SHARE or w.kind not in KIND_PRIORS
+                               for w in g.works):
                 pct[(n.name, key)] = caps[n.name].gpu_pct if key == "gpu" else caps[n.name].cpu_pct
                 refs[(n.name, key)] = capmodel.evaluate(g.device, g.works, g.max_w, g.ref_w, g.devices)
     start = dict(pct)

@@ -29,7 +29,7 @@ def _pod(name: str, node: str, kind: str, cpu: float, gpu: int = 0, performance:
 
 def _plan(pods: list[PodInfo], measured: dict[str, float] | None = None, power_budget_w: float = 0.0) -> PolicyPlan:
     s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0,
-                                       power_budget_w=power_budget_w))
+                                       power_budget_w=power_budget_w), trusted_namespaces=("default",))
     nodes = _nodes()
     return plan("work_aware_v1", nodes, 0, 0.0, s, PolicyInput(nodes, 0, 0.0, s, pods, measured_w=measured or {}))
 
@@ -81,7 +81,7 @@ def test_the_budget_binds_only_when_measured_power_would_exceed_it() -> None:
 
 def _budget_tick(pods: list[PodInfo], measured: dict[str, float], shed_w: float, budget_w: float) -> PolicyPlan:
     s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0,
-                                       power_budget_w=budget_w))
+                                       power_budget_w=budget_w), trusted_namespaces=("default",))
     nodes = _nodes()
     return plan("work_aware_v1", nodes, 0, 0.0, s,
                 PolicyInput(nodes, 0, 0.0, s, pods, measured_w=measured, budget_shed_w=shed_w))
@@ -120,7 +120,7 @@ def test_the_budget_settles_instead_of_flapping_when_its_own_caps_lower_measured
 def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capped_one() -> None:
     running = [_pod("infer", "gpu-1", "gpu-inference", 4, gpu=4), _pod("busy", "gpu-0", "gpu-training", 8, gpu=8)]
     waiting = PodInfo("default", "urgent", phase="Pending", annotations={"joulie.io/workload-class": "performance"},
-                      cpu_request=4, gpu_request=2)
+                      cpu_request=4, gpu_request=2, unschedulable=True)
     before = _plan(running)
     assert "gpu-1" not in before.performance and before.node_caps["gpu-1"].capped
     after = _plan([*running, waiting])
@@ -128,5 +128,5 @@ def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capp
     assert "released for a pending performance Pod" in after.node_caps["gpu-1"].reason
     # One that fits on a performance node (gpu-0 has no GPU free, but a CPU Pod fits cpu-0) releases nothing.
     cpu_only = PodInfo("default", "urgent-cpu", phase="Pending", annotations={"joulie.io/workload-class": "performance"},
-                       cpu_request=4)
+                       cpu_request=4, unschedulable=True)
     assert _plan([*running, cpu_only]).node_caps["gpu-1"].capped

@@ -12,7 +12,9 @@ A node goes on -> suspending -> off -> resuming -> on:
   empty: action "off" (spec.power.state off). A Pod that arrived before that: "uncordon", back on.
 - suspending -> off when the BMC reads off; SUSPEND_TIMEOUT from the cordon -> failed.
 - off -> resuming: Pending Pods that fit no powered node but fit this one (as cluster-autoscaler
-  simulates a scale-up), or its pool under the floor: action "on".
+  simulates a scale-up), or its pool under the floor: action "on". Only Pods the scheduler marked
+  unschedulable (PodScheduled=False, reason Unschedulable) whose schedulerName is one of
+  SCHEDULER_NAMES count, as cluster-autoscaler does: a bogus schedulerName used to hold a node on.
 - resuming -> on when the BMC reads on and the Node is Ready: "uncordon". A power-on the BMC refused
   is tried again after RESUME_RETRY_BACKOFF (doubling), up to RESUME_RETRIES, then failed with the
   BMC's answer (refusal.py). RESUME_TIMEOUT -> failed.
@@ -193,9 +195,11 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
         if pod.node_name and pod.phase not in _FINISHED:
             bound[pod.node_name].append(pod)
     workload = {n.info.name: [p for p in bound[n.info.name] if not p.daemonset] for n in nodes}
-    # A Pending DaemonSet Pod is bound to its node by a matchFields affinity and wakes nothing.
+    # A Pending DaemonSet Pod is bound to its node by a matchFields affinity and wakes nothing; nor
+    # does one the scheduler has not given up on, or one for a scheduler we do not serve (issue 36).
     pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
-                      and not p.daemonset), key=_pod_name)
+                      and not p.daemonset and p.unschedulable and p.scheduler_name in s.scheduler_names),
+                     key=_pod_name)
     tick = _Tick(inp)
     for n in nodes:
         if n.status.since is None:  # first seen by the policy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from joulie_controller.model.fsm import PodInfo, Requirement, Toleration
@@ -42,7 +43,7 @@ def pod(name: str, node_name: str = "", *, cpu: float = 1.0, gpu: int = 0, daemo
         terms: tuple[tuple[Requirement, ...], ...] = ()) -> PodInfo:
     return PodInfo("ns", name, node_name=node_name, phase="Running" if node_name else "Pending",
                    node_selector=dict(selector or {}), required_terms=terms, cpu_request=cpu, gpu_request=gpu,
-                   tolerations=tolerations, daemonset=daemonset)
+                   tolerations=tolerations, daemonset=daemonset, unschedulable=not node_name)
 
 
 def run(nodes: Sequence[PowerNode], pods: Sequence[PodInfo] = (), *, at: timedelta = timedelta(0),
@@ -253,3 +254,16 @@ def test_a_cordon_or_uncordon_that_did_not_reach_the_cluster_is_retried_never_po
 def test_a_pending_daemonset_pod_wakes_nothing() -> None:
     nodes = [pn(node("busy")), pn(node("off", cordoned=True), "off", desired="off")]
     assert run(nodes, [pod("filler", "busy", cpu=32), pod("exporter-x", daemonset=True)]).actions == []
+
+
+def test_only_a_pod_our_scheduler_marked_unschedulable_wakes_a_node() -> None:
+    # Issue 36: a Pod with a bogus schedulerName, or one the scheduler has not yet tried, woke a
+    # suspended node and held it on.
+    nodes = [pn(node("busy")), pn(node("off", cordoned=True), "off", desired="off")]
+    waiting = pod("train", cpu=4)
+    assert actions(run(nodes, [pod("filler", "busy", cpu=32), waiting])) == {("off", "on")}
+    for ignored in (replace(waiting, unschedulable=False), replace(waiting, scheduler_name="bogus-scheduler")):
+        assert run(nodes, [pod("filler", "busy", cpu=32), ignored]).actions == []
+    other = Settings(suspend=replace(ON.suspend), scheduler_names=("gpu-scheduler",))
+    assert actions(run(nodes, [pod("filler", "busy", cpu=32), replace(waiting, scheduler_name="gpu-scheduler")],
+                       s=other)) == {("off", "on")}

@@ -204,7 +204,8 @@ def test_malformed_hardware_is_logged_once_with_the_field() -> None:
 
 
 def test_work_aware_caps_follow_the_pods_and_the_twin_explains_why() -> None:
-    s, mem = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0)), Memory()
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0), trusted_namespaces=("default",))
+    mem = Memory()
     snap = cluster(3)
     mem_pod = PodInfo("default", "stream", node_name="node-2", labels={"joulie.io/workload-kind": "cpu-memory"},
                       cpu_request=60.0)
@@ -300,7 +301,7 @@ def test_pending_pod_resumes_an_off_node_which_is_uncordoned_when_ready() -> Non
     for minutes in (10, 11):
         _, snap = tick(replace(snap, now=T0 + timedelta(minutes=minutes)), s, mem)
     _, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=12)), node_0="off"), s, mem)
-    waiting = PodInfo("default", "new", phase="Pending", node_name="")  # node-1 has no CPU left
+    waiting = PodInfo("default", "new", phase="Pending", node_name="", unschedulable=True)  # node-1 has no CPU left
     full = [replace(n, allocatable_cpu=0.0 if n.name == "node-1" else 8.0) for n in snap.nodes]
     resume, snap = tick(on_bmc(replace(snap, now=T0 + timedelta(minutes=20), nodes=full,
                                        pods=[*snap.pods, replace(waiting, cpu_request=2.0)]), node_0="off"), s, mem)

@@ -205,7 +205,7 @@ def _hardware_views(nodes: list[NodeInfo], snap: Snapshot, s: Settings, memory: 
 def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measured, performance_pods: int,
           snap: Snapshot, s: Settings, memory: Memory, log: list[str]) -> PolicyPlan:
     """The policy's plan over the eligible nodes; keeps what the budget's caps shed in `memory`."""
-    policy_nodes = [PolicyNode(n.name, views[n.name], normalise_profile(n.labels.get(s.nodes.profile_label)))
+    policy_nodes = [PolicyNode(n.name, views[n.name], normalise_profile(n.labels.get(s.nodes.profile_label)), n)
                     for n in nodes]
     inp = PolicyInput(
         policy_nodes, performance_pods, snap.now.timestamp(), s, snap.pods,

@@ -15,5 +15,6 @@ Shells, each one concern of the host:
 ``containerd``       ``ctr``: images imported, the node's containers removed
 ``node_processes``   the node lifecycle controller, kube-proxy, a process group's memory
 ``chart``            ``helm upgrade --install``, the Pods and host processes deploy.env records
+``podlogs``          the Pods' logs kept at ``down`` (into logs/ and the run's logs/)
 ``up``, ``down``     the composition roots; ``runtime`` the :class:`~joulie_simcluster.runtimes.runtime.Runtime`
 """

@@ -1,4 +1,4 @@
-"""``down`` on the kubelet runtime: every Pod sandbox deleted, the kubelet and containerd stopped,
+"""``down`` on the kubelet runtime: the Pods' logs kept (``podlogs``), every Pod sandbox deleted, the kubelet and containerd stopped,
 what they left under the state directory unmounted, the node's cgroups, address, bridge and iptables
 chains removed; then the process runtime's ``down`` stops the control plane."""
 
@@ -23,6 +23,7 @@ from joulie_simcluster.runtimes.kubelet.host_checks import cgroup_mounts
 from joulie_simcluster.runtimes.kubelet.node import NodePaths
 from joulie_simcluster.runtimes.kubelet.node_config import KUBELET_IPTABLES_CLEANUP
 from joulie_simcluster.runtimes.kubelet.node_processes import NODE_PROCESSES
+from joulie_simcluster.runtimes.kubelet.podlogs import save_pod_logs
 from joulie_simcluster.runtimes.pids import stop_pid
 from joulie_simcluster.state import StateDir, pid_key
 
@@ -60,6 +61,7 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
     env: Mapping[str, str] = state.read_cluster_env() or {}
     paths = NodePaths.under(state.root)
     stopped = 0
+    save_pod_logs(state, progress)  # first: the kubelet serves them, and the node's directory goes below
     kubelet_pid = env.get(pid_key("kubelet"), "")
     if kubelet_pid.isdigit() and stop_pid(int(kubelet_pid), "kubelet"):
         stopped += 1

@@ -50,6 +50,18 @@ class KubeletFailure(RuntimeFailure):
     """The kubelet runtime cannot go on; the message names the missing piece."""
 
 
+FUSE_REFUSED = ("SIMCLUSTER_HWEMU=fuse: the kubelet runtime deploys the files view only, the one its smoke passes with "
+                "(simulated-cluster/KUBELET.md); use SIMCLUSTER_HWEMU=files")
+
+
+def check_mode(mode: str) -> None:
+    """The FUSE view is refused before anything starts (``up``, ``deploy``, a smoke), naming files mode:
+    the agent Pods did start on it (the shared mount carries the view into them) but no smoke has
+    passed with it yet, and ``up`` used to build the whole node before ``deploy`` refused it."""
+    if mode == "fuse":
+        raise KubeletFailure(FUSE_REFUSED)
+
+
 @dataclass(frozen=True)
 class NodePaths:
     """Every file and directory of the node, under ``<state>/kubelet``."""

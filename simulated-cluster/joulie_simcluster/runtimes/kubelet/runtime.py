@@ -6,6 +6,7 @@ from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import process
 from joulie_simcluster.runtimes.kubelet.down import down_kubelet
+from joulie_simcluster.runtimes.kubelet.node import check_mode
 from joulie_simcluster.runtimes.kubelet.up import up_kubelet
 from joulie_simcluster.runtimes.runtime import KUBELET, StopDeployed, UpRequest
 from joulie_simcluster.state import StateDir
@@ -20,6 +21,7 @@ class KubeletRuntime:
     runs_smoke = True
 
     def up(self, ctx: Context, rendered: RenderedSpec, request: UpRequest) -> str:
+        check_mode(ctx.settings.hwemu)  # at once: nothing is built for a mode deploy would refuse
         return up_kubelet(ctx, rendered, crd_dir=request.crd_dir, telemetry_mode=request.telemetry_mode)
 
     def status(self, state: StateDir) -> int:
