@@ -32,11 +32,10 @@ DEFAULT_TIMEOUT_S = 10.0
 than any healthy answer (a list of thousands of Nodes takes well under a second); short enough
 that a frozen API server costs a controller tick seconds, not minutes (issue 36)."""
 
-Deadline = float | tuple[float, float | None]
 """What the client library takes as ``_request_timeout``: a total, or (connect, read)."""
 
 
-def request_deadline(method: str, url: str, timeout_s: float) -> Deadline:
+def request_deadline(method: str, url: str, timeout_s: float) -> float | tuple[float, float | None]:
     """The deadline of one request. A watch is answered slowly by design (events as they come,
     until its ``timeoutSeconds``): it gets ``timeout_s`` to connect and its own server-side timeout
     plus ``timeout_s`` to read; a watch without one only the connect deadline."""

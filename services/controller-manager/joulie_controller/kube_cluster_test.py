@@ -423,6 +423,11 @@ def test_power_policy_cordons_taints_powers_off_and_back_through_the_api_server(
         assert power(idle)["state"] == "off"
 
         core.create_namespaced_pod("default", waiting)  # 8 cores: fits only the idle node (busy has 2 left)
+        # What kube-scheduler writes when no powered node fits (this test runs none): only a Pod the
+        # scheduler gave up on may wake a node (issue 36).
+        core.patch_namespaced_pod_status(f"waiting-{suite}", "default", {"status": {"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable."}]}})
         clock.advance(60)
         ctl.tick()
         assert driver.calls[-1] == (idle, "on") and power(idle)["state"] == "resuming"

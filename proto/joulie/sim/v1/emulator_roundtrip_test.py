@@ -6,6 +6,7 @@ the real emulator implements the same service in services/simulator.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from concurrent import futures
 
@@ -95,3 +96,21 @@ def test_frozen_clock_steps_and_events_stream(stub: pb_grpc.EmulatorServiceStub)
     events = list(stub.StreamEvents(pb.StreamEventsRequest(include_ticks=True), timeout=5))
     assert [e.tick for e in events] == [0, 1, 2]
     assert all(e.kind == pb.EVENT_KIND_TICK for e in events)
+
+
+def test_set_load_round_trips_a_boards_phases(stub: pb_grpc.EmulatorServiceStub) -> None:
+    phases = pb.GpuPhases(phases=[pb.GpuPhase(share=0.2, compute_share=0.9, draw=0.95),
+                                  pb.GpuPhase(share=0.8, compute_share=0.14, draw=0.3)])
+    load = pb.NodeLoad(cpu_util=0.5, gpu_util=[0.43, 0.43], gpu_phases=[phases, pb.GpuPhases()])
+    truth = stub.SetNodeLoad(pb.SetNodeLoadRequest(node="intel-0", load=load), timeout=5)
+    got = [[(p.share, p.compute_share, p.draw) for p in b.phases] for b in truth.load.gpu_phases]
+    assert got == [[(0.2, 0.9, 0.95), (0.8, 0.14, 0.3)], []]
+
+
+def test_a_load_from_a_client_without_phases_decodes_with_none() -> None:
+    # What a client built before gpu_phases existed puts on the wire: cpu_util (field 1, a double)
+    # and gpu_util (field 2, packed doubles), nothing else.
+    old_wire = b"\x09" + struct.pack("<d", 0.5) + b"\x12\x08" + struct.pack("<d", 0.43)
+    load = pb.NodeLoad.FromString(old_wire)
+    assert load.cpu_util == 0.5 and list(load.gpu_util) == [0.43] and len(load.gpu_phases) == 0
+    assert pb.NodeLoad(cpu_util=0.5, gpu_util=[0.43]).SerializeToString() == old_wire

@@ -84,12 +84,15 @@ def plan_clock_lock(lock: GPUClockLock, indices: list[int], ranges: dict[int, Cl
     return LockPlan(targets, floors, "", asked)
 
 
-def holds(target: int | None, reading: LockReading | None) -> bool | None:
-    """Whether a board holds ``target`` (None: no lock), as it reports; None when it does not say."""
+def holds(target: int | None, reading: LockReading | None, top: int | None = None) -> bool | None:
+    """Whether a board holds ``target`` (None: no lock), as it reports; None when it does not say.
+    ``top``: the board's highest supported clock, what a soft maximum reads without a lock (AMD)."""
     if reading is None:
         return None
     if reading.max_mhz is not None:
-        return reading.max_mhz == target if target is not None else None
+        if target is None:
+            return reading.max_mhz == top if top is not None else None
+        return reading.max_mhz == target
     if reading.limited is not None:
         return reading.limited == (target is not None)
     return None

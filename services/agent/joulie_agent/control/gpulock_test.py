@@ -56,6 +56,10 @@ def test_a_board_holds_its_lock_as_it_reports_it() -> None:
     assert holds(1500, LockReading(0, max_mhz=1500)) is True
     assert holds(1500, LockReading(0, max_mhz=2100)) is False
     assert holds(1500, LockReading(0)) is None and holds(1500, None) is None
+    # AMD at the maximum: the soft maximum reads the board's highest clock, known from its range.
+    assert holds(None, LockReading(0, max_mhz=2100), top=2100) is True
+    assert holds(None, LockReading(0, max_mhz=1500), top=2100) is False
+    assert holds(None, LockReading(0, max_mhz=2100)) is None
 
 
 def test_a_lock_lost_after_it_was_applied_is_drift_a_first_application_is_not() -> None:

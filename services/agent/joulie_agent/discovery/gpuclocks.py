@@ -4,8 +4,14 @@ NVIDIA keeps no readable copy of a locked range: NVML's ``nvmlDeviceSetGpuLocked
 getter and ``nvidia-smi --help-query-gpu`` lists no lock field. What the board does report is the
 clocks event reason ``applications_clocks_setting`` ("GPU clocks are limited by applications clocks
 setting", NVML ``nvmlClocksEventReasonApplicationsClocksSetting``, bit 0x2), which a lock below the
-board's maximum sets; that is the read-back. (AMD reports the gfx clock's soft maximum itself,
-``amd-smi metric --clock``: ``max_clk``; the agent does not lock AMD boards yet.)
+board's maximum sets; that is the read-back.
+
+AMD reports the gfx clock's soft maximum itself (``amd-smi metric --clock``: ``max_clk``), which is
+the read-back; but that is the current ceiling, so once a board is locked it no longer says the
+board's true maximum. The supported range comes from the OverDrive table instead
+(``/sys/class/drm/cardN/device/pp_od_clk_voltage``, section ``OD_RANGE``, line ``SCLK: MIN MAX``),
+which lists what OverDrive accepts whatever the current soft limits are. amdgpu takes any MHz in
+that range, so every MHz between its ends is a supported clock.
 
 The exact argv the agent runs lives here too, so a test can check the strings a stand-in tool must
 answer.
@@ -13,6 +19,7 @@ answer.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -127,3 +134,71 @@ def nvidia_lock_argv(indices: Sequence[int], floor_mhz: int, max_mhz: int) -> li
 
 def nvidia_unlock_argv(indices: Sequence[int]) -> list[str]:
     return ["nvidia-smi", "-i", ",".join(str(i) for i in indices), "-rgc"]
+
+
+def parse_amd_od_range(text: str) -> tuple[int, int] | None:
+    """The ``SCLK`` line of the ``OD_RANGE:`` section of amdgpu's ``pp_od_clk_voltage``, e.g.
+    ``SCLK:     500Mhz       2100Mhz``: (lowest, highest) MHz; None when the table has none."""
+    in_range = False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.endswith(":") and s.startswith("OD_"):
+            in_range = s == "OD_RANGE:"
+            continue
+        if in_range and s.upper().startswith("SCLK:"):
+            ends = [_mhz(w.upper().replace("MHZ", "")) for w in s.split()[1:]]
+            if len(ends) == 2 and ends[0] is not None and ends[1] is not None and ends[0] <= ends[1]:
+                return ends[0], ends[1]
+    return None
+
+
+def amd_range(index: int, od_text: str) -> ClockRange | None:
+    """One AMD board's supported SM clocks from its OverDrive table: every MHz of ``OD_RANGE``."""
+    ends = parse_amd_od_range(od_text)
+    return ClockRange(index, tuple(range(ends[0], ends[1] + 1))) if ends else None
+
+
+AMDSMI_CLOCKS = ["amd-smi", "metric", "--clock", "--json"]
+
+
+def parse_amdsmi_clocks(text: str) -> ClockReport:
+    """``amd-smi metric --clock --json``: each board's gfx soft maximum (``clock.gfx_0.max_clk``,
+    ``{"value", "unit"}``), a list or ``{"gpu_data": [...]}``; "N/A" says nothing."""
+    out = ClockReport()
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        out.warnings.append(f"amd-smi metric --clock: output is not JSON ({err}): {text.strip()[:80]!r}")
+        return out
+    items = doc.get("gpu_data", doc) if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        out.warnings.append("amd-smi metric --clock: expected a list of GPUs")
+        return out
+    for pos, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        index = item.get("gpu", pos)
+        index = index if isinstance(index, int) else pos
+        gfx = (item.get("clock") or {}).get("gfx_0") if isinstance(item.get("clock"), dict) else None
+        mx = gfx.get("max_clk") if isinstance(gfx, dict) else None
+        value = mx.get("value") if isinstance(mx, dict) else None
+        out.readings[index] = LockReading(index, max_mhz=value if isinstance(value, int) else None)
+    return out
+
+
+def amdsmi_lock_argv(indices: Sequence[int], max_mhz: int) -> list[str]:
+    """The gfx clock's soft maximum on every board given; a release sets it back to the top of the
+    board's ``OD_RANGE`` (``amd-smi reset --clocks`` would reset every clock domain and OverDrive,
+    more than the agent set)."""
+    return ["amd-smi", "set", "-g", *(str(i) for i in indices), "-L", "sclk", "max", str(max_mhz)]
+
+
+def amdsmi_lock_failed(output: str) -> str:
+    """amd-smi exits 0 whatever happened: the first CLK_LIMIT line that is not a success ("" when
+    every board took it or already had it)."""
+    for line in output.splitlines():
+        _, _, msg = line.strip().partition("CLK_LIMIT:")
+        msg = msg.strip()
+        if msg and not msg.startswith(("Successfully changed", "Clock limit is already set")):
+            return msg
+    return ""

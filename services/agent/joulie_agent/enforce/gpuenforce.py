@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 from joulie_agent.control import gpucontrol, gpuverify
 from joulie_agent.control.outcomes import GPUBackend, GPUOutcome
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 class GPUEnforcer:
-    def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool):
+    def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool,
+                 sys_root: Path | None = None):
         self.run = run
         self.nvml = nvml
         self.clock = clock
@@ -44,7 +46,7 @@ class GPUEnforcer:
         # tool-timeout: a hung tool showed in controlStatus only, with no log line).
         self.inventory_failed = ""
         # The SM clock lock (spec.gpu.clockLock), beside the cap: its own reads, plan and drift.
-        self.lock = LockEnforcer(run, nvml, clock, verify_interval_s, simulate_only)
+        self.lock = LockEnforcer(run, nvml, clock, verify_interval_s, simulate_only, sys_root)
 
     def _inventory(self, facts: HostFacts,
                    intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:

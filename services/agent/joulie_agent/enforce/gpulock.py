@@ -1,6 +1,9 @@
-"""SM clock lock enforcement on one node's NVIDIA boards: NVML where it is loaded
+"""SM clock lock enforcement on one node's boards. NVIDIA: NVML where it is loaded
 (``nvmlDeviceSetGpuLockedClocks`` / ``nvmlDeviceResetGpuLockedClocks``), else ``nvidia-smi -lgc`` /
-``-rgc``, one call per distinct lock. The supported clocks are read once (they do not change); what
+``-rgc``, one call per distinct lock. AMD: ``amd-smi set -L sclk max MHZ`` (released by setting the
+soft maximum back to the top of the board's range), read back with ``amd-smi metric --clock``; the
+range from the OverDrive table's ``OD_RANGE`` in sysfs, which a lock does not change (amd-smi's
+``max_clk`` is the current ceiling). The supported clocks are read once (they do not change); what
 each board reports about its lock is read at every verify interval, when the intent changes and
 right after a set, and a lock a board lost (a reset, a driver reload) is applied again and reported
 as drift. A lock the agent set is released when the spec drops it; without a lock in the spec and
@@ -9,11 +12,13 @@ none set, nothing is read or written. A shell: the plan and the drift are the pu
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from joulie_agent.control import gpulock
 from joulie_agent.control.outcomes import LockOutcome
 from joulie_agent.discovery import gpuclocks
 from joulie_agent.discovery.gputools import Inventory
+from joulie_agent.host import hostread
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.toolrun import Runner
 from joulie_api.generated.nodetwin import GPUClockLock
@@ -25,8 +30,18 @@ Ceiling = int | None
 
 
 class LockEnforcer:
-    def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool):
+    def __init__(
+        self,
+        run: Runner,
+        nvml: NVML | None,
+        clock: Clock,
+        verify_interval_s: float,
+        simulate_only: bool,
+        sys_root: Path | None = None,
+    ):
         self.run = run
+        # Where the AMD boards' OverDrive tables are (<sys>/class/drm/cardN/device/pp_od_clk_voltage).
+        self.sys_root = sys_root
         self.nvml = nvml
         self.clock = clock
         self.verify_interval_s = verify_interval_s
@@ -50,12 +65,8 @@ class LockEnforcer:
             return LockOutcome("error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")
         if inv is None or not inv.devices:
             return LockOutcome("blocked", "node has no GPUs answering NVML or the GPU tools")
-        if inv.vendor != "nvidia":
-            return LockOutcome(
-                "blocked",
-                f"an SM clock lock on {inv.vendor} GPUs is not supported by the agent yet "
-                "(NVIDIA only: NVML, nvidia-smi -lgc)",
-            )
+        if inv.vendor == "amd" and inv.source != "amd-smi":
+            return LockOutcome("blocked", f"an SM clock lock on AMD GPUs needs amd-smi (found {inv.source})")
         intent = (lock.max_mhz, lock.pct_of_max)
         now = self.clock.monotonic()
         fresh = intent != self.intent or self.checked_s is None or now - self.checked_s >= self.verify_interval_s
@@ -98,7 +109,10 @@ class LockEnforcer:
                 f"SM clock lock {label} set on {n} devices, not verified: read-back failed: " f"{self.read_failed}",
                 drift=drift,
             )
-        held = {i: gpulock.holds(t, self.readings.get(i)) for i, t in plan.targets.items()}
+        held = {
+            i: gpulock.holds(t, self.readings.get(i), r.max_mhz if (r := self.ranges.get(i)) else None)
+            for i, t in plan.targets.items()
+        }
         silent = [i for i, h in held.items() if h is None]
         lost = [i for i, h in held.items() if h is False]
         if lost or silent:
@@ -137,7 +151,9 @@ class LockEnforcer:
         """Each board's lock reading, and its supported clocks until they are known."""
         indices = [d.index for d in inv.devices]
         failures: list[str] = []
-        if inv.source == "nvml" and self.nvml is not None:
+        if inv.vendor == "amd":
+            report = self._read_amd(indices)
+        elif inv.source == "nvml" and self.nvml is not None:
             report = self.nvml.clock_report(indices, ranges=not self.ranges)
         else:
             res = self.run(gpuclocks.NVIDIA_CLOCKS_QUERY)
@@ -161,8 +177,30 @@ class LockEnforcer:
             log.warning("gpu clock read-back answers again")
         self.read_failed = failure
 
+    def _read_amd(self, indices: list[int]) -> gpuclocks.ClockReport:
+        """amd-smi's soft maxima, and each board's range from its OverDrive table until known."""
+        res = self.run(gpuclocks.AMDSMI_CLOCKS)
+        report = gpuclocks.parse_amdsmi_clocks(res.output) if res.ok else gpuclocks.ClockReport()
+        if not res.ok:
+            report.warnings.append(res.describe())
+        if all(i in self.ranges for i in indices):
+            return report
+        # Read until every board's table answers: one just written ("s 1 MHZ" not yet committed)
+        # reads as a command, not a table.
+        tables = amd_od_tables(self.sys_root) if self.sys_root is not None else []
+        if len(tables) != len(indices):
+            # Matched by position only: with a table missing, no board is matched to the wrong one.
+            return report
+        for i, text in zip(sorted(indices), tables, strict=True):
+            r = gpuclocks.amd_range(i, text)
+            if r is not None:
+                report.ranges[i] = r
+        return report
+
     def _set(self, inv: Inventory, todo: dict[int, Ceiling], floors: dict[int, int]) -> dict[int, str]:
         """Lock (or release, ceiling None) each board, one tool call per distinct lock; {index: why not}."""
+        if inv.vendor == "amd":
+            return self._set_amd(todo)
         failures: dict[int, str] = {}
         for (floor, ceiling), idxs in gpulock.groups(todo, floors).items():
             if inv.source == "nvml" and self.nvml is not None:
@@ -170,6 +208,25 @@ class LockEnforcer:
             else:
                 errs = self._set_tool(idxs, floor, ceiling)
             failures.update({i: f"gpu {i}: {e}" for i, e in errs.items() if e})
+        return failures
+
+    def _set_amd(self, todo: dict[int, Ceiling]) -> dict[int, str]:
+        """``amd-smi set -L sclk max`` per distinct ceiling; a release sets the range's top. amd-smi
+        exits 0 whatever happened: its CLK_LIMIT lines say, and the read-back after the set decides."""
+        failures: dict[int, str] = {}
+        by_mhz: dict[int, list[int]] = {}
+        for i, ceiling in sorted(todo.items()):
+            r = self.ranges.get(i)
+            mhz = ceiling if ceiling is not None else (r.max_mhz if r is not None else None)
+            if mhz is None:
+                failures[i] = f"gpu {i}: its supported SM clocks are unknown, cannot release the lock"
+                continue
+            by_mhz.setdefault(mhz, []).append(i)
+        for mhz, idxs in by_mhz.items():
+            res = self.run(gpuclocks.amdsmi_lock_argv(idxs, mhz))
+            why = res.describe() if not res.ok else gpuclocks.amdsmi_lock_failed(res.output)
+            if why:
+                failures.update({i: f"gpu {i}: amd-smi: {why}"[:200] for i in idxs})
         return failures
 
     def _set_tool(self, idxs: list[int], floor: int, ceiling: Ceiling) -> dict[int, str | None]:
@@ -193,3 +250,17 @@ class LockEnforcer:
             one = self.run(argv([i]))
             out[i] = None if one.ok else one.describe()
         return out
+
+
+def amd_od_tables(sys_root: Path) -> list[str]:
+    """The OverDrive table of every AMD board, in PCI address order (the order amd-smi numbers them);
+    a card without a table (a BMC's VGA) is not a board amd-smi lists."""
+    found: list[tuple[str, int, str]] = []
+    drm = sys_root / "class" / "drm"
+    for card in drm.glob("card*") if drm.is_dir() else []:
+        if not card.name[4:].isdigit():
+            continue  # connectors (card0-DP-1)
+        text = hostread.read_text(card / "device" / "pp_od_clk_voltage")
+        if text is not None:
+            found.append((card.joinpath("device").resolve().name, int(card.name[4:]), text))
+    return [text for _, _, text in sorted(found)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from joulie_agent.enforce.gpuenforce_test import nvidia_node
+from joulie_agent.enforce.node import NodeController
 from joulie_agent.enforce.node_test import controller
 from joulie_agent.fixtures import testtrees
 from joulie_api.generated.nodetwin import GPUCapSpec, GPUClockLock, GPUPowerCap, NodeTwinSpec
@@ -122,17 +123,85 @@ def test_a_failed_read_back_leaves_the_lock_unverified_not_applied(tmp_path: Pat
     assert out.lock.locked_max_mhz is None
 
 
-def test_a_lock_on_an_amd_node_is_refused_with_the_reason(tmp_path: Path) -> None:
+def amd_node(
+    tmp_path: Path, od: bool = True, clock: FakeClock | None = None
+) -> tuple[NodeController, testtrees.FakeGPUs]:
     testtrees.cpuinfo(tmp_path)
     gpus = testtrees.fake_amd(tmp_path, tools=("amd-smi", "rocm-smi"))
+    if od:
+        testtrees.amd_od_tables(tmp_path, lo=500, hi=2100)
     c = controller(
         tmp_path,
         gpus.bin_dir,
         labels={"feature.node.kubernetes.io/pci-1002.present": "true"},
         allocatable={"amd.com/gpu": "8"},
+        clock=clock,
     )
+    return c, gpus
+
+
+def amd_lock_calls(calls: list[str]) -> list[str]:
+    return [x for x in calls if " -L " in x]
+
+
+def test_an_amd_lock_is_set_with_amd_smi_and_read_back_as_the_soft_maximum(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path)
     out = c.reconcile_gpu(locked(max_mhz=1500)).lock
-    assert (
-        out is not None and out.result == "blocked" and "on amd GPUs is not supported by the agent yet" in out.message
+    assert amd_lock_calls(gpus.calls()) == ["set -g 0 1 2 3 4 5 6 7 -L sclk max 1500"]
+    assert [gpus.sclk_max(i) for i in range(8)] == [1500] * 8
+    assert out is not None and (out.result, out.locked_max_mhz) == ("applied", 1500)
+    assert out.message == "applied SM clock lock 1500 MHz (1500 MHz) on 8 devices"
+    # A percentage is of the board's true maximum (OD_RANGE), not of the ceiling it is locked at now.
+    out = c.reconcile_gpu(locked(pct=50)).lock
+    assert out is not None and (out.result, out.locked_max_mhz) == ("applied", 1050)
+    assert [gpus.sclk_max(i) for i in range(8)] == [1050] * 8
+
+
+def test_an_amd_lock_lost_to_a_reset_is_drift_and_applied_again(tmp_path: Path) -> None:
+    clock = FakeClock()
+    c, gpus = amd_node(tmp_path, clock=clock)
+    c.reconcile_gpu(locked(max_mhz=1500))
+    (gpus.state / "gpu3" / "sclk").unlink()  # amd-smi reset --clocks: back to the board's maximum
+    clock.advance(120)
+    out = c.reconcile_gpu(locked(max_mhz=1500)).lock
+    assert out is not None and out.result == "applied"
+    assert out.drift == "gpu 3 SM clock lock 1500 MHz lost (at 2100 MHz); re-applied"
+    assert amd_lock_calls(gpus.calls())[-1] == "set -g 3 -L sclk max 1500"
+    assert gpus.sclk_max(3) == 1500
+
+
+def test_an_amd_lock_outside_the_od_range_is_refused_with_a_reason_and_nothing_set(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path)
+    c.reconcile_gpu(locked(max_mhz=1500))  # locked: amd-smi's max_clk now says 1500, OD_RANGE still 2100
+    out = c.reconcile_gpu(locked(max_mhz=2200)).lock
+    assert out is not None and out.result == "blocked"
+    assert out.message == (
+        "requested SM clock lock 2200 MHz is above the highest supported clock 2100 MHz of gpu 0 "
+        "(supported 500-2100 MHz)"
     )
-    assert not [x for x in gpus.calls() if "-L" in x.split() or "clk" in x]
+    assert amd_lock_calls(gpus.calls()) == ["set -g 0 1 2 3 4 5 6 7 -L sclk max 1500"]
+    assert c.reconcile_gpu(locked(max_mhz=2000)).lock.result == "applied"  # type: ignore[union-attr]
+
+
+def test_an_amd_lock_dropped_from_the_spec_is_released_to_the_boards_maximum(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path)
+    c.reconcile_gpu(locked(max_mhz=1500))
+    out = c.reconcile_gpu(NodeTwinSpec(node_name="n1", profile="eco")).lock
+    assert out is not None and out.result == "none" and "released" in out.message
+    assert amd_lock_calls(gpus.calls())[-1] == "set -g 0 1 2 3 4 5 6 7 -L sclk max 2100"
+    assert [gpus.sclk_max(i) for i in range(8)] == [2100] * 8
+
+
+def test_an_amd_node_without_a_lock_in_the_spec_reads_and_writes_no_clock(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path)
+    out = c.reconcile_gpu(NodeTwinSpec(node_name="n1", profile="eco"))
+    assert out.lock is None
+    assert not [x for x in gpus.calls() if "clock" in x or " -L " in x]
+
+
+def test_an_amd_node_without_od_tables_refuses_the_lock_with_the_reason(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path, od=False)
+    out = c.reconcile_gpu(locked(max_mhz=1500)).lock
+    assert out is not None and out.result == "blocked"
+    assert out.message == "gpu 0 reports no supported SM clocks: a clock lock is not supported on it"
+    assert amd_lock_calls(gpus.calls()) == []

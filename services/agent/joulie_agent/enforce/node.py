@@ -66,7 +66,7 @@ class NodeController:
         # discovery is tried again soon, not at the next REDISCOVER_S.
         self.gpu_discovery_failed = ""
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
-        self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only)
+        self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only, paths.sys_root)
 
     def discover(self, labels: dict[str, str], allocatable: dict[str, str],
                  capacity: dict[str, str] | None = None) -> NodeHardwareStatus:

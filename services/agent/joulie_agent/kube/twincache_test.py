@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from joulie_agent.fixtures.twins import twin_object
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.kube import NODE_TWIN, decode
 from joulie_api.names import object_name_for_node
@@ -14,12 +15,7 @@ TWIN = object_name_for_node("n1")
 
 
 def twin(watts: float, generation: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "joulie.io/v1alpha1",
-        "kind": "NodeTwin",
-        "metadata": {"name": TWIN, "generation": generation, "resourceVersion": str(100 + generation)},
-        "spec": {"nodeName": "n1", "profile": "eco", "cpu": {"packagePowerCapWatts": watts}},
-    }
+    return twin_object("n1", watts, generation)
 
 
 def test_a_get_answer_does_not_replace_a_newer_watch_event() -> None:

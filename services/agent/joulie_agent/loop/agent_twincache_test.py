@@ -7,6 +7,7 @@ from typing import Any
 
 from joulie_agent.discovery.catalog import load_catalog
 from joulie_agent.fixtures import testtrees
+from joulie_agent.fixtures.twins import twin_object
 from joulie_agent.kube.agentkube import AgentKube
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_agent.loop.agent import Agent
@@ -20,12 +21,7 @@ TWIN = object_name_for_node("n1")
 
 
 def twin(watts: float, generation: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "joulie.io/v1alpha1",
-        "kind": "NodeTwin",
-        "metadata": {"name": TWIN, "generation": generation, "resourceVersion": str(100 + generation)},
-        "spec": {"nodeName": "n1", "profile": "eco", "cpu": {"packagePowerCapWatts": watts}},
-    }
+    return twin_object("n1", watts, generation)
 
 
 class CountingClient:

@@ -15,6 +15,7 @@ from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_simulator.emulation import emulator as em
 from joulie_simulator.facility.live import FacilityLive, check_c
+from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.model import Load
 
 # This build generates the protobuf modules without type stubs (the mypy plugin is off), so they
@@ -47,6 +48,18 @@ def _now() -> Timestamp:
     ts = Timestamp()
     ts.GetCurrentTime()
     return ts
+
+
+def load_phases(load: Any) -> tuple[tuple[Phase, ...], ...] | None:
+    """``Load.gpu_phases`` from a gRPC NodeLoad; None when a value is outside 0..1.
+
+    A client that predates phases sends none: every board then runs one phase of natural draw
+    ``gpu_util``, as before.
+    """
+    boards = tuple(tuple(Phase(p.share, p.compute_share, p.draw) for p in b.phases) for b in load.gpu_phases)
+    if any(not 0 <= v <= 1 for b in boards for p in b for v in (p.share, p.compute_share, p.draw)):
+        return None
+    return boards
 
 
 class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
@@ -93,6 +106,8 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
                     util=g["util"],
                     energy_mj=g["energyMJ"],
                     persistence_mode=g["persistenceMode"],
+                    # Unset (HasField false) when the clocks are not locked.
+                    lock_max_mhz=g.get("lockMaxMhz"),
                 )
                 for g in t["gpus"]
             ],
@@ -118,8 +133,11 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
         u = request.load.cpu_util
         if not 0 <= u <= 1 or any(not 0 <= g <= 1 for g in request.load.gpu_util):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "load: cpu_util and gpu_util must be within 0..1")
+        phases = load_phases(request.load)
+        if phases is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "load: every phase's share, compute_share and draw must be within 0..1")
         try:
-            self.emu.set_load(request.node, Load(cpu_util=u, gpu_util=tuple(request.load.gpu_util)))
+            self.emu.set_load(request.node, Load(cpu_util=u, gpu_util=tuple(request.load.gpu_util), gpu_phases=phases or ()))
         except em.NotEmulated as e:
             context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return self._truth(request.node, context)

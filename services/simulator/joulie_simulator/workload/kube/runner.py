@@ -5,11 +5,13 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
    ``max_submit_per_tick``), created through the API server;
 2. the workload's Pods are listed (label ``app.kubernetes.io/part-of=joulie-sim-workload``); a Pod
    the scheduler bound starts its job on that node in the engine;
-3. the emulator's truth (gRPC ``ListNodes``) gives each node's effective CPU frequency, GPU caps and
-   utilisation, hence the speed factors (``engine`` docstring has the formula);
+3. the emulator's truth (gRPC ``ListNodes``) gives each node's effective CPU frequency, GPU caps,
+   clock locks and utilisation, hence the speed factors (``engine`` docstring has the formula);
 4. the engine advances the jobs; a finished job's Pod is deleted (grace 0);
 5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, when it changed or when the
-   emulator reports another load, as after a simulator restart).
+   emulator reports another load, as after a simulator restart); a board running a job with serving
+   phases carries them (``NodeLoad.gpu_phases``, as the engine's ``Load.gpu_phases`` in the benchmark),
+   so its power follows the phases rather than their mean draw.
 
 A tick that cannot reach the emulator or the API server is retried with backoff (1, 1, 2, 3, 5, 8,
 13, 21 s, then every 21 s; the next tick advances the jobs over the time in between), with one log
@@ -40,6 +42,7 @@ from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_api.backoff import DEFAULT_DELAYS_S
 from joulie_api.outage import short_error, unanswered
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
+from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.model import Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
 from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest
@@ -88,7 +91,21 @@ def speed_of(truth: Any) -> NodeSpeed:
         return NodeSpeed()
     base, per_util = _governor(truth.profile)
     uncapped = base + per_util * truth.load.cpu_util
-    return speed_from_truth(p, truth.cpu_freq_mhz, uncapped, [g.cap_w for g in truth.gpus], [g.util for g in truth.gpus])
+    # A board whose clocks are locked runs slower under the lock, as speed_from_state has it.
+    locks = [g.lock_max_mhz if g.HasField("lock_max_mhz") else None for g in truth.gpus]
+    return speed_from_truth(p, truth.cpu_freq_mhz, uncapped, [g.cap_w for g in truth.gpus], [g.util for g in truth.gpus], locks)
+
+
+def load_message(load: Load) -> Any:
+    """The gRPC NodeLoad of ``load``; boards' phases only where the load has some (an unphased node sends none)."""
+    return pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util), gpu_phases=_phases_message(load.gpu_phases))
+
+
+def _phases_message(phases: tuple[tuple[Phase, ...], ...]) -> list[Any]:
+    return [
+        pb.GpuPhases(phases=[pb.GpuPhase(share=p.share, compute_share=p.compute_share, draw=p.draw) for p in b])
+        for b in phases
+    ]
 
 
 @dataclass
@@ -213,8 +230,7 @@ class WorkloadRunner:
         for name, load in self.engine.loads(cpus, gpus).items():
             if self.last_load.get(name) == load and _same_load(truths[name].load, load):
                 continue
-            self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util))),
-                                  timeout=10)
+            self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=load_message(load)), timeout=10)
             self.last_load[name] = load
         running = self.engine.running()
         self.metrics.running.set(len(running))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes import client as k8s
 
-from joulie_simulator.workload.kube.runner import WorkloadRunner
+from joulie_simulator.workload.kube.runner import WorkloadRunner, pb, speed_of
 from joulie_workload.trace import Job
 
 
@@ -44,3 +46,67 @@ def test_the_runner_lists_pods_only_while_one_waits_for_a_node() -> None:
         assert core.lists == 2 and runner.record.bound == {"j0": "node-a", "j1": "node-a"}
     finally:
         runner.close()
+
+
+# Issue 34: serving phases and clock locks on the live cluster (gRPC SetNodeLoad / NodeTruth).
+
+NVL = "nvidia-h100-nvl-8gpu"
+PHASES = [
+    {"name": "prefill", "timeShare": 0.2, "sensitivity": {"gpu": 0.9}, "utilization": {"gpu": 0.95}},
+    {"name": "decode", "timeShare": 0.8, "sensitivity": {"gpu": 0.14}, "utilization": {"gpu": 0.3}},
+]
+
+
+def serving_job(phased: bool) -> Job:
+    rec = {"jobId": "j", "submitTimeOffsetSec": 0, "requests": {"cpu": 1, "gpu": 1}, "work": {"gpuUnits": 1000.0},
+           "sensitivity": {"cpu": 0.0, "gpu": 0.292}, "utilization": {"gpu": 0.43}}
+    return Job.model_validate({**rec, **({"phases": PHASES} if phased else {})})
+
+
+def nvl_truth(lock_mhz: float | None = None) -> Any:
+    gpus = [pb.GpuTruth(index=i, cap_w=400.0, util=0.9, lock_max_mhz=lock_mhz if i == 0 else None) for i in range(8)]
+    return pb.NodeTruth(node="node-a", profile=NVL, cpu_freq_mhz=2000.0, gpus=gpus)
+
+
+class RecordingEmulator:
+    """The emulator's gRPC stub: one NVL node, every SetNodeLoad kept."""
+
+    def __init__(self) -> None:
+        self.loads: list[Any] = []
+
+    def ListNodes(self, request: Any, timeout: float) -> Any:
+        return pb.ListNodesResponse(nodes=[nvl_truth()])
+
+    def SetNodeLoad(self, request: Any, timeout: float) -> Any:
+        self.loads.append(request.load)
+        return nvl_truth()
+
+
+def _sent_load(phased: bool) -> Any:
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", [serving_job(phased)], "c", tick_s=0.001, log=lambda _: None)
+    runner.core = CountingCore()  # type: ignore[assignment]
+    emulator = RecordingEmulator()
+    runner.stub = emulator
+    try:
+        runner.tick()  # submits, binds on node-a, sends node-a's load
+        assert runner.record.bound == {"j": "node-a"} and emulator.loads
+        return emulator.loads[-1]
+    finally:
+        runner.close()
+
+
+def test_the_runner_sends_a_phased_jobs_phases_for_its_board_and_none_for_an_unphased_job() -> None:
+    phased = _sent_load(phased=True)
+    assert list(phased.gpu_util)[:2] == [0.43, 0.0]
+    boards = [[(p.share, p.compute_share, p.draw) for p in b.phases] for b in phased.gpu_phases]
+    assert boards[0] == [(0.2, 0.9, 0.95), (0.8, 0.14, 0.3)] and all(b == [] for b in boards[1:])
+    flat = _sent_load(phased=False)
+    assert list(flat.gpu_util)[:2] == [0.43, 0.0] and len(flat.gpu_phases) == 0
+
+
+def test_speed_of_slows_a_board_under_a_clock_lock_as_speed_from_state_does() -> None:
+    """A lock at half the NVL's 1785 MHz maximum halves a board's clock; the board without one runs
+    at its cap's clock."""
+    locked, free = speed_of(nvl_truth(lock_mhz=892.5)), speed_of(nvl_truth())
+    assert locked.gpu_locks[:2] == (0.5, 1.0) and free.gpu_locks[0] == 1.0
+    assert locked.gpus[0] < free.gpus[0] and locked.gpus[1] == free.gpus[1] == free.gpus[0]
