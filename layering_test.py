@@ -18,7 +18,7 @@ import tempfile
 from contextlib import redirect_stdout
 from functools import cache
 
-import grimp
+import grimp  # pants: no-infer-dep (import-linter brings it: the same resolve)
 from importlinter.cli import lint_imports
 from repo_packages import REPO, Package, discover, surface_violations
 

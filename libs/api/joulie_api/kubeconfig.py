@@ -16,7 +16,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import urllib3
 from kubernetes import client as k8s
@@ -61,11 +61,14 @@ class TimedApiClient(k8s.ApiClient):
         super().__init__(configuration=configuration)
         self.timeout_s = timeout_s
 
-    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None,
-                 post_params: Any = None, _request_timeout: Any = None) -> Any:
-        deadline = _request_timeout if _request_timeout else request_deadline(method, url, self.timeout_s)
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        # Both client generations call this with ``_request_timeout`` as a keyword; the positional
+        # arguments differ (``method_and_url``), so they pass through untouched.
+        method, url = method_and_url(args, kwargs)
+        deadline = kwargs.get("_request_timeout") or request_deadline(method, url, self.timeout_s)
+        kwargs["_request_timeout"] = deadline
         try:
-            return super().call_api(method, url, header_params, body, post_params, _request_timeout=deadline)
+            return super().call_api(*args, **kwargs)
         except (urllib3.exceptions.TimeoutError, urllib3.exceptions.MaxRetryError) as exc:
             if isinstance(exc, urllib3.exceptions.MaxRetryError) and not isinstance(
                     exc.reason, urllib3.exceptions.TimeoutError):
@@ -73,6 +76,23 @@ class TimedApiClient(k8s.ApiClient):
             call = f"{method.upper()} {urlsplit(url).path}"
             log.warning("Kubernetes API server did not answer %s within %ss", call, _seconds(deadline))
             raise TimeoutError(f"Kubernetes API {call}: no answer within {_seconds(deadline)}s") from exc
+
+
+_HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_and_url(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+    """The HTTP method and the URL (path and query) of a ``call_api`` call, in either generation of
+    the client: ``call_api(method, url, ...)`` (kubernetes >= 36) or ``call_api(resource_path, method,
+    path_params, query_params, ...)`` (35 and older, which the kubectl plugin's wheel still allows)."""
+    first = args[0] if args else kwargs.get("method", kwargs.get("resource_path", ""))
+    if isinstance(first, str) and first.upper() in _HTTP_METHODS:
+        url = args[1] if len(args) > 1 else kwargs.get("url", "")
+        return first, str(url)
+    path = str(args[0] if args else kwargs.get("resource_path", ""))
+    method = str(args[1] if len(args) > 1 else kwargs.get("method", "GET"))
+    query = args[3] if len(args) > 3 else kwargs.get("query_params")
+    return method, path + ("?" + urlencode(list(query)) if query else "")
 
 
 def _seconds(deadline: Any) -> str:

@@ -152,3 +152,17 @@ def test_a_busy_server_answering_429_with_retry_after_is_waited_out_not_failed(t
     finally:
         server.shutdown()
     assert answers == [429, 200] and nodes.items == []
+
+
+def test_the_deadline_reads_a_call_of_either_client_generation() -> None:
+    """kubernetes >= 36 calls ``call_api(method, url, ...)``; 35 and older (which the kubectl plugin's
+    wheel still allows on Python 3.9) ``call_api(resource_path, method, path_params, query_params, ...)``."""
+    from joulie_api.kubeconfig import method_and_url, request_deadline
+
+    new = method_and_url(("GET", "https://h/api/v1/nodes?watch=true&timeoutSeconds=300", {}, None, None), {})
+    old = method_and_url(("/api/v1/nodes", "GET", {}, [("watch", True), ("timeoutSeconds", 300)], {}),
+                         {"body": None})
+    assert new == ("GET", "https://h/api/v1/nodes?watch=true&timeoutSeconds=300")
+    assert old == ("GET", "/api/v1/nodes?watch=True&timeoutSeconds=300")
+    assert request_deadline(*new, 10) == request_deadline(*old, 10) == (10, 310.0)
+    assert method_and_url(("/api/v1/nodes", "PATCH", {}, []), {}) == ("PATCH", "/api/v1/nodes")
