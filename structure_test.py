@@ -1,4 +1,4 @@
-"""Module size and function length stay in check (docs/architecture.md, "Size").
+"""Module size and function length stay in check (docs/architecture.md, "The rules").
 
 A module over 500 lines holds more than one concern; a function over 80 lines is a composition
 root with its wiring inline, or a decision that wants naming. Tests and generated code are exempt.
