@@ -144,25 +144,8 @@ def measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str,
     clock = FakeClock(t=0.0)
     emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
     emu.frozen = True
-    _boards_at_default_limit(emu, nodes)
     _settle_idle(emu, clock, nodes, dt_s)
     return _power_w(emu, nodes)[1]
-
-
-def _boards_at_default_limit(emu: Emulator, nodes: Sequence[BenchNode]) -> None:
-    """Every board starts at its profile's default limit (e.g. 310 of 400 W on an H100 NVL): the baseline
-    is a cluster as operators run it. Boards now boot there (the emulator follows NVML's definition of the
-    default limit), so this write only re-asserts it; kept as a setup write, not a policy's cap write, so
-    a profile whose boards boot elsewhere still starts the benchmark at its default."""
-    for n in nodes:
-        g = n.profile.gpus
-        if g is None:
-            continue
-        for e in emu.node(n.name).entries:
-            if e.bind and e.bind[0] == "nvml_limit":
-                out = emu.write(n.name, e.path, f"{int(g.default_w * 1000)}\n".encode())
-                if not out.ok:
-                    raise RuntimeError(f"bench: default limit {n.name}:{e.path}={g.default_w} W refused: {out.detail}")
 
 
 def run(
@@ -220,7 +203,6 @@ class _Run:
         self.clock = FakeClock(t=0.0)  # virtual seconds, moved by hand each tick
         self.emu = Emulator([(n.name, n.profile) for n in self.true_nodes], tick_s=dt_s, clock=self.clock.monotonic)
         self.emu.frozen = True
-        _boards_at_default_limit(self.emu, nodes)
         self.by_name = {n.name: n for n in nodes}
         self.engine = Engine(variant_jobs(jobs, v))
         self.placement = "soft" if arm.placement == "soft" else "hard"

@@ -9,7 +9,8 @@ import os
 import sys
 
 from joulie_api.version import service_version
-from joulie_extender.settings import Settings, SettingsError, parse_duration_s
+from joulie_common.settingsgrammar import parse_duration
+from joulie_extender.settings import Settings, SettingsError
 
 NAME = "joulie-extender"
 log = logging.getLogger(NAME)
@@ -41,7 +42,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if args.addr:
         changes["addr"] = args.addr
     if args.staleness:
-        changes["staleness_s"] = parse_duration_s("--staleness", args.staleness)
+        changes["staleness_s"] = parse_duration("--staleness", args.staleness)
     if args.max_body_bytes:
         changes["max_body_bytes"] = args.max_body_bytes
     if args.metrics_addr:

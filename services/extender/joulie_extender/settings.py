@@ -23,11 +23,6 @@ SettingsError = SettingError
 """The extender's name for a setting it cannot use (the CLI catches it): the grammar's error."""
 
 
-def parse_duration_s(name: str, text: str) -> float:
-    """'300', '300s', '5m', '1.5h', '1h30m', '250ms' -> seconds (0 or more)."""
-    return parse_duration(name, text)
-
-
 def split_addr(name: str, addr: str) -> tuple[str, int]:
     """'host:port' -> (host, port); an empty host means every interface (0.0.0.0)."""
     host, sep, port = addr.rpartition(":")
@@ -76,7 +71,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        staleness_s = read_env(env, "TWIN_STALENESS_THRESHOLD", parse_duration_s, DEFAULT_STALENESS_S)
+        staleness_s = read_env(env, "TWIN_STALENESS_THRESHOLD", parse_duration, DEFAULT_STALENESS_S)
         # A number, as before (1e6 reads as 1000000 bytes); whole bytes, the fraction dropped.
         max_body = int(read_env(env, "EXTENDER_MAX_BODY_BYTES", _number_in(1024, 2**31), float(DEFAULT_MAX_BODY_BYTES)))
         base = Coefficients()

@@ -1,13 +1,14 @@
 import pytest
 
+from joulie_common.settingsgrammar import parse_duration
 from joulie_extender.cli import main
-from joulie_extender.settings import Settings, SettingsError, parse_duration_s
+from joulie_extender.settings import Settings, SettingsError
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("300", 300.0), ("300s", 300.0), ("5m", 300.0), ("1.5h", 5400.0),
                                                 ("250ms", 0.25), ("1h30m", 5400.0), ("2m30s", 150.0)])
 def test_durations(text: str, seconds: float) -> None:
-    assert parse_duration_s("X", text) == seconds
+    assert parse_duration("X", text) == seconds
 
 
 def test_defaults() -> None:

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from joulie_agent.discovery import powercap
-from joulie_telemetry.vocabulary import HOST_POWER_SOURCE, HOST_SOURCE_BMC, HOST_SOURCE_SUM, HW_CPU, HW_GPU, HW_MEMORY
+from joulie_telemetry.vocabulary import HOST_SOURCE_BMC, HOST_SOURCE_SUM, HW_CPU, HW_GPU, HW_MEMORY
 
-HOST_SOURCE_ATTRIBUTE: Final = HOST_POWER_SOURCE
 NO_COUNTERS_REASON: Final = (
     "power export: no energy counter (no RAPL package zone with energy_uj, no amd_energy hwmon) and no GPU "
     "power reading on this node; nothing is exported"

@@ -44,7 +44,6 @@ from joulie_agent.host import hostread
 from joulie_agent.host.hostread import HostPaths
 from joulie_agent.power.powerexport import (
     BMC_ONLY_REASON,
-    HOST_SOURCE_ATTRIBUTE,
     NO_COUNTERS_REASON,
     Component,
     EnergyAccumulator,
@@ -61,6 +60,7 @@ from joulie_telemetry.vocabulary import (
     COMPONENT_POWER,
     HOST_ENERGY,
     HOST_POWER,
+    HOST_POWER_SOURCE,
     HW_GPU,
     HW_ID,
     HW_TYPE,
@@ -152,13 +152,13 @@ def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
             power.append(point(c.power_w, start_ns, now_ns, a))
     by_source = sample.host_energy_by_source_j or ((sample.host_source, sample.host_energy_j),)
     metrics = [
-        metric(HOST_ENERGY, [point(j, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: src}) for src, j in by_source],
+        metric(HOST_ENERGY, [point(j, start_ns, now_ns, {HOST_POWER_SOURCE: src}) for src, j in by_source],
                HOST_ENERGY_BY_SOURCE),
     ]
     if energy:
         metrics.append(metric(COMPONENT_ENERGY, energy))
     if sample.host_power_w is not None:
-        host_power = point(sample.host_power_w, start_ns, now_ns, {HOST_SOURCE_ATTRIBUTE: sample.host_source})
+        host_power = point(sample.host_power_w, start_ns, now_ns, {HOST_POWER_SOURCE: sample.host_source})
         metrics.append(metric(HOST_POWER, [host_power], HOST_POWER_BY_SOURCE))
     if power:
         metrics.append(metric(COMPONENT_POWER, power))
