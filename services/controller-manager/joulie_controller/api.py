@@ -7,14 +7,18 @@ refuses a product import of any other module (``repo_packages.py``).
 - its settings (``Settings`` and its groups, from the environment as the chart sets it);
 - the pure core the benchmark drives on its accelerated clock: ``reconcile`` over a ``Snapshot``, its
   ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``);
+- energy receipts (``attribute`` over a ``NodeEnergy``, ``counterfactual``, ``Ledger``: docs/energy-receipts.md);
 - the queries and models the products check a cluster against: PromQL (``power_queries``,
   ``facility_queries``), the twin's formulas, the budget policy.
 """
 
 from __future__ import annotations
 
+from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
+from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.receipt import Attribution, Holding, Ledger, NodeEnergy, Receipt, attribute, roll_up
 from joulie_controller.model.twin import (
     NEUTRAL_COOLING_STRESS,
     TwinInput,
@@ -45,6 +49,17 @@ from joulie_controller.settings import (
 )
 
 __all__ = [
+    "COUNTERFACTUAL_METHOD",
+    "Attribution",
+    "Conditions",
+    "Holding",
+    "Ledger",
+    "NodeEnergy",
+    "Receipt",
+    "attribute",
+    "conditions_for_kind",
+    "counterfactual",
+    "roll_up",
     "NEUTRAL_COOLING_STRESS",
     "BmcReading",
     "BmcState",
