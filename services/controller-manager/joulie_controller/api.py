@@ -15,10 +15,21 @@ refuses a product import of any other module (``repo_packages.py``).
 from __future__ import annotations
 
 from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
-from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual
+from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
-from joulie_controller.model.receipt import Attribution, Holding, Ledger, NodeEnergy, Receipt, attribute, roll_up
+from joulie_controller.model.receipt import (
+    Attribution,
+    Holding,
+    IdleFloor,
+    Ledger,
+    NodeEnergy,
+    Receipt,
+    attribute,
+    board_idle_w,
+    package_idle_w,
+    roll_up,
+)
 from joulie_controller.model.twin import (
     NEUTRAL_COOLING_STRESS,
     TwinInput,
@@ -53,10 +64,14 @@ __all__ = [
     "Attribution",
     "Conditions",
     "Holding",
+    "IdleFloor",
     "Ledger",
     "NodeEnergy",
     "Receipt",
     "attribute",
+    "board_idle_w",
+    "package_busy",
+    "package_idle_w",
     "conditions_for_kind",
     "counterfactual",
     "roll_up",

@@ -23,10 +23,11 @@ in docs/energy-receipts.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from joulie_controller.model.capmodel import CPU_MODEL, KIND_PRIORS, cpu_package, gpu_board, throughput
+from joulie_controller.model.capmodel import CPU_MODEL, HOST_FEED, KIND_PRIORS, cpu_package, gpu_board, throughput
 from joulie_controller.model.jobestimate import PRIOR_C_SD, PRIOR_U_SD
 from joulie_controller.model.receipt import Receipt
 
@@ -60,6 +61,17 @@ def conditions_for_kind(
     prior = KIND_PRIORS.get(kind)
     c, u = (prior.compute_share, prior.natural_draw) if prior is not None else (1.0, 1.0)
     return Conditions(device, limit_w, ref_w, max_w, c, busy if busy is not None else u)
+
+
+def package_busy(kinds_and_core_shares: Iterable[tuple[str, float]]) -> float:
+    """A package's busy share as the model sees it: each Pod's share of the cores times its kind's draw
+    (``capmodel.evaluate``'s rule; a GPU kind's CPU side is ``HOST_FEED``, an unknown kind full draw)."""
+    total = 0.0
+    for kind, share in kinds_and_core_shares:
+        prior = KIND_PRIORS.get(kind)
+        draw = 1.0 if prior is None else (prior.natural_draw if prior.device == "cpu" else HOST_FEED.natural_draw)
+        total += share * draw
+    return min(max(total, 0.0), 1.0)
 
 
 def _ratios(cond: Conditions, c: float, u: float) -> tuple[float, float]:

@@ -12,8 +12,9 @@ and how long of the interval it ran. The rules, in the order :func:`attribute` a
   package draws with every core asleep) and busy (the rest). The idle part goes by allocation: a
   Pod gets its requested core-seconds over ALL the node's core-seconds, the unrequested cores' part is
   unallocated (so a Pod's idle share does not shrink as other Pods get busier). The busy part goes by
-  the Pod's share of the requested core-seconds: a request is what the controller can see of a Pod's
-  use (a real node's per-cgroup CPU time would sharpen it; see docs/energy-receipts.md).
+  the Pod's share of the CPU time the Pods used (their cgroups' usage) where every Pod on the node
+  reports it, else by its share of the requested core-seconds (a request says what a Pod may use,
+  not what it used: docs/energy-receipts.md measures the difference).
 - **The rest of the node** (node meter minus the devices: DRAM, fans, board, NICs, power-supply
   loss) goes by allocation share: on a GPU node the mean of the Pod's share of the boards and of the
   cores, on a CPU node its share of the cores; the rest is unallocated.
@@ -29,6 +30,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from joulie_controller.model.capmodel import CPU_MODEL, GPU_MODEL
+
+
+def package_idle_w(max_w: float) -> float:
+    """A CPU package's idle draw as the controller's model has it (``capmodel.CPU_MODEL``), from its maximum."""
+    return CPU_MODEL.idle_frac * max_w
+
+
+def board_idle_w(max_w: float) -> float:
+    """A GPU board's idle draw as the controller's model has it (``capmodel.GPU_MODEL``), from its maximum."""
+    return GPU_MODEL.idle_frac * max_w
+
 
 @dataclass(frozen=True)
 class Holding:
@@ -42,6 +55,9 @@ class Holding:
     """The boards it held, by index (the kubelet's pod-resources API on a real node)."""
     cpu_cores: float = 0.0
     """Its CPU request, in cores."""
+    cpu_used_core_s: float | None = None
+    """The CPU time it used in the interval, core-seconds (the cgroup's ``cpu.stat`` usage, as cAdvisor's
+    ``container_cpu_usage_seconds_total`` exports it); None where the node does not export it."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,39 @@ class NodeEnergy:
     """The packages' idle draw together (every core asleep), W."""
     gpu_idle_w: float = 0.0
     """One board's idle draw, W."""
+
+
+@dataclass(frozen=True)
+class IdleFloor:
+    """A node's idle draws as measured: the lowest CPU package power (all packages) over intervals no Pod
+    held any cores in, and the lowest power of a board over intervals nobody held it. None until seen:
+    the model's estimates (``package_idle_w``, ``board_idle_w``) stand in. A measured floor beats the
+    model: the idle part of a small Pod's bill is most of it, and a watt of idle error per package
+    moves a 4-core Pod's bill by several per cent (docs/energy-receipts.md)."""
+
+    cpu_w: float | None = None
+    gpu_w: float | None = None
+
+    def learn(self, node: NodeEnergy, holdings: Sequence[Holding]) -> IdleFloor:
+        t = node.interval_s
+        if t <= 0:
+            return self
+        cpu_w, gpu_w = self.cpu_w, self.gpu_w
+        if node.cpu_j > 0 and not any(h.held_s > 0 and h.cpu_cores > 0 for h in holdings):
+            cpu_w = node.cpu_j / t if cpu_w is None else min(cpu_w, node.cpu_j / t)
+        held = {i for h in holdings if h.held_s > 0 for i in h.gpus}
+        for index, e in node.gpu_j.items():
+            if index not in held and e > 0:
+                gpu_w = e / t if gpu_w is None else min(gpu_w, e / t)
+        return IdleFloor(cpu_w, gpu_w)
+
+    def apply(self, node: NodeEnergy) -> NodeEnergy:
+        """``node`` with the measured floors in place of the model's idle draws, where seen."""
+        return replace(
+            node,
+            cpu_idle_w=self.cpu_w if self.cpu_w is not None else node.cpu_idle_w,
+            gpu_idle_w=self.gpu_w if self.gpu_w is not None else node.gpu_idle_w,
+        )
 
 
 @dataclass(frozen=True)
@@ -174,7 +223,9 @@ def attribute(node: NodeEnergy, holdings: Sequence[Holding]) -> Attribution:
     cpu_idle = min(max(node.cpu_j, 0.0), node.cpu_idle_w * max(node.interval_s, 0.0))
     cpu_busy = node.cpu_j - cpu_idle
     idle, idle_unallocated = _split(cpu_idle, core_s, node.cores * node.interval_s)
-    busy, busy_unallocated = _split(cpu_busy, core_s, 0.0)
+    used = {h.pod: h.cpu_used_core_s for h in holdings}
+    busy_by = core_s if any(u is None for u in used.values()) else {p: u or 0.0 for p, u in used.items()}
+    busy, busy_unallocated = _split(cpu_busy, busy_by, 0.0)
     rest_j = node.node_j - sum(node.gpu_j.values()) - node.cpu_j
     platform, platform_unallocated = _split(rest_j, platform_w, platform_capacity)
     held: dict[str, float] = {}

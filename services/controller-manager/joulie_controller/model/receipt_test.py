@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from joulie_controller.model.counterfactual import conditions_for_kind, counterfactual
-from joulie_controller.model.receipt import Holding, Ledger, NodeEnergy, Receipt, attribute, roll_up
+from joulie_controller.model.receipt import Holding, IdleFloor, Ledger, NodeEnergy, Receipt, attribute, roll_up
 
 GPU_NODE = NodeEnergy(
     interval_s=60.0,
@@ -40,6 +40,18 @@ def test_two_pods_on_one_cpu_node_split_busy_by_request_and_idle_by_allocation()
     assert ra.platform_j == pytest.approx(60 * 200.0 * 30 / 80)
     assert a.unallocated.cpu_busy_j == 0.0
     assert a.total_j == pytest.approx(CPU_NODE.node_j, rel=1e-12)
+
+
+def test_the_busy_part_follows_the_cpu_time_used_where_every_pod_reports_it() -> None:
+    by_use = [
+        Holding("ns/a", 60.0, cpu_cores=30, cpu_used_core_s=60 * 3.0),
+        Holding("ns/b", 60.0, cpu_cores=10, cpu_used_core_s=60 * 9.0),
+    ]
+    a = attribute(CPU_NODE, by_use)
+    assert a.pods["ns/b"].cpu_busy_j == pytest.approx(3 * a.pods["ns/a"].cpu_busy_j)
+    assert a.pods["ns/a"].cpu_idle_j == pytest.approx(60 * 100.0 * 30 / 80)  # idle still by allocation
+    half = attribute(CPU_NODE, [by_use[0], Holding("ns/b", 60.0, cpu_cores=10)])  # one Pod unreported: requests
+    assert half.pods["ns/a"].cpu_busy_j == pytest.approx(3 * half.pods["ns/b"].cpu_busy_j)
 
 
 @pytest.mark.parametrize("busy_w", [0.0, 150.0, 400.0, 1200.0])
@@ -102,3 +114,21 @@ def test_an_uncapped_pod_saved_nothing_and_a_capped_one_saved_energy_for_time() 
     assert capped.saved_high_j > 0
     compute_bound = counterfactual(r, conditions_for_kind("no-such-kind", "gpu", 280.0, 400.0, 400.0))
     assert compute_bound.added_s > capped.added_s  # c = 1 loses the most time to the same cap
+
+
+def test_the_idle_floor_is_learnt_from_intervals_without_pods_and_replaces_the_model() -> None:
+    empty = NodeEnergy(
+        60.0,
+        60.0 * 400.0,
+        gpu_j={0: 60 * 62.0, 1: 60 * 300.0},
+        cpu_j=60.0 * 80.0,
+        cores=64,
+        cpu_idle_w=82.5,
+        gpu_idle_w=50.0,
+    )
+    floor = IdleFloor().learn(empty, [Holding("ns/a", 60.0, (1,), 0)])
+    assert floor.cpu_w == pytest.approx(80.0) and floor.gpu_w == pytest.approx(62.0)  # board 1 was held
+    busy = NodeEnergy(60.0, 60.0 * 900.0, cpu_j=60.0 * 300.0, cores=64, cpu_idle_w=82.5)
+    assert floor.learn(busy, [Holding("ns/b", 60.0, cpu_cores=8)]) == floor  # cores held: no idle to see
+    assert floor.apply(busy).cpu_idle_w == pytest.approx(80.0)
+    assert IdleFloor().apply(busy).cpu_idle_w == 82.5
