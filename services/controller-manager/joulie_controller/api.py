@@ -18,6 +18,7 @@ from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METH
 from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.receipt import METHOD as RECEIPT_METHOD
 from joulie_controller.model.receipt import (
     Attribution,
     Holding,
@@ -25,6 +26,7 @@ from joulie_controller.model.receipt import (
     Ledger,
     NodeEnergy,
     Receipt,
+    annotation,
     attribute,
     board_idle_w,
     package_idle_w,
@@ -61,6 +63,7 @@ from joulie_controller.settings import (
 
 __all__ = [
     "COUNTERFACTUAL_METHOD",
+    "RECEIPT_METHOD",
     "Attribution",
     "Conditions",
     "Holding",
@@ -68,6 +71,7 @@ __all__ = [
     "Ledger",
     "NodeEnergy",
     "Receipt",
+    "annotation",
     "attribute",
     "board_idle_w",
     "package_busy",

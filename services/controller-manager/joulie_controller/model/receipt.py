@@ -29,8 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Final
 
+from joulie_api.receipt import EnergyReceipt
 from joulie_controller.model.capmodel import CPU_MODEL, GPU_MODEL
+
+METHOD: Final = "attribution:joulie/v1"
+"""The attribution rules of this module, as a receipt names them (docs/energy-receipts.md)."""
 
 
 def package_idle_w(max_w: float) -> float:
@@ -283,3 +288,18 @@ def roll_up(receipts: Iterable[tuple[str, Receipt]]) -> dict[str, Receipt]:
     for key, r in receipts:
         out[key] = out.get(key, Receipt()) + r
     return out
+
+
+def annotation(r: Receipt, node: str, finished: bool, counterfactual_method: str, updated: str) -> EnergyReceipt:
+    """The receipt as the Pod's ``joulie.io/energy-receipt`` annotation carries it (``joulie_api.receipt``)."""
+    return EnergyReceipt(
+        node,
+        "finished" if finished else "running",
+        r.held_s,
+        {"gpu": r.gpu_j, "cpuBusy": r.cpu_busy_j, "cpuIdle": r.cpu_idle_j, "platform": r.platform_j},
+        r.saved_j,
+        (r.saved_low_j, r.saved_high_j),
+        r.added_s,
+        f"{METHOD}; counterfactual:{counterfactual_method}",
+        updated,
+    )

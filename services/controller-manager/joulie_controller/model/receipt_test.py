@@ -2,8 +2,18 @@ from __future__ import annotations
 
 import pytest
 
+from joulie_api.receipt import parse_annotation
 from joulie_controller.model.counterfactual import conditions_for_kind, counterfactual
-from joulie_controller.model.receipt import Holding, IdleFloor, Ledger, NodeEnergy, Receipt, attribute, roll_up
+from joulie_controller.model.receipt import (
+    Holding,
+    IdleFloor,
+    Ledger,
+    NodeEnergy,
+    Receipt,
+    annotation,
+    attribute,
+    roll_up,
+)
 
 GPU_NODE = NodeEnergy(
     interval_s=60.0,
@@ -132,3 +142,20 @@ def test_the_idle_floor_is_learnt_from_intervals_without_pods_and_replaces_the_m
     assert floor.learn(busy, [Holding("ns/b", 60.0, cpu_cores=8)]) == floor  # cores held: no idle to see
     assert floor.apply(busy).cpu_idle_w == pytest.approx(80.0)
     assert IdleFloor().apply(busy).cpu_idle_w == 82.5
+
+
+def test_a_finished_receipt_becomes_the_pods_annotation_with_its_method() -> None:
+    r = Receipt(
+        gpu_j=7.2e6,
+        cpu_busy_j=1.8e5,
+        cpu_idle_j=1.4e5,
+        platform_j=9e5,
+        held_s=3600.0,
+        saved_j=3.6e5,
+        saved_low_j=1.8e5,
+        saved_high_j=5.4e5,
+        added_s=120.0,
+    )
+    ann = parse_annotation(annotation(r, "gpu-0", True, "capmodel-ratio", "2026-12-05T22:00:00Z").to_annotation())
+    assert ann.state == "finished" and ann.total_j == pytest.approx(r.total_j, abs=0.5)
+    assert ann.saved_range_j == (1.8e5, 5.4e5) and "capmodel-ratio" in ann.method and "attribution" in ann.method
