@@ -45,6 +45,7 @@ from joulie_controller.policies.powerbudget import cluster_power_budget
 from joulie_controller.power.powerstate import BmcReading, BmcState
 from joulie_controller.readings.facility import facility_queries, pue, read_facility
 from joulie_controller.readings.promql import MetricNaming, power_queries
+from joulie_controller.readings.receiptinputs import NodeFacts, node_energies, pod_cpu_seconds, receipt_queries
 from joulie_controller.readings.values import Facility, Measurement
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
 from joulie_controller.reconcile.tick import reconcile
@@ -70,12 +71,15 @@ __all__ = [
     "IdleFloor",
     "Ledger",
     "NodeEnergy",
+    "NodeFacts",
     "Receipt",
     "annotation",
     "attribute",
     "board_idle_w",
     "package_busy",
+    "node_energies",
     "package_idle_w",
+    "pod_cpu_seconds",
     "conditions_for_kind",
     "counterfactual",
     "roll_up",
@@ -112,6 +116,7 @@ __all__ = [
     "from_node_hardware",
     "headroom_score",
     "power_queries",
+    "receipt_queries",
     "pue",
     "read_facility",
     "reconcile",
