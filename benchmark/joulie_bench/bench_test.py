@@ -56,6 +56,9 @@ def test_short_bench_writes_csv_and_png_and_prints_the_table(tmp_path: Path, cap
     power = {r["policy"]: r for r in csv.DictReader((out / "power.csv").open())}
     assert set(power) == {"A", "A-placement", "B", "C", "D", "E", "S", "ES"} and power["A"]["boots"] == "0.00"
     assert "## Power states" in md and "| ES work-aware + suspend |" in md
+    receipts = list(csv.DictReader((out / "receipts.csv").open()))
+    assert len(receipts) == 16 * 10 and all(abs(float(r["error"])) < 0.1 for r in receipts)
+    assert "## Energy receipts against the emulator's truth" in md and "| D power budget | 20 |" in md
     for r in paired:
         if r["regime"] == "completion" or r["metric"] in ("facility_energy", "it_energy", "throughput"):
             assert r["n_seeds"] == "2", r

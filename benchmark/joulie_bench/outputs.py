@@ -1,5 +1,5 @@
 """What a benchmark run writes and prints: ``runs.csv``, ``summary.csv``, ``paired.csv``,
-``paired_seeds.csv``, ``power.csv``, ``results.md`` and the plots (``write_outputs``), and the tables
+``paired_seeds.csv``, ``power.csv``, ``receipts.csv``, ``results.md`` and the plots (``write_outputs``), and the tables
 on the terminal (``print_tables``). The figures come from ``paired``, ``powerreport`` and ``report``."""
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from joulie_bench.paired import PAIRED_HEADER, paired_rows, per_seed_changes
 from joulie_bench.powerreport import POWER_HEADER, power_rows
 from joulie_bench.powerreport import csv_rows as power_csv_rows
 from joulie_bench.powerreport import markdown as power_markdown
+from joulie_bench.receiptreport import RECEIPTS_HEADER
+from joulie_bench.receiptreport import csv_rows as receipt_csv_rows
+from joulie_bench.receiptreport import markdown as receipt_markdown
 from joulie_bench.report import markdown_report, plot_energy_split, plot_paired
 from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import Estimate, ci95
@@ -134,6 +137,8 @@ class Written:
     """paired.csv and the three plots, in the order the last line names them."""
     tau_section: Sequence[str] = ()
     """The jobs slowed past τ per arm, and the power budget's part (``taushare``), as Markdown lines."""
+    receipt_section: Sequence[str] = ()
+    """The energy receipts against truth per arm (``receiptreport``), as Markdown lines."""
 
 
 def write_outputs(out: Path, results: Sequence[RunResult], policies: Sequence[str],
@@ -157,14 +162,19 @@ def write_outputs(out: Path, results: Sequence[RunResult], policies: Sequence[st
         w.writerow(POWER_HEADER)
         w.writerows(power_csv_rows(prows))
     section = power_markdown(prows)
+    with (out / "receipts.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(RECEIPTS_HEADER)
+        w.writerows(receipt_csv_rows(results))
+    receipts = receipt_markdown(results, policies)
     tau = tau_markdown(tau_shares(results, policies, SLOWDOWN_BUDGET_PCT), SLOWDOWN_BUDGET_PCT)
     util = " / ".join(f"{ci95([getattr(r, k) for r in results if r.policy == BASELINE]).mean * 100:.0f} %"
                       for k in ("cpu_utilisation", "gpu_utilisation"))
     (out / "results.md").write_text(markdown_report(results, policies, rows,
                                                     summary_note=f"{summary_note}; allocated CPU / GPU under A: {util}",
                                                     settings=settings,
-                                                    sections=[*section, *tau, *extra_sections]))
-    return Written(rows, section, util, (paired_csv, png, split_png, paired_png), tau)
+                                                    sections=[*section, *tau, *receipts, *extra_sections]))
+    return Written(rows, section, util, (paired_csv, png, split_png, paired_png), tau, receipts)
 
 
 def print_tables(results: Sequence[RunResult], policies: Sequence[str], summary: dict[str, dict[str, Estimate]],
@@ -193,6 +203,8 @@ def print_tables(results: Sequence[RunResult], policies: Sequence[str], summary:
     for line in written.power_section[4:]:
         print("  " + line)
     for line in written.tau_section:
+        print("  " + line.removeprefix("## "))
+    for line in written.receipt_section:
         print("  " + line.removeprefix("## "))
 
 

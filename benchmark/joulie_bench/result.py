@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from joulie_bench.receipts import ReceiptRow, ReceiptSummary
 from joulie_bench.stats import percentile
 
 DEVICE_KINDS = ("cpu", "gpu", "other")
@@ -71,6 +72,9 @@ class RunResult:
     job's under A, the slowdown the arm's caps added (``taushare``)."""
     open_gpu_utilisation: float = 0.0
     """Allocated GPU inside the open window (warm-up over to the last arrival): the steady state's share."""
+    receipts: list[ReceiptRow] = field(default_factory=list)
+    """Each finished job's energy receipt (what the controller could compute) against the emulator's truth."""
+    receipt_summary: ReceiptSummary | None = None
 
     @property
     def idle_energy_kwh(self) -> float:

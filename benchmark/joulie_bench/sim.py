@@ -48,6 +48,8 @@ from joulie_api.names import (
 from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.nodes import BenchNode, node_hardware
+from joulie_bench.receipts import ReceiptWatch
+from joulie_bench.receipts import summarise as summarise_receipts
 from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import percentile
 from joulie_common.clock import FakeClock
@@ -226,6 +228,8 @@ class _Run:
         self.off_s = 0.0  # node-seconds powered off
         self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
         self.idle_node_w = idle_power_by_node_w(self.true_nodes, dt_s)
+        self.receipts = ReceiptWatch(nodes, self.true_profile, {j.job_id: j for j in jobs})
+        self.receipts.start(self.emu, self.idle_node_w)
         self.reconciles = 0
         self.next_reconcile = 0.0
         first = min((j.submit_s for j in jobs), default=0.0)
@@ -359,10 +363,14 @@ class _Run:
                 for kind, w in self.idle_node_w[n.name].items():
                     self.idle_kind_j[kind] += w * dt_s
         speeds = {n.name: speed_from_state(self.true_profile[n.name], emu.node(n.name).state) for n in nodes}
+        ran = self.engine.running()  # the jobs whose load this tick ran
         for c in self.engine.step(t, dt_s, speeds):
             r = self.engine.runs[c.job_id]
             self.free_cpu[c.node] += r.job.requests.cpu
             self.free_gpu[c.node] += r.job.requests.gpu
+        self.receipts.truth_tick(t, dt_s, emu, ran)
+        if self.receipts.due(t + dt_s):
+            self.receipts.observe(t + dt_s, emu, self.engine)
         for mark in (self.open_start_s, self.open_end_s):  # energy and work of this tick both counted
             if t < mark <= t + dt_s and len(self.open_marks) < 2:
                 self.open_marks.append((self.it_j, self.fac_j, self.work_done_s()))
@@ -384,6 +392,8 @@ class _Run:
         return _power_w(self.emu, self.nodes)[0]
 
     def result(self, seed: int, end_s: float) -> RunResult:
+        self.receipts.observe(end_s, self.emu, self.engine)  # the last interval, before the idle settle ticks on
+        receipt_rows = self.receipts.rows(self.engine)
         idle_w = self.idle_power_w()
         done = [r for r in self.engine.runs.values() if r.done_s is not None]
         first = min((j.submit_s for j in self.jobs), default=0.0)
@@ -433,5 +443,7 @@ class _Run:
             variant=self.variant,
             run_s={r.job.job_id: r.done_s - r.start_s for r in done if r.done_s is not None and r.start_s is not None},
             open_gpu_utilisation=open_gpu_s / (total_gpus * window_s) if total_gpus else 0.0,
+            receipts=receipt_rows,
+            receipt_summary=summarise_receipts(receipt_rows, self.receipts.ledger),
         )
 

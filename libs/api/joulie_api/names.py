@@ -47,6 +47,10 @@ LABEL_WORKLOAD_KIND: Final = "joulie.io/workload-kind"
 """How a Pod's work responds to a power cap (gpu-training, gpu-inference, cpu-compute, cpu-memory);
 a label or an annotation. The work-aware policy and the extender read it."""
 
+ANNOTATION_ENERGY_RECEIPT: Final = "joulie.io/energy-receipt"
+"""A Pod's energy receipt (``joulie_api.receipt``: JSON, energy by device kind and what the caps saved),
+written by the controller manager; ``kubectl joulie receipt(s)`` reads it (docs/energy-receipts.md)."""
+
 PROFILE_PERFORMANCE: Final = "performance"
 PROFILE_ECO: Final = "eco"
 WORKLOAD_CLASS_PERFORMANCE: Final = "performance"

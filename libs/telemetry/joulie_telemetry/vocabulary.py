@@ -43,7 +43,7 @@ RACK_ATTRIBUTE: Final = "joulie.rack"
 
 Kind = Literal["counter", "gauge"]
 
-_PROM_UNIT: Final = {"J": "joules", "W": "watts", "Cel": "celsius", "1": "ratio", "Hz": "hertz"}
+_PROM_UNIT: Final = {"J": "joules", "W": "watts", "Cel": "celsius", "1": "ratio", "Hz": "hertz", "s": "seconds"}
 _NOT_LEGACY_CHAR: Final = re.compile(r"[^a-zA-Z0-9_:]")
 
 
@@ -136,6 +136,22 @@ RACK_POWER: Final = MetricSpec("joulie.rack.power", "W", "gauge", "IT power of a
 RACK_INLET: Final = MetricSpec("joulie.rack.inlet.temperature", "Cel", "gauge", "Inlet air temperature of a rack")
 RACK_PSU_LOAD: Final = MetricSpec("joulie.rack.psu.load", "1", "gauge", "Rack IT power over the rack's PSU capacity")
 
+# Energy receipts (docs/energy-receipts.md): each Pod's share of its node's metered energy, by device kind,
+# and what the caps saved it; the node's unallocated rest, so the Pods and it add up to the node meter.
+K8S_NAMESPACE_NAME: Final = "k8s.namespace.name"
+K8S_POD_NAME: Final = "k8s.pod.name"
+ENERGY_DEVICE: Final = "joulie.energy.device"
+"""Attribute of joulie.pod.energy: ``gpu``, ``cpu_busy``, ``cpu_idle`` or ``platform`` (memory and the rest)."""
+ENERGY_DEVICES: Final = ("gpu", "cpu_busy", "cpu_idle", "platform")
+POD_ENERGY: Final = MetricSpec("joulie.pod.energy", "J", "counter",
+                               "Energy attributed to a Pod from its node's meters, by device kind")
+POD_ENERGY_SAVED: Final = MetricSpec("joulie.pod.energy.saved", "J", "counter",
+                                     "Energy the power caps saved a Pod: the model's uncapped energy minus the metered")
+POD_TIME_ADDED: Final = MetricSpec("joulie.pod.time.added", "s", "counter",
+                                   "Running time the power caps added to a Pod, by the controller's model")
+NODE_ENERGY_UNALLOCATED: Final = MetricSpec("joulie.node.energy.unallocated", "J", "counter",
+                                            "A node's metered energy no Pod was billed (idle of unallocated devices)")
+
 NODE_METRICS: Final = (HOST_ENERGY, HOST_POWER, COMPONENT_ENERGY, COMPONENT_POWER, HOST_AMBIENT_TEMPERATURE)
 FACILITY_METRICS: Final = (
     FACILITY_AMBIENT,
@@ -153,4 +169,7 @@ GPU_METRICS: Final = (GPU_UTILIZATION, GPU_SM_CLOCK, GPU_SM_CLOCK_MAX, GPU_SM_AC
                       GPU_DRAM_ACTIVE)
 """Per-GPU signals a node exposes (issue 35). Not in ALL_METRICS until the agent and the simulator export
 them: ALL_METRICS is what dashboards and alerts may query (joulie_simcluster.metricnames)."""
+RECEIPT_METRICS: Final = (POD_ENERGY, POD_ENERGY_SAVED, POD_TIME_ADDED, NODE_ENERGY_UNALLOCATED)
+"""The energy receipts' metrics. Not in ALL_METRICS until the controller manager exports them (the receipts
+dashboard, charts/joulie/dashboards/joulie-receipts.json, queries them)."""
 ALL_METRICS: Final = NODE_METRICS + FACILITY_METRICS

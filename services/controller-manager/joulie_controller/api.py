@@ -7,14 +7,31 @@ refuses a product import of any other module (``repo_packages.py``).
 - its settings (``Settings`` and its groups, from the environment as the chart sets it);
 - the pure core the benchmark drives on its accelerated clock: ``reconcile`` over a ``Snapshot``, its
   ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``);
+- energy receipts (``attribute`` over a ``NodeEnergy``, ``counterfactual``, ``Ledger``: docs/energy-receipts.md);
 - the queries and models the products check a cluster against: PromQL (``power_queries``,
   ``facility_queries``), the twin's formulas, the budget policy.
 """
 
 from __future__ import annotations
 
+from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
+from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.receipt import METHOD as RECEIPT_METHOD
+from joulie_controller.model.receipt import (
+    Attribution,
+    Holding,
+    IdleFloor,
+    Ledger,
+    NodeEnergy,
+    Receipt,
+    annotation,
+    attribute,
+    board_idle_w,
+    package_idle_w,
+    roll_up,
+)
 from joulie_controller.model.twin import (
     NEUTRAL_COOLING_STRESS,
     TwinInput,
@@ -28,6 +45,7 @@ from joulie_controller.policies.powerbudget import cluster_power_budget
 from joulie_controller.power.powerstate import BmcReading, BmcState
 from joulie_controller.readings.facility import facility_queries, pue, read_facility
 from joulie_controller.readings.promql import MetricNaming, power_queries
+from joulie_controller.readings.receiptinputs import NodeFacts, node_energies, pod_cpu_seconds, receipt_queries
 from joulie_controller.readings.values import Facility, Measurement
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
 from joulie_controller.reconcile.tick import reconcile
@@ -45,6 +63,26 @@ from joulie_controller.settings import (
 )
 
 __all__ = [
+    "COUNTERFACTUAL_METHOD",
+    "RECEIPT_METHOD",
+    "Attribution",
+    "Conditions",
+    "Holding",
+    "IdleFloor",
+    "Ledger",
+    "NodeEnergy",
+    "NodeFacts",
+    "Receipt",
+    "annotation",
+    "attribute",
+    "board_idle_w",
+    "package_busy",
+    "node_energies",
+    "package_idle_w",
+    "pod_cpu_seconds",
+    "conditions_for_kind",
+    "counterfactual",
+    "roll_up",
     "NEUTRAL_COOLING_STRESS",
     "BmcReading",
     "BmcState",
@@ -78,6 +116,7 @@ __all__ = [
     "from_node_hardware",
     "headroom_score",
     "power_queries",
+    "receipt_queries",
     "pue",
     "read_facility",
     "reconcile",

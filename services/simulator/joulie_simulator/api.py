@@ -6,8 +6,9 @@ the OpenTelemetry SDK; the servers and views are in ``shell_api``. Everything el
 other module.
 
 - The emulated hardware: :class:`Emulator` (nodes, physics on one tick), :class:`Load` and
-  :func:`initial_state` (a node's load and starting state).
-- The workload engine: :class:`Engine` and :func:`speed_from_state` (job progress under a clock).
+  :func:`initial_state` (a node's load and starting state), :class:`NodeState` (a node's state: its
+  devices' powers and energy ledgers, which the benchmark's per-job truth reads).
+- The workload engine: :class:`Engine` (its :class:`JobRun` per job) and :func:`speed_from_state` (job progress under a clock).
 - The facility: :func:`pue`, :func:`node_nameplate_w` (the pure model) and :class:`FacilityLive`
   (the model fed by a running emulator).
 - Telemetry: :func:`components` (a node's truth as CPU, DRAM and GPU components, in the hardware
@@ -23,7 +24,7 @@ from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.emulation.hwsemconv import components
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
-from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.physics.model import Load, NodeState, initial_state
 from joulie_simulator.physics.variants import (
     CALIBRATED,
     VARIANTS,
@@ -32,9 +33,9 @@ from joulie_simulator.physics.variants import (
     variant_jobs,
     variant_profile,
 )
-from joulie_simulator.workload.engine import Engine, speed_from_state
+from joulie_simulator.workload.engine import Engine, JobRun, speed_from_state
 
 __all__ = [
-    "CALIBRATED", "VARIANTS", "Emulator", "Engine", "FacilityLive", "Load", "PhysicsVariant", "components",
+    "CALIBRATED", "VARIANTS", "Emulator", "Engine", "FacilityLive", "JobRun", "Load", "NodeState", "PhysicsVariant", "components",
     "initial_state", "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
 ]

@@ -1,19 +1,23 @@
-"""kubectl joulie: status | top | node NAME | pods  (energy state from NodeTwin and NodeHardware)."""
+"""kubectl joulie: status | top | node NAME | pods  (energy state from NodeTwin and NodeHardware) | receipt POD |
+receipts  (energy receipts from the Pods' joulie.io/energy-receipt annotation)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any
 
 from rich.console import Console, Group
 
 from joulie_api.kube import server_message
+from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
 from joulie_api.version import service_version
 from joulie_kubectl import model, render
-from joulie_kubectl.kube import ClusterState, api_client, read_state
+from joulie_kubectl.kube import ClusterState, api_client, read_pods, read_state
 
 NAME = "kubectl-joulie"
 NO_TWINS = "No NodeTwin resources found. Is Joulie installed?"
@@ -32,7 +36,44 @@ def build_parser() -> argparse.ArgumentParser:
     node = sub.add_parser("node", help="one node in detail")
     node.add_argument("name")
     sub.add_parser("pods", help="where performance and standard pods run")
+    receipt = sub.add_parser("receipt", help="one Pod's energy receipt (energy by device, saved by caps)")
+    receipt.add_argument("pod")
+    receipt.add_argument("-n", "--namespace", default="default")
+    receipt.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    receipts = sub.add_parser("receipts", help="the energy receipts of a namespace's Pods, with its totals")
+    scope = receipts.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", default="default")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace, and the cluster total")
+    receipts.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return p
+
+
+def receipt_command(args: argparse.Namespace, pods: list[dict[str, Any]], out: Console, err: Console) -> int:
+    """``receipt`` and ``receipts``: read from the Pods' annotations (no NodeTwin needed)."""
+    rows = model.receipt_rows(pods)
+    if args.command == "receipt":
+        if not pods:
+            err.print(f"{NAME}: no Pod {args.pod!r} in namespace {args.namespace!r}")
+            return 1
+        if not rows:
+            err.print(f"{NAME}: Pod {args.namespace}/{args.pod} has no {ANNOTATION_ENERGY_RECEIPT} annotation yet")
+            return 1
+        if args.output == "json":
+            out.print_json(json.dumps(model.receipt_json(rows[0])))
+        else:
+            out.print(render.receipt_detail(rows[0]))
+        return 0 if rows[0].receipt is not None else 1
+    by_ns, cluster = model.receipt_totals(rows)
+    if args.output == "json":
+        out.print_json(json.dumps({"pods": [model.receipt_json(r) for r in rows],
+                                   "namespaces": {ns: model.total_json(t) for ns, t in by_ns.items()},
+                                   "total": model.total_json(cluster)}))
+    elif not rows:
+        where = "any namespace" if args.all_namespaces else f"namespace {args.namespace!r}"
+        out.print(f"No Pod in {where} carries a {ANNOTATION_ENERGY_RECEIPT} annotation.")
+    else:
+        out.print(render.receipts_table(rows, by_ns, cluster))
+    return 0
 
 
 def views(state: ClusterState, now: datetime) -> tuple[list[model.NodeRow], list[model.PodRow]]:
@@ -68,6 +109,14 @@ def run(argv: list[str] | None = None, *, console: Console | None = None,
             err.print(f"{NAME}: reading from the API server failed: {server_message(exc)}")
             return None
 
+    if args.command in ("receipt", "receipts"):
+        try:
+            ns = None if getattr(args, "all_namespaces", False) else args.namespace
+            found = read_pods(api, ns, args.pod if args.command == "receipt" else None)
+        except Exception as exc:  # API and transport errors alike end with a message
+            err.print(f"{NAME}: reading from the API server failed: {server_message(exc)}")
+            return 1
+        return receipt_command(args, found, out, err)
     state = fetch()
     if state is None:
         return 1

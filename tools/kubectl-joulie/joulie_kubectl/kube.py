@@ -1,4 +1,5 @@
-"""Reads NodeTwin, NodeHardware, Nodes (allocatable only) and Pods through the kubeconfig context."""
+"""Reads NodeTwin, NodeHardware, Nodes (allocatable only) and Pods (their energy receipts too) through the
+kubeconfig context."""
 
 from __future__ import annotations
 
@@ -41,3 +42,15 @@ def read_state(api: k8s.ApiClient) -> ClusterState:
         nodes=_items(core.list_node(**opts)),
         pods=_items(core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed", **opts)),
     )
+
+
+def read_pods(api: k8s.ApiClient, namespace: str | None, name: str | None = None) -> list[dict[str, Any]]:
+    """Pods of every phase (a finished Pod carries the final receipt): one namespace, or all (None); one
+    Pod when ``name`` is given (an empty list when it does not exist)."""
+    core = k8s.CoreV1Api(api)
+    opts: dict[str, Any] = {"_preload_content": False, "_request_timeout": TIMEOUT_S}
+    if name is not None:
+        return _items(core.list_namespaced_pod(namespace or "default", field_selector=f"metadata.name={name}", **opts))
+    if namespace is None:
+        return _items(core.list_pod_for_all_namespaces(**opts))
+    return _items(core.list_namespaced_pod(namespace, **opts))

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
 from joulie_api.quantity import QuantityError, parse_quantity
+from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation
 
 ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
 GPU_RESOURCES: Final = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")
@@ -353,3 +355,82 @@ def pod_rows(pods: Iterable[Mapping[str, Any]], rows: list[NodeRow]) -> list[Pod
             misplaced=cls == "performance" and ncls in ("eco", "draining"),
         ))
     return sorted(out, key=lambda p: (p.workload_class, p.node, p.namespace, p.name))
+
+
+@dataclass(frozen=True)
+class ReceiptRow:
+    """One Pod's energy receipt (``joulie.io/energy-receipt``), or why it cannot be read."""
+
+    namespace: str
+    name: str
+    receipt: EnergyReceipt | None
+    problem: str = ""
+
+
+def receipt_rows(pods: Iterable[Mapping[str, Any]]) -> list[ReceiptRow]:
+    """The Pods that carry a receipt, by namespace and name; a malformed one with its problem."""
+    out = []
+    for pod in pods:
+        raw = _get(pod, "metadata", "annotations", ANNOTATION_ENERGY_RECEIPT)
+        if raw is None:
+            continue
+        ns, name = str(_get(pod, "metadata", "namespace") or ""), str(_get(pod, "metadata", "name") or "")
+        try:
+            out.append(ReceiptRow(ns, name, parse_annotation(str(raw))))
+        except ReceiptFormatError as exc:
+            out.append(ReceiptRow(ns, name, None, f"{ANNOTATION_ENERGY_RECEIPT}: {exc}"))
+    return sorted(out, key=lambda r: (r.namespace, r.name))
+
+
+@dataclass
+class ReceiptTotal:
+    """Receipts summed (a namespace, or the cluster): what an operator reports by team."""
+
+    pods: int = 0
+    running: int = 0
+    energy_j: dict[str, float] = field(default_factory=dict)
+    saved_j: float = 0.0
+    saved_low_j: float = 0.0
+    saved_high_j: float = 0.0
+    added_s: float = 0.0
+
+    @property
+    def total_j(self) -> float:
+        return sum(self.energy_j.values())
+
+    def add(self, r: EnergyReceipt) -> None:
+        self.pods += 1
+        self.running += r.state == "running"
+        for k, v in r.energy_j.items():
+            self.energy_j[k] = self.energy_j.get(k, 0.0) + v
+        self.saved_j += r.saved_j
+        self.saved_low_j += r.saved_range_j[0]
+        self.saved_high_j += r.saved_range_j[1]
+        self.added_s += r.added_s
+
+
+def receipt_totals(rows: Iterable[ReceiptRow]) -> tuple[dict[str, ReceiptTotal], ReceiptTotal]:
+    """Per-namespace totals and the cluster's (over the rows given: one namespace, or all)."""
+    by_ns: dict[str, ReceiptTotal] = {}
+    cluster = ReceiptTotal()
+    for row in rows:
+        if row.receipt is None:
+            continue
+        by_ns.setdefault(row.namespace, ReceiptTotal()).add(row.receipt)
+        cluster.add(row.receipt)
+    return dict(sorted(by_ns.items())), cluster
+
+
+def receipt_json(row: ReceiptRow) -> dict[str, Any]:
+    """One receipt as ``-o json`` prints it: the Pod and its annotation's fields."""
+    r = row.receipt
+    if r is None:
+        return {"namespace": row.namespace, "name": row.name, "problem": row.problem}
+    return {"namespace": row.namespace, "name": row.name, "node": r.node, "state": r.state, "heldS": r.held_s,
+            "energyJ": {**r.energy_j, "total": r.total_j}, "savedJ": r.saved_j, "savedRangeJ": list(r.saved_range_j),
+            "addedS": r.added_s, "method": r.method, "updated": r.updated}
+
+
+def total_json(t: ReceiptTotal) -> dict[str, Any]:
+    return {"pods": t.pods, "running": t.running, "energyJ": {**t.energy_j, "total": t.total_j}, "savedJ": t.saved_j,
+            "savedRangeJ": [t.saved_low_j, t.saved_high_j], "addedS": t.added_s}

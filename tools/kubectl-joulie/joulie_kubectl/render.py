@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from joulie_kubectl.model import NodeRow, PodRow, Summary
+from joulie_kubectl.model import NodeRow, PodRow, ReceiptRow, ReceiptTotal, Summary
 
 CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}
 POWER_STYLE = {"on": "", "suspending": "yellow", "off": "dim", "resuming": "cyan", "failed": "bold red"}
@@ -106,3 +106,60 @@ def node_detail(row: NodeRow, pods: list[PodRow], now: datetime) -> RenderableTy
         info.add_row(key, value)
     on_node = [p for p in pods if p.node == row.node]
     return Group(info, Text(f"\nPods on {row.node}: {len(on_node)}", style="bold"), pods_table(on_node))
+
+
+ENERGY_LABELS = (("gpu", "GPU"), ("cpuBusy", "CPU busy"), ("cpuIdle", "CPU idle"), ("platform", "memory+platform"))
+
+
+def _wh(joules: float) -> str:
+    """Energy for people: Wh below 10 kWh, kWh above."""
+    wh = joules / 3600.0
+    return f"{wh / 1000:.2f} kWh" if abs(wh) >= 10_000 else f"{wh:.1f} Wh"
+
+
+def _saved(saved_j: float, low_j: float, high_j: float) -> str:
+    return f"{_wh(saved_j)} [{_wh(low_j)} .. {_wh(high_j)}]"
+
+
+def receipt_detail(row: ReceiptRow) -> RenderableType:
+    """``kubectl joulie receipt POD``: the energy by device kind, and what the caps saved and cost."""
+    r = row.receipt
+    if r is None:
+        return Text(f"{row.namespace}/{row.name}: {row.problem}", style="red")
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold")
+    info.add_column()
+    info.add_row("Pod", f"{row.namespace}/{row.name}")
+    info.add_row("Node", r.node)
+    info.add_row("State", f"{r.state} (running total)" if r.state == "running" else r.state)
+    info.add_row("Held", f"{r.held_s / 3600:.2f} h")
+    for key, label in ENERGY_LABELS:
+        info.add_row(f"  {label}", _wh(r.energy_j.get(key, 0.0)))
+    info.add_row("Energy", _wh(r.total_j))
+    info.add_row("Saved by caps", _saved(r.saved_j, *r.saved_range_j))
+    info.add_row("Time added by caps", f"{r.added_s:.0f} s")
+    info.add_row("Method", r.method or "-")
+    info.add_row("Updated", r.updated or "-")
+    return info
+
+
+def receipts_table(rows: list[ReceiptRow], by_ns: dict[str, ReceiptTotal], cluster: ReceiptTotal) -> Table:
+    """``kubectl joulie receipts``: one row per Pod, then each namespace's total and the total."""
+    table = Table(header_style="bold")
+    for col in ("NAMESPACE", "POD", "STATE", "NODE", *(label.upper() for _, label in ENERGY_LABELS), "ENERGY",
+                "SAVED [RANGE]", "TIME ADDED"):
+        table.add_column(col, no_wrap=True)
+    for row in rows:
+        r = row.receipt
+        if r is None:
+            table.add_row(row.namespace, row.name, Text(row.problem, style="red"))
+            continue
+        table.add_row(row.namespace, row.name, r.state, r.node, *(_wh(r.energy_j.get(k, 0.0)) for k, _ in ENERGY_LABELS),
+                      _wh(r.total_j), _saved(r.saved_j, *r.saved_range_j), f"{r.added_s:.0f} s")
+    if table.rows:
+        table.rows[-1].end_section = True  # a rule between the Pods and the totals
+    for label, t in [*((f"{ns} (total)", t) for ns, t in by_ns.items()), ("ALL (total)", cluster)]:
+        table.add_row(Text(label, style="bold"), f"{t.pods} pods", f"{t.running} running", "",
+                      *(_wh(t.energy_j.get(k, 0.0)) for k, _ in ENERGY_LABELS), Text(_wh(t.total_j), style="bold"),
+                      _saved(t.saved_j, t.saved_low_j, t.saved_high_j), f"{t.added_s:.0f} s")
+    return table

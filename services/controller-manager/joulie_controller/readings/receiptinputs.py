@@ -1,0 +1,137 @@
+"""The energy receipts' inputs from Prometheus: each node's metered energy over a window, by device, and
+each Pod's CPU time. Pure: strings in, strings out; results in, ``NodeEnergy`` out.
+
+The live receipts step (not written yet: docs/energy-receipts.md, "What is left") queries these every
+window and hands the result to ``model.receipt.attribute``:
+
+- the node meter: ``increase`` of ``hw.host.energy`` per node (J over the window);
+- the devices: ``increase`` of ``hw.energy`` per node, ``hw.type`` and ``hw.id`` for ``cpu`` packages
+  (``package-N``) and ``gpu`` boards (``gpu-N``, N the index the kubelet's pod-resources API maps a
+  Pod's devices to), as the agent and the simulator export them;
+- each Pod's CPU time: ``increase`` of cAdvisor's ``container_cpu_usage_seconds_total`` per namespace and
+  Pod (core-seconds over the window; the busy CPU split by use, not requests).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from joulie_controller.model.receipt import NodeEnergy
+from joulie_controller.readings.promql import MetricNaming, quote_name
+from joulie_telemetry.vocabulary import COMPONENT_ENERGY, HOST_ENERGY, HW_CPU, HW_GPU, HW_ID, HW_TYPE
+
+CPU_USAGE: Final = "container_cpu_usage_seconds_total"
+"""cAdvisor's per-container CPU time counter (kubelet /metrics/cadvisor), seconds."""
+_GPU_ID: Final = re.compile(r"^gpu-(\d+)$")
+_LEGACY: Final = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+
+@dataclass(frozen=True)
+class ReceiptQueries:
+    node_label: str
+    type_label: str
+    id_label: str
+    host_energy_j: str
+    device_energy_j: str
+    pod_cpu_s: str
+
+
+def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> ReceiptQueries:
+    """The three queries over ``window`` (a PromQL duration, e.g. ``1m``); node attributes promoted."""
+    node, typ, hwid = (naming.label(a) for a in (node_attribute, HW_TYPE, HW_ID))
+    host = naming.series(HOST_ENERGY)
+    comp = naming.series(COMPONENT_ENERGY)
+
+    def sel(metric: str, matchers: str = "") -> str:
+        if _LEGACY.match(metric):
+            return f"{metric}{{{matchers}}}" if matchers else metric
+        return "{" + ", ".join(x for x in (quote_name(metric), matchers) if x) + "}"
+
+    devices = f'{quote_name(typ)}=~"{HW_CPU}|{HW_GPU}"'
+    return ReceiptQueries(
+        node,
+        typ,
+        hwid,
+        host_energy_j=f"sum by ({quote_name(node)}) (increase({sel(host)}[{window}]))",
+        device_energy_j=(
+            f"sum by ({quote_name(node)}, {quote_name(typ)}, {quote_name(hwid)}) "
+            f"(increase({sel(comp, devices)}[{window}]))"
+        ),
+        pod_cpu_s=f'sum by (namespace, pod) (increase({CPU_USAGE}{{container!=""}}[{window}]))',
+    )
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the controller knows of a node besides its meters (NodeHardware, the Node's allocatable)."""
+
+    cores: float
+    cpu_idle_w: float
+    gpu_idle_w: float
+
+
+def _value(item: Mapping[str, Any]) -> float | None:
+    value = item.get("value")
+    try:
+        v = float(value[1]) if isinstance(value, (list, tuple)) and len(value) == 2 else math.nan
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
+
+
+def node_energies(
+    host: Iterable[Mapping[str, Any]],
+    devices: Iterable[Mapping[str, Any]],
+    q: ReceiptQueries,
+    window_s: float,
+    facts: Mapping[str, NodeFacts],
+) -> tuple[dict[str, NodeEnergy], list[str]]:
+    """Each known node's ``NodeEnergy`` over the window, and why any series was left out (a node without a
+    meter reading is left out whole: its books cannot close)."""
+    problems: list[str] = []
+    meter: dict[str, float] = {}
+    for item in host:
+        node = str((item.get("metric") or {}).get(q.node_label, ""))
+        v = _value(item)
+        if node in facts and v is not None:
+            meter[node] = v
+        elif node in facts:
+            problems.append(f"{node}: host energy {item.get('value')!r}: expected a finite number >= 0")
+    gpu: dict[str, dict[int, float]] = {n: {} for n in meter}
+    cpu: dict[str, float] = dict.fromkeys(meter, 0.0)
+    for item in devices:
+        metric = item.get("metric") or {}
+        node, typ, hwid = (str(metric.get(k, "")) for k in (q.node_label, q.type_label, q.id_label))
+        if node not in meter:
+            continue
+        v = _value(item)
+        m = _GPU_ID.match(hwid)
+        if v is None:
+            problems.append(f"{node}: {typ} {hwid} energy {item.get('value')!r}: expected a finite number >= 0")
+        elif typ == HW_GPU and m:
+            gpu[node][int(m.group(1))] = v
+        elif typ == HW_CPU:
+            cpu[node] += v
+        else:
+            problems.append(f"{node}: {typ} {hwid!r}: expected hw.id gpu-<index> for a GPU")
+    out = {
+        n: NodeEnergy(window_s, meter[n], gpu[n], cpu[n], facts[n].cores, facts[n].cpu_idle_w, facts[n].gpu_idle_w)
+        for n in meter
+    }
+    return out, problems
+
+
+def pod_cpu_seconds(result: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Each Pod's CPU time over the window, core-seconds, by ``namespace/name``."""
+    out: dict[str, float] = {}
+    for item in result:
+        metric = item.get("metric") or {}
+        ns, pod = str(metric.get("namespace", "")), str(metric.get("pod", ""))
+        v = _value(item)
+        if ns and pod and v is not None:
+            out[f"{ns}/{pod}"] = v
+    return out
