@@ -346,14 +346,15 @@ def test_an_nvidia_pool_gets_the_toolkit_runtime_and_exports_power() -> None:
     assert env["POWER_EXPORT_ENDPOINT"] == "http://prometheus-operated.monitoring:9090/api/v1/otlp/v1/metrics"
     assert env["POWER_EXPORT_INTERVAL"] == "10s" and env["AGENT_MODE"] == "daemonset"
     assert "HARDWARE_CATALOG_EXTRA" not in env and not chart.find(docs, "ConfigMap")
-    # Host power from the BMCs: the BMC Secret mounted where BMC_SECRET_DIR says (optional: no Secret, the sum).
+    # Host power from the BMCs: the read-only account's Secret mounted where BMC_SECRET_DIR says
+    # (optional: no Secret, the sum).
     assert (env["BMC_SECRET_DIR"], env["BMC_TIMEOUT"]) == ("/etc/joulie/bmc", "5s")
-    assert {"name": "bmc-secret", "secret": {"secretName": "joulie-bmcs", "optional": True}} in pod["volumes"]
-    assert {"name": "bmc-secret", "mountPath": "/etc/joulie/bmc", "readOnly": True} in container(ds)["volumeMounts"]
+    assert {"name": "bmc-readonly", "secret": {"secretName": "joulie-bmc-readonly", "optional": True}} in pod["volumes"]
+    assert {"name": "bmc-readonly", "mountPath": "/etc/joulie/bmc", "readOnly": True} in container(ds)["volumeMounts"]
     defaults = one(render("defaults"), "DaemonSet", "joulie-agent")
     assert "runtimeClassName" not in defaults["spec"]["template"]["spec"]
     assert "POWER_EXPORT_ENDPOINT" not in env_of(defaults) and "BMC_SECRET_DIR" not in env_of(defaults)
-    assert all(v["name"] != "bmc-secret" for v in defaults["spec"]["template"]["spec"].get("volumes", []))
+    assert all(v["name"] != "bmc-readonly" for v in defaults["spec"]["template"]["spec"].get("volumes", []))
 
 
 def test_an_amd_pool_mounts_rocm_and_ships_a_catalog_entry_the_agent_accepts(tmp_path: Path) -> None:
