@@ -69,7 +69,7 @@ def stack(
 
     patch = pytest.MonkeyPatch()
     patch.setattr(routes, "parse_extender_args", recording_parse)
-    server = ServerThread(create_app(cache, Settings()), free_port()).start()
+    server = ServerThread(create_app(cache, Settings(debug_endpoints=True)), free_port()).start()
     # weight 5 as in the original's CI; ignorable so a dead extender never blocks scheduling.
     scheduler = start_scheduler(test_tools, control_plane, extender=ExtenderConfig(
         url_prefix=server.url, weight=5, http_timeout="2s", node_cache_capable=request.param))
