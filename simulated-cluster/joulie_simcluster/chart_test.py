@@ -82,12 +82,13 @@ def test_defaults_install_the_daemonset_agent_and_the_controller_manager() -> No
     pod = ds["spec"]["template"]["spec"]
     c = container(ds)
     assert c["image"] == f"joulie.local/joulie-agent:{version(VERSION_FILES['joulie', 'agent'])}"
-    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    # Off the host network by default (metrics on the Pod IP); the hardening itself: chart_security_test.py.
+    assert pod["hostNetwork"] is False and "dnsPolicy" not in pod
     assert c["securityContext"]["privileged"] is True
     assert pod["nodeSelector"] == {"joulie.io/managed": "true"}
     assert pod["tolerations"] == []
     assert pod["serviceAccountName"] == "joulie-agent"
-    assert {"name": "host-sys", "mountPath": "/host-sys"} in c["volumeMounts"]
+    assert {"name": "host-sys", "mountPath": "/host-sys", "readOnly": True} in c["volumeMounts"]
     assert {"name": "host-sys", "hostPath": {"path": "/sys", "type": "Directory"}} in pod["volumes"]
     env = env_of(ds)
     assert env["AGENT_MODE"] == "daemonset" and env["NODE_NAME"] == ("fieldRef", "spec.nodeName")

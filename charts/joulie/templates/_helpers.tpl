@@ -133,3 +133,25 @@ Secret leaves the agent on the labelled sum (one log line), not a pod that never
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/* Pod-level securityContext of the controller manager and the extender: Pod Security "restricted"
+(non-root uid 65532, the distroless "nonroot" uid, since the images name no USER; seccomp RuntimeDefault). */}}
+{{- define "joulie.restrictedPodSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+{{- end -}}
+
+{{/* Container-level securityContext to go with it: nothing to escalate to, no capabilities, and a
+read-only root filesystem (the PEX's unpacked dependencies are read from /opt/joulie/.pex; /tmp is an
+emptyDir for anything the interpreter or the PEX must write). */}}
+{{- define "joulie.restrictedContainerSecurity" -}}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: [ALL]
+{{- end -}}
