@@ -96,7 +96,7 @@ def restricted_violations(pod: Mapping[str, Any]) -> list[str]:
         if pod.get(key):
             out.append(key)
     out += [f"volume {v['name']}" for v in pod.get("volumes") or [] if not set(v) - {"name"} <= RESTRICTED_VOLUMES]
-    for c in pod["containers"]:
+    for c in [*pod["containers"], *(pod.get("initContainers") or [])]:
         sc = c.get("securityContext") or {}
         if not (sc.get("runAsNonRoot") or psc.get("runAsNonRoot")) or 0 in (sc.get("runAsUser"), psc.get("runAsUser")):
             out.append(f"{c['name']}: may run as root")
@@ -216,3 +216,19 @@ def test_the_extender_binds_where_asked_serves_tls_and_keeps_debug_endpoints_off
     )
     assert _env(mtls)["EXTENDER_TLS_CLIENT_CA_FILE"] == "/etc/joulie/extender-tls/ca.crt"
     assert container(mtls)["readinessProbe"]["tcpSocket"] == {"port": "http"}  # kubelet has no client cert
+
+
+def test_a_read_only_root_still_gives_the_pex_an_unpacked_writable_root() -> None:
+    """A PEX on a read-only PEX_ROOT unpacks its dependencies again into /tmp at every start; the init
+    container copies the image's unpacked root (ci/images/build.py: ENV PEX_ROOT=/opt/joulie/.pex) into
+    the emptyDir the service then uses as PEX_ROOT."""
+    docs = chart.render_chart(JOULIE, [ALL_OPTIONS])
+    for name in ("joulie-controller-manager", "joulie-scheduler-extender"):
+        w = one(docs, "Deployment", name)
+        (init,) = _pod(w)["initContainers"]
+        assert init["image"] == container(w)["image"]
+        assert init["command"] == ["cp", "-R", "/opt/joulie/.pex/.", "/pex-root/"]
+        assert {"name": "pex-root", "mountPath": "/pex-root"} in init["volumeMounts"]
+        assert {"name": "pex-root", "mountPath": "/pex-root"} in container(w)["volumeMounts"]
+        assert _env(w)["PEX_ROOT"] == "/pex-root"
+        assert {v["name"]: set(v) for v in _pod(w)["volumes"]}["pex-root"] == {"name", "emptyDir"}

@@ -146,12 +146,48 @@ securityContext:
 {{- end -}}
 
 {{/* Container-level securityContext to go with it: nothing to escalate to, no capabilities, and a
-read-only root filesystem (the PEX's unpacked dependencies are read from /opt/joulie/.pex; /tmp is an
-emptyDir for anything the interpreter or the PEX must write). */}}
+read-only root filesystem (see joulie.pexRoot for the PEX). */}}
 {{- define "joulie.restrictedContainerSecurity" -}}
 securityContext:
   allowPrivilegeEscalation: false
   readOnlyRootFilesystem: true
   capabilities:
     drop: [ALL]
+{{- end -}}
+
+{{/* A PEX wants a writable PEX_ROOT: on a read-only root filesystem it would unpack its ~190 MB of
+dependencies again into a temporary directory at every start (with a warning). So an init container
+copies the image's already unpacked PEX_ROOT (/opt/joulie/.pex, ci/images/build.py) into an emptyDir
+(under a second, no unpacking), which the service then uses as PEX_ROOT. Args: root (the chart's
+context), image (an image values map), name (its values key). */}}
+{{- define "joulie.pexRootInit" -}}
+initContainers:
+  - name: pex-root
+    image: {{ include "joulie.image" (dict "name" .name "image" .image) }}
+    imagePullPolicy: {{ .image.pullPolicy }}
+    command: [cp, -R, /opt/joulie/.pex/., /pex-root/]
+    {{- include "joulie.restrictedContainerSecurity" .root | nindent 4 }}
+    volumeMounts:
+      - name: pex-root
+        mountPath: /pex-root
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 128Mi}
+{{- end -}}
+
+{{/* The writable volumes of a restricted Pod: /tmp and the PEX_ROOT copy. */}}
+{{- define "joulie.pexRootVolumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+- name: pex-root
+  emptyDir:
+    sizeLimit: 512Mi
+{{- end -}}
+
+{{- define "joulie.pexRootMounts" -}}
+- name: tmp
+  mountPath: /tmp
+- name: pex-root
+  mountPath: /pex-root
 {{- end -}}
