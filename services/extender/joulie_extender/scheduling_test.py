@@ -229,7 +229,8 @@ def test_the_cli_serves_from_a_kubeconfig_with_a_watch_fed_cache(
     proc = subprocess.Popen(
         [sys.executable, "-m", cli.__name__, "--kubeconfig", str(control_plane.kubeconfig),
          "--addr", f"127.0.0.1:{port}", "--staleness", "2m", "--metrics-addr", f"127.0.0.1:{metrics_port}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "EXTENDER_DEBUG_ENDPOINTS": "true"},
     )
     try:
         url = f"http://127.0.0.1:{port}"
