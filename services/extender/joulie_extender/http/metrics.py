@@ -90,7 +90,7 @@ class Metrics:
         )
         self.refused_requests = Counter(
             "joulie_scheduler_refused_requests_total",
-            "Requests refused before parsing: busy (503), body-too-large (413), body-timeout (408)",
+            "Requests refused before parsing: busy (503), body-too-large (413), body-timeout (408), client-disconnected",
             ["endpoint", "reason"], registry=r,
         )
         self.cache_decode_errors = Counter(

@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 
 from joulie_common.clock import Clock
 from joulie_extender.bulk.decisions import failed_nodes, node_scores
@@ -111,6 +112,8 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     except TimeoutError:
         raise BodyRefused(408, "body-timeout", f"body not received within {timeout_s:g} s "
                           f"({size} bytes came; EXTENDER_BODY_TIMEOUT)") from None
+    except ClientDisconnect:  # gone before its body ended: nobody to answer, nothing to log
+        raise BodyRefused(400, "client-disconnected", f"client disconnected after {size} bytes") from None
     return b"".join(chunks)
 
 
