@@ -23,6 +23,7 @@ EXTENDER_VALUES = JOULIE / "ci/extender-values.yaml"
 PRODUCTION_VALUES = JOULIE / "ci/production-values.yaml"  # the README's install example
 NVIDIA_VALUES = JOULIE / "ci/nvidia-gpu-values.yaml"  # docs/gpu-tools.md, NVIDIA container toolkit
 AMD_VALUES = JOULIE / "ci/amd-gpu-values.yaml"  # docs/gpu-tools.md, ROCm from the host
+ALL_OPTIONS_VALUES = JOULIE / "ci/all-options-values.yaml"  # every privilege-granting option: docs/security.md
 SIM_VALUES = SIMULATOR / "ci/smoke-values.yaml"
 PROMETHEUS_VALUES = Path("values/prometheus-grafana.yaml")
 DASHBOARD = JOULIE / "dashboards/joulie.json"
@@ -95,6 +96,8 @@ CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
     "nvidia-gpu": (JOULIE, [NVIDIA_VALUES], {}),
     "amd-gpu": (JOULIE, [AMD_VALUES], {}),
     "amd-gpu-pool": (JOULIE, [AMD_VALUES], {"agent.mode": "pool"}),
+    "all-options": (JOULIE, [ALL_OPTIONS_VALUES], {"schedulerExtender.tls.secretName": "extender-tls",
+                                                  "schedulerExtender.tls.clientCA": "true"}),
     "name-override": (JOULIE, [EXTENDER_VALUES], {"nameOverride": "energy", "grafanaDashboard.enabled": "true"}),
     "simulator-fuse": (SIMULATOR, [SIM_VALUES], {}),
     "simulator-files": (SIMULATOR, [SIM_VALUES], {"mode": "files"}),

@@ -63,7 +63,8 @@ def test_no_object_is_rendered_twice_and_namespaced_ones_land_in_the_release_nam
     docs = render(case)
     keys = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs]
     assert len(keys) == len(set(keys)), f"duplicates: {sorted(k for k in keys if keys.count(k) > 1)}"
-    cluster_scoped = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                      "ValidatingAdmissionPolicyBinding"}
     for d in docs:
         assert (d["metadata"].get("namespace") is None) == (d["kind"] in cluster_scoped), d["metadata"]
         if d["kind"] not in cluster_scoped:
@@ -82,12 +83,13 @@ def test_defaults_install_the_daemonset_agent_and_the_controller_manager() -> No
     pod = ds["spec"]["template"]["spec"]
     c = container(ds)
     assert c["image"] == f"joulie.local/joulie-agent:{version(VERSION_FILES['joulie', 'agent'])}"
-    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    # Off the host network by default (metrics on the Pod IP); the hardening itself: chart_security_test.py.
+    assert pod["hostNetwork"] is False and "dnsPolicy" not in pod
     assert c["securityContext"]["privileged"] is True
     assert pod["nodeSelector"] == {"joulie.io/managed": "true"}
     assert pod["tolerations"] == []
     assert pod["serviceAccountName"] == "joulie-agent"
-    assert {"name": "host-sys", "mountPath": "/host-sys"} in c["volumeMounts"]
+    assert {"name": "host-sys", "mountPath": "/host-sys", "readOnly": True, "recursiveReadOnly": "IfPossible"} in c["volumeMounts"]
     assert {"name": "host-sys", "hostPath": {"path": "/sys", "type": "Directory"}} in pod["volumes"]
     env = env_of(ds)
     assert env["AGENT_MODE"] == "daemonset" and env["NODE_NAME"] == ("fieldRef", "spec.nodeName")
@@ -301,7 +303,7 @@ def test_the_bmc_secrets_role_comes_only_with_a_power_policy() -> None:
     docs = render("power-policy")
     role = one(docs, "Role", "joulie-controller-manager-bmc-secrets")
     assert role["metadata"]["namespace"] == NS
-    assert rules(role) == {("", "secrets"): {"get", "list", "watch"}}
+    assert rules(role) == {("", "secrets"): {"list"}}  # joulie_redfish.kube.read_directory lists, never gets
     binding = one(docs, "RoleBinding", "joulie-controller-manager-bmc-secrets")
     assert binding["roleRef"]["name"] == "joulie-controller-manager-bmc-secrets"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "joulie-controller-manager", "namespace": NS}]
@@ -346,14 +348,15 @@ def test_an_nvidia_pool_gets_the_toolkit_runtime_and_exports_power() -> None:
     assert env["POWER_EXPORT_ENDPOINT"] == "http://prometheus-operated.monitoring:9090/api/v1/otlp/v1/metrics"
     assert env["POWER_EXPORT_INTERVAL"] == "10s" and env["AGENT_MODE"] == "daemonset"
     assert "HARDWARE_CATALOG_EXTRA" not in env and not chart.find(docs, "ConfigMap")
-    # Host power from the BMCs: the BMC Secret mounted where BMC_SECRET_DIR says (optional: no Secret, the sum).
+    # Host power from the BMCs: the read-only account's Secret mounted where BMC_SECRET_DIR says
+    # (optional: no Secret, the sum).
     assert (env["BMC_SECRET_DIR"], env["BMC_TIMEOUT"]) == ("/etc/joulie/bmc", "5s")
-    assert {"name": "bmc-secret", "secret": {"secretName": "joulie-bmcs", "optional": True}} in pod["volumes"]
-    assert {"name": "bmc-secret", "mountPath": "/etc/joulie/bmc", "readOnly": True} in container(ds)["volumeMounts"]
+    assert {"name": "bmc-readonly", "secret": {"secretName": "joulie-bmc-readonly", "optional": True}} in pod["volumes"]
+    assert {"name": "bmc-readonly", "mountPath": "/etc/joulie/bmc", "readOnly": True} in container(ds)["volumeMounts"]
     defaults = one(render("defaults"), "DaemonSet", "joulie-agent")
     assert "runtimeClassName" not in defaults["spec"]["template"]["spec"]
     assert "POWER_EXPORT_ENDPOINT" not in env_of(defaults) and "BMC_SECRET_DIR" not in env_of(defaults)
-    assert all(v["name"] != "bmc-secret" for v in defaults["spec"]["template"]["spec"].get("volumes", []))
+    assert all(v["name"] != "bmc-readonly" for v in defaults["spec"]["template"]["spec"].get("volumes", []))
 
 
 def test_an_amd_pool_mounts_rocm_and_ships_a_catalog_entry_the_agent_accepts(tmp_path: Path) -> None:

@@ -66,12 +66,22 @@ runtimeClassName: {{ . }}
 {{/* Extra env of the agent container: POWER_EXPORT_*, BMC_*, HARDWARE_CATALOG_EXTRA, then agent.extraEnv (EnvVar objects). */}}
 {{- define "joulie.agentExtraEnv" -}}
 {{- $a := .Values.agent }}
+{{- if $a.powerExport.bmcSecret }}
+{{- fail "agent.powerExport.bmcSecret was removed: the agent no longer mounts the BMC Secret that powers nodes (root on one node would be BMC control of the pool). Name a Secret of a read-only BMC account in agent.powerExport.readOnlyBmcSecret (docs/redfish.md \"Host power in the agent\")" }}
+{{- end }}
 {{- with $a.powerExport.endpoint }}
 - name: POWER_EXPORT_ENDPOINT
   value: {{ . | quote }}
 - name: POWER_EXPORT_INTERVAL
   value: {{ $a.powerExport.interval | default "10s" | quote }}
-{{- if $a.powerExport.bmcSecret }}
+{{- with $a.powerExport.readOnlyBmcSecret }}
+{{- /* On a live install (not helm template) the named Secret is looked at: the controller's BMC Secret is refused. */}}
+{{- $found := lookup "v1" "Secret" $.Release.Namespace . }}
+{{- if and $found (eq (dig "metadata" "labels" "joulie.io/bmc-credentials" "" $found) "true") }}
+{{- fail (printf "agent.powerExport.readOnlyBmcSecret=%s: that Secret is labelled joulie.io/bmc-credentials=true, the controller manager's BMC Secret that powers nodes; expected a read-only BMC account's Secret (docs/redfish.md)" .) }}
+{{- end }}
+{{- end }}
+{{- if $a.powerExport.readOnlyBmcSecret }}
 - name: BMC_SECRET_DIR
   value: /etc/joulie/bmc
 - name: BMC_TIMEOUT
@@ -94,8 +104,8 @@ runtimeClassName: {{ . }}
   mountPath: /etc/joulie/hardware-catalog
   readOnly: true
 {{- end }}
-{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.bmcSecret }}
-- name: bmc-secret
+{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.readOnlyBmcSecret }}
+- name: bmc-readonly
   mountPath: /etc/joulie/bmc
   readOnly: true
 {{- end }}
@@ -111,14 +121,73 @@ runtimeClassName: {{ . }}
   configMap:
     name: {{ include "joulie.fullname" . }}-hardware-catalog
 {{- end }}
-{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.bmcSecret }}
-{{- /* optional: a missing Secret leaves the agent on the labelled sum (one log line), not a pod that never starts */}}
-- name: bmc-secret
+{{- if and .Values.agent.powerExport.endpoint .Values.agent.powerExport.readOnlyBmcSecret }}
+{{- /* A read-only BMC account's Secret, never the controller's (docs/redfish.md). Optional: a missing
+Secret leaves the agent on the labelled sum (one log line), not a pod that never starts */}}
+- name: bmc-readonly
   secret:
-    secretName: {{ .Values.agent.powerExport.bmcSecret }}
+    secretName: {{ .Values.agent.powerExport.readOnlyBmcSecret }}
     optional: true
 {{- end }}
 {{- with .Values.agent.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
+{{- end -}}
+
+{{/* Pod-level securityContext of the controller manager and the extender: Pod Security "restricted"
+(non-root uid 65532, the distroless "nonroot" uid, since the images name no USER; seccomp RuntimeDefault). */}}
+{{- define "joulie.restrictedPodSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+{{- end -}}
+
+{{/* Container-level securityContext to go with it: nothing to escalate to, no capabilities, and a
+read-only root filesystem (see joulie.pexRoot for the PEX). */}}
+{{- define "joulie.restrictedContainerSecurity" -}}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: [ALL]
+{{- end -}}
+
+{{/* A PEX wants a writable PEX_ROOT: on a read-only root filesystem it would unpack its ~190 MB of
+dependencies again into a temporary directory at every start (with a warning). So an init container
+copies the image's already unpacked PEX_ROOT (/opt/joulie/.pex, ci/images/build.py) into an emptyDir
+(under a second, no unpacking), which the service then uses as PEX_ROOT. Args: root (the chart's
+context), image (an image values map), name (its values key). */}}
+{{- define "joulie.pexRootInit" -}}
+initContainers:
+  - name: pex-root
+    image: {{ include "joulie.image" (dict "name" .name "image" .image) }}
+    imagePullPolicy: {{ .image.pullPolicy }}
+    command: [cp, -R, /opt/joulie/.pex/., /pex-root/]
+    {{- include "joulie.restrictedContainerSecurity" .root | nindent 4 }}
+    volumeMounts:
+      - name: pex-root
+        mountPath: /pex-root
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 128Mi}
+{{- end -}}
+
+{{/* The writable volumes of a restricted Pod: /tmp and the PEX_ROOT copy. */}}
+{{- define "joulie.pexRootVolumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+- name: pex-root
+  emptyDir:
+    sizeLimit: 512Mi
+{{- end -}}
+
+{{- define "joulie.pexRootMounts" -}}
+- name: tmp
+  mountPath: /tmp
+- name: pex-root
+  mountPath: /pex-root
 {{- end -}}

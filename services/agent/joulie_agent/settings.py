@@ -60,8 +60,8 @@ class Settings:
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
         (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
         "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
-    bmc_secret_dir: BMC_SECRET_DIR, where the BMC Secret (docs/redfish.md: `<node>.address`, `username`,
-        `password`, optional `ca.crt`) is mounted; the exported host power is then the BMC's reading
+    bmc_secret_dir: BMC_SECRET_DIR, where a read-only BMC account's Secret (docs/redfish.md: `<node>.address`,
+        `username`, `password`, optional `ca.crt`; never the controller's power-control Secret) is mounted; the exported host power is then the BMC's reading
         (`joulie.host.power.source=bmc`), the sum of the measured components while it does not answer.
         "" (default): always the sum. Needs POWER_EXPORT_ENDPOINT. bmc_timeout_s: BMC_TIMEOUT, seconds
         per BMC request (5 s; at least 0.5 s).

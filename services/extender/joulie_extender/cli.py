@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulie_extender.cache.watch import CacheEvents, WatchCache
     from joulie_extender.http.app import create_app
     from joulie_extender.http.metrics import Metrics
-    from joulie_extender.http.server import UVICORN_HTTP
+    from joulie_extender.http.server import UVICORN_HTTP, tls_options
 
     metrics = Metrics()
     cache: StateCache
@@ -99,11 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         start_http_server(metrics_at[1], addr=metrics_at[0], registry=metrics.registry)
         log.info("metrics also on %s:%d/metrics", *metrics_at)
     host, port = settings.host_port
-    log.info("listening on %s:%d, staleness %.0f s, body limit %d bytes", host, port, settings.staleness_s,
-             settings.max_body_bytes)
+    log.info("listening on %s://%s:%d%s, staleness %.0f s, body limit %d bytes, %d requests in flight (%d per client), "
+             "debug endpoints %s", "https" if settings.tls_cert_file else "http", host, port,
+             ", client certificates required" if settings.tls_client_ca_file else "", settings.staleness_s,
+             settings.max_body_bytes, settings.max_concurrent, settings.max_per_client,
+             "on" if settings.debug_endpoints else "off")
     try:
         uvicorn.run(create_app(cache, settings, metrics=metrics), host=host, port=port, http=UVICORN_HTTP,
-                    log_level=args.log_level.lower(), access_log=False)
+                    log_level=args.log_level.lower(), access_log=False, **tls_options(settings))
     finally:
         if watch is not None:
             watch.stop()

@@ -69,7 +69,7 @@ def stack(
 
     patch = pytest.MonkeyPatch()
     patch.setattr(routes, "parse_extender_args", recording_parse)
-    server = ServerThread(create_app(cache, Settings()), free_port()).start()
+    server = ServerThread(create_app(cache, Settings(debug_endpoints=True)), free_port()).start()
     # weight 5 as in the original's CI; ignorable so a dead extender never blocks scheduling.
     scheduler = start_scheduler(test_tools, control_plane, extender=ExtenderConfig(
         url_prefix=server.url, weight=5, http_timeout="2s", node_cache_capable=request.param))
@@ -229,7 +229,8 @@ def test_the_cli_serves_from_a_kubeconfig_with_a_watch_fed_cache(
     proc = subprocess.Popen(
         [sys.executable, "-m", cli.__name__, "--kubeconfig", str(control_plane.kubeconfig),
          "--addr", f"127.0.0.1:{port}", "--staleness", "2m", "--metrics-addr", f"127.0.0.1:{metrics_port}"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "EXTENDER_DEBUG_ENDPOINTS": "true"},
     )
     try:
         url = f"http://127.0.0.1:{port}"

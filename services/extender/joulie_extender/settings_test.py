@@ -39,3 +39,29 @@ def test_bad_settings_name_the_variable(env: dict[str, str], named: str) -> None
 def test_cli_refuses_a_bad_address_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--addr", "nowhere", "--no-kube"]) == 2
     assert "EXTENDER_ADDR='nowhere'" in capsys.readouterr().err
+
+
+def test_limits_debug_and_tls_settings() -> None:
+    d = Settings.from_env({})
+    assert (d.max_concurrent, d.max_per_client, d.body_timeout_s, d.debug_endpoints) == (8, 4, 5.0, False)
+    assert d.tls_cert_file == "" and d.tls_client_ca_file == ""
+    s = Settings.from_env({"EXTENDER_MAX_CONCURRENT": "2", "EXTENDER_MAX_CONCURRENT_PER_CLIENT": "9",
+                           "EXTENDER_BODY_TIMEOUT": "500ms", "EXTENDER_DEBUG_ENDPOINTS": "true",
+                           "EXTENDER_TLS_CERT_FILE": "/tls/tls.crt", "EXTENDER_TLS_KEY_FILE": "/tls/tls.key",
+                           "EXTENDER_TLS_CLIENT_CA_FILE": "/tls/ca.crt"})
+    assert (s.max_concurrent, s.max_per_client, s.body_timeout_s, s.debug_endpoints) == (2, 2, 0.5, True)
+    assert (s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file) == ("/tls/tls.crt", "/tls/tls.key", "/tls/ca.crt")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [({"EXTENDER_MAX_CONCURRENT": "0"}, "EXTENDER_MAX_CONCURRENT='0': expected an integer in [1, 1024]"),
+     ({"EXTENDER_BODY_TIMEOUT": "0"}, "EXTENDER_BODY_TIMEOUT='0': expected a positive duration"),
+     ({"EXTENDER_TLS_CERT_FILE": "/tls/tls.crt"},
+      "EXTENDER_TLS_CERT_FILE='/tls/tls.crt': expected EXTENDER_TLS_CERT_FILE and EXTENDER_TLS_KEY_FILE both set"),
+     ({"EXTENDER_TLS_CLIENT_CA_FILE": "/tls/ca.crt"}, "EXTENDER_TLS_CLIENT_CA_FILE='/tls/ca.crt': expected")],
+)
+def test_bad_limits_and_tls_settings_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        Settings.from_env(env)
+    assert message in str(err.value)

@@ -8,8 +8,9 @@ thread, and the export takes the latest reading if it is fresh (`stale_after_s`)
 the sum of the components (`powerexport.HostEnergy`). One log line per change between the two,
 never one per failed poll.
 
-Where the BMC is: the BMC Secret of docs/redfish.md (the controller manager's, same keys), mounted
-into the agent's pod (`BMC_SECRET_DIR`); the node's `<node>.address` and its or the pool's
+Where the BMC is: a Secret of a read-only BMC account (docs/redfish.md "Host power in the agent": the
+keys of the controller manager's BMC Secret, never that Secret itself, whose account powers nodes),
+mounted into the agent's pod (`BMC_SECRET_DIR`); the node's `<node>.address` and its or the pool's
 credentials, `ca.crt` as the CA bundle (TLS is verified unless the Secret says
 `insecure-skip-tls-verify`). The directory is read again at every (re)connect, so a fixed Secret
 takes effect without a restart. A session is kept between polls and dropped on any failure.

@@ -96,7 +96,7 @@ def _serve_extender(kubeconfig: str, port: int) -> None:
     cache.start()
     cache.wait_synced(120)
     durations: dict[str, list[float]] = {"filter": [], "prioritize": []}
-    app = create_app(cache, Settings())
+    app = create_app(cache, Settings(debug_endpoints=True))
 
     @app.get("/bench/durations")
     async def bench_durations() -> dict[str, list[float]]:

@@ -122,10 +122,10 @@ def test_bad_bodies_get_400_naming_the_problem(client: TestClient, endpoint: str
     assert "sys." not in r.json()["error"]  # never an interpreter hint
 
 
-def test_oversized_body_is_refused_with_400(client: TestClient) -> None:
+def test_oversized_body_is_refused_with_413(client: TestClient) -> None:
     big = b'{"Pod": {}, "NodeNames": ["' + b"n" * 70000 + b'"]}'
     r = client.post("/filter", content=big)
-    assert r.status_code == 400
+    assert r.status_code == 413
     assert "exceeds the limit of 65536 bytes" in r.json()["error"]
 
     def chunks() -> Any:  # no Content-Length: the limit holds while streaming
@@ -133,11 +133,21 @@ def test_oversized_body_is_refused_with_400(client: TestClient) -> None:
         yield big[40000:]
 
     r = client.post("/prioritize", content=chunks())
-    assert r.status_code == 400 and "exceeds the limit" in r.json()["error"]
-    assert 'joulie_scheduler_bad_requests_total{endpoint="filter"} 1.0' in client.get("/metrics").text
+    assert r.status_code == 413 and "exceeds the limit" in r.json()["error"]
+    text = client.get("/metrics").text
+    assert 'joulie_scheduler_refused_requests_total{endpoint="filter",reason="body-too-large"} 1.0' in text
 
 
-def test_health_debug_and_metrics(client: TestClient) -> None:
+def test_debug_endpoints_are_off_unless_asked(cache: StateCache, client: TestClient) -> None:
+    for path in ("/debug/scoring", "/docs", "/openapi.json", "/redoc"):
+        assert client.get(path).status_code == 404, path
+    assert client.get("/healthz").text == "ok"
+    on = TestClient(create_app(cache, Settings(debug_endpoints=True), clock=FakeClock(t=0.0, start=NOW)))
+    assert on.get("/openapi.json").status_code == 200 and on.get("/docs").status_code == 200
+
+
+def test_health_debug_and_metrics(cache: StateCache) -> None:
+    client = TestClient(create_app(cache, Settings(debug_endpoints=True), clock=FakeClock(t=0.0, start=NOW)))
     assert client.get("/healthz").text == "ok"
     client.post("/prioritize", json={"Pod": pod("performance"), "NodeNames": ["perf-1"]})
     dbg = client.get("/debug/scoring").json()

@@ -32,7 +32,7 @@ STATUSES: Counter[int] = Counter()
 def _app() -> Any:
     cache = StateCache()
     cache.put_twin("n1", TwinView("n1", "eco", 50.0, 20.0))
-    return create_app(cache, Settings(max_body_bytes=1 << 20))
+    return create_app(cache, Settings(max_body_bytes=1 << 20, debug_endpoints=True))
 
 
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", _app())

@@ -88,6 +88,11 @@ class Metrics:
         self.bad_requests = Counter(
             "joulie_scheduler_bad_requests_total", "Requests refused with HTTP 400", ["endpoint"], registry=r
         )
+        self.refused_requests = Counter(
+            "joulie_scheduler_refused_requests_total",
+            "Requests refused before parsing: busy (503), body-too-large (413), body-timeout (408), client-disconnected",
+            ["endpoint", "reason"], registry=r,
+        )
         self.cache_decode_errors = Counter(
             "joulie_scheduler_cache_decode_errors_total", "Objects ignored because they do not match the schema",
             ["kind"], registry=r,

@@ -8,8 +8,10 @@ an `ignorable` extender makes kube-scheduler skip), and an internal error answer
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,10 +19,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 
 from joulie_common.clock import Clock
 from joulie_extender.bulk.decisions import failed_nodes, node_scores
 from joulie_extender.cache.store import StateCache
+from joulie_extender.http.admission import Admission
 from joulie_extender.http.metrics import Metrics, class_label
 from joulie_extender.rules.powerest import HardwareInfo
 from joulie_extender.rules.scoring import NEUTRAL_SCORE, TwinView, base_score_100, is_stale
@@ -42,7 +46,12 @@ from joulie_extender.wire.scheduler import (
 
 log = logging.getLogger(__name__)
 
-_BAD_REQUEST: dict[int | str, dict[str, Any]] = {400: {"model": BadRequestModel, "description": "Bad request body"}}
+_REFUSALS: dict[int | str, dict[str, Any]] = {
+    400: {"model": BadRequestModel, "description": "Bad request body"},
+    408: {"model": BadRequestModel, "description": "Body not received within EXTENDER_BODY_TIMEOUT"},
+    413: {"model": BadRequestModel, "description": "Body over EXTENDER_MAX_BODY_BYTES"},
+    503: {"model": BadRequestModel, "description": "Too many requests in flight (EXTENDER_MAX_CONCURRENT)"},
+}
 
 
 class LastScores:
@@ -61,42 +70,81 @@ class LastScores:
 
 @dataclass(frozen=True)
 class Served:
-    """What the endpoints read and write: the cache, the settings, the clock, the metrics."""
+    """What the endpoints read and write: the cache, the settings, the clock, the metrics, the
+    requests in flight."""
 
     cache: StateCache
     settings: Settings
     clock: Clock
     metrics: Metrics
     last_scores: LastScores = field(default_factory=LastScores)
+    admission: Admission = field(default_factory=lambda: Admission(1, 1))
 
 
-def _json(payload: Any, status: int = 200) -> Response:
-    return Response(encode(payload), status_code=status, media_type="application/json")
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(encode(payload), status_code=status, media_type="application/json", headers=headers)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused (WireError) past `limit` bytes without reading the rest."""
+class BodyRefused(Exception):
+    """A body not read to the end: too large (413) or too slow (408)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
+async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The request body, refused (BodyRefused) past `limit` bytes or `timeout_s` without reading the rest."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise WireError(f"body of {declared} bytes exceeds the limit of {limit} bytes (EXTENDER_MAX_BODY_BYTES)")
+        raise BodyRefused(413, "body-too-large",
+                          f"body of {declared} bytes exceeds the limit of {limit} bytes (EXTENDER_MAX_BODY_BYTES)")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise WireError(f"body exceeds the limit of {limit} bytes (EXTENDER_MAX_BODY_BYTES)")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyRefused(413, "body-too-large",
+                                      f"body exceeds the limit of {limit} bytes (EXTENDER_MAX_BODY_BYTES)")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyRefused(408, "body-timeout", f"body not received within {timeout_s:g} s "
+                          f"({size} bytes came; EXTENDER_BODY_TIMEOUT)") from None
+    except ClientDisconnect:  # gone before its body ended: nobody to answer, nothing to log
+        raise BodyRefused(400, "client-disconnected", f"client disconnected after {size} bytes") from None
     return b"".join(chunks)
 
 
 async def _parse(served: Served, request: Request, endpoint: str) -> ExtenderArgs | Response:
+    settings = served.settings
     try:
         # Only a filter reply echoes the Nodes: prioritize skips keeping their raw JSON.
-        body = await read_body(request, served.settings.max_body_bytes)
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         return parse_extender_args(body, keep_raw=endpoint == "filter")
+    except BodyRefused as err:
+        served.metrics.refused_requests.labels(endpoint, err.reason).inc()
+        # The rest of the body is never read: the connection closes after the answer.
+        return _json({"error": str(err)}, err.status, {"Connection": "close"})
     except WireError as err:
         served.metrics.bad_requests.labels(endpoint).inc()
         return _json({"error": f"decode error: {err}"}, 400)
+
+
+async def _admitted(served: Served, request: Request, endpoint: str,
+                    handle: Callable[[ExtenderArgs], Response]) -> Response:
+    """`handle` the parsed request if it is admitted (http/admission.py), else 503 at once."""
+    peer = request.client.host if request.client else "unknown"
+    busy = served.admission.try_enter(peer)
+    if busy is not None:
+        served.metrics.refused_requests.labels(endpoint, "busy").inc()
+        return _json({"error": f"busy: {busy}"}, 503, {"Retry-After": "1", "Connection": "close"})
+    try:
+        args = await _parse(served, request, endpoint)
+        return args if isinstance(args, Response) else handle(args)
+    finally:
+        served.admission.leave(peer)
 
 
 def add_filter(app: FastAPI, served: Served) -> None:
@@ -107,12 +155,12 @@ def add_filter(app: FastAPI, served: Served) -> None:
         "/filter",
         summary="Filter nodes for a pod",
         openapi_extra=REQUEST_BODY,
-        responses={200: {"model": ExtenderFilterResultModel}, **_BAD_REQUEST},
+        responses={200: {"model": ExtenderFilterResultModel}, **_REFUSALS},
     )
     async def filter_(request: Request) -> Response:
-        args = await _parse(served, request, "filter")
-        if isinstance(args, Response):
-            return args
+        return await _admitted(served, request, "filter", handle)
+
+    def handle(args: ExtenderArgs) -> Response:
         started = time.perf_counter()
         cls = class_label(args.workload_class)
         m.filter_requests.labels(cls).inc()
@@ -135,12 +183,12 @@ def add_prioritize(app: FastAPI, served: Served) -> None:
         "/prioritize",
         summary="Score nodes (0..10) for a pod",
         openapi_extra=REQUEST_BODY,
-        responses={200: {"model": list[HostPriorityModel]}, **_BAD_REQUEST},
+        responses={200: {"model": list[HostPriorityModel]}, **_REFUSALS},
     )
     async def prioritize(request: Request) -> Response:
-        args = await _parse(served, request, "prioritize")
-        if isinstance(args, Response):
-            return args
+        return await _admitted(served, request, "prioritize", handle)
+
+    def handle(args: ExtenderArgs) -> Response:
         started = time.perf_counter()
         cls = class_label(args.workload_class)
         m.prioritize_requests.labels(cls).inc()
