@@ -30,7 +30,8 @@ from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_common.procstatus import KIB_PER_MIB, status_kib
-from joulie_controller.kube.kube import LIST_PAGE_SIZE, list_paged, node_info, nodes_from_page, pod_info, pods_from_page
+from joulie_controller.kube.informer import LIST_PAGE_SIZE, settle_heap
+from joulie_controller.kube.kube import list_paged, node_info, nodes_from_page, pod_info, pods_from_page
 from joulie_controller.model.fsm import PodInfo, Requirement
 from joulie_controller.model.hardware import NodeInfo
 from joulie_controller.readings.values import Measurement
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     snap = synthetic(args.nodes, args.pods)
     gc.collect()
     snap_mib = rss_mib()
+    settle_heap()  # as the controller does once its caches have listed the cluster
     mem = Memory()
 
     t0 = time.process_time()

@@ -18,6 +18,7 @@ backoff) rather than plan on a partial or stale one.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -40,6 +41,16 @@ WATCH_TIMEOUT_S: Final = 300
 """The server ends each watch after this long (plus jitter); the cache resumes it from its resourceVersion."""
 
 Read = Callable[[Mapping[str, Any]], "T | None"]
+
+
+def settle_heap() -> None:
+    """Collect, then freeze what is left (``gc.freeze``): the objects a full list just built are
+    held until they change, and a full collection walks every tracked object. At 10 000 Nodes and
+    100 000 Pods that walk took 0.45-0.6 CPU s whenever it landed in a tick (every few ticks);
+    frozen objects are skipped by the collector (still freed by reference counting when a watch
+    event replaces them), so a full collection walks only what came later: about 0.06 s."""
+    gc.collect()
+    gc.freeze()
 
 
 class CacheNotSyncedError(TimeoutError):
@@ -175,6 +186,7 @@ class WatchCache(Generic[T]):
                 token = meta.get("continue") or None
                 if not token:
                     self._replace(items, rv)
+                    settle_heap()
                     return
         raise GoneError(self.what)
 
