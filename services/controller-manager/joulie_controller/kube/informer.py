@@ -18,6 +18,7 @@ backoff) rather than plan on a partial or stale one.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -51,6 +52,28 @@ def settle_heap() -> None:
     event replaces them), so a full collection walks only what came later: about 0.06 s."""
     gc.collect()
     gc.freeze()
+
+
+_listing_lock = threading.Lock()
+_listing = 0
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a list builds a view (the caches list at once at start:
+    it is on again when the last one is done). Each collection the allocations triggered walked the
+    growing view again: a list of 100 000 Pods took 13.6 CPU s with it on, 6.0 s with it off."""
+    global _listing
+    with _listing_lock:
+        _listing += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _listing_lock:
+            _listing -= 1
+            if _listing == 0:
+                gc.enable()
 
 
 class CacheNotSyncedError(TimeoutError):
@@ -90,6 +113,20 @@ def _lines(resp: Any) -> Iterator[bytes]:
         yield pending
 
 
+Page = tuple[list[Any], "str | None", str]
+"""One LIST page: its objects (as dicts), the continue token (None on the last page), its resourceVersion."""
+
+
+def any_page(body: bytes) -> Page:
+    """A LIST page of any kind, decoded whole."""
+    page = msgspec.json.decode(body)
+    if not isinstance(page, dict):
+        return [], None, ""
+    meta = page.get("metadata") or {}
+    items = [o for o in page.get("items") or () if isinstance(o, dict)]
+    return items, meta.get("continue") or None, str(meta.get("resourceVersion") or "")
+
+
 class WatchCache(Generic[T]):
     """One resource's objects, by key, from a list and then a watch (run by ``start`` on a thread).
 
@@ -97,7 +134,9 @@ class WatchCache(Generic[T]):
     ``functools.partial`` of ``list_cluster_custom_object`` with group, version and plural): it takes
     ``watch``, ``limit``, ``_continue``, ``resource_version`` and ``_preload_content`` as the
     generated client's list methods do. ``read`` turns an object into what the tick reads (None: the
-    object is skipped, e.g. a NodeTwin out of the schema, logged by ``read``).
+    object is skipped, e.g. a NodeTwin out of the schema, logged by ``read``). ``decode_page`` reads a
+    LIST page (``kube.node_page``/``pod_page`` decode only the fields ``read`` looks at: 100 000 Pods are
+    234 MiB of JSON, most of it fields the tick never reads).
     """
 
     def __init__(
@@ -109,9 +148,10 @@ class WatchCache(Generic[T]):
         resync_s: float,
         stop: threading.Event,
         monotonic: Callable[[], float] = time.monotonic,
+        decode_page: Callable[[bytes], Page] = any_page,
         **selectors: str,
     ) -> None:
-        self.what, self.call, self.read = what, call, read
+        self.what, self.call, self.read, self.decode_page = what, call, read, decode_page
         self.resync_s, self.stop, self.monotonic = resync_s, stop, monotonic
         self.selectors = selectors  # field_selector / label_selector, on the list and the watch alike
         self.items: dict[str, T] = {}
@@ -165,6 +205,12 @@ class WatchCache(Generic[T]):
         self.stop.wait(self.health.failed(err))
 
     def relist(self) -> None:
+        """Every object again, the collector paused while the view builds; then the heap settled."""
+        with collector_paused():
+            self._relist()
+        settle_heap()
+
+    def _relist(self) -> None:
         """Every object, page by page, then the whole view replaced at once (a 410 on a continue
         token lists again from the start, as client-go's pager does)."""
         for _attempt in range(3):
@@ -186,7 +232,6 @@ class WatchCache(Generic[T]):
                 token = meta.get("continue") or None
                 if not token:
                     self._replace(items, rv)
-                    settle_heap()
                     return
         raise GoneError(self.what)
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from joulie_controller.kube.informer import CachedCluster, CacheNotSyncedError, WatchCache
-from joulie_controller.kube.kube import node_info, pod_info
+from joulie_controller.kube.informer import CachedCluster, CacheNotSyncedError, Page, WatchCache, any_page
+from joulie_controller.kube.kube import node_info, pod_info, pod_page
 from joulie_controller.model.hardware import NodeInfo
 
 
@@ -164,7 +164,8 @@ def test_the_resync_interval_lists_again() -> None:
     assert api.lists() == 2
 
 
-def test_pods_keep_only_what_the_tick_reads_keyed_by_namespace() -> None:
+@pytest.mark.parametrize("decode_page", [any_page, pod_page], ids=["whole", "by-field"])
+def test_pods_keep_only_what_the_tick_reads_keyed_by_namespace(decode_page: Callable[[bytes], Page]) -> None:
     pod = {
         "metadata": {"name": "p", "namespace": "ns1", "resourceVersion": "1", "managedFields": [{"x": 1}]},
         "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "500m"}}}]},
@@ -172,8 +173,11 @@ def test_pods_keep_only_what_the_tick_reads_keyed_by_namespace() -> None:
     }
     other = json.loads(json.dumps(pod))
     other["metadata"]["namespace"] = "ns2"
-    c = WatchCache("Pod", FakeApi([pod, other]), pod_info, resync_s=600.0, stop=threading.Event())
+    c = WatchCache(
+        "Pod", FakeApi([pod, other], rv="77"), pod_info, resync_s=600.0, stop=threading.Event(), decode_page=decode_page
+    )
     c.relist()
+    assert c.resource_version == "77"
     assert sorted((p.namespace, p.node_name, p.cpu_request) for p in c.values()) == [
         ("ns1", "n1", 0.5),
         ("ns2", "n1", 0.5),

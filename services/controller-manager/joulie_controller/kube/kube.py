@@ -40,7 +40,7 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
-from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, WatchCache
+from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.readings.values import Facility, Measurement
@@ -219,6 +219,7 @@ class _Node(msgspec.Struct, omit_defaults=True):
 
 class _ListMeta(msgspec.Struct):
     continue_: str | None = msgspec.field(default=None, name="continue")
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
 
 
 class _PodPage(msgspec.Struct):
@@ -253,6 +254,25 @@ def _read_page(
         return [read(o) for o in doc.get("items") or [] if isinstance(o, dict)], _continue_of(doc)
     token = page.metadata.continue_ if page.metadata else None
     return [read(msgspec.to_builtins(o)) for o in page.items or ()], token or None
+
+
+def _by_field(body: bytes, decoder: msgspec.json.Decoder[Any]) -> Page:
+    """A LIST page for a watch cache: each object with only the fields its reader looks at."""
+    try:
+        page = decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return any_page(body)  # an odd shape: the full parse; the readers tolerate missing fields
+    meta = page.metadata
+    return ([msgspec.to_builtins(o) for o in page.items or ()], (meta.continue_ if meta else None) or None,
+            (meta.resource_version if meta else None) or "")
+
+
+def pod_page(body: bytes) -> Page:
+    return _by_field(body, _POD_PAGE)
+
+
+def node_page(body: bytes) -> Page:
+    return _by_field(body, _NODE_PAGE)
 
 
 def pods_from_page(body: bytes) -> tuple[list[PodInfo], str | None]:
@@ -331,9 +351,9 @@ def cluster_caches(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -
         return functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, plural)
 
     return CachedCluster({
-        "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop),
+        "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop, decode_page=node_page),
         "pods": WatchCache("Pod", core.list_pod_for_all_namespaces, pod_info, resync_s=resync_s, stop=stop,
-                           field_selector=RUNNING_OR_PENDING),
+                           decode_page=pod_page, field_selector=RUNNING_OR_PENDING),
         "hardware": WatchCache("NodeHardware", crd(NODE_HARDWARE.plural), hardware_of, resync_s=resync_s, stop=stop),
         "twins": WatchCache("NodeTwin", crd(NODE_TWIN.plural), twin_of, resync_s=resync_s, stop=stop),
     })
