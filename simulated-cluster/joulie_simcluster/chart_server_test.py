@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -146,7 +147,7 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
     from joulie_common.clock import FakeClock
     from joulie_controller.api import LeaderSettings, NodeSettings, PolicySettings, PrometheusSettings
     from joulie_controller.api import Settings as ControllerSettings
-    from joulie_controller.shell_api import Controller, ControllerKube, LeaderElector, PowerReader
+    from joulie_controller.shell_api import Controller, ControllerKube, LeaderElector, PowerReader, watch_cluster
     from joulie_extender.shell_api import WatchCache
 
     node = f"rbac-{uuid.uuid4().hex[:6]}"
@@ -154,15 +155,20 @@ def test_the_real_components_work_with_exactly_the_chart_rbac(
     name = object_name_for_node(node)
     try:
         # The controller manager as joulie-controller-manager: leader election in the release
-        # namespace, a tick that lists nodes, pods, NodeHardware and NodeTwins and writes the spec,
+        # namespace, caches that list and watch nodes, pods, NodeHardware and NodeTwins, a tick that writes the spec,
         # the profile label and the status.
         cm_api = _as(control_plane, "joulie-controller-manager")
         settings = ControllerSettings(nodes=NodeSettings(selector="joulie.io/managed=true"),
                                       prometheus=PrometheusSettings(url=""), leader=LeaderSettings(elect=True),
                                       pod_namespace=NS, policy=PolicySettings(static_hp_frac=1.0))
         elector = LeaderElector(cm_api, NS, f"lease-{node}", "replica-a", 15)
-        ctl = Controller(settings, ControllerKube(cm_api), PowerReader(settings), elector=elector)
-        summary = ctl.tick()
+        caches = watch_cluster(cm_api, 600.0, threading.Event())  # its tick reads these (WATCH_CLUSTER)
+        try:
+            caches.wait_synced(15)
+            ctl = Controller(settings, ControllerKube(cm_api, cluster=caches), PowerReader(settings), elector=elector)
+            summary = ctl.tick()
+        finally:
+            caches.close()
         assert summary.leader and summary.failures == 0 and summary.writes >= 3, summary
         twin = JoulieClient(kube_api, "reader").get(NODE_TWIN, name)
         assert twin is not None and twin.spec.profile == "performance"

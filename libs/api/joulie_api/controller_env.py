@@ -17,6 +17,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile.status_refresh_s": "STATUS_REFRESH_INTERVAL",
     "reconcile.status_deadband_pct": "STATUS_DEADBAND_PCT",
     "reconcile.write_concurrency": "WRITE_CONCURRENCY",
+    "reconcile.watch_cluster": "WATCH_CLUSTER",
+    "reconcile.cache_resync_s": "CACHE_RESYNC_INTERVAL",
     "agent_lost_after_s": "AGENT_LOST_AFTER",
     "api_timeout_s": "KUBE_API_TIMEOUT",
     "metrics_addr": "METRICS_ADDR",

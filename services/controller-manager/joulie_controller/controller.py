@@ -24,7 +24,8 @@ from joulie_api.names import FIELD_MANAGER_LIVENESS
 from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.bmc.redfishdriver import from_kube
-from joulie_controller.kube.kube import ControllerKube
+from joulie_controller.kube.informer import CachedCluster
+from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
@@ -46,7 +47,7 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
     metrics = Metrics()
     return Controller(
         settings,
-        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency),
+        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency, cluster=_cluster(settings, api)),
         PowerReader(settings),
         metrics,
         _elector(settings, api, identity),
@@ -54,6 +55,14 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
     )
+
+
+def _cluster(settings: Settings, api: k8s.ApiClient) -> CachedCluster | None:
+    """The watched caches the tick reads (WATCH_CLUSTER), started now so they sync before the first
+    tick; none: the tick LISTs. Their threads are daemons: they end with the process."""
+    if not settings.reconcile.watch_cluster:
+        return None
+    return watch_cluster(api, settings.reconcile.cache_resync_s, threading.Event())
 
 
 def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderElector | None:

@@ -86,6 +86,13 @@ class ReconcileSettings:
     write_concurrency: int = 8
     """WRITE_CONCURRENCY, default 8 (1 to 64): Nodes whose NodeTwin writes go to the API server at once
     (one Node's spec, label and status stay in order). 1: one at a time, as before."""
+    watch_cluster: bool = True
+    """WATCH_CLUSTER, default true: the tick reads Nodes, Pods, NodeHardware and NodeTwins from caches fed by
+    watches (kube.informer: one LIST at start, then none while the watches stream). false: a LIST of each,
+    every tick, as before issue 39."""
+    cache_resync_s: float = 600.0
+    """CACHE_RESYNC_INTERVAL, default 10m (at least 1m): each watched cache lists its resource again this often,
+    a safety net against a watch that silently stopped delivering (a 410 Gone relists at once, whatever this)."""
 
 
 @dataclass(frozen=True)
@@ -374,6 +381,8 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     r, sus = s.reconcile, s.suspend
     _within(env, "reconcile.write_concurrency", r.write_concurrency, 1 <= r.write_concurrency <= 64,
             "1 to 64 Nodes at once")
+    _within(env, "reconcile.cache_resync_s", r.cache_resync_s, r.cache_resync_s >= 60,
+            "a duration of at least 1m (each resync LISTs every Node and Pod again)")
     _within(env, "reconcile.status_deadband_pct", r.status_deadband_pct, 0 <= r.status_deadband_pct <= 10,
             "0 to 10 percent")
     _within(env, "suspend.min_powered", sus.min_powered, sus.min_powered >= 0, "0 or more nodes")

@@ -1,6 +1,8 @@
 """Shell: read the cluster into a `Snapshot`, carry out a tick's writes.
 
-Reads are plain LISTs each tick, in pages of LIST_PAGE_SIZE (pods are listed without the finished
+The controller reads the cluster from watch-fed caches (``informer``, built by ``watch_cluster``):
+a steady tick makes no LIST. Without them (``ControllerKube(cluster=None)``, WATCH_CLUSTER=false)
+reads are plain LISTs each tick, in pages of LIST_PAGE_SIZE (pods are listed without the finished
 ones: Running Pods are counted, Pending ones only looked at by the work-aware policy). At 100 000
 Pods one unpaged list is ~230 MB of JSON held at once; paged, the peak is one page. Each page is
 decoded with msgspec into only the fields `pod_info`/`node_info` read (managedFields, status
@@ -13,8 +15,10 @@ field and skipped, never fatal.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +40,7 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
+from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.readings.values import Facility, Measurement
@@ -154,8 +159,6 @@ def _gave_up(status: Mapping[str, Any]) -> bool:
 
 T = TypeVar("T")
 
-LIST_PAGE_SIZE: Final = 500
-"""Objects per LIST page: the API server's own default chunk size for kubectl and informers."""
 
 
 class _PodMeta(msgspec.Struct, omit_defaults=True):
@@ -216,6 +219,7 @@ class _Node(msgspec.Struct, omit_defaults=True):
 
 class _ListMeta(msgspec.Struct):
     continue_: str | None = msgspec.field(default=None, name="continue")
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
 
 
 class _PodPage(msgspec.Struct):
@@ -250,6 +254,25 @@ def _read_page(
         return [read(o) for o in doc.get("items") or [] if isinstance(o, dict)], _continue_of(doc)
     token = page.metadata.continue_ if page.metadata else None
     return [read(msgspec.to_builtins(o)) for o in page.items or ()], token or None
+
+
+def _by_field(body: bytes, decoder: msgspec.json.Decoder[Any]) -> Page:
+    """A LIST page for a watch cache: each object with only the fields its reader looks at."""
+    try:
+        page = decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return any_page(body)  # an odd shape: the full parse; the readers tolerate missing fields
+    meta = page.metadata
+    return ([msgspec.to_builtins(o) for o in page.items or ()], (meta.continue_ if meta else None) or None,
+            (meta.resource_version if meta else None) or "")
+
+
+def pod_page(body: bytes) -> Page:
+    return _by_field(body, _POD_PAGE)
+
+
+def node_page(body: bytes) -> Page:
+    return _by_field(body, _NODE_PAGE)
 
 
 def pods_from_page(body: bytes) -> tuple[list[PodInfo], str | None]:
@@ -294,8 +317,53 @@ class WriteReport:
     failures: int = 0
 
 
+def hardware_of(obj: Mapping[str, Any]) -> NodeHardware | None:
+    try:
+        return decode(NODE_HARDWARE, obj)
+    except ObjectDecodeError as err:
+        log.warning("ignoring malformed NodeHardware (its node is treated as unknown hardware): %s", err)
+        return None
+
+
+def twin_of(obj: Mapping[str, Any]) -> NodeTwin | None:
+    try:
+        return decode(NODE_TWIN, obj)
+    except ObjectDecodeError as err:
+        log.warning("ignoring malformed NodeTwin (it will be rewritten): %s", err)
+        return None
+
+
+RUNNING_OR_PENDING: Final = "status.phase!=Succeeded,status.phase!=Failed"
+"""Running Pods, and Pending ones (the work-aware policy releases a capped node for a pending
+performance Pod that fits nowhere else); finished Pods are left out."""
+
+
+def watch_cluster(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -> CachedCluster:
+    """The four caches the tick reads, started."""
+    return cluster_caches(api, resync_s, stop).start()
+
+
+def cluster_caches(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -> CachedCluster:
+    """The four caches the tick reads (Nodes, unfinished Pods, NodeHardware, NodeTwins), not started."""
+    core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+
+    def crd(plural: str) -> Callable[..., Any]:
+        return functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, plural)
+
+    return CachedCluster({
+        "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop, decode_page=node_page),
+        "pods": WatchCache("Pod", core.list_pod_for_all_namespaces, pod_info, resync_s=resync_s, stop=stop,
+                           decode_page=pod_page, field_selector=RUNNING_OR_PENDING),
+        "hardware": WatchCache("NodeHardware", crd(NODE_HARDWARE.plural), hardware_of, resync_s=resync_s, stop=stop),
+        "twins": WatchCache("NodeTwin", crd(NODE_TWIN.plural), twin_of, resync_s=resync_s, stop=stop),
+    })
+
+
 class ControllerKube:
-    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None, write_concurrency: int = 8):
+    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None, write_concurrency: int = 8,
+                 cluster: CachedCluster | None = None, sync_wait_s: float = 30.0):
+        self.cluster = cluster  # None: LIST every tick
+        self.sync_wait_s = sync_wait_s
         self.core = k8s.CoreV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
         self.client = client or JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER)
@@ -315,35 +383,31 @@ class ControllerKube:
         return [i for i in items if isinstance(i, dict)]
 
     def hardware(self) -> dict[str, NodeHardware]:
-        out: dict[str, NodeHardware] = {}
-        for item in self._list_custom(NODE_HARDWARE.plural):
-            try:
-                nhw = decode(NODE_HARDWARE, item)
-            except ObjectDecodeError as err:
-                log.warning("ignoring malformed NodeHardware (its node is treated as unknown hardware): %s", err)
-                continue
-            out[nhw.spec.node_name] = nhw
-        return out
+        hardware = (hardware_of(item) for item in self._list_custom(NODE_HARDWARE.plural))
+        return {nhw.spec.node_name: nhw for nhw in hardware if nhw is not None}
 
     def twins(self) -> dict[str, NodeTwin]:
-        out: dict[str, NodeTwin] = {}
-        for item in self._list_custom(NODE_TWIN.plural):
-            try:
-                twin = decode(NODE_TWIN, item)
-            except ObjectDecodeError as err:
-                log.warning("ignoring malformed NodeTwin (it will be rewritten): %s", err)
-                continue
-            out[str((twin.metadata or {}).get("name", ""))] = twin
-        return out
+        twins = (twin_of(item) for item in self._list_custom(NODE_TWIN.plural))
+        return {str((t.metadata or {}).get("name", "")): t for t in twins if t is not None}
 
     def snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
+        if self.cluster is not None:
+            return self._cached_snapshot(now, measurements, facility)
         nodes: list[NodeInfo] = list_paged(self.core.list_node, nodes_from_page)
-        # Running Pods, and Pending ones (the work-aware policy releases a capped node for a pending
-        # performance Pod that fits nowhere else); finished Pods are left out.
         pods: list[PodInfo] = list_paged(self.core.list_pod_for_all_namespaces, pods_from_page,
-                                         field_selector="status.phase!=Succeeded,status.phase!=Failed")
+                                         field_selector=RUNNING_OR_PENDING)
         return Snapshot(now=now, nodes=nodes, pods=pods, hardware=self.hardware(), twins=self.twins(),
                         measurements=measurements, facility=facility)
+
+    def _cached_snapshot(self, now: datetime, measurements: Mapping[str, Measurement],
+                         facility: Facility) -> Snapshot:
+        """The snapshot from the caches: waits until every one is synced (raises CacheNotSyncedError)."""
+        assert self.cluster is not None
+        self.cluster.wait_synced(self.sync_wait_s)
+        hardware: dict[str, NodeHardware] = {h.spec.node_name: h for h in self.cluster.values("hardware")}
+        twins: dict[str, NodeTwin] = {str((t.metadata or {}).get("name", "")): t for t in self.cluster.values("twins")}
+        return Snapshot(now=now, nodes=self.cluster.values("nodes"), pods=self.cluster.values("pods"),
+                        hardware=hardware, twins=twins, measurements=measurements, facility=facility)
 
     def set_suspended(self, node: str, suspended: bool) -> None:
         """Cordon and taint joulie.io/suspended:NoSchedule, or the reverse (raises KubeWriteError)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -90,6 +91,14 @@ class PodInfo:
     unschedulable: bool = False
     """The scheduler tried and gave up (condition PodScheduled=False, reason Unschedulable): only
     such a Pending Pod wakes or releases a node, not one still queued, gated or never tried."""
+
+    @functools.cached_property
+    def excludes_eco(self) -> bool:
+        """Whether the pod must not run on an eco node (``excludes_eco``), worked out once per Pod
+        object: the watch cache keeps a Pod's object until the Pod changes, so a tick at 100 000 Pods
+        classifies only the ones that did (cached_property writes the instance's __dict__, which a
+        frozen dataclass allows; equality and hashing still read the fields alone)."""
+        return classify_pod(self) in (WorkloadClass.PERFORMANCE, WorkloadClass.UNKNOWN)
 
     @property
     def workload_kind(self) -> str:
@@ -185,7 +194,7 @@ def is_running(pod: PodInfo) -> bool:
 
 def excludes_eco(pod: PodInfo) -> bool:
     """Whether the pod must not run on an eco node (unknown constraints count, for safety)."""
-    return classify_pod(pod) in (WorkloadClass.PERFORMANCE, WorkloadClass.UNKNOWN)
+    return pod.excludes_eco
 
 
 def count_performance_pods(pods: Iterable[PodInfo]) -> dict[str, int]:

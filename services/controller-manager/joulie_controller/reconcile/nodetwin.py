@@ -210,8 +210,10 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
 
 
 def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
-                       refresh_after: float, deadband_pct: float = 0.0) -> bool:
-    held = owned_status(existing)
+                       refresh_after: float, deadband_pct: float = 0.0, held: dict[str, Any] | None = None) -> bool:
+    """Whether ``desired`` is worth a write over ``existing`` (``held``: ``owned_status(existing)``, when
+    the caller already has it)."""
+    held = owned_status(existing) if held is None else held
     if measured_within(dump(desired), held, deadband_pct) != held:
         return True
     last = existing.last_updated if existing is not None else None

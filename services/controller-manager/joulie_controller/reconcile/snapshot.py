@@ -18,6 +18,7 @@ from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.policies.plan import PolicyPlan
 from joulie_controller.power.powerstate import BmcReading, PowerAction
 from joulie_controller.readings.values import SOURCE_NO_DATA, Facility, Measurement
+from joulie_controller.reconcile.reuse import Reuse
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Memory:
     """Since when each powered node has had no workload Pod (the power policy's suspend clock)."""
     budget_shed_w: float = 0.0
     """What the work-aware budget's caps hold back (``PolicyPlan.budget_shed_w``)."""
+    reuse: Reuse = field(default_factory=Reuse)
+    """Values derived from unchanged objects, kept for the next tick (``reconcile.reuse``)."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from joulie_api.generated.nodetwin import NodeTwinSpec, NodeTwinStatus, PowerSpe
 from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps, compute_caps
-from joulie_controller.model.hardware import HardwareView, NodeInfo, from_labels, from_node_hardware
+from joulie_controller.model.hardware import HardwareView, NodeInfo, from_labels
 from joulie_controller.policies.plan import PolicyInput, PolicyNode, PolicyPlan
 from joulie_controller.policies.registry import plan
 from joulie_controller.power import powerstate
@@ -75,10 +75,10 @@ def normalise_profile(value: str | None) -> str:
     return value if value in (PROFILE_PERFORMANCE, PROFILE_ECO) else "unknown"
 
 
-def _hardware_view(node: NodeInfo, snap: Snapshot, s: Settings) -> HardwareView:
+def _hardware_view(node: NodeInfo, snap: Snapshot, s: Settings, memory: Memory) -> HardwareView:
     nhw = snap.hardware.get(node.name)
     if nhw is not None:
-        return from_node_hardware(nhw, node.allocatable_gpus)
+        return memory.reuse.hardware_view(node.name, nhw, node.allocatable_gpus)
     return from_labels(node, s.caps.gpu_product_label_keys)
 
 
@@ -102,7 +102,7 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
     for n in sorted((n for n in snap.nodes if managed(n, s)), key=lambda n: n.name):
         status, desired = previous_power(snap.twins.get(object_name_for_node(n.name)))
         # The TDP ranks the nodes a resume may wake: a CPU Pod wakes a CPU node, not a GPU one.
-        rank_w = _hardware_view(n, snap, s).budget().node_tdp_w
+        rank_w = _hardware_view(n, snap, s, memory).budget().node_tdp_w
         nodes.append(powerstate.PowerNode(n, status, desired, rank_w))
     decision = powerstate.decide(powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since), s)
     memory.idle_since = decision.idle_since
@@ -159,6 +159,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     live = {n.name for n in nodes}
     for gone in [k for k in memory.trends if k not in live]:
         del memory.trends[gone]
+    memory.reuse.forget(live, set(snap.twins))
     writes: list[NodeWrite] = []
     outcomes: list[NodeOutcome] = []
     for st in staged:
@@ -194,7 +195,7 @@ def _hardware_views(nodes: list[NodeInfo], snap: Snapshot, s: Settings, memory: 
     """Each eligible node's hardware; a NodeHardware problem is logged once per node."""
     views: dict[str, HardwareView] = {}
     for n in nodes:
-        hw = _hardware_view(n, snap, s)
+        hw = _hardware_view(n, snap, s, memory)
         for problem in hw.problems:
             _warn_once(memory, log, (n.name, problem),
                        f"node {n.name}: NodeHardware {object_name_for_node(n.name)}: {problem}")
@@ -292,9 +293,9 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     n, guarded, caps = st.node, st.guarded, st.caps
     obj_name = object_name_for_node(n.name)
     existing = snap.twins.get(obj_name)
-    spec = desired_spec(n.name, guarded.profile, guarded.draining, caps, decided.policy_name,
-                        power_plan.desired.get(n.name))
-    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec) else spec
+    spec_inputs = (guarded.profile, guarded.draining, caps, decided.policy_name, power_plan.desired.get(n.name))
+    spec, spec_body = memory.reuse.desired_spec(n.name, spec_inputs, lambda: desired_spec(n.name, *spec_inputs))
+    spec_write = None if existing is not None and memory.reuse.held_spec(obj_name, existing) == spec_body else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
     power_w, source = measured
@@ -318,9 +319,10 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     status = status_content(out, power_w, source, trend, decision,
                             power_status(node_power) if node_power is not None else None)
     status_write = None
+    held = existing.status if existing else None
     if spec_write is not None or status_needs_write(
-            status, existing.status if existing else None, snap.now,
-            refresh_after_s(n.name, s.reconcile.status_refresh_s), s.reconcile.status_deadband_pct):
+            status, held, snap.now, refresh_after_s(n.name, s.reconcile.status_refresh_s),
+            s.reconcile.status_deadband_pct, memory.reuse.held_status(obj_name, held)):
         status_write = status.model_copy(update={"last_updated": snap.now})
     write = NodeWrite(n.name, obj_name, spec_write, label_write, status_write) if (
         spec_write or label_write or status_write) else None
