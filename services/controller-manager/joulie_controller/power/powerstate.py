@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Final, Literal
+from typing import Final
 
 from joulie_api.names import (
     POWER_FAILED,
@@ -46,88 +46,33 @@ from joulie_api.names import (
 from joulie_controller.model.fit import Room, fits, room_of
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.power.powertypes import (
+    ActionKind,
+    BmcReading,
+    BmcState,
+    DesiredPower,
+    PowerAction,
+    PowerDecision,
+    PowerInput,
+    PowerNode,
+    PowerState,
+    PowerStatus,
+)
 from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retry_due
+from joulie_controller.power.warmpool import add, free_by_pool
 from joulie_controller.settings import Settings
 
-PowerState = Literal["on", "suspending", "off", "resuming", "failed"]
-DesiredPower = Literal["on", "off"]
-BmcState = Literal["on", "off", "powering-on", "powering-off", "unknown"]
-ActionKind = Literal["cordon", "off", "on", "uncordon", "fail"]
+__all__ = [  # the policy's values (powertypes.py), re-exported at their old address
+    "BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput", "PowerNode",
+    "PowerState", "PowerStatus",
+]
 
 POLICY_NONE: Final = "none"
+POLICY_FORECAST: Final = "forecast_suspend_v1"
 DEFAULT_POOL: Final = "default"
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 _CHANGING: Final = frozenset({POWER_SUSPENDING, POWER_RESUMING})
-
-
-@dataclass(frozen=True)
-class BmcReading:
-    """What a node's BMC said this tick. A node with no reading has no BMC and is never suspended."""
-
-    state: BmcState
-    error: str | None = None
-    """The BMC's last error (unreachable, refused credentials), never a credential."""
-    refused: Refusal | None = None
-    """The last off/on the BMC refused, until one succeeds or the node settles on or off (kept by the shell)."""
-
-    def problem(self) -> str | None:
-        """What status.power.error shows: the reading's error, else the refused action."""
-        return self.error or (self.refused.text() if self.refused is not None else None)
-
-
-@dataclass(frozen=True)
-class PowerStatus:
-    """NodeTwin status.power."""
-
-    state: PowerState = "on"
-    since: datetime | None = None
-    reason: str = ""
-    boots: int = 0
-    """Resumes completed."""
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class PowerAction:
-    """One thing to do to one node. cordon: cordon and taint joulie.io/suspended:NoSchedule;
-    uncordon: remove the taint and uncordon; off: graceful power-off through the BMC; on: power-on;
-    fail: nothing to carry out (the node stays cordoned), logged with its reason."""
-
-    node: str
-    action: ActionKind
-    reason: str
-
-
-@dataclass(frozen=True)
-class PowerNode:
-    info: NodeInfo
-    status: PowerStatus
-    """The previous status.power (state on, no since, for a node never seen)."""
-    desired: DesiredPower = "on"
-    """The previous spec.power.state: off once the policy has asked the BMC to power the node off."""
-    rank_w: float = 0.0
-    """What the node draws idle, or a proxy (its TDP): of the nodes a resume could wake, the lowest first."""
-
-
-@dataclass(frozen=True)
-class PowerInput:
-    now: datetime
-    nodes: Sequence[PowerNode]
-    pods: Sequence[PodInfo]
-    bmc: Mapping[str, BmcReading]
-    idle_since: Mapping[str, datetime]
-    """Since when each powered node has had no workload Pod (kept between ticks by the caller)."""
-
-
-@dataclass(frozen=True)
-class PowerDecision:
-    actions: list[PowerAction]
-    status: dict[str, PowerStatus]
-    """Every node's new status.power (empty under POWER_POLICY=none)."""
-    desired: dict[str, DesiredPower]
-    """Every node's new spec.power.state."""
-    idle_since: dict[str, datetime]
-    notes: list[str]
+_IGNORE: Final = frozenset({TAINT_SUSPENDED})
 
 
 def duration_text(seconds: float) -> str:
@@ -210,8 +155,10 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
     busy_powered, budget = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, budget)
     budget = _restore_floor(tick, nodes, inp.bmc, budget, s)
+    free = _warm_free(tick, nodes, bound, pending, s) if inp.warm else {}
+    budget = _warm_ahead(tick, nodes, bound, inp, free, budget, s)
     _power_off_cordoned(tick, nodes, workload, inp.bmc)
-    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s)
+    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s, free)
 
     for n in nodes:  # the BMC's error of this tick, whatever the state; a refusal only while it applies
         reading, st = inp.bmc.get(n.info.name), tick.status[n.info.name]
@@ -352,7 +299,7 @@ def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mappin
     for n in nodes:
         if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
             room[n.info.name] = room_of(n.info, bound[n.info.name])
-    ignore = frozenset({TAINT_SUSPENDED})
+    ignore = _IGNORE
     busy: set[str] = set()
     unsatisfied: list[PodInfo] = []
     # Room only shrinks within a tick: a Pod shaped like one that fitted nowhere fits nowhere either
@@ -378,8 +325,9 @@ def _resume_candidates(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str
     """Nodes a resume can use: cordoned for suspend but not yet told to power off (an uncordon takes
     them back, no boot), then off nodes whose BMC reads off, the lowest idle power first."""
 
-    def candidate_order(n: PowerNode) -> tuple[int, float, str]:
-        return (0 if tick.status[n.info.name].state == POWER_SUSPENDING else 1, n.rank_w, n.info.name)
+    def candidate_order(n: PowerNode) -> tuple[int, float, datetime, str]:  # the longest off first: wear levelling
+        st = tick.status[n.info.name]
+        return (0 if st.state == POWER_SUSPENDING else 1, n.rank_w, st.since or tick.now, n.info.name)
 
     return sorted(
         (n for n in nodes
@@ -454,8 +402,55 @@ def _restore_floor(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, Bm
     return budget
 
 
-def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
-                  busy: set[str], inp: PowerInput, budget: int, s: Settings) -> dict[str, datetime]:
+def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+               pending: Sequence[PodInfo], s: Settings) -> dict[str, Room]:
+    """Each pool's powered (or resuming) free capacity, after the Pending Pods take theirs."""
+    info = {n.info.name: n.info for n in nodes}
+    rooms = {n.info.name: room_of(n.info, bound[n.info.name]) for n in nodes
+             if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING}
+    for pod in pending:
+        spot = next((k for k, r in rooms.items() if fits(pod, info[k], r, _IGNORE) is None), None)
+        if spot is not None:
+            rooms[spot] = rooms[spot].minus(pod)
+    return free_by_pool(rooms, {k: pool_of(info[k], s) for k in rooms})
+
+
+def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]], inp: PowerInput,
+                free: dict[str, Room], budget: int, s: Settings) -> int:
+    """forecast_suspend_v1: a pool short of its warm need (warmpool.py) gets off nodes back ahead of the
+    demand, the longest off first (wear levelling), within SUSPEND_MAX_CONCURRENT."""
+    if not inp.warm:
+        return budget
+    for n in sorted(nodes, key=lambda n: (tick.status[n.info.name].since or inp.now, n.rank_w, n.info.name)):
+        name, pool = n.info.name, pool_of(n.info, s)
+        need = inp.warm.get(pool)
+        if budget <= 0 or need is None or not need.short_of(free.get(pool, Room(0.0, 0.0, 0))):
+            continue
+        if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+            tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
+            tick.desired[name] = POWER_ON
+            free[pool] = add(free.get(pool, Room(0.0, 0.0, 0)), room_of(n.info, bound[name]))
+            budget -= 1
+    return budget
+
+
+def _kept_on(tick: _Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], workload: list[PodInfo],
+             s: Settings) -> str | None:
+    """Why an idle node due for suspend stays on: the pool's warm need, or its power cycles today."""
+    pool, cap = pool_of(n.info, s), s.suspend.max_cycles_per_day
+    need = inp.warm.get(pool)
+    if need is not None and not need.empty:
+        left = free.get(pool, Room(0.0, 0.0, 0))
+        mine = room_of(n.info, workload)
+        if need.short_of(Room(left.cpu - mine.cpu, left.memory_bytes - mine.memory_bytes, left.gpus - mine.gpus)):
+            return f"kept warm (forecast): {need.target_text()}"
+    if cap and inp.cycles.get(n.info.name, 0) >= cap:
+        return f"kept on: MAX_POWER_CYCLES_PER_DAY={cap} power-offs today (0 cycles left)"
+    return None
+
+
+def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]], busy: set[str],
+                  inp: PowerInput, budget: int, s: Settings, free: dict[str, Room]) -> dict[str, datetime]:
     idle_since: dict[str, datetime] = {}
     for n in nodes:
         name = n.info.name
@@ -473,14 +468,24 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
         name, pool = n.info.name, pool_of(n.info, s)
         if powered[pool] - 1 < s.suspend.min_powered:
             continue
+        kept = _kept_on(tick, n, inp, free, workload[name], s)
+        if kept is not None:
+            tick.status[name] = replace(tick.status[name], reason=kept[:1024])
+            continue
         if budget <= 0:
             tick.notes.append(f"node {name}: idle, suspend deferred: SUSPEND_MAX_CONCURRENT="
                               f"{s.suspend.max_concurrent} nodes already change state")
             break
         idle_s = (inp.now - idle_since[name]).total_seconds()
+        cap = s.suspend.max_cycles_per_day
+        cycles = f"; {cap - inp.cycles.get(name, 0) - 1} power cycles left today" if cap else ""
         tick.move(name, POWER_SUSPENDING, f"no workload Pods for {duration_text(idle_s)} "
-                  f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)})", "cordon")
+                  f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)}){cycles}", "cordon")
         del idle_since[name]
         powered[pool] -= 1
+        if pool in free:
+            mine = room_of(n.info, workload[name])
+            left = free[pool]
+            free[pool] = Room(left.cpu - mine.cpu, left.memory_bytes - mine.memory_bytes, left.gpus - mine.gpus)
         budget -= 1
     return idle_since
