@@ -83,6 +83,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "suspend.forecast_day_s": "FORECAST_DAY",
     "suspend.forecast_min_days": "FORECAST_MIN_DAYS",
     "suspend.max_cycles_per_day": "MAX_POWER_CYCLES_PER_DAY",
+    "suspend.suspend_rate_per_min": "SUSPEND_RATE",
+    "suspend.resume_rate_per_min": "RESUME_RATE",
 }
 
 

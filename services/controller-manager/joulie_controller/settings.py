@@ -267,6 +267,12 @@ class SuspendSettings:
     """FORECAST_DAY, default 24h: the period of the daily cycle the forecast looks for."""
     forecast_min_days: int = 2
     """FORECAST_MIN_DAYS, default 2: whole days of history before the daily profile is blended in."""
+    suspend_rate_per_min: int = 0
+    """SUSPEND_RATE, default 0 (no limit): nodes cordoned for suspend per minute, cluster-wide (Slurm's
+    SuspendRate), beside SUSPEND_MAX_CONCURRENT."""
+    resume_rate_per_min: int = 0
+    """RESUME_RATE, default 0 (no limit): power-ons per minute, cluster-wide (Slurm's ResumeRate): many
+    nodes booting at once draw their boot power together."""
     max_cycles_per_day: int = 0
     """MAX_POWER_CYCLES_PER_DAY, default 0 (no cap): power-offs per node in any FORECAST_DAY; a node
     at the cap is not suspended (wear levelling; the longest-off node is also the first woken)."""
@@ -404,6 +410,8 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     _within(env, "suspend.forecast_half_life_s", sus.forecast_half_life_s, sus.forecast_half_life_s > 0,
             "a duration over 0")
     _within(env, "suspend.forecast_min_days", sus.forecast_min_days, sus.forecast_min_days >= 1, "1 or more days")
+    for path in ("suspend.suspend_rate_per_min", "suspend.resume_rate_per_min"):
+        _within(env, path, s.at(path), s.at(path) >= 0, "0 (no limit) or more nodes per minute")
     _within(env, "suspend.max_cycles_per_day", sus.max_cycles_per_day, sus.max_cycles_per_day >= 0,
             "0 (no cap) or more power-offs")
     for path, v in (("caps.cpu_performance_pct", s.caps.cpu_performance_pct), ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),

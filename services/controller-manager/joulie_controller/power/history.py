@@ -21,6 +21,8 @@ from joulie_controller.power.forecast import Arrival, prune
 from joulie_controller.power.powertypes import PowerDecision, PowerStatus
 from joulie_controller.settings import SuspendSettings
 
+RATE_WINDOW_S: Final = 60.0
+"""SUSPEND_RATE and RESUME_RATE are per minute."""
 BOOT_WEIGHT: Final = 0.5
 """A new timed resume's weight in the pool's boot time (the rest: the earlier ones)."""
 
@@ -36,6 +38,8 @@ class PowerHistory:
     boot_s: dict[str, float] = field(default_factory=dict)
     """Each pool's boot time as timed on its resumes (power-on to on and Ready)."""
     power_offs: dict[str, list[datetime]] = field(default_factory=dict)
+    actions: list[tuple[datetime, str]] = field(default_factory=list)
+    """The power-ons and cordons of the last minute (SUSPEND_RATE, RESUME_RATE)."""
 
     def observe_pods(
         self, now: datetime, pods: Sequence[PodInfo], pool_of_node: Mapping[str, str], s: SuspendSettings
@@ -78,8 +82,18 @@ class PowerHistory:
         for a in decision.actions:
             if a.action == "off":
                 self.power_offs.setdefault(a.node, []).append(now)
+            if a.action in ("on", "cordon"):
+                self.actions.append((now, a.action))
         for node, times in self.power_offs.items():
             self.power_offs[node] = [t for t in times if (now - t).total_seconds() < s.forecast_day_s]
+
+    def recent(self, now: datetime) -> dict[str, int]:
+        """Power-ons and cordons decided in the minute before ``now`` (a tick a minute earlier is outside)."""
+        self.actions = [(t, kind) for t, kind in self.actions if (now - t).total_seconds() < RATE_WINDOW_S]
+        out: dict[str, int] = {}
+        for _, kind in self.actions:
+            out[kind] = out.get(kind, 0) + 1
+        return out
 
     def cycles(self) -> dict[str, int]:
         return {node: len(times) for node, times in self.power_offs.items() if times}

@@ -153,18 +153,25 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     _own_desired(tick, nodes)
     _progress(tick, nodes, workload, inp.bmc, s)
     budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
-    busy_powered, budget = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, budget)
-    budget = _restore_floor(tick, nodes, inp.bmc, budget, s)
+    resumes = min(budget, _rate_left(s.suspend.resume_rate_per_min, inp.recent.get("on", 0)))
+    busy_powered, left = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, resumes)
+    left = _restore_floor(tick, nodes, inp.bmc, left, s)
     free = _warm_free(tick, nodes, bound, pending, s) if inp.warm else {}
-    budget = _warm_ahead(tick, nodes, bound, inp, free, budget, s)
+    left = _warm_ahead(tick, nodes, bound, inp, free, left, s)
+    suspends = min(budget - (resumes - left), _rate_left(s.suspend.suspend_rate_per_min, inp.recent.get("cordon", 0)))
     _power_off_cordoned(tick, nodes, workload, inp.bmc)
-    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s, free)
+    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, suspends, s, free)
 
     for n in nodes:  # the BMC's error of this tick, whatever the state; a refusal only while it applies
         reading, st = inp.bmc.get(n.info.name), tick.status[n.info.name]
         problem = None if reading is None else (reading.error if st.state in SETTLED else reading.problem())
         tick.status[n.info.name] = replace(st, error=problem[:1024] if problem else None)
     return PowerDecision(tick.actions, tick.status, tick.desired, idle_since, tick.notes)
+
+
+def _rate_left(per_min: int, done_last_min: int) -> int:
+    """What SUSPEND_RATE or RESUME_RATE (nodes per minute, 0: no limit) allows this tick."""
+    return per_min - done_last_min if per_min > 0 else 1 << 30
 
 
 def _own_desired(tick: _Tick, nodes: Sequence[PowerNode]) -> None:
@@ -372,7 +379,7 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
             woken[spot] = woken[spot].minus(pod)
     if waiting:
         tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
-                          f"SUSPEND_MAX_CONCURRENT nodes already change state")
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state, or RESUME_RATE reached")
     return first_pod, budget
 
 
@@ -473,8 +480,10 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
             tick.status[name] = replace(tick.status[name], reason=kept[:1024])
             continue
         if budget <= 0:
-            tick.notes.append(f"node {name}: idle, suspend deferred: SUSPEND_MAX_CONCURRENT="
-                              f"{s.suspend.max_concurrent} nodes already change state")
+            why = (f"suspend deferred: SUSPEND_MAX_CONCURRENT={s.suspend.max_concurrent} nodes already change "
+                   f"state, or SUSPEND_RATE={s.suspend.suspend_rate_per_min}/min reached (rate limit)")
+            tick.status[name] = replace(tick.status[name], reason=why)
+            tick.notes.append(f"node {name}: idle, {why}")
             break
         idle_s = (inp.now - idle_since[name]).total_seconds()
         cap = s.suspend.max_cycles_per_day

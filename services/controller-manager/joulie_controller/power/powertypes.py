@@ -80,6 +80,8 @@ class PowerInput:
     """Since when each powered node has had no workload Pod (kept between ticks by the caller)."""
     warm: Mapping[str, WarmNeed] = field(default_factory=dict)
     """forecast_suspend_v1: each pool's warm-pool need (``warmpool.warm_need``); empty: reactive."""
+    recent: Mapping[str, int] = field(default_factory=dict)
+    """Actions of each kind ("on", "cordon") decided in the last minute (SUSPEND_RATE, RESUME_RATE)."""
     cycles: Mapping[str, int] = field(default_factory=dict)
     """Power-offs of each node in the last FORECAST_DAY (MAX_POWER_CYCLES_PER_DAY; kept by the caller)."""
 

@@ -42,10 +42,21 @@ def run(
     warm: Mapping[str, WarmNeed] | None = None,
     idle: Mapping[str, datetime] | None = None,
     cycles: Mapping[str, int] | None = None,
+    recent: Mapping[str, int] | None = None,
     s: Settings = FORECAST,
 ) -> PowerDecision:
     readings = {n.info.name: BmcReading("on" if n.status.state in ("on", "suspending") else "off") for n in nodes}
-    return decide(PowerInput(T0, nodes, pods, readings, dict(idle or {}), dict(warm or {}), dict(cycles or {})), s)
+    inp = PowerInput(
+        T0,
+        nodes,
+        pods,
+        readings,
+        dict(idle or {}),
+        warm=dict(warm or {}),
+        recent=dict(recent or {}),
+        cycles=dict(cycles or {}),
+    )
+    return decide(inp, s)
 
 
 def test_the_need_covers_the_forecast_over_a_boot_less_the_target_at_the_quantile() -> None:
@@ -130,3 +141,34 @@ def test_the_history_times_resumes_records_bound_arrivals_once_and_forgets_old_p
     assert hist.cycles() == {"a": 1}
     hist.observe_power(T0 + timedelta(hours=2), {}, PowerDecision([], {}, {}, {}, []), pools, s)
     assert hist.cycles() == {}
+
+
+def test_suspend_and_resume_rates_bound_the_nodes_per_minute() -> None:
+    rated = Settings(
+        suspend=SuspendSettings(
+            power_policy="idle_suspend_v1",
+            min_powered=0,
+            max_concurrent=10,
+            suspend_rate_per_min=2,
+            resume_rate_per_min=1,
+        )
+    )
+    idle = [pn(node(n)) for n in "abcd"]
+    d = run(idle, idle={n: IDLE for n in "abcd"}, s=rated)
+    assert [a.action for a in d.actions] == ["cordon", "cordon"]
+    deferred = [n for n in "abcd" if d.status[n].state == "on"]
+    assert all("SUSPEND_RATE=2/min reached (rate limit)" in d.status[n].reason for n in deferred[:1])
+    # Two cordons already this minute: none more.
+    assert run(idle, idle={n: IDLE for n in "abcd"}, recent={"cordon": 2}, s=rated).actions == []
+    off = [pn(node(n), "off", desired="off") for n in "abc"]
+    waiting = [pod(f"p{i}", cpu=30.0) for i in range(3)]
+    assert actions(run(off, waiting, s=rated)) == {("a", "on")}  # three Pods, one power-on a minute
+    assert run(off, waiting, recent={"on": 1}, s=rated).actions == []
+
+
+def test_rates_are_counted_over_the_last_minute() -> None:
+    hist = PowerHistory()
+    two = PowerDecision([PowerAction("a", "cordon", ""), PowerAction("b", "on", "")], {}, {}, {}, [])
+    hist.observe_power(T0, {}, two, {}, SuspendSettings())
+    assert hist.recent(T0 + timedelta(seconds=30)) == {"cordon": 1, "on": 1}
+    assert hist.recent(T0 + timedelta(seconds=60)) == {}

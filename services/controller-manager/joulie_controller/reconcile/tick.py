@@ -115,7 +115,8 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
         horizon = {p: hist.boot_of(p, sus) for p in set(pools.values())}
         fcs = {p: forecast(hist.arrivals, since, snap.now, max(60.0, h), sus).get(p) for p, h in horizon.items()}
         warm = {p: warm_need(p, fcs[p], horizon[p], s) for p in sorted(horizon)}
-    inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.cycles())
+    inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now),
+                                hist.cycles())
     decision = powerstate.decide(inp, s)
     hist.observe_power(snap.now, {n.info.name: n.status for n in nodes}, decision, pools, sus)
     memory.idle_since = decision.idle_since
