@@ -4,8 +4,8 @@ forecast reads, each pool's timed resumes (the warm pool's boot time) and each n
 
 Pure, kept in the controller's memory (a restart starts afresh, as the trends do). An arrival is a
 workload Pod's first sighting (to within one reconcile; what any cluster shows, whatever the Pod's
-creationTimestamp says after a controller restart), recorded once the Pod is bound, in the pool of
-its node: the pool whose capacity it used.
+creationTimestamp says after a controller restart), recorded once the Pod is bound: a GPU Pod in the pool of
+its node (whose GPUs it used), a Pod that requests no GPU in ``ANY_POOL`` (any pool's cores serve it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from joulie_api.names import POWER_ON, POWER_RESUMING
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.power.forecast import Arrival, prune
 from joulie_controller.power.powertypes import PowerDecision, PowerStatus
+from joulie_controller.power.warmpool import ANY_POOL
 from joulie_controller.settings import SuspendSettings
 
 RATE_WINDOW_S: Final = 60.0
@@ -55,6 +56,8 @@ class PowerHistory:
             live.add(key)
             seen = self.first_seen.setdefault(key, now)
             pool = pool_of_node.get(pod.node_name) if pod.node_name else None
+            if pool is not None and pod.gpu_request <= 0:
+                pool = ANY_POOL  # cores, which any pool serves (warmpool.py)
             if pool is not None and key not in self.recorded:
                 self.recorded.add(key)
                 self.arrivals.append(Arrival(seen, pool, pod.cpu_request, pod.gpu_request))
@@ -76,9 +79,9 @@ class PowerHistory:
             old = before.get(node)
             if old is not None and old.state == POWER_RESUMING and st.state == POWER_ON and old.since is not None:
                 took = (now - old.since).total_seconds()
-                pool = pool_of_node.get(node, "")
-                prev = self.boot_s.get(pool)
-                self.boot_s[pool] = took if prev is None else BOOT_WEIGHT * took + (1 - BOOT_WEIGHT) * prev
+                for pool in (pool_of_node.get(node, ""), ANY_POOL):  # ANY_POOL: the last boots of any pool
+                    prev = self.boot_s.get(pool)
+                    self.boot_s[pool] = took if prev is None else BOOT_WEIGHT * took + (1 - BOOT_WEIGHT) * prev
         for a in decision.actions:
             if a.action == "off":
                 self.power_offs.setdefault(a.node, []).append(now)

@@ -59,13 +59,11 @@ from joulie_controller.power.powertypes import (
     PowerStatus,
 )
 from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retry_due
-from joulie_controller.power.warmpool import add, free_by_pool
+from joulie_controller.power.warmpool import ANY_POOL, draws_on, free_by_pool, rate_left, shifted
 from joulie_controller.settings import Settings
 
-__all__ = [  # the policy's values (powertypes.py), re-exported at their old address
-    "BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput", "PowerNode",
-    "PowerState", "PowerStatus",
-]
+__all__ = ["BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput", "PowerNode",
+           "PowerState", "PowerStatus"]  # the policy's values (powertypes.py), re-exported at their old address
 
 POLICY_NONE: Final = "none"
 POLICY_FORECAST: Final = "forecast_suspend_v1"
@@ -110,6 +108,11 @@ class _Tick:
         self.desired: dict[str, DesiredPower] = {n.info.name: n.desired for n in inp.nodes}
         self.actions: list[PowerAction] = []
         self.notes: list[str] = []
+        self.cpu_servers = any(n.info.allocatable_gpus == 0 for n in inp.nodes)  # servers without GPUs?
+
+    def serves_any(self, n: PowerNode) -> bool:
+        """Whether the node's cores count for the Pods that request no GPU (warmpool.ANY_POOL)."""
+        return n.info.allocatable_gpus == 0 or not self.cpu_servers
 
     def elapsed_s(self, node: str) -> float:
         since = self.status[node].since
@@ -153,12 +156,12 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     _own_desired(tick, nodes)
     _progress(tick, nodes, workload, inp.bmc, s)
     budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
-    resumes = min(budget, _rate_left(s.suspend.resume_rate_per_min, inp.recent.get("on", 0)))
+    resumes = min(budget, rate_left(s.suspend.resume_rate_per_min, inp.recent.get("on", 0)))
     busy_powered, left = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, resumes)
     left = _restore_floor(tick, nodes, inp.bmc, left, s)
     free = _warm_free(tick, nodes, bound, pending, s) if inp.warm else {}
     left = _warm_ahead(tick, nodes, bound, inp, free, left, s)
-    suspends = min(budget - (resumes - left), _rate_left(s.suspend.suspend_rate_per_min, inp.recent.get("cordon", 0)))
+    suspends = min(budget - (resumes - left), rate_left(s.suspend.suspend_rate_per_min, inp.recent.get("cordon", 0)))
     _power_off_cordoned(tick, nodes, workload, inp.bmc)
     idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, suspends, s, free)
 
@@ -167,11 +170,6 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
         problem = None if reading is None else (reading.error if st.state in SETTLED else reading.problem())
         tick.status[n.info.name] = replace(st, error=problem[:1024] if problem else None)
     return PowerDecision(tick.actions, tick.status, tick.desired, idle_since, tick.notes)
-
-
-def _rate_left(per_min: int, done_last_min: int) -> int:
-    """What SUSPEND_RATE or RESUME_RATE (nodes per minute, 0: no limit) allows this tick."""
-    return per_min - done_last_min if per_min > 0 else 1 << 30
 
 
 def _own_desired(tick: _Tick, nodes: Sequence[PowerNode]) -> None:
@@ -419,37 +417,39 @@ def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list
         spot = next((k for k, r in rooms.items() if fits(pod, info[k], r, _IGNORE) is None), None)
         if spot is not None:
             rooms[spot] = rooms[spot].minus(pod)
-    return free_by_pool(rooms, {k: pool_of(info[k], s) for k in rooms})
+    return free_by_pool(rooms, {k: pool_of(info[k], s) for k in rooms}, {n.info.name for n in nodes
+                                                                          if tick.serves_any(n)})
+
 
 
 def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]], inp: PowerInput,
                 free: dict[str, Room], budget: int, s: Settings) -> int:
-    """forecast_suspend_v1: a pool short of its warm need (warmpool.py) gets off nodes back ahead of the
-    demand, the longest off first (wear levelling), within SUSPEND_MAX_CONCURRENT."""
-    if not inp.warm:
-        return budget
-    for n in sorted(nodes, key=lambda n: (tick.status[n.info.name].since or inp.now, n.rank_w, n.info.name)):
-        name, pool = n.info.name, pool_of(n.info, s)
-        need = inp.warm.get(pool)
-        if budget <= 0 or need is None or not need.short_of(free.get(pool, Room(0.0, 0.0, 0))):
-            continue
-        if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
-            tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
-            tick.desired[name] = POWER_ON
-            free[pool] = add(free.get(pool, Room(0.0, 0.0, 0)), room_of(n.info, bound[name]))
-            budget -= 1
+    """forecast_suspend_v1: a warm-pool need (warmpool.py) that free capacity falls short of gets off
+    nodes back ahead of the demand, within SUSPEND_MAX_CONCURRENT: a pool's own for GPUs, the longest
+    off first (wear levelling); any pool's for cores, the lowest TDP first, then the longest off."""
+    for need in sorted(inp.warm.values(), key=lambda w: w.pool != ANY_POOL):
+        order = sorted((n for n in nodes if draws_on(need.pool, pool_of(n.info, s))
+                        and (need.pool != ANY_POOL or tick.serves_any(n))), key=lambda n: (
+            n.rank_w if need.pool == ANY_POOL else 0.0, tick.status[n.info.name].since or inp.now, n.info.name))
+        for n in order:
+            name, pool = n.info.name, pool_of(n.info, s)
+            if budget <= 0 or not need.short_of(free.get(need.pool, Room(0.0, 0.0, 0))):
+                break
+            if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+                tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
+                tick.desired[name] = POWER_ON
+                free.update(shifted(free, pool, room_of(n.info, bound[name]), 1.0, tick.serves_any(n)))
+                budget -= 1
     return budget
 
 
 def _kept_on(tick: _Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], workload: list[PodInfo],
              s: Settings) -> str | None:
-    """Why an idle node due for suspend stays on: the pool's warm need, or its power cycles today."""
+    """Why an idle node due for suspend stays on: a warm-pool need it serves, or its power cycles today."""
     pool, cap = pool_of(n.info, s), s.suspend.max_cycles_per_day
-    need = inp.warm.get(pool)
-    if need is not None and not need.empty:
-        left = free.get(pool, Room(0.0, 0.0, 0))
-        mine = room_of(n.info, workload)
-        if need.short_of(Room(left.cpu - mine.cpu, left.memory_bytes - mine.memory_bytes, left.gpus - mine.gpus)):
+    without = shifted(free, pool, room_of(n.info, workload), -1.0, tick.serves_any(n)) if inp.warm else free
+    for need in (inp.warm.get(pool), inp.warm.get(ANY_POOL)):
+        if need is not None and not need.empty and need.short_of(without.get(need.pool, Room(0.0, 0.0, 0))):
             return f"kept warm (forecast): {need.target_text()}"
     if cap and inp.cycles.get(n.info.name, 0) >= cap:
         return f"kept on: MAX_POWER_CYCLES_PER_DAY={cap} power-offs today (0 cycles left)"
@@ -492,9 +492,7 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
                   f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)}){cycles}", "cordon")
         del idle_since[name]
         powered[pool] -= 1
-        if pool in free:
-            mine = room_of(n.info, workload[name])
-            left = free[pool]
-            free[pool] = Room(left.cpu - mine.cpu, left.memory_bytes - mine.memory_bytes, left.gpus - mine.gpus)
+        if free:
+            free.update(shifted(free, pool, room_of(n.info, workload[name]), -1.0, tick.serves_any(n)))
         budget -= 1
     return idle_since

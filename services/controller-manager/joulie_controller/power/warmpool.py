@@ -12,10 +12,13 @@ capacity back:
   ``x >= interval + B - T``. So the pool holds the arrivals of ``interval + B - T`` seconds, at the
   WARM_POOL_QUANTILE of a Poisson count of the forecast rate, each with the forecast's mean cores
   and GPUs. A pool whose resume fits in the target (``interval + B <= T``) needs no warm capacity;
+- the demand is of two kinds: GPUs per pool (the GPU Pods that landed in it) and cores for the
+  Pods that request no GPU, which any pool serves (``ANY_POOL``);
 - powered free capacity is each powered schedulable (or resuming) node's allocatable less the
-  requests of the Pods bound to it; a pool short of its need has off nodes powered on ahead of the
-  demand, the longest off first (wear levelling), and an idle node whose suspend would leave the
-  pool short is kept on, its status saying so;
+  requests of the Pods bound to it; a pool short of GPUs has its off nodes powered on ahead of the
+  demand, the longest off first (wear levelling); a shortage of cores powers on the lowest-TDP off
+  node of any pool (a CPU server before a GPU one), then the longest off. An idle node whose
+  suspend would leave either short is kept on, its status saying so;
 - B is what the controller timed on the pool's own resumes (power-on to Ready), RESUME_BOOT_ESTIMATE
   until it has timed one: the controller reads no boot time from the hardware profile's emulation.
 
@@ -26,12 +29,21 @@ demand, 0 is a sensible floor for a GPU pool whose GPUs idle most of the day.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from typing import Final
 
 from joulie_controller.model.fit import Room
 from joulie_controller.power.forecast import PoolForecast, poisson_quantile
 from joulie_controller.settings import Settings
+
+ANY_POOL: Final = "*"
+"""The demand of Pods that request no GPU: cores, which every pool's nodes offer. A GPU Pod's demand is
+the GPUs of the pool it landed in. (Under a packing scheduler CPU Pods land on the GPU servers too; read
+per pool, their demand kept a second GPU server warm for cores a CPU server offers for a third the power.)
+The cores kept warm for it are those of servers without GPUs where the cluster has any: a GPU server's
+free cores let a CPU Pod in, and then the GPU Pod that needs the whole server waits (the benchmark's
+8-GPU jobs waited longer than under the reactive policy when they counted)."""
 
 
 @dataclass(frozen=True)
@@ -73,35 +85,45 @@ class WarmNeed:
 
 
 def warm_need(pool: str, fc: PoolForecast | None, boot_s: float, s: Settings) -> WarmNeed:
-    """The free capacity ``pool`` keeps powered for the demand forecast ``fc`` with a boot of ``boot_s``."""
+    """The free capacity ``pool`` keeps powered for the demand forecast ``fc`` with a boot of ``boot_s``:
+    GPUs for a pool's GPU Pods, cores for the Pods that request no GPU (``ANY_POOL``, any pool serves them)."""
     window_s = max(0.0, s.reconcile.interval_s + boot_s - s.suspend.warm_wait_target_s)
+    rate_per_min, basis = (fc.rate_per_s * 60.0, fc.basis) if fc is not None else (0.0, "no arrivals seen")
     if fc is None or window_s <= 0.0:
-        return WarmNeed(
-            pool,
-            0.0,
-            0,
-            0,
-            window_s,
-            boot_s,
-            fc.rate_per_s * 60.0 if fc else 0.0,
-            fc.basis if fc else "no arrivals seen",
-        )
+        return WarmNeed(pool, 0.0, 0, 0, window_s, boot_s, rate_per_min, basis)
     k = poisson_quantile(s.suspend.warm_quantile_pct / 100.0, fc.arrivals(window_s))
-    cores = math.ceil(k * fc.cores_per_arrival * 1000.0) / 1000.0
-    return WarmNeed(
-        pool, cores, math.ceil(k * fc.gpus_per_arrival - 1e-9), k, window_s, boot_s, fc.rate_per_s * 60.0, fc.basis
-    )
+    cores = math.ceil(k * fc.cores_per_arrival * 1000.0) / 1000.0 if pool == ANY_POOL else 0.0
+    gpus = math.ceil(k * fc.gpus_per_arrival - 1e-9) if pool != ANY_POOL else 0
+    return WarmNeed(pool, cores, gpus, k, window_s, boot_s, rate_per_min, basis)
 
 
-def add(a: Room, b: Room) -> Room:
-    return Room(a.cpu + b.cpu, a.memory_bytes + b.memory_bytes, a.gpus + b.gpus)
+def rate_left(per_min: int, done_last_min: int) -> int:
+    """What SUSPEND_RATE or RESUME_RATE (nodes per minute, 0: no limit) allows this tick."""
+    return per_min - done_last_min if per_min > 0 else 1 << 30
 
 
-def free_by_pool(rooms: Mapping[str, Room], pools: Mapping[str, str]) -> dict[str, Room]:
-    """The free capacity of each pool: the sum of its nodes' rooms (``rooms``: powered nodes only)."""
-    free: dict[str, Room] = {}
+def draws_on(need_pool: str, node_pool: str) -> bool:
+    """Whether a node of ``node_pool`` serves the demand of ``need_pool``."""
+    return need_pool in (ANY_POOL, node_pool)
+
+
+def shifted(free: Mapping[str, Room], pool: str, room: Room, sign: float, serves_any: bool) -> dict[str, Room]:
+    """``free`` with a node's ``room`` added (sign 1) or taken away (-1) in its pool, and in ``ANY_POOL``
+    when the node serves CPU Pods' cores (``serves_any``)."""
+    out = dict(free)
+    for key in (pool, ANY_POOL) if serves_any else (pool,):
+        was = out.get(key, Room(0.0, 0.0, 0))
+        out[key] = Room(
+            was.cpu + sign * room.cpu, was.memory_bytes + sign * room.memory_bytes, was.gpus + int(sign) * room.gpus
+        )
+    return out
+
+
+def free_by_pool(rooms: Mapping[str, Room], pools: Mapping[str, str], serves_any: Set[str]) -> dict[str, Room]:
+    """The free capacity of each pool and, in ``ANY_POOL``, of the nodes ``serves_any`` names: the sum of
+    the nodes' rooms (``rooms``: powered nodes only; a node over-committed counts as 0, not less)."""
+    free: dict[str, Room] = {ANY_POOL: Room(0.0, 0.0, 0)}
     for name, room in rooms.items():
-        pool = pools[name]
         positive = Room(max(0.0, room.cpu), max(0.0, room.memory_bytes), max(0, room.gpus))
-        free[pool] = add(free.get(pool, Room(0.0, 0.0, 0)), positive)
+        free = shifted(free, pools[name], positive, 1.0, name in serves_any)
     return free

@@ -13,7 +13,7 @@ from joulie_controller.power.forecast import PoolForecast
 from joulie_controller.power.history import PowerHistory
 from joulie_controller.power.powerstate import BmcReading, PowerAction, PowerDecision, PowerInput, PowerNode, decide
 from joulie_controller.power.powerstate_test import T0, actions, node, pn, pod
-from joulie_controller.power.warmpool import WarmNeed, warm_need
+from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
 from joulie_controller.settings import ReconcileSettings, Settings, SuspendSettings
 
 FORECAST = Settings(
@@ -61,9 +61,12 @@ def run(
 
 def test_the_need_covers_the_forecast_over_a_boot_less_the_target_at_the_quantile() -> None:
     # 1 Pod a minute, boot 300 s, reconcile 60 s, target 60 s: a 300 s window, mean 5 arrivals, p95 = 9.
-    need = warm_need("cpu", fc(1.0, cores=8.0, gpus=0.5), 300.0, FORECAST)
-    assert (need.arrivals, need.cores, need.gpus, need.window_s) == (9, 72.0, 5, 300.0)
-    assert "9 arrivals in 300 s" in need.text()
+    cores = warm_need(ANY_POOL, fc(1.0, cores=8.0), 300.0, FORECAST)
+    assert (cores.arrivals, cores.cores, cores.gpus, cores.window_s) == (9, 72.0, 0, 300.0)
+    assert "9 arrivals in 300 s" in cores.text()
+    # GPU Pods: the GPUs of their pool (their cores are the GPU server's, not a CPU server's).
+    gpus = warm_need("gpu", fc(1.0, cores=8.0, gpus=0.5, pool="gpu"), 300.0, FORECAST)
+    assert (gpus.arrivals, gpus.cores, gpus.gpus) == (9, 0.0, 5)
     # A boot that fits in the target needs no warm capacity, whatever the demand.
     assert warm_need("cpu", fc(10.0), 0.0, FORECAST).empty
     # No arrivals seen: nothing to keep warm (the floor alone holds).
@@ -73,8 +76,8 @@ def test_the_need_covers_the_forecast_over_a_boot_less_the_target_at_the_quantil
 def test_a_pool_short_of_its_need_has_an_off_node_resumed_with_no_pod_waiting() -> None:
     nodes = [pn(node("a", labels=CPU)), pn(node("b", labels=CPU), "off", desired="off")]
     busy = [pod("j1", "a", cpu=30.0)]
-    need = warm_need("cpu", fc(1.0, cores=4.0), 300.0, FORECAST)  # 36 cores; a has 2 free
-    d = run(nodes, busy, warm={"cpu": need})
+    need = warm_need(ANY_POOL, fc(1.0, cores=4.0), 300.0, FORECAST)  # 36 cores; a has 2 free
+    d = run(nodes, busy, warm={ANY_POOL: need})
     assert actions(d) == {("b", "on")}
     assert d.status["b"].state == "resuming" and "resumed ahead of demand (forecast)" in d.status["b"].reason
     # The reactive policy (no warm need) leaves b off until a Pod waits.
@@ -87,8 +90,8 @@ def test_a_pool_short_of_its_need_has_an_off_node_resumed_with_no_pod_waiting() 
 def test_the_longest_off_node_is_woken_first() -> None:
     long_off = pn(node("z", labels=CPU), "off", since=T0 - timedelta(hours=5), desired="off")
     short_off = pn(node("a", labels=CPU), "off", since=T0 - timedelta(minutes=20), desired="off")
-    need = warm_need("cpu", fc(0.2, cores=4.0), 300.0, FORECAST)
-    assert actions(run([short_off, long_off], warm={"cpu": need})) == {("z", "on")}
+    need = warm_need(ANY_POOL, fc(0.2, cores=4.0), 300.0, FORECAST)
+    assert actions(run([short_off, long_off], warm={ANY_POOL: need})) == {("z", "on")}
     # Reactive wake for a Pending Pod too: same hardware, the longest off goes first.
     reactive = Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", min_powered=0))
     assert actions(run([short_off, long_off], [pod("p", cpu=4.0)], s=reactive)) == {("z", "on")}
@@ -96,19 +99,20 @@ def test_the_longest_off_node_is_woken_first() -> None:
 
 def test_an_idle_node_the_warm_pool_needs_stays_on_and_says_why() -> None:
     nodes = [pn(node("a", labels=CPU)), pn(node("b", labels=CPU))]
-    need = warm_need("cpu", fc(0.3, cores=8.0), 300.0, FORECAST)  # p95 of 1.5 arrivals: 4 x 8 = 32 cores
-    d = run(nodes, warm={"cpu": need}, idle={"a": IDLE, "b": IDLE})
+    need = warm_need(ANY_POOL, fc(0.3, cores=8.0), 300.0, FORECAST)  # p95 of 1.5 arrivals: 4 x 8 = 32 cores
+    d = run(nodes, warm={ANY_POOL: need}, idle={"a": IDLE, "b": IDLE})
     assert len(d.actions) == 1 and d.actions[0].action == "cordon"  # 64 free, one node of 32 may go
     kept = next(n for n in ("a", "b") if d.status[n].state == "on")
-    assert d.status[kept].reason.startswith("kept warm (forecast): pool cpu keeps 32 cores")
+    assert d.status[kept].reason.startswith("kept warm (forecast): pool * keeps 32 cores")
     # Twice the demand: neither goes.
-    more = warm_need("cpu", fc(0.6, cores=8.0), 300.0, FORECAST)
-    assert run(nodes, warm={"cpu": more}, idle={"a": IDLE, "b": IDLE}).actions == []
+    more = warm_need(ANY_POOL, fc(0.6, cores=8.0), 300.0, FORECAST)
+    assert run(nodes, warm={ANY_POOL: more}, idle={"a": IDLE, "b": IDLE}).actions == []
 
 
-def test_a_gpu_pool_with_no_demand_sleeps_to_a_floor_of_zero() -> None:
-    nodes = [pn(node("g", gpus=8, labels=GPU)), pn(node("c", labels=CPU))]
-    warm = {"gpu": warm_need("gpu", None, 300.0, FORECAST), "cpu": warm_need("cpu", fc(0.2), 300.0, FORECAST)}
+def test_a_gpu_pool_with_no_gpu_demand_sleeps_to_a_floor_of_zero_and_a_cpu_server_stays_warm() -> None:
+    nodes = [pn(node("g", gpus=8, labels=GPU), rank_w=3000.0), pn(node("c", labels=CPU), rank_w=700.0)]
+    # No GPU Pod seen; CPU Pods for 24 cores (p95 of 1 arrival in the window: 3 x 8): one server's worth.
+    warm = {"gpu": warm_need("gpu", None, 300.0, FORECAST), ANY_POOL: warm_need(ANY_POOL, fc(0.2), 300.0, FORECAST)}
     d = run(nodes, warm=warm, idle={"g": IDLE, "c": IDLE})
     assert ("g", "cordon") in actions(d) and ("c", "cordon") not in actions(d)
 
@@ -130,7 +134,7 @@ def test_the_history_times_resumes_records_bound_arrivals_once_and_forgets_old_p
     hist.observe_pods(T0 + timedelta(minutes=1), [pod("p1", "a", cpu=3.0), pod("p2", "g", gpu=2)], pools, s)
     assert [(a.pool, a.at - T0, a.gpus) for a in hist.arrivals] == [
         ("gpu", timedelta(0), 2),
-        ("cpu", timedelta(0), 0),
+        (ANY_POOL, timedelta(0), 0),
     ]  # p1 arrived when first seen, pending
     before = {"a": pn(node("a"), "resuming", since=T0).status}
     after = PowerDecision([], {"a": pn(node("a"), "on").status}, {}, {}, [])

@@ -31,7 +31,7 @@ from joulie_controller.policies.registry import plan
 from joulie_controller.power import powerstate
 from joulie_controller.power.forecast import forecast
 from joulie_controller.power.powerstate import PowerDecision
-from joulie_controller.power.warmpool import WarmNeed, warm_need
+from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
 from joulie_controller.readings.values import SOURCE_PROMETHEUS
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
@@ -112,7 +112,7 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
     if sus.power_policy == powerstate.POLICY_FORECAST:
         hist.observe_pods(snap.now, snap.pods, pools, sus)
         since = hist.observed_since or snap.now
-        horizon = {p: hist.boot_of(p, sus) for p in set(pools.values())}
+        horizon = {p: hist.boot_of(p, sus) for p in {*pools.values(), ANY_POOL}}
         fcs = {p: forecast(hist.arrivals, since, snap.now, max(60.0, h), sus).get(p) for p, h in horizon.items()}
         warm = {p: warm_need(p, fcs[p], horizon[p], s) for p in sorted(horizon)}
     inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now),
