@@ -59,6 +59,12 @@ class BmcFaults:
             return "hung"
         return "ok"
 
+    def summary(self) -> str:
+        """For the run's line: the faults that happened (empty without any configured)."""
+        if not (self.failure_rate or self.hang_rate):
+            return ""
+        return f"; BMC: {self.refused_count} of {self.power_ons} power-ons refused, {len(self.hung)} nodes hung"
+
     def reading(self, node: str, state: BmcState) -> BmcReading:
         """What the node's BMC reads, with the last refusal the shell keeps for it."""
         return BmcReading(state, refused=self.refusals.get(node))

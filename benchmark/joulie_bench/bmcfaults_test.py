@@ -34,6 +34,7 @@ def test_refused_power_ons_are_retried_and_every_pod_is_bound_within_the_resume_
     r = run(JOBS, nodes, arm, seed=3, dt_s=10, suspend_after_s=600, faults=faults)
     assert r.jobs_completed == r.jobs_total == 42  # none lost
     assert faults.refused_count >= 1 and r.boots >= 1  # refusals happened, and resumes still came through
+    assert f"BMC: {faults.refused_count} of {faults.power_ons} power-ons refused" in faults.summary()
     limit_s = SuspendSettings().resume_timeout_s + 60.0 + 10.0  # the resume timeout plus one reconcile (and a tick)
     assert max(r.waits_s) <= limit_s, max(r.waits_s)
 

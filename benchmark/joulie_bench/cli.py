@@ -329,14 +329,15 @@ def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict
             for pol in plan.policies:
                 bar.update(task, description=f"{name} {pol}")
                 t0 = time.monotonic()
+                faults = faults_for(args, seed)
                 r = run(jobs, plan.nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-                        suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults_for(args, seed),
+                        suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults,
                         forecast_day_s=args.day_s)
                 results.append(r)
                 bar.advance(task)
                 print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
                       f"{r.jobs_completed}/{r.jobs_total} jobs, p95 slowdown {r.p95_slowdown:.2f}, {r.cap_writes} cap writes "
-                      f"({time.monotonic() - t0:.1f} s wall)", flush=True)
+                      f"({time.monotonic() - t0:.1f} s wall){faults.summary()}", flush=True)
     for seed in {r.seed for r in results}:
         window = max(r.end_s for r in results if r.seed == seed)
         for r in results:
