@@ -8,7 +8,9 @@ soft placement, the budget on measured power), E0 (E without the power budget: t
 alone, so E's slowdowns split into the work-aware choice's and the budget's), and A-placement: E's labels and placement with no cap
 ever written, so E's change against A splits into placement and caps. S and ES are A-placement and E
 plus the controller's power policy (``idle_suspend_v1``): idle nodes cordoned and powered off,
-powered on for Pending Pods that fit no powered node; each pair isolates what suspending adds. Their
+powered on for Pending Pods that fit no powered node; each pair isolates what suspending adds. SF and
+ESF are S and ES under ``forecast_suspend_v1``: a warm pool per hardware pool sized from the
+controller's demand forecast, nodes resumed ahead of the demand, and a floor of 0 in every pool. Their
 scheduler packs (kube-scheduler's NodeResourcesFit MostAllocated, the scoring cluster-autoscaler's
 scale-down is run with): spreading keeps every node a little busy and none ever idle.
 
@@ -35,7 +37,7 @@ class Arm:
     controller_policy: str
     """POLICY_TYPE of the controller; empty: no controller runs (no labels, no caps, no extender)."""
     power_policy: str
-    """POWER_POLICY: none, or idle_suspend_v1 (nodes suspended through the emulated BMC)."""
+    """POWER_POLICY: none, idle_suspend_v1 or forecast_suspend_v1 (nodes suspended through the emulated BMC)."""
     placement: Placement
     """The Pods' class constraints: none (no power-profile affinity), hard (performance and eco Pods
     both pinned to their profile) or soft (only performance Pods pinned; the extender steers the rest)."""
@@ -70,6 +72,10 @@ ARMS: Final[Mapping[str, Arm]] = {a.id: a for a in (
         "A-placement (no cap written) + {suspend}"),
     Arm("ES", "work-aware + suspend", "work_aware_v1", "idle_suspend_v1", "soft", True, True,
         "E's caps and placement + {suspend}"),
+    Arm("SF", "suspend, forecast warm pool", "work_aware_v1", "forecast_suspend_v1", "soft", False, True,
+        "A-placement (no cap written) + {forecast}"),
+    Arm("ESF", "work-aware + suspend, forecast warm pool", "work_aware_v1", "forecast_suspend_v1", "soft", True, True,
+        "E's caps and placement + {forecast}"),
 )}
 """Every arm, by id, in the order the help and the errors list them."""
 
@@ -80,14 +86,18 @@ SWEEP_ARM: Final = "ES"
 SLOWDOWN_BUDGET_PCT: Final = 3.0
 """τ: the slowdown the work-aware arms accept per job (WORK_AWARE_SLOWDOWN_BUDGET_PCT); ``taushare`` counts the
 jobs past it."""
+FORECAST_POLICY: Final = "forecast_suspend_v1"
+"""POWER_POLICY of the forecast arms (SF, ESF): the reactive policy plus a warm pool per pool (issue 37)."""
 SUSPEND_AFTER_S: Final = 600.0
 """SUSPEND_AFTER in the suspend arms unless ``run(suspend_after_s=...)`` says otherwise: the chart's default."""
 
 
 def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, reconcile_s: float = 60.0,
-                 suspend_after_s: float = SUSPEND_AFTER_S) -> Settings:
-    """The controller's settings in arm ``policy`` (A's too, though no controller runs there)."""
+                 suspend_after_s: float = SUSPEND_AFTER_S, forecast_day_s: float = 86400.0) -> Settings:
+    """The controller's settings in arm ``policy`` (A's too, though no controller runs there).
+    ``forecast_day_s``: FORECAST_DAY, the trace's daily period (an operator sets the site's 24 h)."""
     arm = ARMS[policy]
+    forecast = arm.power_policy == FORECAST_POLICY
     return Settings(
         reconcile=ReconcileSettings(interval_s=reconcile_s),
         policy=PolicySettings(
@@ -101,7 +111,9 @@ def settings_for(policy: str, nodes: Sequence[BenchNode], budget_frac: float, re
             slowdown_budget_pct=SLOWDOWN_BUDGET_PCT,
         ),
         caps=CapSettings(cpu_eco_pct=60.0, gpu_eco_pct=60.0),
-        suspend=SuspendSettings(power_policy=arm.power_policy, after_s=suspend_after_s),
+        # The forecast arms let every pool sleep to 0 (the warm pool holds what the demand needs).
+        suspend=SuspendSettings(power_policy=arm.power_policy, after_s=suspend_after_s,
+                                min_powered=0 if forecast else 1, forecast_day_s=forecast_day_s),
         # The bench's jobs are the operator's own: their class and kind count (TRUSTED_NAMESPACES=*).
         trusted_namespaces=("*",),
     )
@@ -128,5 +140,10 @@ def describe_settings(policy: str, nodes: Sequence[BenchNode], budget_frac: floa
         "suspend": (f"POWER_POLICY=idle_suspend_v1, SUSPEND_AFTER={sus.after_s:g} s, SUSPEND_MIN_POWERED="
                     f"{sus.min_powered} per pool (one pool per hardware profile), SUSPEND_MAX_CONCURRENT="
                     f"{sus.max_concurrent}, boot and standby from each profile; scheduler MostAllocated"),
+        "forecast": (f"POWER_POLICY={FORECAST_POLICY}, SUSPEND_AFTER={sus.after_s:g} s, SUSPEND_MIN_POWERED=0, "
+                     f"WARM_POOL_WAIT_TARGET={sus.warm_wait_target_s:g} s, WARM_POOL_QUANTILE="
+                     f"{sus.warm_quantile_pct:g} %, FORECAST_HALF_LIFE={sus.forecast_half_life_s:g} s, boot timed by "
+                     f"the controller (RESUME_BOOT_ESTIMATE={sus.boot_estimate_s:g} s before), "
+                     f"SUSPEND_MAX_CONCURRENT={sus.max_concurrent}; scheduler MostAllocated"),
     }
     return f"{policy}: {ARMS[policy].summary.format(**figures)}"

@@ -39,6 +39,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from joulie_bench.arms import ARMS, BASELINE, SUSPEND_AFTER_S, SWEEP_ARM, describe_settings
+from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.nodes import BenchNode
 from joulie_bench.outputs import print_tables, summarise, write_outputs
 from joulie_bench.presets import PRESETS, Preset, allocation_lines, apply_preset
@@ -113,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
     p.add_argument("--suspend-after", type=float, default=SUSPEND_AFTER_S,
                    help=f"S and ES: SUSPEND_AFTER in seconds (default {SUSPEND_AFTER_S:g}, the chart's)")
+    p.add_argument("--bmc-failure-rate", type=float, default=0.0,
+                   help="suspend arms: share of power-ons the emulated BMC refuses (HTTP 500), drawn from a generator "
+                   "seeded by the seed (bmcfaults; default 0)")
+    p.add_argument("--bmc-hang-rate", type=float, default=0.0,
+                   help="suspend arms: share of power-ons the BMC accepts but the node never comes up (default 0)")
     p.add_argument("--suspend-sweep", default="",
                    help="comma-separated SUSPEND_AFTER values in seconds, e.g. '120,300,600,1200': ES runs again at each "
                    "and tradeoff.csv / tradeoff.png show energy against waiting")
@@ -247,7 +253,8 @@ def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[Bench
             for seed, name, jobs in units:
                 bar.update(task, description=f"{SWEEP_ARM} SUSPEND_AFTER={after_s:g} s {name}")
                 r = run(jobs, nodes, SWEEP_ARM, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-                        suspend_after_s=after_s, variant=variant)
+                        suspend_after_s=after_s, variant=variant, faults=faults_for(args, seed),
+                        forecast_day_s=args.day_s)
                 out.setdefault(after_s, []).append(r)
                 bar.advance(task)
             rs = out[after_s]
@@ -281,6 +288,7 @@ def plan_run(args: argparse.Namespace, variant: str = CALIBRATED) -> Plan:
     sweep = parse_sweep(args.suspend_sweep)
     if not args.suspend_after >= 0:
         raise ValueError(f"--suspend-after: {args.suspend_after:g} must be >= 0 seconds")
+    faults_for(args, 0)  # the rates' ranges, before any run
     (args.out / "traces").mkdir(parents=True, exist_ok=True)
     return Plan(nodes, policies, sweep, load_traces(args, args.out, max_cpus=int(max(n.cpus for n in nodes)),
                                                      max_gpus=max(n.gpus for n in nodes)), variant)
@@ -304,6 +312,11 @@ def announce(args: argparse.Namespace, plan: Plan) -> str:
     return source
 
 
+def faults_for(args: argparse.Namespace, seed: int) -> BmcFaults:
+    """The emulated BMCs' faults of one run (every arm of a seed draws the same answers)."""
+    return BmcFaults(args.bmc_failure_rate, args.bmc_hang_rate, seed)
+
+
 def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict[int, str]]:
     """Every arm on every unit, each run's figures printed as it ends; the energy of each seed's runs
     extended to its common window."""
@@ -316,13 +329,15 @@ def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict
             for pol in plan.policies:
                 bar.update(task, description=f"{name} {pol}")
                 t0 = time.monotonic()
+                faults = faults_for(args, seed)
                 r = run(jobs, plan.nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-                        suspend_after_s=args.suspend_after, variant=plan.variant)
+                        suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults,
+                        forecast_day_s=args.day_s)
                 results.append(r)
                 bar.advance(task)
                 print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "
                       f"{r.jobs_completed}/{r.jobs_total} jobs, p95 slowdown {r.p95_slowdown:.2f}, {r.cap_writes} cap writes "
-                      f"({time.monotonic() - t0:.1f} s wall)", flush=True)
+                      f"({time.monotonic() - t0:.1f} s wall){faults.summary()}", flush=True)
     for seed in {r.seed for r in results}:
         window = max(r.end_s for r in results if r.seed == seed)
         for r in results:

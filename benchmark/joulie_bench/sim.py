@@ -47,6 +47,7 @@ from joulie_api.names import (
 )
 from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
+from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
 from joulie_bench.receipts import summarise as summarise_receipts
@@ -54,7 +55,6 @@ from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import percentile
 from joulie_common.clock import FakeClock
 from joulie_controller.api import (
-    BmcReading,
     BmcState,
     Measurement,
     Memory,
@@ -161,13 +161,20 @@ def run(
     reconcile_s: float = 60.0,
     suspend_after_s: float = SUSPEND_AFTER_S,
     variant: str = CALIBRATED,
+    faults: BmcFaults | None = None,
+    forecast_day_s: float = 86400.0,
+    forecast_log: list[tuple[float, str, float]] | None = None,
 ) -> RunResult:
     """``variant``: the physics the emulator and the engine run (``joulie_simulator.api.VARIANTS``); the
-    controller's view stays the calibrated profile and the jobs' Pods."""
+    controller's view stays the calibrated profile and the jobs' Pods. ``faults``: the emulated BMCs'
+    failing power-ons (``bmcfaults``). ``forecast_day_s``: FORECAST_DAY. ``forecast_log``: gets (virtual s,
+    pool, forecast Pods/min) at each reconcile of a forecast arm."""
     if policy not in ARMS:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(ARMS)}")
-    r = _Run(jobs, nodes, ARMS[policy], settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s), dt_s,
-             variant)
+    s = settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s, forecast_day_s)
+    r = _Run(jobs, nodes, ARMS[policy], s, dt_s, variant)
+    r.faults = faults if faults is not None else BmcFaults(seed=seed)
+    r.forecast_log = forecast_log
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
@@ -232,6 +239,8 @@ class _Run:
         self.receipts.start(self.emu, self.idle_node_w)
         self.reconciles = 0
         self.next_reconcile = 0.0
+        self.faults = BmcFaults()
+        self.forecast_log: list[tuple[float, str, float]] | None = None
         first = min((j.submit_s for j in jobs), default=0.0)
         last = max((j.submit_s for j in jobs), default=0.0)
         self.open_start_s = first + OPEN_WARMUP_FRAC * (last - first)
@@ -257,12 +266,16 @@ class _Run:
                 obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": status}
                 pods.append(pod_info(obj))
         meas = {n.name: Measurement(self.emu.node(n.name).state.host_power_w) for n in self.nodes}
-        bmc = {n.name: BmcReading(BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes} if self.suspend else {}
+        bmc = ({n.name: self.faults.reading(n.name, BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes}
+               if self.suspend else {})
         snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc)
         result = reconcile(snap, self.s, self.memory)
+        self.faults.settle(result.power_states)  # as the controller's loop forgets settled refusals
+        if self.forecast_log is not None:
+            self.forecast_log.extend((t, pool, need.rate_per_min) for pool, need in result.warm.items())
         self.twins = dict(apply_in_memory(snap, result, self.s.nodes.profile_label).twins)
         for a in result.power:
-            self.carry_out(a.node, a.action)
+            self.carry_out(a.node, a.action, now)
         for o in result.outcomes:
             self.labels[o.node] = o.profile
             if self.write_caps and self.emu.power_state(o.node) == "on":  # no agent runs on a node that is not up
@@ -280,16 +293,17 @@ class _Run:
                         allocatable_cpu=n.cpus, allocatable_memory_bytes=n.profile.node.memory_ki * 1024.0,
                         ready=self.emu.power_state(n.name) == "on")
 
-    def carry_out(self, node: str, action: str) -> None:
+    def carry_out(self, node: str, action: str, now: datetime) -> None:
         """A power action as the controller's shell carries it out: the cordon and taint on the Node, the
-        power through the node's BMC (here the emulator itself, as the emulated BMC drives it)."""
+        power through the node's BMC (here the emulator itself, as the emulated BMC drives it; a power-on
+        the BMC refuses or hangs on, ``bmcfaults``, leaves the node off)."""
         if action == "cordon":
             self.cordoned.add(node)
         elif action == "uncordon":
             self.cordoned.discard(node)
         elif action == "off":
             self.emu.power_off(node, graceful=True)
-        elif action == "on":
+        elif action == "on" and self.faults.power_on(node, now) == "ok":
             self.emu.power_on(node)
 
     def schedule(self, t: float) -> None:

@@ -78,6 +78,15 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "suspend.min_powered": "SUSPEND_MIN_POWERED",
     "suspend.max_concurrent": "SUSPEND_MAX_CONCURRENT",
     "suspend.pool_label": "SUSPEND_POOL_LABEL",
+    "suspend.warm_wait_target_s": "WARM_POOL_WAIT_TARGET",
+    "suspend.warm_quantile_pct": "WARM_POOL_QUANTILE",
+    "suspend.boot_estimate_s": "RESUME_BOOT_ESTIMATE",
+    "suspend.forecast_half_life_s": "FORECAST_HALF_LIFE",
+    "suspend.forecast_day_s": "FORECAST_DAY",
+    "suspend.forecast_min_days": "FORECAST_MIN_DAYS",
+    "suspend.max_cycles_per_day": "MAX_POWER_CYCLES_PER_DAY",
+    "suspend.suspend_rate_per_min": "SUSPEND_RATE",
+    "suspend.resume_rate_per_min": "RESUME_RATE",
 }
 
 

@@ -6,7 +6,8 @@ refuses a product import of any other module (``repo_packages.py``).
 
 - its settings (``Settings`` and its groups, from the environment as the chart sets it);
 - the pure core the benchmark drives on its accelerated clock: ``reconcile`` over a ``Snapshot``, its
-  ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``);
+  ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``), and
+  the refused power actions the shell keeps between ticks (``Refusal``, ``refused_again``, ``forget_settled``);
 - energy receipts (``attribute`` over a ``NodeEnergy``, ``counterfactual``, ``Ledger``: docs/energy-receipts.md);
 - the queries and models the products check a cluster against: PromQL (``power_queries``,
   ``facility_queries``), the twin's formulas, the budget policy.
@@ -43,6 +44,7 @@ from joulie_controller.model.twin import compute as compute_twin
 from joulie_controller.policies.plan import PolicyNode
 from joulie_controller.policies.powerbudget import cluster_power_budget
 from joulie_controller.power.powerstate import BmcReading, BmcState
+from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import facility_queries, pue, read_facility
 from joulie_controller.readings.promql import MetricNaming, power_queries
 from joulie_controller.readings.receiptinputs import NodeFacts, node_energies, pod_cpu_seconds, receipt_queries
@@ -101,6 +103,7 @@ __all__ = [
     "PolicySettings",
     "PrometheusSettings",
     "ReconcileSettings",
+    "Refusal",
     "Settings",
     "SettingsError",
     "Snapshot",
@@ -113,10 +116,12 @@ __all__ = [
     "cluster_power_budget",
     "compute_twin",
     "facility_queries",
+    "forget_settled",
     "from_node_hardware",
     "headroom_score",
     "power_queries",
     "receipt_queries",
+    "refused_again",
     "pue",
     "read_facility",
     "reconcile",

@@ -46,7 +46,7 @@ POLICIES: Final = ("static_partition", "queue_aware_v1", "rule_swap_v1", "cluste
 METRIC_NAMINGS: Final = ("underscore-suffixes", "underscore", "utf8-suffixes", "utf8")
 POWER_SOURCES: Final = ("prometheus", "static")
 POWER_SCOPES: Final = ("auto", "host", "components")
-POWER_POLICIES: Final = ("none", "idle_suspend_v1")
+POWER_POLICIES: Final = ("none", "idle_suspend_v1", "forecast_suspend_v1")
 MIN_CAP_PCT: Final = 10.0
 """The lowest cap, % of max, the NodeTwin CRD accepts (charts/joulie/crds: packagePowerCapPctOfMax, capPctOfMax)."""
 MIN_PACKAGE_CAP_W: Final = 10.0
@@ -234,8 +234,9 @@ class SuspendSettings:
     """The power policy (POWER_POLICY): idle nodes suspended through their BMCs, resumed for Pending Pods."""
 
     power_policy: str = "none"
-    """POWER_POLICY: none (default: no node is ever cordoned, powered off or on) or idle_suspend_v1
-    (docs/suspend-resume.md)."""
+    """POWER_POLICY: none (default: no node is ever cordoned, powered off or on), idle_suspend_v1
+    (reactive: resumes only for Pending Pods) or forecast_suspend_v1 (idle_suspend_v1 plus a warm pool
+    per pool sized from the demand forecast; docs/suspend-resume.md)."""
     after_s: float = 600.0
     """SUSPEND_AFTER, default 10m: how long a node has had no workload Pods (DaemonSet Pods aside)
     before it is cordoned for suspend."""
@@ -258,6 +259,30 @@ class SuspendSettings:
     pool_label: str = LABEL_POOL
     """SUSPEND_POOL_LABEL, default joulie.io/pool: nodes with the same value are one pool for the
     floor; nodes without the label are the pool "default"."""
+    warm_wait_target_s: float = 60.0
+    """WARM_POOL_WAIT_TARGET, default 60s (forecast_suspend_v1): the wait a resume may add to a Pod. A
+    pool whose boot takes longer keeps powered free capacity for the demand forecast over one boot."""
+    warm_quantile_pct: float = 95.0
+    """WARM_POOL_QUANTILE, default 95 (%): the share of boot windows whose arrivals the warm pool
+    holds (the Poisson quantile of the forecast), so about that share of Pods add no boot wait."""
+    boot_estimate_s: float = 300.0
+    """RESUME_BOOT_ESTIMATE, default 5m: a pool's boot time (power-on to Ready) until the controller
+    has timed one of its own resumes; then the resumes it timed."""
+    forecast_half_life_s: float = 1800.0
+    """FORECAST_HALF_LIFE, default 30m: the age at which an arrival weighs half in the recent rate."""
+    forecast_day_s: float = 86400.0
+    """FORECAST_DAY, default 24h: the period of the daily cycle the forecast looks for."""
+    forecast_min_days: int = 2
+    """FORECAST_MIN_DAYS, default 2: whole days of history before the daily profile is blended in."""
+    suspend_rate_per_min: int = 0
+    """SUSPEND_RATE, default 0 (no limit): nodes cordoned for suspend per minute, cluster-wide (Slurm's
+    SuspendRate), beside SUSPEND_MAX_CONCURRENT."""
+    resume_rate_per_min: int = 0
+    """RESUME_RATE, default 0 (no limit): power-ons per minute, cluster-wide (Slurm's ResumeRate): many
+    nodes booting at once draw their boot power together."""
+    max_cycles_per_day: int = 0
+    """MAX_POWER_CYCLES_PER_DAY, default 0 (no cap): power-offs per node in any FORECAST_DAY; a node
+    at the cap is not suspended (wear levelling; the longest-off node is also the first woken)."""
 
 
 @dataclass(frozen=True)
@@ -388,6 +413,16 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     _within(env, "suspend.min_powered", sus.min_powered, sus.min_powered >= 0, "0 or more nodes")
     _within(env, "suspend.max_concurrent", sus.max_concurrent, sus.max_concurrent >= 1, "at least 1 node")
     _within(env, "suspend.resume_retries", sus.resume_retries, sus.resume_retries >= 0, "0 or more retries")
+    _within(env, "suspend.warm_quantile_pct", sus.warm_quantile_pct, 0 < sus.warm_quantile_pct < 100,
+            "more than 0 and under 100 percent")
+    _within(env, "suspend.forecast_day_s", sus.forecast_day_s, sus.forecast_day_s > 0, "a duration over 0")
+    _within(env, "suspend.forecast_half_life_s", sus.forecast_half_life_s, sus.forecast_half_life_s > 0,
+            "a duration over 0")
+    _within(env, "suspend.forecast_min_days", sus.forecast_min_days, sus.forecast_min_days >= 1, "1 or more days")
+    for path in ("suspend.suspend_rate_per_min", "suspend.resume_rate_per_min"):
+        _within(env, path, s.at(path), s.at(path) >= 0, "0 (no limit) or more nodes per minute")
+    _within(env, "suspend.max_cycles_per_day", sus.max_cycles_per_day, sus.max_cycles_per_day >= 0,
+            "0 (no cap) or more power-offs")
     for path, v in (("caps.cpu_performance_pct", s.caps.cpu_performance_pct), ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),
                     ("caps.gpu_performance_pct", s.caps.gpu_performance_pct), ("caps.gpu_eco_pct", s.caps.gpu_eco_pct),
                     ("policy.budget_min_cap_pct", s.policy.budget_min_cap_pct)):

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Final, Literal
+from typing import Final
 
 from joulie_api.names import (
     POWER_FAILED,
@@ -46,88 +46,31 @@ from joulie_api.names import (
 from joulie_controller.model.fit import Room, fits, room_of
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.power.powertypes import (
+    ActionKind,
+    BmcReading,
+    BmcState,
+    DesiredPower,
+    PowerAction,
+    PowerDecision,
+    PowerInput,
+    PowerNode,
+    PowerState,
+    PowerStatus,
+)
 from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retry_due
+from joulie_controller.power.warmpool import ANY_POOL, draws_on, free_by_pool, rate_left, shifted
 from joulie_controller.settings import Settings
 
-PowerState = Literal["on", "suspending", "off", "resuming", "failed"]
-DesiredPower = Literal["on", "off"]
-BmcState = Literal["on", "off", "powering-on", "powering-off", "unknown"]
-ActionKind = Literal["cordon", "off", "on", "uncordon", "fail"]
+__all__ = ["BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput", "PowerNode",
+           "PowerState", "PowerStatus"]  # the policy's values (powertypes.py), re-exported at their old address
 
 POLICY_NONE: Final = "none"
+POLICY_FORECAST: Final = "forecast_suspend_v1"
 DEFAULT_POOL: Final = "default"
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 _CHANGING: Final = frozenset({POWER_SUSPENDING, POWER_RESUMING})
-
-
-@dataclass(frozen=True)
-class BmcReading:
-    """What a node's BMC said this tick. A node with no reading has no BMC and is never suspended."""
-
-    state: BmcState
-    error: str | None = None
-    """The BMC's last error (unreachable, refused credentials), never a credential."""
-    refused: Refusal | None = None
-    """The last off/on the BMC refused, until one succeeds or the node settles on or off (kept by the shell)."""
-
-    def problem(self) -> str | None:
-        """What status.power.error shows: the reading's error, else the refused action."""
-        return self.error or (self.refused.text() if self.refused is not None else None)
-
-
-@dataclass(frozen=True)
-class PowerStatus:
-    """NodeTwin status.power."""
-
-    state: PowerState = "on"
-    since: datetime | None = None
-    reason: str = ""
-    boots: int = 0
-    """Resumes completed."""
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class PowerAction:
-    """One thing to do to one node. cordon: cordon and taint joulie.io/suspended:NoSchedule;
-    uncordon: remove the taint and uncordon; off: graceful power-off through the BMC; on: power-on;
-    fail: nothing to carry out (the node stays cordoned), logged with its reason."""
-
-    node: str
-    action: ActionKind
-    reason: str
-
-
-@dataclass(frozen=True)
-class PowerNode:
-    info: NodeInfo
-    status: PowerStatus
-    """The previous status.power (state on, no since, for a node never seen)."""
-    desired: DesiredPower = "on"
-    """The previous spec.power.state: off once the policy has asked the BMC to power the node off."""
-    rank_w: float = 0.0
-    """What the node draws idle, or a proxy (its TDP): of the nodes a resume could wake, the lowest first."""
-
-
-@dataclass(frozen=True)
-class PowerInput:
-    now: datetime
-    nodes: Sequence[PowerNode]
-    pods: Sequence[PodInfo]
-    bmc: Mapping[str, BmcReading]
-    idle_since: Mapping[str, datetime]
-    """Since when each powered node has had no workload Pod (kept between ticks by the caller)."""
-
-
-@dataclass(frozen=True)
-class PowerDecision:
-    actions: list[PowerAction]
-    status: dict[str, PowerStatus]
-    """Every node's new status.power (empty under POWER_POLICY=none)."""
-    desired: dict[str, DesiredPower]
-    """Every node's new spec.power.state."""
-    idle_since: dict[str, datetime]
-    notes: list[str]
+_IGNORE: Final = frozenset({TAINT_SUSPENDED})
 
 
 def duration_text(seconds: float) -> str:
@@ -165,6 +108,11 @@ class _Tick:
         self.desired: dict[str, DesiredPower] = {n.info.name: n.desired for n in inp.nodes}
         self.actions: list[PowerAction] = []
         self.notes: list[str] = []
+        self.cpu_servers = any(n.info.allocatable_gpus == 0 for n in inp.nodes)  # servers without GPUs?
+
+    def serves_any(self, n: PowerNode) -> bool:
+        """Whether the node's cores count for the Pods that request no GPU (warmpool.ANY_POOL)."""
+        return n.info.allocatable_gpus == 0 or not self.cpu_servers
 
     def elapsed_s(self, node: str) -> float:
         since = self.status[node].since
@@ -208,10 +156,14 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     _own_desired(tick, nodes)
     _progress(tick, nodes, workload, inp.bmc, s)
     budget = s.suspend.max_concurrent - sum(st.state in _CHANGING for st in tick.status.values())
-    busy_powered, budget = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, budget)
-    budget = _restore_floor(tick, nodes, inp.bmc, budget, s)
+    resumes = min(budget, rate_left(s.suspend.resume_rate_per_min, inp.recent.get("on", 0)))
+    busy_powered, left = _resume_for_pending(tick, nodes, bound, pending, inp.bmc, resumes)
+    left = _restore_floor(tick, nodes, inp.bmc, left, s)
+    free = _warm_free(tick, nodes, bound, pending, s) if inp.warm else {}
+    left = _warm_ahead(tick, nodes, bound, inp, free, left, s)
+    suspends = min(budget - (resumes - left), rate_left(s.suspend.suspend_rate_per_min, inp.recent.get("cordon", 0)))
     _power_off_cordoned(tick, nodes, workload, inp.bmc)
-    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, budget, s)
+    idle_since = _suspend_idle(tick, nodes, workload, busy_powered, inp, suspends, s, free)
 
     for n in nodes:  # the BMC's error of this tick, whatever the state; a refusal only while it applies
         reading, st = inp.bmc.get(n.info.name), tick.status[n.info.name]
@@ -352,7 +304,7 @@ def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mappin
     for n in nodes:
         if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
             room[n.info.name] = room_of(n.info, bound[n.info.name])
-    ignore = frozenset({TAINT_SUSPENDED})
+    ignore = _IGNORE
     busy: set[str] = set()
     unsatisfied: list[PodInfo] = []
     # Room only shrinks within a tick: a Pod shaped like one that fitted nowhere fits nowhere either
@@ -378,8 +330,9 @@ def _resume_candidates(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str
     """Nodes a resume can use: cordoned for suspend but not yet told to power off (an uncordon takes
     them back, no boot), then off nodes whose BMC reads off, the lowest idle power first."""
 
-    def candidate_order(n: PowerNode) -> tuple[int, float, str]:
-        return (0 if tick.status[n.info.name].state == POWER_SUSPENDING else 1, n.rank_w, n.info.name)
+    def candidate_order(n: PowerNode) -> tuple[int, float, datetime, str]:  # the longest off first: wear levelling
+        st = tick.status[n.info.name]
+        return (0 if st.state == POWER_SUSPENDING else 1, n.rank_w, st.since or tick.now, n.info.name)
 
     return sorted(
         (n for n in nodes
@@ -424,7 +377,7 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
             woken[spot] = woken[spot].minus(pod)
     if waiting:
         tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
-                          f"SUSPEND_MAX_CONCURRENT nodes already change state")
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state, or RESUME_RATE reached")
     return first_pod, budget
 
 
@@ -454,8 +407,57 @@ def _restore_floor(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, Bm
     return budget
 
 
-def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
-                  busy: set[str], inp: PowerInput, budget: int, s: Settings) -> dict[str, datetime]:
+def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+               pending: Sequence[PodInfo], s: Settings) -> dict[str, Room]:
+    """Each pool's powered (or resuming) free capacity, after the Pending Pods take theirs."""
+    info = {n.info.name: n.info for n in nodes}
+    rooms = {n.info.name: room_of(n.info, bound[n.info.name]) for n in nodes
+             if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING}
+    for pod in pending:
+        spot = next((k for k, r in rooms.items() if fits(pod, info[k], r, _IGNORE) is None), None)
+        if spot is not None:
+            rooms[spot] = rooms[spot].minus(pod)
+    return free_by_pool(rooms, {k: pool_of(info[k], s) for k in rooms}, {n.info.name for n in nodes
+                                                                          if tick.serves_any(n)})
+
+
+
+def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]], inp: PowerInput,
+                free: dict[str, Room], budget: int, s: Settings) -> int:
+    """forecast_suspend_v1: a warm-pool need (warmpool.py) that free capacity falls short of gets off
+    nodes back ahead of the demand, within SUSPEND_MAX_CONCURRENT: a pool's own for GPUs, the longest
+    off first (wear levelling); any pool's for cores, the lowest TDP first, then the longest off."""
+    for need in sorted(inp.warm.values(), key=lambda w: w.pool != ANY_POOL):
+        order = sorted((n for n in nodes if draws_on(need.pool, pool_of(n.info, s))
+                        and (need.pool != ANY_POOL or tick.serves_any(n))), key=lambda n: (
+            n.rank_w if need.pool == ANY_POOL else 0.0, tick.status[n.info.name].since or inp.now, n.info.name))
+        for n in order:
+            name, pool = n.info.name, pool_of(n.info, s)
+            if budget <= 0 or not need.short_of(free.get(need.pool, Room(0.0, 0.0, 0))):
+                break
+            if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+                tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
+                tick.desired[name] = POWER_ON
+                free.update(shifted(free, pool, room_of(n.info, bound[name]), 1.0, tick.serves_any(n)))
+                budget -= 1
+    return budget
+
+
+def _kept_on(tick: _Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], workload: list[PodInfo],
+             s: Settings) -> str | None:
+    """Why an idle node due for suspend stays on: a warm-pool need it serves, or its power cycles today."""
+    pool, cap = pool_of(n.info, s), s.suspend.max_cycles_per_day
+    without = shifted(free, pool, room_of(n.info, workload), -1.0, tick.serves_any(n)) if inp.warm else free
+    for need in (inp.warm.get(pool), inp.warm.get(ANY_POOL)):
+        if need is not None and not need.empty and need.short_of(without.get(need.pool, Room(0.0, 0.0, 0))):
+            return f"kept warm (forecast): {need.target_text()}"
+    if cap and inp.cycles.get(n.info.name, 0) >= cap:
+        return f"kept on: MAX_POWER_CYCLES_PER_DAY={cap} power-offs today (0 cycles left)"
+    return None
+
+
+def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]], busy: set[str],
+                  inp: PowerInput, budget: int, s: Settings, free: dict[str, Room]) -> dict[str, datetime]:
     idle_since: dict[str, datetime] = {}
     for n in nodes:
         name = n.info.name
@@ -473,14 +475,24 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
         name, pool = n.info.name, pool_of(n.info, s)
         if powered[pool] - 1 < s.suspend.min_powered:
             continue
+        kept = _kept_on(tick, n, inp, free, workload[name], s)
+        if kept is not None:
+            tick.status[name] = replace(tick.status[name], reason=kept[:1024])
+            continue
         if budget <= 0:
-            tick.notes.append(f"node {name}: idle, suspend deferred: SUSPEND_MAX_CONCURRENT="
-                              f"{s.suspend.max_concurrent} nodes already change state")
+            why = (f"suspend deferred: SUSPEND_MAX_CONCURRENT={s.suspend.max_concurrent} nodes already change "
+                   f"state, or SUSPEND_RATE={s.suspend.suspend_rate_per_min}/min reached (rate limit)")
+            tick.status[name] = replace(tick.status[name], reason=why)
+            tick.notes.append(f"node {name}: idle, {why}")
             break
         idle_s = (inp.now - idle_since[name]).total_seconds()
+        cap = s.suspend.max_cycles_per_day
+        cycles = f"; {cap - inp.cycles.get(name, 0) - 1} power cycles left today" if cap else ""
         tick.move(name, POWER_SUSPENDING, f"no workload Pods for {duration_text(idle_s)} "
-                  f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)})", "cordon")
+                  f"(SUSPEND_AFTER {duration_text(s.suspend.after_s)}){cycles}", "cordon")
         del idle_since[name]
         powered[pool] -= 1
+        if free:
+            free.update(shifted(free, pool, room_of(n.info, workload[name]), -1.0, tick.serves_any(n)))
         budget -= 1
     return idle_since

@@ -16,7 +16,9 @@ from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.policies.plan import PolicyPlan
+from joulie_controller.power.history import PowerHistory
 from joulie_controller.power.powerstate import BmcReading, PowerAction
+from joulie_controller.power.warmpool import WarmNeed
 from joulie_controller.readings.values import SOURCE_NO_DATA, Facility, Measurement
 from joulie_controller.reconcile.reuse import Reuse
 
@@ -50,6 +52,10 @@ class Memory:
     """What the work-aware budget's caps hold back (``PolicyPlan.budget_shed_w``)."""
     reuse: Reuse = field(default_factory=Reuse)
     """Values derived from unchanged objects, kept for the next tick (``reconcile.reuse``)."""
+    power_history: PowerHistory = field(default_factory=PowerHistory)
+    """The power policy's arrivals, timed resumes and power-offs (forecast, warm pool, wear levelling)."""
+    warm: dict[str, WarmNeed] = field(default_factory=dict)
+    """The last tick's warm-pool needs (forecast_suspend_v1), for ``TickResult.warm``."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class TickResult:
     """The power policy's actions, in order (empty under POWER_POLICY=none)."""
     power_states: dict[str, str] = field(default_factory=dict)
     """Each managed node's power state after the tick (empty under POWER_POLICY=none)."""
+    warm: dict[str, WarmNeed] = field(default_factory=dict)
+    """forecast_suspend_v1: each pool's warm-pool need this tick, with its forecast (the metrics)."""
 
     @property
     def write_count(self) -> int:

@@ -29,7 +29,9 @@ from joulie_controller.model.hardware import HardwareView, NodeInfo, from_labels
 from joulie_controller.policies.plan import PolicyInput, PolicyNode, PolicyPlan
 from joulie_controller.policies.registry import plan
 from joulie_controller.power import powerstate
+from joulie_controller.power.forecast import forecast
 from joulie_controller.power.powerstate import PowerDecision
+from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
 from joulie_controller.readings.values import SOURCE_PROMETHEUS
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
@@ -104,8 +106,21 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
         # The TDP ranks the nodes a resume may wake: a CPU Pod wakes a CPU node, not a GPU one.
         rank_w = _hardware_view(n, snap, s, memory).budget().node_tdp_w
         nodes.append(powerstate.PowerNode(n, status, desired, rank_w))
-    decision = powerstate.decide(powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since), s)
+    hist, sus = memory.power_history, s.suspend
+    pools = {n.info.name: powerstate.pool_of(n.info, s) for n in nodes}
+    warm: dict[str, WarmNeed] = {}
+    if sus.power_policy == powerstate.POLICY_FORECAST:
+        hist.observe_pods(snap.now, snap.pods, pools, sus)
+        since = hist.observed_since or snap.now
+        horizon = {p: hist.boot_of(p, sus) for p in {*pools.values(), ANY_POOL}}
+        fcs = {p: forecast(hist.arrivals, since, snap.now, max(60.0, h), sus).get(p) for p, h in horizon.items()}
+        warm = {p: warm_need(p, fcs[p], horizon[p], s) for p in sorted(horizon)}
+    inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now),
+                                hist.cycles())
+    decision = powerstate.decide(inp, s)
+    hist.observe_power(snap.now, {n.info.name: n.status for n in nodes}, decision, pools, sus)
     memory.idle_since = decision.idle_since
+    memory.warm = warm
     log.extend(decision.notes)
     return decision
 
@@ -145,7 +160,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     power_states: dict[str, str] = {k: v.state for k, v in power_plan.status.items()}
     if not nodes:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
-        return TickResult(power_writes, [], None, log, power_plan.actions, power_states)
+        return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
 
     perf_pods = fsm.count_performance_pods(snap.pods)
     views = _hardware_views(nodes, snap, s, memory, log)
@@ -168,7 +183,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         if write is not None:
             writes.append(write)
         outcomes.append(outcome)
-    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions, power_states)
+    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions, power_states, memory.warm)
 
 
 def _power_only_writes(snap: Snapshot, s: Settings, power_plan: PowerDecision, cap_nodes: set[str]) -> list[NodeWrite]:

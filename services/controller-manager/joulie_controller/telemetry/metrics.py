@@ -45,6 +45,16 @@ class Metrics:
                                  registry=r)
         self.power_actions = Counter("joulie_power_actions", "Power policy actions decided, by action.", ["action"],
                                      registry=r)
+        self.forecast_rate = Gauge("joulie_power_forecast_arrivals_per_minute",
+                                   "The demand forecast: Pods expected per minute, per pool (forecast_suspend_v1).",
+                                   ["pool"], registry=r)
+        self.warm_cores = Gauge("joulie_power_warm_pool_cores", "Free cores the pool keeps powered (the warm pool).",
+                                ["pool"], registry=r)
+        self.warm_gpus = Gauge("joulie_power_warm_pool_gpus", "Free GPUs the pool keeps powered (the warm pool).",
+                               ["pool"], registry=r)
+        self.warm_boot = Gauge("joulie_power_pool_boot_seconds",
+                               "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
+                               ["pool"], registry=r)
         self._nodes: set[str] = set()
         self._families: set[str] = set()
 
@@ -54,6 +64,11 @@ class Metrics:
                 self.power_nodes.labels(state).set(sum(s == state for s in result.power_states.values()))
         for action in result.power:
             self.power_actions.labels(action.action).inc()
+        for pool, need in result.warm.items():
+            self.forecast_rate.labels(pool).set(need.rate_per_min)
+            self.warm_cores.labels(pool).set(need.cores)
+            self.warm_gpus.labels(pool).set(need.gpus)
+            self.warm_boot.labels(pool).set(need.boot_s)
         nodes = {o.node for o in result.outcomes}
         for gone in self._nodes - nodes:
             for st in STATES:

@@ -43,3 +43,17 @@ def test_power_states_are_counted_per_state_and_actions_per_action() -> None:
     assert get("joulie_power_nodes", {"state": "on"}) == 2 and get("joulie_power_nodes", {"state": "off"}) == 0
     assert get("joulie_power_actions_total", {"action": "cordon"}) == 1
     assert get("joulie_power_nodes", {"state": "suspending"}) == 1
+
+
+def test_the_forecast_and_the_warm_pool_are_exported_per_pool() -> None:
+    from joulie_controller.power.warmpool import WarmNeed
+
+    m = Metrics()
+    need = WarmNeed("gpu", cores=16.0, gpus=2, arrivals=2, window_s=300.0, boot_s=240.0, rate_per_min=0.4,
+                    basis="recent")
+    m.record_tick(TickResult([], [], None, [], [], {}, {"gpu": need}))
+    get = m.registry.get_sample_value
+    assert get("joulie_power_forecast_arrivals_per_minute", {"pool": "gpu"}) == 0.4
+    assert get("joulie_power_warm_pool_cores", {"pool": "gpu"}) == 16.0
+    assert get("joulie_power_warm_pool_gpus", {"pool": "gpu"}) == 2
+    assert get("joulie_power_pool_boot_seconds", {"pool": "gpu"}) == 240.0
