@@ -226,3 +226,12 @@ def test_the_suspend_sweep_writes_the_trade_off(tmp_path: Path, capsys: pytest.C
     assert (out / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["--suspend-sweep", "5,x", "--out", str(out)]) == 2
     assert "--suspend-sweep: 'x' is not a number of seconds" in capsys.readouterr().err
+
+
+def test_help_prints_every_flag_with_its_percent_signs(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` expands every flag's help (a bare '%' in a preset's summary made argparse raise)."""
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--preset" in out and "% GPU" in out and "--physics-variant" in out

@@ -123,10 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated SUSPEND_AFTER values in seconds, e.g. '120,300,600,1200': ES runs again at each "
                    "and tradeoff.csv / tradeoff.png show energy against waiting")
     p.add_argument("--preset", choices=sorted(PRESETS), help="a named scenario; its values become the defaults of "
-                   "the flags it sets: " + "; ".join(f"{n}: {pr.summary}" for n, pr in PRESETS.items()))
+                   "the flags it sets: " + "; ".join(f"{n}: {pr.summary}" for n, pr in PRESETS.items()).replace("%", "%%"))
     p.add_argument("--physics-variant", action="append", metavar="NAME",
                    help=f"the emulator's physics (repeatable or comma-separated; default {CALIBRATED}); the controller "
-                   f"keeps its own model: " + "; ".join(v.describe().split(" (range")[0] for v in VARIANTS.values()))
+                   f"keeps its own model: " + "; ".join(v.describe().split(" (range")[0] for v in VARIANTS.values()).replace(
+                       "%", "%%"))
     p.add_argument("--out", type=Path, required=True)
     return p
 
