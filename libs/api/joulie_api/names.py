@@ -47,6 +47,11 @@ LABEL_WORKLOAD_KIND: Final = "joulie.io/workload-kind"
 """How a Pod's work responds to a power cap (gpu-training, gpu-inference, cpu-compute, cpu-memory);
 a label or an annotation. The work-aware policy and the extender read it."""
 
+ANNOTATION_MAX_SLOWDOWN: Final = "joulie.io/max-slowdown"
+"""The slowdown a Pod's owner accepts ("10%" or "0.1"): work_aware_v1 honours it only for Pods in
+SLOWDOWN_ANNOTATION_NAMESPACES, bounded by MAX_SLOWDOWN_CEILING_PCT; any other Pod runs at
+WORK_AWARE_SLOWDOWN_BUDGET_PCT."""
+
 PROFILE_PERFORMANCE: Final = "performance"
 PROFILE_ECO: Final = "eco"
 WORKLOAD_CLASS_PERFORMANCE: Final = "performance"

@@ -8,13 +8,24 @@ refuses a product import of any other module (``repo_packages.py``).
 - the pure core the benchmark drives on its accelerated clock: ``reconcile`` over a ``Snapshot``, its
   ``Memory`` between ticks, ``apply_in_memory``, the node and Pod views (``NodeInfo``, ``PodInfo``);
 - the queries and models the products check a cluster against: PromQL (``power_queries``,
-  ``facility_queries``), the twin's formulas, the budget policy.
+  ``facility_queries``), the twin's formulas, the budget policy;
+- the per-job estimate (``GpuSample`` in, ``JobEstimate`` out: ``prior_estimate``, ``observe``,
+  ``probe_request``, ``expected_sample``) and the Pod key of ``Snapshot.gpu_samples`` (``pod_key``).
 """
 
 from __future__ import annotations
 
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.jobestimate import (
+    GpuSample,
+    JobEstimate,
+    ProbeRequest,
+    expected_sample,
+    observe,
+    prior_estimate,
+    probe_request,
+)
 from joulie_controller.model.twin import (
     NEUTRAL_COOLING_STRESS,
     TwinInput,
@@ -23,12 +34,13 @@ from joulie_controller.model.twin import (
     headroom_score,
 )
 from joulie_controller.model.twin import compute as compute_twin
-from joulie_controller.policies.plan import PolicyNode
+from joulie_controller.policies.plan import NodeCaps, PodDecision, PolicyNode
 from joulie_controller.policies.powerbudget import cluster_power_budget
 from joulie_controller.power.powerstate import BmcReading, BmcState
 from joulie_controller.readings.facility import facility_queries, pue, read_facility
 from joulie_controller.readings.promql import MetricNaming, power_queries
 from joulie_controller.readings.values import Facility, Measurement
+from joulie_controller.reconcile.estimates import pod_key
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
 from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import (
@@ -51,16 +63,21 @@ __all__ = [
     "CapSettings",
     "Facility",
     "FacilitySettings",
+    "GpuSample",
     "HardwareView",
+    "JobEstimate",
     "LeaderSettings",
     "Measurement",
     "Memory",
     "MetricNaming",
+    "NodeCaps",
     "NodeInfo",
     "NodeSettings",
+    "PodDecision",
     "PodInfo",
     "PolicyNode",
     "PolicySettings",
+    "ProbeRequest",
     "PrometheusSettings",
     "ReconcileSettings",
     "Settings",
@@ -74,10 +91,15 @@ __all__ = [
     "apply_in_memory",
     "cluster_power_budget",
     "compute_twin",
+    "expected_sample",
     "facility_queries",
     "from_node_hardware",
     "headroom_score",
+    "observe",
+    "pod_key",
     "power_queries",
+    "prior_estimate",
+    "probe_request",
     "pue",
     "read_facility",
     "reconcile",
