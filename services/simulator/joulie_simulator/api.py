@@ -12,6 +12,10 @@ other module.
   (the model fed by a running emulator).
 - Telemetry: :func:`components` (a node's truth as CPU, DRAM and GPU components, in the hardware
   semantic conventions' names).
+- Per-GPU telemetry (what NVML and DCGM export for a board running a job): :func:`board_signals` gives
+  :class:`GpuSignals` from the job's phases, the board's limit and lock, the job's :class:`ActivityTraits`
+  (:func:`draw_traits`) and :class:`TelemetryNoise`; :func:`job_phases` the phases of a trace's job and
+  :func:`mean_compute_share` the truth an estimate is compared with.
 - Physics variants (robustness runs): :data:`VARIANTS` by name, :func:`physics_variant`, and the
   emulator's side of one, :func:`variant_profile` and :func:`variant_jobs` (the controller's view stays
   the unmodified profile and the Pods).
@@ -23,6 +27,16 @@ from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.emulation.hwsemconv import components
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
+from joulie_simulator.physics.gpu import Phase
+from joulie_simulator.physics.gpusignals import (
+    QUIET,
+    ActivityTraits,
+    GpuSignals,
+    TelemetryNoise,
+    board_signals,
+    draw_traits,
+    mean_compute_share,
+)
 from joulie_simulator.physics.model import Load, initial_state
 from joulie_simulator.physics.variants import (
     CALIBRATED,
@@ -32,9 +46,11 @@ from joulie_simulator.physics.variants import (
     variant_jobs,
     variant_profile,
 )
-from joulie_simulator.workload.engine import Engine, speed_from_state
+from joulie_simulator.workload.engine import Engine, job_phases, lock_ratio, speed_from_state
 
 __all__ = [
-    "CALIBRATED", "VARIANTS", "Emulator", "Engine", "FacilityLive", "Load", "PhysicsVariant", "components",
-    "initial_state", "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
+    "CALIBRATED", "QUIET", "VARIANTS", "ActivityTraits", "Emulator", "Engine", "FacilityLive", "GpuSignals", "Load",
+    "Phase", "PhysicsVariant", "TelemetryNoise", "board_signals", "components", "draw_traits", "initial_state",
+    "job_phases", "lock_ratio", "mean_compute_share", "node_nameplate_w", "physics_variant", "pue", "speed_from_state",
+    "variant_jobs", "variant_profile",
 ]
