@@ -15,7 +15,7 @@ refuses a product import of any other module (``repo_packages.py``).
 
 from __future__ import annotations
 
-from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.fsm import PodInfo, pod_key
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
 from joulie_controller.model.jobestimate import (
     GpuSample,
@@ -40,7 +40,6 @@ from joulie_controller.power.powerstate import BmcReading, BmcState
 from joulie_controller.readings.facility import facility_queries, pue, read_facility
 from joulie_controller.readings.promql import MetricNaming, power_queries
 from joulie_controller.readings.values import Facility, Measurement
-from joulie_controller.reconcile.estimates import pod_key
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
 from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import (

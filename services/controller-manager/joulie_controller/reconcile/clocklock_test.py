@@ -118,3 +118,47 @@ def test_estimates_follow_each_pods_samples_across_ticks_and_go_with_the_pod() -
     assert est.observations == 4 and est.c < 0.2 and abs(est.u - 0.3) < 0.05
     reconcile(replace(snap, pods=[], gpu_samples={}), s, mem)
     assert mem.job_estimates == {}
+
+
+def test_a_decode_pod_seen_memory_bound_gets_its_lock_written_and_explained_then_released() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    for i in range(6):
+        snap = replace(snap, now=T0 + timedelta(minutes=i),
+                       gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8})
+        snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
+    twin = snap.twins["gpu-1"]
+    assert twin.spec.gpu is not None and twin.spec.gpu.clock_lock is not None
+    lock = twin.spec.gpu.clock_lock.pct_of_max
+    assert lock is not None and 20.0 <= lock < 100.0
+    d = twin.status.cap_decision if twin.status is not None else None
+    assert d is not None and d.gpu_clock_lock_pct_of_max == lock and d.pods is not None
+    row = d.pods[0]
+    assert row.pod == "ml/decode" and row.lever in ("lock", "cap+lock") and (row.observations or 0) >= 5
+    assert 0 < (row.predicted_slowdown_pct or 0) <= 3.0 and row.budget_source == "cluster"
+    # The Pod finishes: its lock goes with it in one spec write.
+    done = reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
+    spec = next(w.spec for w in done.writes if w.node == "gpu-1")
+    assert spec is not None and (spec.gpu is None or spec.gpu.clock_lock is None)
+
+
+def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
+    twin = snap.twins["gpu-1"]
+    assert twin.spec.gpu is not None
+    held = twin.model_copy(update={"spec": twin.spec.model_copy(update={"gpu": twin.spec.gpu.model_copy(
+        update={"clock_lock": GPUCapSpec.model_validate({"clockLock": {"maxMhz": 1500}}).clock_lock})})})
+    snap = replace(snap, twins={**snap.twins, "gpu-1": held})
+    log: list[str] = []
+    for i in range(4):
+        snap = replace(snap, now=T0 + timedelta(minutes=i + 1),
+                       gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8})
+        result = reconcile(snap, s, mem)
+        log += result.log
+        for w in result.writes:
+            assert w.spec is None or w.spec.gpu is None or w.spec.gpu.clock_lock is None
+    assert [line for line in log if "spec.gpu.clockLock is an operator's: kept" in line]

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from joulie_controller.model.fsm import PodInfo, is_running, tenant_view
+from joulie_controller.model.fsm import PodInfo, is_running, pod_key, tenant_view
 from joulie_controller.model.hardware import HardwareView
 from joulie_controller.model.jobestimate import GpuSample, JobEstimate, observe, prior_estimate
-
-
-def pod_key(pod: PodInfo) -> str:
-    return f"{pod.namespace}/{pod.name}"
 
 
 def update_estimates(
