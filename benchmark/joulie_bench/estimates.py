@@ -4,8 +4,8 @@ The controller never sees a job's compute share ``c`` or draw ``u``: it estimate
 GPU telemetry (``joulie_controller.api.observe``). The benchmark knows both, so after every reconcile it
 records each running GPU Pod's estimate (``Memory.job_estimates``) beside the truth the engine runs
 (the job's phases, share-weighted, under the run's physics variant). ``write_csv`` writes every point,
-``plot`` a handful of jobs (estimate with its one-sd band, truth as a line, against minutes since the job
-started) and ``summary_lines`` the error at the first and the last reconcile of each job.
+``plot`` a handful of jobs (estimate with its one-sd band, truth as a line, the kind's prior the controller
+started from dotted, against minutes since the job started) and ``summary_lines`` the error at the first and the last reconcile of each job.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from joulie_bench.gputelemetry import phases_of
-from joulie_controller.api import JobEstimate
+from joulie_controller.api import JobEstimate, prior_estimate
 from joulie_simulator.api import mean_compute_share
 from joulie_workload.trace import Job
 
@@ -176,6 +176,7 @@ def plot(path: Path, log: EstimateLog, job_ids: Sequence[str], title: str) -> No
         )
         ax.plot(x, c, marker=".", label="estimated c")
         ax.plot(x, [p.true_c for p in pts], color="black", linestyle="--", label="true c")
+        ax.axhline(prior_estimate(pts[0].kind).c, color="grey", linestyle=":", label="kind's prior")
         ax.set_title(f"{job_id} ({pts[0].kind})", fontsize=9)
         ax.set_xlabel("minutes running")
         ax.set_ylim(0, 1)
