@@ -45,8 +45,9 @@ LOCK_STEP_PCT: Final = 2.5
 steps, 1 % of an H100's 1980 MHz, so every step is a clock the board supports once rounded down)."""
 
 
-def gpu_board_locked(limit_w: float, max_w: float, natural_draw: float, lock_ratio: float,
-                     m: DeviceModel = GPU_MODEL) -> tuple[float, float]:
+def gpu_board_locked(
+    limit_w: float, max_w: float, natural_draw: float, lock_ratio: float, m: DeviceModel = GPU_MODEL
+) -> tuple[float, float]:
     """(power W, clock ratio) of a board under ``limit_w`` and an SM clock lock at ``lock_ratio``."""
     power, r = gpu_board(limit_w, max_w, natural_draw, m)
     lock = max(m.min_clock_ratio, min(1.0, lock_ratio))
@@ -109,8 +110,13 @@ def choose_gpu_lever(
         return CapChoice(ref_pct, 0.0, 0.0, "no work on the device" if max_w > 0 else "no cap range")
     for w in works:
         if w.prior.compute_share >= COMPUTE_BOUND_SHARE:
-            return CapChoice(ref_pct, 0.0, 0.0, f"{w.name} ({w.kind or 'no kind'}) is not capped",
-                             slowdowns=tuple(0.0 for _ in works))
+            return CapChoice(
+                ref_pct,
+                0.0,
+                0.0,
+                f"{w.name} ({w.kind or 'no kind'}) is not capped",
+                slowdowns=tuple(0.0 for _ in works),
+            )
     base_o = evaluate_locked(works, max_w, ref, 1.0)
 
     def energy(o: Outcome) -> float:
@@ -141,10 +147,27 @@ def choose_gpu_lever(
     slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base_o.speeds, o.speeds, strict=True))
     sd, driver = worst_slowdown(works, base_o, o)
     if (pct < ref_pct or lock < 1.0) and saving < MIN_SAVING:
-        return CapChoice(ref_pct, 0.0, 0.0, f"no cap or clock lock saves {MIN_SAVING * 100:g} % within each "
-                         f"Pod's slowdown budget ({driver})", slowdowns=tuple(0.0 for _ in works))
+        return CapChoice(
+            ref_pct,
+            0.0,
+            0.0,
+            f"no cap or clock lock saves {MIN_SAVING * 100:g} % within each " f"Pod's slowdown budget ({driver})",
+            slowdowns=tuple(0.0 for _ in works),
+        )
     if pct >= ref_pct and lock >= 1.0:
-        return CapChoice(ref_pct, 0.0, 0.0, "no cap or clock lock saves energy within each Pod's slowdown budget",
-                         slowdowns=tuple(0.0 for _ in works))
-    return CapChoice(round(pct, 1), max(0.0, sd), saving, driver, capped=pct < ref_pct,
-                     lock_pct=round(lock * 100.0, 1) if lock < 1.0 else None, slowdowns=slowdowns)
+        return CapChoice(
+            ref_pct,
+            0.0,
+            0.0,
+            "no cap or clock lock saves energy within each Pod's slowdown budget",
+            slowdowns=tuple(0.0 for _ in works),
+        )
+    return CapChoice(
+        round(pct, 1),
+        max(0.0, sd),
+        saving,
+        driver,
+        capped=pct < ref_pct,
+        lock_pct=round(lock * 100.0, 1) if lock < 1.0 else None,
+        slowdowns=slowdowns,
+    )

@@ -48,14 +48,16 @@ def pod_budget(pod: PodInfo, cluster_pct: float, namespaces: Sequence[str], ceil
     if raw is None:
         return cluster
     if ANY_NAMESPACE not in namespaces and pod.namespace not in namespaces:
-        return SlowdownBudget(cluster.tau, f"annotation ignored: namespace {pod.namespace} is not in "
-                                           f"SLOWDOWN_ANNOTATION_NAMESPACES")
+        return SlowdownBudget(
+            cluster.tau, f"annotation ignored: namespace {pod.namespace} is not in " f"SLOWDOWN_ANNOTATION_NAMESPACES"
+        )
     try:
         tau = parse_max_slowdown(raw)
     except SettingError as e:
         return SlowdownBudget(cluster.tau, f"annotation ignored: {e}")
     ceiling = max(0.0, ceiling_pct) / 100.0
     if tau > ceiling + 1e-12:
-        return SlowdownBudget(ceiling, f"{SOURCE_ANNOTATION} ({tau * 100:g} % held to MAX_SLOWDOWN_CEILING_PCT="
-                                       f"{ceiling_pct:g})")
+        return SlowdownBudget(
+            ceiling, f"{SOURCE_ANNOTATION} ({tau * 100:g} % held to MAX_SLOWDOWN_CEILING_PCT=" f"{ceiling_pct:g})"
+        )
     return SlowdownBudget(tau, SOURCE_ANNOTATION)

@@ -40,8 +40,15 @@ class PodContext:
         return b.tau if b is not None else None
 
 
-def _probe(works: Sequence[Work], pods: Sequence[PodInfo], ctx: PodContext, max_w: float, ref_w: float,
-           tau: float, choice: CapChoice) -> CapChoice | None:
+def _probe(
+    works: Sequence[Work],
+    pods: Sequence[PodInfo],
+    ctx: PodContext,
+    max_w: float,
+    ref_w: float,
+    tau: float,
+    choice: CapChoice,
+) -> CapChoice | None:
     """A one-tick lock at a second clock ratio (see the module), or None."""
     if choice.lock_pct is not None and choice.lock_pct <= (1.0 - TWO_POINT_MIN_GAP) * 100.0 + 1e-9:
         return None
@@ -63,12 +70,27 @@ def _probe(works: Sequence[Work], pods: Sequence[PodInfo], ctx: PodContext, max_
         return None
     sd, _ = worst_slowdown(works, base, at)
     slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base.speeds, at.speeds, strict=True))
-    return CapChoice(ref_pct, max(0.0, sd), 0.0, f"probe at {ratio * 100:g} % clock for one tick: {asked[0].reason}",
-                     capped=False, lock_pct=round(ratio * 100.0, 1), slowdowns=slowdowns)
+    return CapChoice(
+        ref_pct,
+        max(0.0, sd),
+        0.0,
+        f"probe at {ratio * 100:g} % clock for one tick: {asked[0].reason}",
+        capped=False,
+        lock_pct=round(ratio * 100.0, 1),
+        slowdowns=slowdowns,
+    )
 
 
-def gpu_decision(works: Sequence[Work], pods: Sequence[PodInfo], ctx: PodContext, max_w: float, min_w: float,
-                 other_w: float, tau: float, ref_w: float) -> tuple[CapChoice, str, tuple[PodDecision, ...]]:
+def gpu_decision(
+    works: Sequence[Work],
+    pods: Sequence[PodInfo],
+    ctx: PodContext,
+    max_w: float,
+    min_w: float,
+    other_w: float,
+    tau: float,
+    ref_w: float,
+) -> tuple[CapChoice, str, tuple[PodDecision, ...]]:
     """The GPU group's choice, its lever (none, cap, lock, cap+lock, probe) and each Pod's decision
     (``works[i]`` is ``pods[i]``'s work)."""
     choice = choose_gpu_lever(works, max_w, min_w, other_w, tau, ref_w)
@@ -81,12 +103,16 @@ def gpu_decision(works: Sequence[Work], pods: Sequence[PodInfo], ctx: PodContext
         est = ctx.estimate(p)
         budget = ctx.budgets.get(pod_key(p))
         sd = choice.slowdowns[i] if i < len(choice.slowdowns) else 0.0
-        decisions.append(PodDecision(
-            pod=pod_key(p), lever=lever if lever != "none" else "none",
-            compute_share=w.prior.compute_share, draw=w.prior.natural_draw,
-            observations=est.observations if est is not None else 0,
-            predicted_slowdown_pct=round(max(0.0, sd) * 100.0, 2),
-            budget_pct=round((w.tau if w.tau is not None else tau) * 100.0, 2),
-            budget_source=budget.source if budget is not None else SOURCE_CLUSTER,
-        ))
+        decisions.append(
+            PodDecision(
+                pod=pod_key(p),
+                lever=lever if lever != "none" else "none",
+                compute_share=w.prior.compute_share,
+                draw=w.prior.natural_draw,
+                observations=est.observations if est is not None else 0,
+                predicted_slowdown_pct=round(max(0.0, sd) * 100.0, 2),
+                budget_pct=round((w.tau if w.tau is not None else tau) * 100.0, 2),
+                budget_source=budget.source if budget is not None else SOURCE_CLUSTER,
+            )
+        )
     return choice, lever, tuple(decisions)

@@ -17,13 +17,22 @@ MAX_W = 400.0
 
 
 def _pod(name: str, kind: str = "gpu-inference", ns: str = "default", budget: str | None = None) -> PodInfo:
-    return PodInfo(ns, name, node_name="gpu-1", labels={"joulie.io/workload-kind": kind} if kind else {},
-                   annotations={"joulie.io/max-slowdown": budget} if budget else {}, cpu_request=4, gpu_request=8)
+    return PodInfo(
+        ns,
+        name,
+        node_name="gpu-1",
+        labels={"joulie.io/workload-kind": kind} if kind else {},
+        annotations={"joulie.io/max-slowdown": budget} if budget else {},
+        cpu_request=4,
+        gpu_request=8,
+    )
 
 
 def _plan(pods: list[PodInfo], estimates: dict[str, JobEstimate] | None = None, **policy: Any) -> PolicyPlan:
-    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0, **policy),
-                 trusted_namespaces=("default",))
+    s = Settings(
+        policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0, **policy),
+        trusted_namespaces=("default",),
+    )
     nodes = _nodes()
     inp = PolicyInput(nodes, 0, 0.0, s, pods, job_estimates=estimates or {})
     return plan("work_aware_v1", nodes, 0, 0.0, s, inp)

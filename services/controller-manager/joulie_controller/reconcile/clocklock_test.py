@@ -125,8 +125,9 @@ def test_a_decode_pod_seen_memory_bound_gets_its_lock_written_and_explained_then
     pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
     snap, mem = _gpu_cluster([pod]), Memory()
     for i in range(6):
-        snap = replace(snap, now=T0 + timedelta(minutes=i),
-                       gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8})
+        snap = replace(
+            snap, now=T0 + timedelta(minutes=i), gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8}
+        )
         snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
     twin = snap.twins["gpu-1"]
     assert twin.spec.gpu is not None and twin.spec.gpu.clock_lock is not None
@@ -150,13 +151,25 @@ def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
     snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
     twin = snap.twins["gpu-1"]
     assert twin.spec.gpu is not None
-    held = twin.model_copy(update={"spec": twin.spec.model_copy(update={"gpu": twin.spec.gpu.model_copy(
-        update={"clock_lock": GPUCapSpec.model_validate({"clockLock": {"maxMhz": 1500}}).clock_lock})})})
+    held = twin.model_copy(
+        update={
+            "spec": twin.spec.model_copy(
+                update={
+                    "gpu": twin.spec.gpu.model_copy(
+                        update={"clock_lock": GPUCapSpec.model_validate({"clockLock": {"maxMhz": 1500}}).clock_lock}
+                    )
+                }
+            )
+        }
+    )
     snap = replace(snap, twins={**snap.twins, "gpu-1": held})
     log: list[str] = []
     for i in range(4):
-        snap = replace(snap, now=T0 + timedelta(minutes=i + 1),
-                       gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8})
+        snap = replace(
+            snap,
+            now=T0 + timedelta(minutes=i + 1),
+            gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8},
+        )
         result = reconcile(snap, s, mem)
         log += result.log
         for w in result.writes:
