@@ -175,3 +175,24 @@ def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
         for w in result.writes:
             assert w.spec is None or w.spec.gpu is None or w.spec.gpu.clock_lock is None
     assert [line for line in log if "spec.gpu.clockLock is an operator's: kept" in line]
+
+
+def test_estimates_moving_with_each_ticks_noise_do_not_write_the_status_every_tick() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    status_writes = []
+    for i in range(24):
+        u = 0.3 + (0.01 if i % 2 else -0.01)  # noise on the draw, a steady job
+        snap = replace(
+            snap,
+            now=T0 + timedelta(seconds=30 * i),
+            gpu_samples={"ml/decode": [expected_sample(0.05, u, 1.0, 400.0)] * 8},
+        )
+        result = reconcile(snap, s, mem)
+        status_writes.append(sum(w.status is not None for w in result.writes if w.node == "gpu-1"))
+        snap = apply_in_memory(snap, result, s.nodes.profile_label)
+    # The first ticks settle the estimate and the lever (the lock deepens as c is learnt); once the
+    # choice holds, noise moves nothing: the status is written only at the refresh period (2 min, every
+    # fourth 30 s tick).
+    assert status_writes[-8:].count(1) == 2, status_writes

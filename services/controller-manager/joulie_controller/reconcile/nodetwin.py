@@ -250,10 +250,55 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
     return out
 
 
+# The capDecision numbers that move with every tick's telemetry once Pods are planned from their
+# estimates, and the least move worth a write (None: never on its own, refreshed with the next write).
+# Without this a GPU node running Pods would write its status every tick for the third decimal of
+# an estimate. What the policy chose (caps, lock, drivers, levers, budgets) always counts.
+_DEVICE_BANDS: Final = (("predictedSlowdownPct", 0.5), ("predictedEnergySavingPct", 1.0))
+_POD_BANDS: Final = (("estimatedComputeShare", 0.05), ("estimatedDraw", 0.05), ("predictedSlowdownPct", 0.5),
+                     ("observations", None))
+
+
+def _within(new: Any, old: Any, bands: tuple[tuple[str, float | None], ...]) -> bool:
+    """Do two objects differ only in the banded numbers, each by less than its band?"""
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return bool(new == old)
+    banded = {k for k, _ in bands}
+    if {k: v for k, v in new.items() if k not in banded} != {k: v for k, v in old.items() if k not in banded}:
+        return False
+    for key, band in bands:
+        a, b = new.get(key), old.get(key)
+        if (a is None) != (b is None):
+            return False
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and band is not None and abs(a - b) >= band:
+            return False
+    return True
+
+
+def decision_within(desired: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
+    """``desired`` with status.capDecision put back as ``existing`` holds it when the choice is the same
+    and only its predictions and estimates moved, each by less than its band (the reason's figures
+    included: it is kept with the rest)."""
+    new, old = desired.get("capDecision"), existing.get("capDecision")
+    if not isinstance(new, dict) or not isinstance(old, dict) or new == old:
+        return desired
+    fixed = ("slowdownBudgetPct", "gpuClockLockPctOfMax")
+    if any(new.get(k) != old.get(k) for k in fixed):
+        return desired
+    if not all(_within(new.get(d), old.get(d), _DEVICE_BANDS) for d in ("cpu", "gpu")):
+        return desired
+    new_pods, old_pods = new.get("pods") or [], old.get("pods") or []
+    if len(new_pods) != len(old_pods) or not all(_within(a, b, _POD_BANDS) for a, b in zip(new_pods, old_pods, strict=True)):
+        return desired
+    out = dict(desired)
+    out["capDecision"] = old
+    return out
+
+
 def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
                        refresh_after: float, deadband_pct: float = 0.0) -> bool:
     held = owned_status(existing)
-    if measured_within(dump(desired), held, deadband_pct) != held:
+    if decision_within(measured_within(dump(desired), held, deadband_pct), held) != held:
         return True
     last = existing.last_updated if existing is not None else None
     return last is None or (now - last).total_seconds() >= refresh_after
