@@ -45,6 +45,11 @@ LOCK_STEP_PCT: Final = 2.5
 steps, 1 % of an H100's 1980 MHz, so every step is a clock the board supports once rounded down)."""
 
 
+LOCK_HYSTERESIS: Final = 0.02
+"""A lock in force one step from the best is kept while its energy per work is within 2 % of the best's
+(``choose_gpu_lever``): one 2.5 % clock step costs memory-bound work about 1 % of its energy."""
+
+
 def gpu_board_locked(
     limit_w: float, max_w: float, natural_draw: float, lock_ratio: float, m: DeviceModel = GPU_MODEL
 ) -> tuple[float, float]:
@@ -99,11 +104,17 @@ def choose_gpu_lever(
     tau: float,
     ref_w: float | None = None,
     step_pct: float = 2.5,
+    current_lock_pct: float | None = None,
 ) -> CapChoice:
     """The cap (% of ``max_w``) and lock (% of the maximum clock, or None) with the lowest node energy
     per unit of work, ``(other_w + group power) / work rate`` as ``choose_cap``, whose predicted
     slowdown against the reference (the default limit ``ref_w``, no lock) stays within each work's
-    own budget (``Work.tau``, else ``tau``). Nothing is chosen when it would save under MIN_SAVING."""
+    own budget (``Work.tau``, else ``tau``). Nothing is chosen when it would save under MIN_SAVING.
+
+    ``current_lock_pct``, the lock the boards hold now: kept while it is one step from the best, within
+    every budget and its energy within LOCK_HYSTERESIS of the best's (an estimate moving by its noise
+    would otherwise move the lock a step up and down, each move a spec write and a clock set on every
+    board)."""
     ref = min(max_w, ref_w) if ref_w is not None and ref_w > 0 else max_w
     ref_pct = round(ref / max_w * 100.0, 1) if max_w > 0 else 100.0
     if max_w <= 0 or not works:
@@ -142,6 +153,14 @@ def choose_gpu_lever(
             e = energy(o)
             if e < best[2] * (1.0 - 1e-4):
                 best = (pct, lock, e, o)
+    if (
+        current_lock_pct is not None
+        and best[1] < 1.0
+        and 1e-9 < abs(current_lock_pct / 100.0 - best[1]) <= (LOCK_STEP_PCT / 100.0 + 1e-9)
+    ):
+        held = evaluate_locked(works, max_w, max_w * best[0] / 100.0, current_lock_pct / 100.0)
+        if not over_budget(works, base_o, held, tau) and energy(held) < best[2] * (1.0 + LOCK_HYSTERESIS):
+            best = (best[0], current_lock_pct / 100.0, energy(held), held)
     pct, lock, e, o = best
     saving = 1.0 - e / base if base > 0 and math.isfinite(e) else 0.0
     slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base_o.speeds, o.speeds, strict=True))

@@ -76,3 +76,18 @@ def test_a_cap_is_still_chosen_where_it_saves_more_than_a_lock() -> None:
     cap = choose_cap("gpu", works, MAX_W, MIN_W, OTHER_W, 0.03, 8, REF_W)
     assert lever.lever != "none" and lever.predicted_saving >= cap.predicted_saving - 1e-9
     assert lever.predicted_slowdown <= 0.03 + 1e-9
+
+
+def test_the_lock_in_force_is_kept_while_it_is_nearly_as_good_and_within_budget() -> None:
+    works = [Work("decode", "gpu-inference", DECODE, 4)]
+    best = choose_gpu_lever(works, MAX_W, MIN_W, OTHER_W, 0.03, REF_W)
+    assert best.lock_pct is not None
+    shallower = best.lock_pct + 2.5  # one step up: within budget, a little less saving
+    held = choose_gpu_lever(works, MAX_W, MIN_W, OTHER_W, 0.03, REF_W, current_lock_pct=shallower)
+    assert held.lock_pct == shallower and held.predicted_saving >= best.predicted_saving - 0.02
+    deeper = best.lock_pct - 2.5  # one step down: over the budget, so given up
+    assert (
+        choose_gpu_lever(works, MAX_W, MIN_W, OTHER_W, 0.03, REF_W, current_lock_pct=deeper).lock_pct == best.lock_pct
+    )
+    far = best.lock_pct + 5.0  # two steps from the best: moved
+    assert choose_gpu_lever(works, MAX_W, MIN_W, OTHER_W, 0.03, REF_W, current_lock_pct=far).lock_pct == best.lock_pct

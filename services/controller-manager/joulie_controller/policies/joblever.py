@@ -90,10 +90,11 @@ def gpu_decision(
     other_w: float,
     tau: float,
     ref_w: float,
+    current_lock_pct: float | None = None,
 ) -> tuple[CapChoice, str, tuple[PodDecision, ...]]:
     """The GPU group's choice, its lever (none, cap, lock, cap+lock, probe) and each Pod's decision
     (``works[i]`` is ``pods[i]``'s work)."""
-    choice = choose_gpu_lever(works, max_w, min_w, other_w, tau, ref_w)
+    choice = choose_gpu_lever(works, max_w, min_w, other_w, tau, ref_w, current_lock_pct=current_lock_pct)
     lever = choice.lever
     probe = _probe(works, pods, ctx, max_w, min(max_w, ref_w) if ref_w > 0 else max_w, tau, choice)
     if probe is not None:

@@ -103,6 +103,9 @@ class PolicyInput:
     budget_shed_w: float = 0.0
     """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
     after a restart): measured power already has it taken off."""
+    gpu_lock_pct: Mapping[str, float] = field(default_factory=dict)
+    """The SM clock lock the controller set and the node's NodeTwin holds, by node name (% of max;
+    absent: none of the controller's): the work-aware policy keeps it while it is as good."""
     job_estimates: Mapping[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (from telemetry, kept across ticks); a
     Pod absent here, or with no observations, is planned from its kind's prior."""

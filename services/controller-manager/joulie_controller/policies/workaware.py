@@ -132,7 +132,7 @@ def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -
 
 
 def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float,
-              ctx: PodContext | None = None) -> NodeCaps:
+              ctx: PodContext | None = None, current_lock_pct: float | None = None) -> NodeCaps:
     """The caps (and GPU clock lock) for one eco node from the work on it, with the reason: the GPUs
     by ``joblever.gpu_decision`` (cap, lock or both), the CPUs by ``choose_cap`` (caps only)."""
     ctx = ctx or PodContext()
@@ -145,7 +145,7 @@ def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | Non
         if key == "gpu":
             gpu_pods = [p for p in pods if p.gpu_request > 0]
             choices[key], lever, decisions = gpu_decision(g.works, gpu_pods, ctx, g.max_w, g.min_w, other_w, tau,
-                                                          g.ref_w)
+                                                          g.ref_w, current_lock_pct)
         else:
             choices[key] = capmodel.choose_cap(g.device, g.works, g.max_w, g.min_w, other_w, tau, g.devices, g.ref_w)
     caps = _caps_from(choices, probe=lever == "probe")
@@ -283,7 +283,7 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
             caps[n.name] = uncapped(n, "runs performance Pods")
             continue
         candidates.add(n.name)
-        c = node_caps(n, pods, inp.measured_w.get(n.name), tau, ctx)
+        c = node_caps(n, pods, inp.measured_w.get(n.name), tau, ctx, inp.gpu_lock_pct.get(n.name))
         caps[n.name] = c
         if not c.capped:
             perf.add(n.name)

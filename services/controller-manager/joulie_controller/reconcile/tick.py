@@ -218,11 +218,22 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
+        gpu_lock_pct=_controllers_locks(nodes, snap),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
     log.extend(decided.notes)
     return decided
+
+
+def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float]:
+    """The SM clock lock each node's NodeTwin holds that the controller set (``controllers_lock``)."""
+    out: dict[str, float] = {}
+    for n in nodes:
+        lock = controllers_lock(snap.twins.get(object_name_for_node(n.name)))
+        if lock is not None:
+            out[n.name] = lock
+    return out
 
 
 def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decided: PolicyPlan, snap: Snapshot,
