@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from joulie_controller.model.capmodel import (
@@ -96,6 +97,65 @@ def _caps(ref_pct: float, lowest_pct: float, step_pct: float) -> list[float]:
     return out
 
 
+@dataclass(frozen=True)
+class _Group:
+    """The GPU group one choice is made for: its works, boards, reference limit and the rest of the node."""
+
+    works: Sequence[Work]
+    max_w: float
+    ref_w: float
+    other_w: float
+    tau: float
+
+    def at(self, pct: float, lock: float) -> Outcome:
+        return evaluate_locked(self.works, self.max_w, self.max_w * pct / 100.0, lock)
+
+    def energy(self, o: Outcome) -> float:
+        return (self.other_w + o.power_w) / max(o.rate(self.works), 1e-9)
+
+    def over(self, base: Outcome, o: Outcome) -> bool:
+        return over_budget(self.works, base, o, self.tau)
+
+
+_Best = tuple[float, float, float, Outcome]
+"""(cap % of max, lock ratio, energy per work, outcome)."""
+
+
+def _search(g: _Group, base: Outcome, ref_pct: float, caps: list[float]) -> _Best:
+    """The grid: every lock ratio, and under each every cap that binds, until a budget is exceeded."""
+    best: _Best = (ref_pct, 1.0, g.energy(base), base)
+    for lock in lock_ratios():
+        at_ref = evaluate_locked(g.works, g.max_w, g.ref_w, lock)
+        if g.over(base, at_ref):
+            break  # this lock alone is over a budget: every deeper one is too
+        if g.energy(at_ref) < best[2] * (1.0 - 1e-4):
+            best = (ref_pct, lock, g.energy(at_ref), at_ref)
+        # A cap above every board's draw under this lock binds nothing: start where one binds.
+        top_w = max(gpu_board_locked(g.ref_w, g.max_w, w.prior.natural_draw, lock)[0] for w in g.works)
+        for pct in caps[1:]:
+            if g.max_w * pct / 100.0 >= top_w:
+                continue
+            o = g.at(pct, lock)
+            if g.over(base, o):
+                break  # slowdown only grows as the cap falls
+            if g.energy(o) < best[2] * (1.0 - 1e-4):
+                best = (pct, lock, g.energy(o), o)
+    return best
+
+
+def _hold(g: _Group, base: Outcome, best: _Best, current_lock_pct: float | None) -> _Best:
+    """The lock in force instead of the best when one step from it, within budget and LOCK_HYSTERESIS."""
+    if current_lock_pct is None or best[1] >= 1.0:
+        return best
+    lock = current_lock_pct / 100.0
+    if not 1e-9 < abs(lock - best[1]) <= LOCK_STEP_PCT / 100.0 + 1e-9:
+        return best
+    held = g.at(best[0], lock)
+    if g.over(base, held) or g.energy(held) >= best[2] * (1.0 + LOCK_HYSTERESIS):
+        return best
+    return (best[0], lock, g.energy(held), held)
+
+
 def choose_gpu_lever(
     works: Sequence[Work],
     max_w: float,
@@ -119,74 +179,25 @@ def choose_gpu_lever(
     ref_pct = round(ref / max_w * 100.0, 1) if max_w > 0 else 100.0
     if max_w <= 0 or not works:
         return CapChoice(ref_pct, 0.0, 0.0, "no work on the device" if max_w > 0 else "no cap range")
+    unchanged = tuple(0.0 for _ in works)
     for w in works:
         if w.prior.compute_share >= COMPUTE_BOUND_SHARE:
-            return CapChoice(
-                ref_pct,
-                0.0,
-                0.0,
-                f"{w.name} ({w.kind or 'no kind'}) is not capped",
-                slowdowns=tuple(0.0 for _ in works),
-            )
-    base_o = evaluate_locked(works, max_w, ref, 1.0)
-
-    def energy(o: Outcome) -> float:
-        return (other_w + o.power_w) / max(o.rate(works), 1e-9)
-
-    base = energy(base_o)
-    best = (ref_pct, 1.0, base, base_o)
-    caps = _caps(ref_pct, max(min_w, 0.0) / max_w * 100.0, step_pct)
-    for lock in lock_ratios():
-        at_ref = evaluate_locked(works, max_w, ref, lock)
-        if over_budget(works, base_o, at_ref, tau):
-            break  # this lock alone is over a budget: every deeper one is too
-        if energy(at_ref) < best[2] * (1.0 - 1e-4):
-            best = (ref_pct, lock, energy(at_ref), at_ref)
-        # A cap above every board's draw under this lock binds nothing: start where one binds.
-        top_w = max(gpu_board_locked(ref, max_w, w.prior.natural_draw, lock)[0] for w in works)
-        for pct in caps[1:]:
-            if max_w * pct / 100.0 >= top_w:
-                continue
-            o = evaluate_locked(works, max_w, max_w * pct / 100.0, lock)
-            if over_budget(works, base_o, o, tau):
-                break  # slowdown only grows as the cap falls
-            e = energy(o)
-            if e < best[2] * (1.0 - 1e-4):
-                best = (pct, lock, e, o)
-    if (
-        current_lock_pct is not None
-        and best[1] < 1.0
-        and 1e-9 < abs(current_lock_pct / 100.0 - best[1]) <= (LOCK_STEP_PCT / 100.0 + 1e-9)
-    ):
-        held = evaluate_locked(works, max_w, max_w * best[0] / 100.0, current_lock_pct / 100.0)
-        if not over_budget(works, base_o, held, tau) and energy(held) < best[2] * (1.0 + LOCK_HYSTERESIS):
-            best = (best[0], current_lock_pct / 100.0, energy(held), held)
-    pct, lock, e, o = best
-    saving = 1.0 - e / base if base > 0 and math.isfinite(e) else 0.0
-    slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base_o.speeds, o.speeds, strict=True))
-    sd, driver = worst_slowdown(works, base_o, o)
+            return CapChoice(ref_pct, 0.0, 0.0, f"{w.name} ({w.kind or 'no kind'}) is not capped", slowdowns=unchanged)
+    g = _Group(works, max_w, ref, other_w, tau)
+    base = evaluate_locked(works, max_w, ref, 1.0)
+    best = _search(g, base, ref_pct, _caps(ref_pct, max(min_w, 0.0) / max_w * 100.0, step_pct))
+    pct, lock, e, o = _hold(g, base, best, current_lock_pct)
+    base_e = g.energy(base)
+    saving = 1.0 - e / base_e if base_e > 0 and math.isfinite(e) else 0.0
+    sd, driver = worst_slowdown(works, base, o)
     if (pct < ref_pct or lock < 1.0) and saving < MIN_SAVING:
-        return CapChoice(
-            ref_pct,
-            0.0,
-            0.0,
-            f"no cap or clock lock saves {MIN_SAVING * 100:g} % within each " f"Pod's slowdown budget ({driver})",
-            slowdowns=tuple(0.0 for _ in works),
-        )
+        why = f"no cap or clock lock saves {MIN_SAVING * 100:g} % within each Pod's slowdown budget ({driver})"
+        return CapChoice(ref_pct, 0.0, 0.0, why, slowdowns=unchanged)
     if pct >= ref_pct and lock >= 1.0:
-        return CapChoice(
-            ref_pct,
-            0.0,
-            0.0,
-            "no cap or clock lock saves energy within each Pod's slowdown budget",
-            slowdowns=tuple(0.0 for _ in works),
-        )
+        why = "no cap or clock lock saves energy within each Pod's slowdown budget"
+        return CapChoice(ref_pct, 0.0, 0.0, why, slowdowns=unchanged)
+    slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base.speeds, o.speeds, strict=True))
+    lock_pct = round(lock * 100.0, 1) if lock < 1.0 else None
     return CapChoice(
-        round(pct, 1),
-        max(0.0, sd),
-        saving,
-        driver,
-        capped=pct < ref_pct,
-        lock_pct=round(lock * 100.0, 1) if lock < 1.0 else None,
-        slowdowns=slowdowns,
+        round(pct, 1), max(0.0, sd), saving, driver, capped=pct < ref_pct, lock_pct=lock_pct, slowdowns=slowdowns
     )
