@@ -15,7 +15,8 @@ other module.
 - Per-GPU telemetry (what NVML and DCGM export for a board running a job): :func:`board_signals` gives
   :class:`GpuSignals` from the job's phases, the board's limit and lock, the job's :class:`ActivityTraits`
   (:func:`draw_traits`) and :class:`TelemetryNoise`; :func:`job_phases` the phases of a trace's job and
-  :func:`mean_compute_share` the truth an estimate is compared with.
+  :func:`mean_compute_share` the truth an estimate is compared with; :func:`board_operating_point` a board's
+  power and throughput for phases under a limit and a lock (the benchmark's bound of what levers allow).
 - Physics variants (robustness runs): :data:`VARIANTS` by name, :func:`physics_variant`, and the
   emulator's side of one, :func:`variant_profile` and :func:`variant_jobs` (the controller's view stays
   the unmodified profile and the Pods).
@@ -27,7 +28,7 @@ from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.emulation.hwsemconv import components
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
-from joulie_simulator.physics.gpu import Phase
+from joulie_simulator.physics.gpu import Phase, board_operating_point
 from joulie_simulator.physics.gpusignals import (
     QUIET,
     ActivityTraits,
@@ -50,7 +51,7 @@ from joulie_simulator.workload.engine import Engine, job_phases, lock_ratio, spe
 
 __all__ = [
     "CALIBRATED", "QUIET", "VARIANTS", "ActivityTraits", "Emulator", "Engine", "FacilityLive", "GpuSignals", "Load",
-    "Phase", "PhysicsVariant", "TelemetryNoise", "board_signals", "components", "draw_traits", "initial_state",
+    "Phase", "PhysicsVariant", "TelemetryNoise", "board_operating_point", "board_signals", "components", "draw_traits", "initial_state",
     "job_phases", "lock_ratio", "mean_compute_share", "node_nameplate_w", "physics_variant", "pue", "speed_from_state",
     "variant_jobs", "variant_profile",
 ]
