@@ -3,8 +3,9 @@ functions from the NodeTwin spec the controller wrote, then written into the emu
 
 The planning is the agent's (``cpucontrol.resolve_cpu_cap`` → ``cpucontrol.plan_rapl`` for RAPL
 package limits in µW, ``gpucontrol.plan_gpu_caps`` → ``gpucontrol.changed_targets`` →
-``gpucontrol.nvml_limit_mw`` for NVIDIA limits in mW), so the benchmark cannot drift from what a
-real agent writes. What stays here is the I/O the agent's shell does on a real node: read the
+``gpucontrol.nvml_limit_mw`` for NVIDIA limits in mW, ``gpulock.plan_clock_lock`` for the SM clock lock of
+``spec.gpu.clockLock``, written as ``nvidia-smi -lgc MIN,MAX`` writes it), so the benchmark cannot drift from
+what a real agent writes. What stays here is the I/O the agent's shell does on a real node: read the
 powercap zones (parsed with the agent's ``powercap.parse_zone``), skip unchanged limits, write.
 Discovery is not what the benchmark measures: GPU limits come from the profile, as NVML reports
 them on an emulated node.
@@ -20,11 +21,13 @@ from joulie_agent.api import (
     CONSTRAINT_FILE_RE,
     ZONE_DIR_RE,
     ZONE_FILES,
+    ClockRange,
     GPUDevice,
     Zone,
     changed_targets,
     nvml_limit_mw,
     parse_zone,
+    plan_clock_lock,
     plan_gpu_caps,
     plan_rapl,
     published_cap_range_w,
@@ -33,29 +36,38 @@ from joulie_agent.api import (
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_hwprofiles.schema import Profile
+from joulie_simhw.gpustate import format_locked_clocks, parse_locked_clocks
 from joulie_simulator.api import Emulator
+
+CLOCK_STEP_MHZ = 15
+"""NVIDIA boards list their supported SM clocks about 15 MHz apart (nvidia-smi -q -d SUPPORTED_CLOCKS)."""
 
 
 @dataclass(frozen=True)
 class _NodeFiles:
     zone_files: dict[str, dict[str, str]]  # zone id -> file name -> emulator path
     nvml_limits: dict[int, str]  # GPU index -> emulator path of its NVML limit (mW)
+    nvml_locks: dict[int, str] = field(default_factory=dict)  # GPU index -> emulator path of its locked clocks
 
 
 def _files(emu: Emulator, node: str) -> _NodeFiles:
     zones: dict[str, dict[str, str]] = {}
     nvml: dict[int, str] = {}
+    locks: dict[int, str] = {}
     for e in emu.node(node).entries:
         if e.kind != "file":
             continue
         if e.bind and e.bind[0] == "nvml_limit":
             nvml[e.bind[1]] = e.path
             continue
+        if e.bind and e.bind[0] == "nvml_lock":
+            locks[e.bind[1]] = e.path
+            continue
         p = PurePosixPath(e.path)
         if "powercap" in p.parts and ZONE_DIR_RE.match(p.parent.name) and (
                 p.name in ZONE_FILES or CONSTRAINT_FILE_RE.match(p.name)):
             zones.setdefault(p.parent.name, {})[p.name] = e.path
-    return _NodeFiles(zones, nvml)
+    return _NodeFiles(zones, nvml, locks)
 
 
 @dataclass
@@ -115,6 +127,37 @@ class AgentCaps:
                 raise RuntimeError(f"bench: {node}: GPU cap blocked: {plan.blocked}")
             for index, watts in sorted(changed_targets(plan, devices).items()):
                 self._write(node, nvml[index], f"{nvml_limit_mw(watts)}\n")
+        self.apply_lock(node, spec)
+
+    def clock_ranges(self, node: str) -> dict[int, ClockRange]:
+        """Each board's supported SM clocks as NVML lists them: the profile's range in CLOCK_STEP_MHZ steps."""
+        g = self.profiles[node].gpus
+        if g is None:
+            return {}
+        lo, hi = round(g.sm_clock_min_mhz), round(g.sm_clock_max_mhz)
+        clocks = tuple(sorted({*range(lo, hi, CLOCK_STEP_MHZ), hi}))
+        return {i: ClockRange(i, clocks) for i in self._files[node].nvml_locks}
+
+    def apply_lock(self, node: str, spec: NodeTwinSpec) -> None:
+        """``spec.gpu.clockLock`` as the agent applies it: each board's ceiling from ``plan_clock_lock``
+        (rounded down to a supported clock), written ``MIN,MAX`` with the board's lowest clock as the floor;
+        none asked (or a ceiling at the top): the lock released. A lock the agent refuses raises."""
+        locks = self._files[node].nvml_locks
+        if not locks:
+            return
+        asked = spec.gpu.clock_lock if spec.gpu else None
+        targets: dict[int, int | None] = dict.fromkeys(locks)
+        floors: dict[int, int] = {}
+        if asked is not None:
+            plan = plan_clock_lock(asked, sorted(locks), self.clock_ranges(node))
+            if plan.blocked:
+                raise RuntimeError(f"bench: {node}: GPU clock lock blocked: {plan.blocked}")
+            targets, floors = plan.targets, plan.floors
+        for index, target in sorted(targets.items()):
+            want = (floors[index], target) if target is not None else None
+            path = locks[index]
+            if parse_locked_clocks(self.emu.read(node, path).decode()) != want:  # the agent skips a lock in force
+                self._write(node, path, format_locked_clocks(want))
 
     def _write(self, node: str, path: str, data: str) -> None:
         out = self.emu.write(node, path, data.encode())

@@ -66,3 +66,32 @@ def test_no_intent_writes_nothing() -> None:
     caps.apply(node, twin_spec({}))
     assert caps.writes == 0
     assert (package_limits_uw(emu, caps, node), gpu_limits_w(emu, node)) == before
+
+
+def gpu_locks_mhz(emu: Emulator, node: str) -> list[float | None]:
+    return [g.lock_max_mhz for g in emu.node(node).state.gpus]
+
+
+def test_a_clock_lock_reaches_every_board_rounded_down_to_a_supported_clock_and_is_released_when_dropped() -> None:
+    emu, caps, node = setup()
+    g = caps.profiles[node].gpus
+    assert g is not None
+    lock = twin_spec({"gpu": {"clockLock": {"pctOfMax": 60}}})
+    caps.apply(node, lock)
+    clocks = caps.clock_ranges(node)[0].clocks_mhz
+    want = max(c for c in clocks if c <= 0.6 * g.sm_clock_max_mhz)
+    assert gpu_locks_mhz(emu, node) == [want] * 8 and want <= 0.6 * g.sm_clock_max_mhz
+    assert caps.writes == 8
+    caps.apply(node, lock)  # in force already: the agent writes nothing
+    assert caps.writes == 8
+    caps.apply(node, twin_spec({}))  # the spec no longer asks for a lock: released
+    assert gpu_locks_mhz(emu, node) == [None] * 8
+    assert caps.writes == 16
+
+
+def test_a_lock_at_the_top_clock_is_no_lock_and_one_below_the_lowest_clock_is_refused() -> None:
+    emu, caps, node = setup()
+    caps.apply(node, twin_spec({"gpu": {"clockLock": {"pctOfMax": 100}}}))
+    assert gpu_locks_mhz(emu, node) == [None] * 8 and caps.writes == 0
+    with pytest.raises(RuntimeError, match="below the lowest supported clock"):
+        caps.apply(node, twin_spec({"gpu": {"clockLock": {"pctOfMax": 10}}}))

@@ -22,6 +22,10 @@ default ``calibrated``) runs the emulator with its physics moved within publishe
 controller keeps its own model (``joulie_simulator.api.VARIANTS``; ``all`` moves every part at once);
 with more than one variant each runs into ``--out/<variant>/`` and ``--out/variants.md`` sets them side
 by side.
+
+``--estimates-plot PATH`` runs ``--estimates-arm`` (default E) once more on the first trace with the
+controller's per-job estimates recorded beside the emulator's truth (``estimates``): PATH (png, a handful
+of GPU jobs) and PATH with ``.csv`` (every reconcile of every GPU job).
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from joulie_bench.arms import ARMS, BASELINE, SUSPEND_AFTER_S, SWEEP_ARM, describe_settings
 from joulie_bench.bmcfaults import BmcFaults
+from joulie_bench.estimates import EstimateLog, summary_lines
+from joulie_bench.estimates import plot as estimates_plot
+from joulie_bench.estimates import write_csv as estimates_csv
 from joulie_bench.nodes import BenchNode
 from joulie_bench.outputs import print_tables, summarise, write_outputs
 from joulie_bench.presets import PRESETS, Preset, allocation_lines, apply_preset
@@ -128,8 +135,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"the emulator's physics (repeatable or comma-separated; default {CALIBRATED}); the controller "
                    f"keeps its own model: " + "; ".join(v.describe().split(" (range")[0] for v in VARIANTS.values()).replace(
                        "%", "%%"))
+    p.add_argument("--estimates-plot", type=Path, metavar="PATH",
+                   help="also run --estimates-arm on the first trace and plot the controller's per-job compute-share "
+                   "estimates against the emulator's truth to PATH (png; the points to PATH with .csv)")
+    p.add_argument("--estimates-arm", default="E", help="the arm --estimates-plot runs (default E)")
     p.add_argument("--out", type=Path, required=True)
     return p
+
+
+def plot_estimates(args: argparse.Namespace, plan: Plan) -> None:
+    """``--estimates-plot``: one more run of ``--estimates-arm`` on the first unit, its estimates written."""
+    seed, name, jobs = plan.units[0]
+    log = EstimateLog()
+    run(jobs, plan.nodes, args.estimates_arm, seed, dt_s=args.dt, budget_frac=args.budget_frac,
+        suspend_after_s=args.suspend_after, variant=plan.variant, estimates=log)
+    path: Path = args.estimates_plot
+    estimates_csv(path.with_suffix(".csv"), log)
+    estimates_plot(path, log, log.chosen(), f"{args.estimates_arm} on {name} (physics variant {plan.variant}): "
+                   "the controller's estimate of each job's compute share against the truth")
+    print(f"\nestimates ({args.estimates_arm} on {name}, physics variant {plan.variant}):")
+    for line in summary_lines(log):
+        print("  " + line)
+    print(f"wrote {path}, {path.with_suffix('.csv')}")
 
 
 def parse_variants(values: Sequence[str] | None) -> list[str]:
@@ -397,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     root: Path = args.out
     try:
         variants = parse_variants(args.physics_variant)
+        if args.estimates_arm not in ARMS:
+            raise ValueError(f"--estimates-arm: {args.estimates_arm!r} is not one of {', '.join(ARMS)}")
         plans = []
         for v in variants:
             args.out = root if len(variants) == 1 else root / v
@@ -410,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     for out, plan in plans:
         args.out = out
         by_variant[plan.variant] = run_variant(args, plan)
+    if args.estimates_plot is not None:
+        plot_estimates(args, plans[0][1])
     if len(variants) > 1:
         (root / "variants.md").write_text(variant_summary(by_variant, plans[0][1].policies))
         print(f"\nwrote {root / 'variants.md'} (one row per variant and arm)")

@@ -15,6 +15,11 @@ Everything that decides is the real code, driven in one process:
 The arms (policies A..ES: which controller policy, power policy, placement and caps) are one table,
 ``arms.ARMS``.
 
+Per-GPU telemetry (``gputelemetry``): each reconcile, every running GPU Pod's samples of the boards it
+holds, as a node's NVML/DCGM exporter gives them (``Snapshot.gpu_samples``), from which the controller
+estimates each job; the clock locks it writes to ``spec.gpu.clockLock`` reach the boards as the agent
+applies them (``agentcaps``). ``run(estimates=EstimateLog())`` records the estimates beside the truth.
+
 Physics variants (``run(variant=...)``, ``joulie_simulator.api.VARIANTS``): the emulator runs each node's
 profile with its physics moved, and the engine runs the jobs with their compute shares moved; the
 controller's NodeHardware, the Node labels, the agent's cap ranges and the Pods come from the unmodified
@@ -48,6 +53,8 @@ from joulie_api.names import (
 from joulie_bench.agentcaps import AgentCaps
 from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.bmcfaults import BmcFaults
+from joulie_bench.estimates import EstimateLog
+from joulie_bench.gputelemetry import GpuTelemetry
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
 from joulie_bench.receipts import summarise as summarise_receipts
@@ -63,6 +70,7 @@ from joulie_controller.api import (
     Snapshot,
     Taint,
     apply_in_memory,
+    pod_key,
     reconcile,
 )
 from joulie_controller.shell_api import pod_info
@@ -84,6 +92,7 @@ from joulie_simulator.api import (
     Emulator,
     Engine,
     Load,
+    TelemetryNoise,
     physics_variant,
     speed_from_state,
     variant_jobs,
@@ -164,17 +173,20 @@ def run(
     faults: BmcFaults | None = None,
     forecast_day_s: float = 86400.0,
     forecast_log: list[tuple[float, str, float]] | None = None,
+    estimates: EstimateLog | None = None,
 ) -> RunResult:
     """``variant``: the physics the emulator and the engine run (``joulie_simulator.api.VARIANTS``); the
     controller's view stays the calibrated profile and the jobs' Pods. ``faults``: the emulated BMCs'
     failing power-ons (``bmcfaults``). ``forecast_day_s``: FORECAST_DAY. ``forecast_log``: gets (virtual s,
-    pool, forecast Pods/min) at each reconcile of a forecast arm."""
+    pool, forecast Pods/min) at each reconcile of a forecast arm. ``estimates``: filled with the
+    controller's per-job estimates beside the truth after every reconcile."""
     if policy not in ARMS:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(ARMS)}")
     s = settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s, forecast_day_s)
-    r = _Run(jobs, nodes, ARMS[policy], s, dt_s, variant)
+    r = _Run(jobs, nodes, ARMS[policy], s, dt_s, variant, seed)
     r.faults = faults if faults is not None else BmcFaults(seed=seed)
     r.forecast_log = forecast_log
+    r.estimates = estimates
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
     t = 0.0
@@ -194,7 +206,7 @@ class _Run:
     scheduler's free capacity, advanced one tick at a time by :func:`run`."""
 
     def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], arm: Arm, s: Settings, dt_s: float,
-                 variant: str = CALIBRATED) -> None:
+                 variant: str = CALIBRATED, seed: int = 0) -> None:
         self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, arm.id, s, dt_s
         v = physics_variant(variant)
         self.variant = v.name
@@ -214,6 +226,8 @@ class _Run:
         self.emu.frozen = True
         self.by_name = {n.name: n for n in nodes}
         self.engine = Engine(variant_jobs(jobs, v))
+        self.telemetry = GpuTelemetry(seed, TelemetryNoise().scaled(v.telemetry_noise_scale))
+        self.estimates: EstimateLog | None = None
         self.placement = "soft" if arm.placement == "soft" else "hard"
         self.manifests = {j.job_id: pod_manifest(j, CLUSTER, with_class_constraints=arm.placement != "none",
                                                     placement=self.placement)
@@ -255,6 +269,7 @@ class _Run:
         now = EPOCH + timedelta(seconds=t)
         infos = [self.node_info(n) for n in self.nodes]
         pods = []
+        keys: dict[str, str] = {}
         for r in self.engine.runs.values():
             if r.submitted and r.done_s is None:
                 m = self.manifests[r.job.job_id]
@@ -265,14 +280,19 @@ class _Run:
                     status["conditions"] = [UNSCHEDULABLE]
                 obj = {**m, "spec": {**m["spec"], "nodeName": r.node}, "status": status}
                 pods.append(pod_info(obj))
+                keys[r.job.job_id] = pod_key(pods[-1])
         meas = {n.name: Measurement(self.emu.node(n.name).state.host_power_w) for n in self.nodes}
         bmc = ({n.name: self.faults.reading(n.name, BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes}
                if self.suspend else {})
-        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc)
+        samples = self.telemetry.samples(self.emu, self.engine, self.true_profile, keys)
+        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc, gpu_samples=samples)
         result = reconcile(snap, self.s, self.memory)
         self.faults.settle(result.power_states)  # as the controller's loop forgets settled refusals
         if self.forecast_log is not None:
             self.forecast_log.extend((t, pool, need.rate_per_min) for pool, need in result.warm.items())
+        if self.estimates is not None:
+            self.estimates.record(t, [(r.job, keys[r.job.job_id], r.start_s or 0.0) for r in self.engine.running()
+                                      if r.job.requests.gpu > 0], self.memory.job_estimates)
         self.twins = dict(apply_in_memory(snap, result, self.s.nodes.profile_label).twins)
         for a in result.power:
             self.carry_out(a.node, a.action, now)

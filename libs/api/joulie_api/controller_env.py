@@ -37,6 +37,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "policy.budget_min_cap_pct": "CLUSTER_BUDGET_MIN_CAP_PCT",
     "policy.slowdown_budget_pct": "WORK_AWARE_SLOWDOWN_BUDGET_PCT",
     "policy.forecast_horizon_s": "WORK_AWARE_FORECAST_HORIZON",
+    "policy.slowdown_annotation_namespaces": "SLOWDOWN_ANNOTATION_NAMESPACES",
+    "policy.max_slowdown_ceiling_pct": "MAX_SLOWDOWN_CEILING_PCT",
     "caps.performance_cap_w": "PERFORMANCE_CAP_WATTS",
     "caps.eco_cap_w": "ECO_CAP_WATTS",
     "caps.cpu_performance_pct": "CPU_PERFORMANCE_CAP_PCT_OF_MAX",

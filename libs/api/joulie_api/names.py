@@ -50,6 +50,10 @@ a label or an annotation. The work-aware policy and the extender read it."""
 ANNOTATION_ENERGY_RECEIPT: Final = "joulie.io/energy-receipt"
 """A Pod's energy receipt (``joulie_api.receipt``: JSON, energy by device kind and what the caps saved),
 written by the controller manager; ``kubectl joulie receipt(s)`` reads it (docs/energy-receipts.md)."""
+ANNOTATION_MAX_SLOWDOWN: Final = "joulie.io/max-slowdown"
+"""The slowdown a Pod's owner accepts ("10%" or "0.1"): work_aware_v1 honours it only for Pods in
+SLOWDOWN_ANNOTATION_NAMESPACES, bounded by MAX_SLOWDOWN_CEILING_PCT; any other Pod runs at
+WORK_AWARE_SLOWDOWN_BUDGET_PCT."""
 
 PROFILE_PERFORMANCE: Final = "performance"
 PROFILE_ECO: Final = "eco"

@@ -7,7 +7,8 @@ test enforces it, so the agent's folders can move without breaking them. What is
 
 - the pure cap planners, so a benchmark writes exactly what a real agent writes: ``DvfsConfig``,
   ``resolve_cpu_cap``, ``published_cap_range_w``, ``plan_rapl`` (CPU), ``GPUDevice``,
-  ``plan_gpu_caps``, ``changed_targets``, ``nvml_limit_mw`` (GPU), and the powercap zone parser
+  ``plan_gpu_caps``, ``changed_targets``, ``nvml_limit_mw`` (GPU), the SM clock lock's plan
+  ``plan_clock_lock`` over each board's ``ClockRange``, and the powercap zone parser
   ``parse_zone``/``Zone`` with the file names it reads (``ZONE_DIR_RE``, ``ZONE_FILES``,
   ``CONSTRAINT_FILE_RE``);
 - what a control pass reports: ``CPUOutcome``, ``GPUOutcome``, ``MSG_NO_CPU_BACKEND``, and the
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 from joulie_agent.control.cpucontrol import DvfsConfig, plan_rapl, published_cap_range_w, resolve_cpu_cap
 from joulie_agent.control.gpucontrol import changed_targets, nvml_limit_mw, plan_gpu_caps
+from joulie_agent.control.gpulock import LockPlan, plan_clock_lock
 from joulie_agent.control.outcomes import MSG_NO_CPU_BACKEND, CPUOutcome, GPUOutcome
 from joulie_agent.discovery.catalog import load_catalog
+from joulie_agent.discovery.gpuclocks import ClockRange
 from joulie_agent.discovery.gputools import GPUDevice
 from joulie_agent.discovery.powercap import CONSTRAINT_FILE_RE, ZONE_DIR_RE, ZONE_FILES, Zone, parse_zone
 from joulie_agent.power.powerexport import NO_COUNTERS_REASON
@@ -30,14 +33,17 @@ __all__ = [
     "ZONE_DIR_RE",
     "ZONE_FILES",
     "CPUOutcome",
+    "ClockRange",
     "DvfsConfig",
     "GPUDevice",
     "GPUOutcome",
+    "LockPlan",
     "Zone",
     "changed_targets",
     "load_catalog",
     "nvml_limit_mw",
     "parse_zone",
+    "plan_clock_lock",
     "plan_gpu_caps",
     "plan_rapl",
     "published_cap_range_w",

@@ -10,15 +10,26 @@ refuses a product import of any other module (``repo_packages.py``).
   the refused power actions the shell keeps between ticks (``Refusal``, ``refused_again``, ``forget_settled``);
 - energy receipts (``attribute`` over a ``NodeEnergy``, ``counterfactual``, ``Ledger``: docs/energy-receipts.md);
 - the queries and models the products check a cluster against: PromQL (``power_queries``,
-  ``facility_queries``), the twin's formulas, the budget policy.
+  ``facility_queries``), the twin's formulas, the budget policy;
+- the per-job estimate (``GpuSample`` in, ``JobEstimate`` out: ``prior_estimate``, ``observe``,
+  ``probe_request``, ``expected_sample``) and the Pod key of ``Snapshot.gpu_samples`` (``pod_key``).
 """
 
 from __future__ import annotations
 
 from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
 from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
-from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.fsm import PodInfo, pod_key
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint, from_node_hardware
+from joulie_controller.model.jobestimate import (
+    GpuSample,
+    JobEstimate,
+    ProbeRequest,
+    expected_sample,
+    observe,
+    prior_estimate,
+    probe_request,
+)
 from joulie_controller.model.receipt import METHOD as RECEIPT_METHOD
 from joulie_controller.model.receipt import (
     Attribution,
@@ -41,7 +52,7 @@ from joulie_controller.model.twin import (
     headroom_score,
 )
 from joulie_controller.model.twin import compute as compute_twin
-from joulie_controller.policies.plan import PolicyNode
+from joulie_controller.policies.plan import NodeCaps, PodDecision, PolicyNode
 from joulie_controller.policies.powerbudget import cluster_power_budget
 from joulie_controller.power.powerstate import BmcReading, BmcState
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
@@ -91,16 +102,21 @@ __all__ = [
     "CapSettings",
     "Facility",
     "FacilitySettings",
+    "GpuSample",
     "HardwareView",
+    "JobEstimate",
     "LeaderSettings",
     "Measurement",
     "Memory",
     "MetricNaming",
+    "NodeCaps",
     "NodeInfo",
     "NodeSettings",
+    "PodDecision",
     "PodInfo",
     "PolicyNode",
     "PolicySettings",
+    "ProbeRequest",
     "PrometheusSettings",
     "ReconcileSettings",
     "Refusal",
@@ -115,13 +131,18 @@ __all__ = [
     "apply_in_memory",
     "cluster_power_budget",
     "compute_twin",
+    "expected_sample",
     "facility_queries",
     "forget_settled",
     "from_node_hardware",
     "headroom_score",
+    "observe",
+    "pod_key",
     "power_queries",
     "receipt_queries",
     "refused_again",
+    "prior_estimate",
+    "probe_request",
     "pue",
     "read_facility",
     "reconcile",

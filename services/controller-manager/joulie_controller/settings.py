@@ -134,6 +134,14 @@ class PolicySettings:
     forecast_horizon_s: float = 120.0
     """WORK_AWARE_FORECAST_HORIZON: how far ahead work_aware_v1 extends the measured power trend when it
     checks CLUSTER_POWER_BUDGET_W."""
+    slowdown_annotation_namespaces: tuple[str, ...] = ()
+    """SLOWDOWN_ANNOTATION_NAMESPACES, a comma list, default empty (nobody): the namespaces whose Pods'
+    annotation joulie.io/max-slowdown ("10%" or "0.1") work_aware_v1 honours as the Pod's own slowdown
+    budget; ``*`` honours every namespace. A tenant's word, so off unless an operator allows it; any
+    other Pod runs at WORK_AWARE_SLOWDOWN_BUDGET_PCT and its decision says why."""
+    max_slowdown_ceiling_pct: float = 10.0
+    """MAX_SLOWDOWN_CEILING_PCT, default 10, 0 to 50: the most slowdown an annotation may ask for (%);
+    a larger one is held to it."""
 
 
 @dataclass(frozen=True)
@@ -433,6 +441,8 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
         _within(env, path, w, MIN_PACKAGE_CAP_W <= w <= MAX_PACKAGE_CAP_W,
                 f"{MIN_PACKAGE_CAP_W:g} to {MAX_PACKAGE_CAP_W:g} watts: the NodeTwin CRD's packagePowerCapWatts bounds (the API "
                 f"server refuses a spec outside them)")
+    _within(env, "policy.max_slowdown_ceiling_pct", s.policy.max_slowdown_ceiling_pct,
+            0 <= s.policy.max_slowdown_ceiling_pct <= 50, "0 to 50 percent")
     _within(env, "policy.power_budget_w", s.policy.power_budget_w,
             s.policy.type != "cluster_power_budget" or s.policy.power_budget_w > 0,
             "more than 0 watts with POLICY_TYPE=cluster_power_budget")

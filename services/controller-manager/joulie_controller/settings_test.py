@@ -138,3 +138,14 @@ def test_no_namespace_is_trusted_by_default_and_the_lists_read_as_comma_lists() 
     s = Settings.from_env({"TRUSTED_NAMESPACES": " ml-team, batch ,", "SCHEDULER_NAMES": "default-scheduler,gpu"})
     assert s.trusted_namespaces == ("ml-team", "batch") and s.scheduler_names == ("default-scheduler", "gpu")
     assert Settings.from_env({"TRUSTED_NAMESPACES": "*"}).trusted_namespaces == ("*",)
+
+
+def test_owners_slowdown_budgets_are_off_by_default_and_bounded_by_a_ceiling() -> None:
+    d = Settings()
+    assert d.policy.slowdown_annotation_namespaces == () and d.policy.max_slowdown_ceiling_pct == 10.0
+    s = Settings.from_env({"SLOWDOWN_ANNOTATION_NAMESPACES": "ml, serving", "MAX_SLOWDOWN_CEILING_PCT": "15%"})
+    assert s.policy.slowdown_annotation_namespaces == ("ml", "serving") and s.policy.max_slowdown_ceiling_pct == 15.0
+    with pytest.raises(SettingsError, match=r"^MAX_SLOWDOWN_CEILING_PCT='80': expected 0 to 50 percent"):
+        Settings.from_env({"MAX_SLOWDOWN_CEILING_PCT": "80"})
+    with pytest.raises(SettingsError, match=r"^MAX_SLOWDOWN_CEILING_PCT='lots': expected a percentage"):
+        Settings.from_env({"MAX_SLOWDOWN_CEILING_PCT": "lots"})

@@ -13,6 +13,11 @@ other module.
   (the model fed by a running emulator).
 - Telemetry: :func:`components` (a node's truth as CPU, DRAM and GPU components, in the hardware
   semantic conventions' names).
+- Per-GPU telemetry (what NVML and DCGM export for a board running a job): :func:`board_signals` gives
+  :class:`GpuSignals` from the job's phases, the board's limit and lock, the job's :class:`ActivityTraits`
+  (:func:`draw_traits`) and :class:`TelemetryNoise`; :func:`job_phases` the phases of a trace's job and
+  :func:`mean_compute_share` the truth an estimate is compared with; :func:`board_operating_point` a board's
+  power and throughput for phases under a limit and a lock (the benchmark's bound of what levers allow).
 - Physics variants (robustness runs): :data:`VARIANTS` by name, :func:`physics_variant`, and the
   emulator's side of one, :func:`variant_profile` and :func:`variant_jobs` (the controller's view stays
   the unmodified profile and the Pods).
@@ -24,6 +29,16 @@ from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.emulation.hwsemconv import components
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
+from joulie_simulator.physics.gpu import Phase, board_operating_point
+from joulie_simulator.physics.gpusignals import (
+    QUIET,
+    ActivityTraits,
+    GpuSignals,
+    TelemetryNoise,
+    board_signals,
+    draw_traits,
+    mean_compute_share,
+)
 from joulie_simulator.physics.model import Load, NodeState, initial_state
 from joulie_simulator.physics.variants import (
     CALIBRATED,
@@ -33,9 +48,11 @@ from joulie_simulator.physics.variants import (
     variant_jobs,
     variant_profile,
 )
-from joulie_simulator.workload.engine import Engine, JobRun, speed_from_state
+from joulie_simulator.workload.engine import Engine, JobRun, job_phases, lock_ratio, speed_from_state
 
 __all__ = [
-    "CALIBRATED", "VARIANTS", "Emulator", "Engine", "FacilityLive", "JobRun", "Load", "NodeState", "PhysicsVariant", "components",
-    "initial_state", "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
+    "ActivityTraits", "CALIBRATED", "Emulator", "Engine", "FacilityLive", "GpuSignals", "JobRun", "Load", "NodeState",
+    "Phase", "PhysicsVariant", "QUIET", "TelemetryNoise", "VARIANTS", "board_operating_point", "board_signals",
+    "components", "draw_traits", "initial_state", "job_phases", "lock_ratio", "mean_compute_share",
+    "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
 ]

@@ -1,5 +1,5 @@
-"""kubectl joulie: status | top | node NAME | pods  (energy state from NodeTwin and NodeHardware) | receipt POD |
-receipts  (energy receipts from the Pods' joulie.io/energy-receipt annotation)."""
+"""kubectl joulie: status | top | node NAME | pods | jobs  (energy state from NodeTwin and NodeHardware) |
+receipt POD | receipts  (energy receipts from the Pods' joulie.io/energy-receipt annotation)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     node = sub.add_parser("node", help="one node in detail")
     node.add_argument("name")
     sub.add_parser("pods", help="where performance and standard pods run")
+    sub.add_parser("jobs", help="per GPU Pod: the lever (cap, clock lock), the estimate and the predicted slowdown")
     receipt = sub.add_parser("receipt", help="one Pod's energy receipt (energy by device, saved by caps)")
     receipt.add_argument("pod")
     receipt.add_argument("-n", "--namespace", default="default")
@@ -130,6 +131,12 @@ def run(argv: list[str] | None = None, *, console: Console | None = None,
         _, pods = views(state, now)
         out.print(render.placement_text(pods))
         out.print(render.pods_table(pods))
+    elif args.command == "jobs":
+        jobs = model.job_rows(state.twins)
+        if not jobs:
+            out.print("No per-Pod decisions: the work-aware policy (POLICY_TYPE=work_aware_v1) writes them for GPU Pods.")
+        else:
+            out.print(render.jobs_table(jobs))
     elif args.command == "node":
         rows, pods = views(state, now)
         match = [r for r in rows if args.name in (r.node, r.raw_twin.get("metadata", {}).get("name"))]

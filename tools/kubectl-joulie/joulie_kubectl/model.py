@@ -434,3 +434,47 @@ def receipt_json(row: ReceiptRow) -> dict[str, Any]:
 def total_json(t: ReceiptTotal) -> dict[str, Any]:
     return {"pods": t.pods, "running": t.running, "energyJ": {**t.energy_j, "total": t.total_j}, "savedJ": t.saved_j,
             "savedRangeJ": [t.saved_low_j, t.saved_high_j], "addedS": t.added_s}
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One GPU Pod's decision as the controller wrote it (NodeTwin status.capDecision.pods)."""
+
+    node: str
+    pod: str
+    lever: str
+    compute_share: float | None
+    draw: float | None
+    observations: int
+    predicted_slowdown_pct: float | None
+    budget_pct: float | None
+    budget_source: str
+    setting: str
+    """What the lever is on the node: the GPU cap and clock lock the spec holds."""
+
+
+def job_rows(twins: Iterable[Mapping[str, Any]]) -> list[JobRow]:
+    """Every Pod decision in the twins, by node then Pod."""
+    out = []
+    for twin in twins:
+        node = str(_get(twin, "spec", "nodeName") or _get(twin, "metadata", "name") or "")
+        decision = _get(twin, "status", "capDecision")
+        pods = _get(decision, "pods")
+        if not isinstance(pods, list):
+            continue
+        cap = _num(_get(twin, "spec", "gpu", "powerCap", "capPctOfMax"))
+        lock = lock_text(_get(twin, "spec", "gpu", "clockLock"))
+        setting = ", ".join(p for p in ((f"cap {cap:g}% of max" if cap is not None else ""),
+                                        (f"lock {lock}" if lock != "-" else "")) if p) or "-"
+        for p in pods:
+            if not isinstance(p, Mapping):
+                continue
+            obs = _num(p.get("observations"))
+            out.append(JobRow(
+                node=node, pod=str(p.get("pod") or "-"), lever=str(p.get("lever") or "-"),
+                compute_share=_num(p.get("estimatedComputeShare")), draw=_num(p.get("estimatedDraw")),
+                observations=int(obs) if obs is not None else 0,
+                predicted_slowdown_pct=_num(p.get("predictedSlowdownPct")), budget_pct=_num(p.get("budgetPct")),
+                budget_source=str(p.get("budgetSource") or "-"), setting=setting,
+            ))
+    return sorted(out, key=lambda r: (r.node, r.pod))

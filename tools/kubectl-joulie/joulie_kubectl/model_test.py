@@ -125,3 +125,26 @@ def test_the_gpu_clock_lock_shows_its_spec_and_what_the_boards_read_back() -> No
     assert "GPU clock lock" in out and "1500 MHz" in out and "Agent GPU clock lock" in out
     pct = node_rows([{**twin, "spec": {"nodeName": "gpu-1", "gpu": {"clockLock": {"pctOfMax": 70}}}}], [hw], [], [], NOW)[0]
     assert pct.gpu_cap == "-, lock 70% of max"
+
+
+def test_jobs_show_each_gpu_pods_lever_estimate_and_predicted_slowdown_against_its_budget() -> None:
+    from rich.console import Console
+
+    from joulie_kubectl.model import job_rows
+    from joulie_kubectl.render import jobs_table
+
+    decode = {"pod": "ml/decode", "lever": "lock", "estimatedComputeShare": 0.08, "estimatedDraw": 0.31,
+              "observations": 12, "predictedSlowdownPct": 2.4, "budgetPct": 3, "budgetSource": "cluster"}
+    fresh = {"pod": "ml/new", "lever": "lock", "estimatedComputeShare": 0.26, "estimatedDraw": 0.7,
+             "observations": 0, "predictedSlowdownPct": 9.5, "budgetPct": 10, "budgetSource": "annotation"}
+    twin = {"spec": {"nodeName": "gpu-1", "gpu": {"powerCap": {"capPctOfMax": 77.5}, "clockLock": {"pctOfMax": 77.5}}},
+            "status": {"capDecision": {"gpuClockLockPctOfMax": 77.5, "pods": [fresh, decode]}}}
+    rows = job_rows([twin, {"spec": {"nodeName": "cpu-1"}, "status": {"capDecision": {"reason": "cpu only"}}}])
+    assert [r.pod for r in rows] == ["ml/decode", "ml/new"]
+    assert rows[0].setting == "cap 77.5% of max, lock 77.5% of max" and rows[0].compute_share == 0.08
+    console = Console(width=250, record=True)
+    console.print(jobs_table(rows))
+    out = console.export_text()
+    line = next(x for x in out.splitlines() if "ml/decode" in x)
+    assert "lock" in line and "0.08" in line and "0.31" in line and "+2.4%" in line and "3%" in line and "cluster" in line
+    assert "0 (kind prior)" in next(x for x in out.splitlines() if "ml/new" in x)

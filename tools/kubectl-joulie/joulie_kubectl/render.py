@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from joulie_kubectl.model import NodeRow, PodRow, ReceiptRow, ReceiptTotal, Summary
+from joulie_kubectl.model import JobRow, NodeRow, PodRow, ReceiptRow, ReceiptTotal, Summary
 
 CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}
 POWER_STYLE = {"on": "", "suspending": "yellow", "off": "dim", "resuming": "cyan", "failed": "bold red"}
@@ -162,4 +162,27 @@ def receipts_table(rows: list[ReceiptRow], by_ns: dict[str, ReceiptTotal], clust
         table.add_row(Text(label, style="bold"), f"{t.pods} pods", f"{t.running} running", "",
                       *(_wh(t.energy_j.get(k, 0.0)) for k, _ in ENERGY_LABELS), Text(_wh(t.total_j), style="bold"),
                       _saved(t.saved_j, t.saved_low_j, t.saved_high_j), f"{t.added_s:.0f} s")
+    return table
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def jobs_table(rows: list[JobRow]) -> Table:
+    """Per GPU Pod: the lever, the estimate it was chosen from, the predicted slowdown against the budget."""
+    table = Table(header_style="bold")
+    for col in ("NODE", "POD", "LEVER", "NODE SETTING", "EST. COMPUTE SHARE", "EST. DRAW", "SAMPLES",
+                "PREDICTED SLOWDOWN", "BUDGET", "BUDGET FROM"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        predicted = "-" if r.predicted_slowdown_pct is None else f"+{r.predicted_slowdown_pct:.1f}%"
+        budget = "-" if r.budget_pct is None else f"{r.budget_pct:g}%"
+        over = r.predicted_slowdown_pct is not None and r.budget_pct is not None and \
+            r.predicted_slowdown_pct > r.budget_pct + 1e-9
+        table.add_row(
+            r.node, r.pod, r.lever, r.setting, _share(r.compute_share), _share(r.draw),
+            str(r.observations) if r.observations else "0 (kind prior)",
+            Text(predicted, style="red" if over else ""), budget, r.budget_source,
+        )
     return table

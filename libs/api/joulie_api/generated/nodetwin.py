@@ -222,6 +222,52 @@ class DeviceCapDecision(BaseModel):
     """
 
 
+class PodCapDecision(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    pod: Annotated[str | None, Field(max_length=320)] = None
+    """
+    namespace/name.
+    """
+    lever: Literal['none', 'cap', 'lock', 'cap+lock', 'probe'] | None = None
+    """
+    none (left fast), cap (power cap), lock (SM clock lock), cap+lock, or probe (a one-tick lock at a second clock ratio to learn the Pod's compute share).
+    """
+    estimated_compute_share: Annotated[
+        float | None, Field(alias='estimatedComputeShare', ge=0.0, le=1.0)
+    ] = None
+    """
+    The share of the Pod's time at full clock that scales with the SM clock (c, 0..1).
+    """
+    estimated_draw: Annotated[
+        float | None, Field(alias='estimatedDraw', ge=0.0, le=1.0)
+    ] = None
+    """
+    The Pod's draw above idle as a share of the board's dynamic range (u, 0..1).
+    """
+    observations: Annotated[int | None, Field(ge=0)] = None
+    """
+    Ticks of telemetry that moved the estimate (0 = its kind's prior).
+    """
+    predicted_slowdown_pct: Annotated[
+        float | None, Field(alias='predictedSlowdownPct', ge=0.0)
+    ] = None
+    """
+    The model's predicted slowdown of this Pod under the chosen lever, % longer.
+    """
+    budget_pct: Annotated[float | None, Field(alias='budgetPct', ge=0.0)] = None
+    """
+    The slowdown this Pod may be given, %.
+    """
+    budget_source: Annotated[
+        str | None, Field(alias='budgetSource', max_length=256)
+    ] = None
+    """
+    cluster (WORK_AWARE_SLOWDOWN_BUDGET_PCT), annotation (joulie.io/max-slowdown, within MAX_SLOWDOWN_CEILING_PCT), or "annotation ignored - " and why.
+    """
+
+
 class CapDecision(BaseModel):
     """
     Why the caps in spec were chosen, as the work-aware policy (work_aware_v1) predicts them from the Pods on the node; absent under other policies and on performance nodes.
@@ -242,6 +288,16 @@ class CapDecision(BaseModel):
     """
     cpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
     gpu: Annotated[DeviceCapDecision | None, Field(title='DeviceCapDecision')] = None
+    gpu_clock_lock_pct_of_max: Annotated[
+        float | None, Field(alias='gpuClockLockPctOfMax', ge=10.0, le=100.0)
+    ] = None
+    """
+    The SM clock lock the controller chose and wrote to spec.gpu.clockLock.pctOfMax, % of each board's maximum SM clock; absent when it set none. A lock in spec that differs from this one is an operator's, and the controller leaves it alone (docs/work-aware-caps.md).
+    """
+    pods: Annotated[list[PodCapDecision] | None, Field(max_length=32)] = None
+    """
+    Per GPU Pod on the node, what the work-aware policy chose and from what (its estimate from telemetry, or its kind's prior before any sample).
+    """
 
 
 class PowerStatus(BaseModel):

@@ -79,6 +79,8 @@ class Work:
     prior: KindPrior
     share: float
     """How much of the device group it occupies: boards for a GPU group, cores over node cores for CPUs."""
+    tau: float | None = None
+    """The slowdown this work may be given (0.1 = 10 % longer); None: the group's (``choose_cap``'s ``tau``)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,17 @@ class CapChoice:
     """Which work bound the choice (name and kind), or why nothing was capped."""
     capped: bool = False
     """False: the device stays at its reference limit (default or maximum)."""
+    lock_pct: float | None = None
+    """GPU only (``lever.choose_gpu_lever``): the SM clock lock, % of the board's maximum clock; None: no lock."""
+    slowdowns: tuple[float, ...] = ()
+    """Each work's predicted slowdown, in ``works`` order (``lever.choose_gpu_lever`` only)."""
+
+    @property
+    def lever(self) -> str:
+        """none, cap, lock or cap+lock."""
+        if self.lock_pct is not None:
+            return "cap+lock" if self.capped else "lock"
+        return "cap" if self.capped else "none"
 
 
 def throughput(clock_ratio: float, compute_share: float) -> float:
@@ -165,6 +178,15 @@ def evaluate(device: str, works: Sequence[Work], max_w: float, limit_w: float, d
     return Outcome(p * devices, tuple(throughput(r, w.prior.compute_share) for w in works))
 
 
+def over_budget(works: Sequence[Work], ref: Outcome, capped: Outcome, tau: float) -> bool:
+    """Whether any work's slowdown under ``capped`` exceeds its own budget (``Work.tau``, else ``tau``)."""
+    for w, a, b in zip(works, ref.speeds, capped.speeds, strict=True):
+        budget = w.tau if w.tau is not None else tau
+        if a / max(b, 1e-9) - 1.0 > budget + 1e-12:
+            return True
+    return False
+
+
 def worst_slowdown(works: Sequence[Work], ref: Outcome, capped: Outcome) -> tuple[float, str]:
     """The largest slowdown of ``capped`` against ``ref`` over the works, and which work it is."""
     worst, driver = 0.0, ""
@@ -188,7 +210,7 @@ def choose_cap(
 ) -> CapChoice:
     """The cap (% of ``max_w``) with the lowest node energy per unit of work whose predicted slowdown,
     against the reference limit ``ref_w`` (the device's default limit; ``max_w`` when None), stays
-    within ``tau`` for every work on the device group. Never above the reference: "uncapped" means
+    within each work's own budget (``Work.tau``, else ``tau``) for every work on the device group. Never above the reference: "uncapped" means
     the device runs as the operator set it up.
 
     ``other_w`` is what the rest of the node draws meanwhile (it is paid for longer when work slows);
@@ -212,7 +234,7 @@ def choose_cap(
     while pct >= lowest - 1e-9:
         o = evaluate(device, works, max_w, max_w * pct / 100.0, devices)
         sd, driver = worst_slowdown(works, base_o, o)
-        if sd > tau + 1e-12:
+        if over_budget(works, base_o, o, tau):
             break  # slowdown only grows as the cap falls
         e = energy(o)
         if e < best_energy * (1.0 - 1e-4):

@@ -106,6 +106,11 @@ class PodInfo:
         return (self.labels.get(LABEL_WORKLOAD_KIND) or self.annotations.get(LABEL_WORKLOAD_KIND) or "").strip()
 
 
+def pod_key(pod: PodInfo) -> str:
+    """"namespace/name": how per-Pod data (telemetry samples, estimates, decisions) names a Pod."""
+    return f"{pod.namespace}/{pod.name}"
+
+
 def trusted(pod: PodInfo, namespaces: Iterable[str]) -> bool:
     """Whether the Pod's own word on its class and kind counts: its namespace is one an operator
     listed (TRUSTED_NAMESPACES), or the list holds ``*``."""

@@ -19,6 +19,7 @@ from typing import Protocol
 from joulie_api.names import PROFILE_PERFORMANCE
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView, NodeInfo
+from joulie_controller.model.jobestimate import JobEstimate
 from joulie_controller.settings import Settings
 
 
@@ -47,6 +48,23 @@ class PolicyPlan:
 
 
 @dataclass(frozen=True)
+class PodDecision:
+    """What the work-aware policy chose for one Pod's GPU work, and from what."""
+
+    pod: str
+    """namespace/name."""
+    lever: str
+    """none, cap, lock, cap+lock or probe."""
+    compute_share: float
+    draw: float
+    observations: int
+    predicted_slowdown_pct: float
+    budget_pct: float
+    budget_source: str
+    """cluster, annotation, or "annotation ignored: …"."""
+
+
+@dataclass(frozen=True)
 class NodeCaps:
     """Caps a policy chose for one node, and why (written to NodeTwin status.capDecision)."""
 
@@ -63,6 +81,11 @@ class NodeCaps:
     """Whether any device is held under its reference limit (default, or maximum)."""
     cpu_capped: bool = False
     gpu_capped: bool = False
+    gpu_lock_pct: float | None = None
+    """SM clock lock chosen for the node's GPUs, % of each board's maximum SM clock (None: no lock
+    from the policy; written to NodeTwin spec.gpu.clockLock.pctOfMax)."""
+    pods: tuple[PodDecision, ...] = ()
+    """Per-Pod decisions on the node's GPU group (status.capDecision.pods)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +103,12 @@ class PolicyInput:
     budget_shed_w: float = 0.0
     """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
     after a restart): measured power already has it taken off."""
+    gpu_lock_pct: Mapping[str, float] = field(default_factory=dict)
+    """The SM clock lock the controller set and the node's NodeTwin holds, by node name (% of max;
+    absent: none of the controller's): the work-aware policy keeps it while it is as good."""
+    job_estimates: Mapping[str, JobEstimate] = field(default_factory=dict)
+    """Each running GPU Pod's estimate by "namespace/name" (from telemetry, kept across ticks); a
+    Pod absent here, or with no observations, is planned from its kind's prior."""
 
 
 class Policy(Protocol):

@@ -35,11 +35,14 @@ from dataclasses import dataclass, replace
 
 from joulie_api.names import PROFILE_PERFORMANCE
 from joulie_controller.model import capmodel
-from joulie_controller.model.capmodel import COMPUTE_BOUND, HOST_FEED, KIND_PRIORS, CapChoice, Work
+from joulie_controller.model.capmodel import COMPUTE_BOUND, HOST_FEED, KIND_PRIORS, CapChoice, KindPrior, Work
 from joulie_controller.model.fit import admits
-from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running, tenant_view
+from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running, pod_key, tenant_view
 from joulie_controller.model.hardware import HardwareView
-from joulie_controller.policies.plan import NodeCaps, PolicyInput, PolicyNode, PolicyPlan, performance_set
+from joulie_controller.model.lever import evaluate_locked
+from joulie_controller.model.slowdownbudget import pod_budget
+from joulie_controller.policies.joblever import PodContext, gpu_decision
+from joulie_controller.policies.plan import NodeCaps, PodDecision, PolicyInput, PolicyNode, PolicyPlan, performance_set
 from joulie_controller.policies.queueaware import queue_aware_count
 from joulie_controller.settings import Settings
 
@@ -64,37 +67,46 @@ class Group:
     """The limit "uncapped" means: a GPU's default limit (0 = its maximum), a CPU package's maximum."""
 
 
-def _gpu_work(pod: PodInfo) -> Work:
+def _gpu_work(pod: PodInfo, ctx: PodContext) -> Work:
+    """The Pod's GPU work: its estimate from telemetry once it has one (measured, so believed for any
+    tenant), else its kind's prior; performance Pods and unknown kinds without an estimate are
+    compute-bound (left fast)."""
     kind = pod.workload_kind
     prior = KIND_PRIORS.get(kind)
+    tau = ctx.tau(pod)
     if excludes_eco(pod):
-        return Work(pod.name, "performance", COMPUTE_BOUND, float(pod.gpu_request))
+        return Work(pod.name, "performance", COMPUTE_BOUND, float(pod.gpu_request), tau)
+    est = ctx.estimate(pod)
+    if est is not None:
+        return Work(pod.name, kind, KindPrior("gpu", est.c, est.u), float(pod.gpu_request), tau)
     if prior is None or prior.device != "gpu":
-        return Work(pod.name, kind, COMPUTE_BOUND, float(pod.gpu_request))
-    return Work(pod.name, kind, prior, float(pod.gpu_request))
+        return Work(pod.name, kind, COMPUTE_BOUND, float(pod.gpu_request), tau)
+    return Work(pod.name, kind, prior, float(pod.gpu_request), tau)
 
 
-def _cpu_work(pod: PodInfo, cores: int) -> Work:
+def _cpu_work(pod: PodInfo, cores: int, ctx: PodContext) -> Work:
     kind = pod.workload_kind
     share = pod.cpu_request / cores if cores > 0 else 0.0
+    tau = ctx.tau(pod)
     if excludes_eco(pod):
-        return Work(pod.name, "performance", COMPUTE_BOUND, share)
+        return Work(pod.name, "performance", COMPUTE_BOUND, share, tau)
     prior = KIND_PRIORS.get(kind)
-    if prior is not None and prior.device == "gpu":
-        return Work(pod.name, kind, HOST_FEED, share)
+    if (prior is not None and prior.device == "gpu") or (prior is None and ctx.estimate(pod) is not None):
+        return Work(pod.name, kind, HOST_FEED, share, tau)
     if prior is None:
-        return Work(pod.name, kind, COMPUTE_BOUND, share)
-    return Work(pod.name, kind, prior, share)
+        return Work(pod.name, kind, COMPUTE_BOUND, share, tau)
+    return Work(pod.name, kind, prior, share, tau)
 
 
-def groups(hw: HardwareView, pods: Sequence[PodInfo]) -> dict[str, Group]:
+def groups(hw: HardwareView, pods: Sequence[PodInfo], ctx: PodContext | None = None) -> dict[str, Group]:
     """The node's device groups with the running Pods on each (a GPU Pod also uses the CPU: host feed)."""
+    ctx = ctx or PodContext()
     out: dict[str, Group] = {}
     if hw.gpu_count > 0 and hw.gpu_max_w > 0:
-        works = tuple(_gpu_work(p) for p in pods if p.gpu_request > 0)
+        works = tuple(_gpu_work(p, ctx) for p in pods if p.gpu_request > 0)
         out["gpu"] = Group("gpu", works, hw.gpu_max_w, hw.gpu_min_w, hw.gpu_count, hw.gpu_default_w or hw.gpu_max_w)
     if hw.cpu_max_w_per_socket > 0:
-        works = tuple(_cpu_work(p, hw.cpu_cores) for p in pods if p.cpu_request > 0)
+        works = tuple(_cpu_work(p, hw.cpu_cores, ctx) for p in pods if p.cpu_request > 0)
         out["cpu"] = Group("cpu", works, hw.cpu_max_w_per_socket, hw.cpu_min_w_per_socket, max(1, hw.cpu_sockets),
                            hw.cpu_max_w_per_socket)
     return out
@@ -119,23 +131,40 @@ def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -
     return rest * min(1.0, max(0.0, occupied))
 
 
-def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float) -> NodeCaps:
-    """The caps for one eco node from the work on it, with the reason."""
-    gs = groups(node.hardware, pods)
+def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float,
+              ctx: PodContext | None = None, current_lock_pct: float | None = None) -> NodeCaps:
+    """The caps (and GPU clock lock) for one eco node from the work on it, with the reason: the GPUs
+    by ``joblever.gpu_decision`` (cap, lock or both), the CPUs by ``choose_cap`` (caps only)."""
+    ctx = ctx or PodContext()
+    gs = groups(node.hardware, pods, ctx)
     choices: dict[str, CapChoice] = {}
+    decisions: tuple[PodDecision, ...] = ()
+    lever = ""
     for key, g in gs.items():
-        choices[key] = capmodel.choose_cap(g.device, g.works, g.max_w, g.min_w, _other_w(g, gs, measured_w),
-                                           tau, g.devices, g.ref_w)
-    return _caps_from(choices)
+        other_w = _other_w(g, gs, measured_w)
+        if key == "gpu":
+            gpu_pods = [p for p in pods if p.gpu_request > 0]
+            choices[key], lever, decisions = gpu_decision(g.works, gpu_pods, ctx, g.max_w, g.min_w, other_w, tau,
+                                                          g.ref_w, current_lock_pct)
+        else:
+            choices[key] = capmodel.choose_cap(g.device, g.works, g.max_w, g.min_w, other_w, tau, g.devices, g.ref_w)
+    caps = _caps_from(choices, probe=lever == "probe")
+    return replace(caps, pods=decisions) if decisions else caps
 
 
-def _caps_from(choices: dict[str, CapChoice], prefix: str = "") -> NodeCaps:
+def _caps_from(choices: dict[str, CapChoice], prefix: str = "", probe: bool = False) -> NodeCaps:
     parts = []
     for key in ("gpu", "cpu"):
         c = choices.get(key)
         if c is None:
             continue
-        if not c.capped:
+        if probe:
+            parts.append(f"{key} {c.driver}: predicted +{c.predicted_slowdown * 100:.1f} % time")
+        elif c.lock_pct is not None:
+            cap = f"cap {c.pct_of_max:g} % of max" if c.capped else f"uncapped ({c.pct_of_max:g} % of max)"
+            parts.append(f"{key} clock locked at {c.lock_pct:g} % of max, {cap}, bound by {c.driver}: predicted "
+                         f"+{c.predicted_slowdown * 100:.1f} % time, -{c.predicted_saving * 100:.1f} % energy per work")
+        elif not c.capped:
             parts.append(f"{key} uncapped ({c.pct_of_max:g} % of max): {c.driver}")
         else:
             parts.append(f"{key} {c.pct_of_max:g} % of max, bound by {c.driver}: predicted "
@@ -151,9 +180,10 @@ def _caps_from(choices: dict[str, CapChoice], prefix: str = "") -> NodeCaps:
         gpu_saving_pct=round(gpu.predicted_saving * 100, 2) if gpu else 0.0,
         cpu_driver=cpu.driver if cpu else "",
         gpu_driver=gpu.driver if gpu else "",
-        capped=any(c.capped for c in choices.values()),
+        capped=any(c.capped or c.lock_pct is not None for c in choices.values()),
         cpu_capped=bool(cpu and cpu.capped),
-        gpu_capped=bool(gpu and gpu.capped),
+        gpu_capped=bool(gpu and (gpu.capped or gpu.lock_pct is not None)),
+        gpu_lock_pct=gpu.lock_pct if gpu else None,
     )
 
 
@@ -236,6 +266,9 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
         if is_running(p):
             by_node.setdefault(p.node_name, []).append(p)
     tau = max(0.0, s.policy.slowdown_budget_pct) / 100.0
+    ctx = PodContext(inp.job_estimates, {
+        pod_key(p): pod_budget(p, s.policy.slowdown_budget_pct, s.policy.slowdown_annotation_namespaces,
+                               s.policy.max_slowdown_ceiling_pct) for p in pods_seen})
     caps: dict[str, NodeCaps] = {}
     perf = set(floor)
     candidates: set[str] = set()
@@ -250,7 +283,7 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
             caps[n.name] = uncapped(n, "runs performance Pods")
             continue
         candidates.add(n.name)
-        c = node_caps(n, pods, inp.measured_w.get(n.name), tau)
+        c = node_caps(n, pods, inp.measured_w.get(n.name), tau, ctx, inp.gpu_lock_pct.get(n.name))
         caps[n.name] = c
         if not c.capped:
             perf.add(n.name)
@@ -262,15 +295,23 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
     notes: list[str] = []
     shed_w = 0.0
     if s.policy.power_budget_w > 0:
-        caps, lowered, shed_w, note = _within_budget(inp, candidates, by_node, caps)
+        caps, lowered, shed_w, note = _within_budget(inp, candidates, by_node, caps, ctx)
         perf -= lowered
         if note:
             notes.append(note)
     return PolicyPlan(WORK_AWARE, frozenset(perf), node_caps=caps, notes=tuple(notes), budget_shed_w=shed_w)
 
 
+def _at(g: Group, pct: float, caps: NodeCaps) -> capmodel.Outcome:
+    """The group under a cap of ``pct`` % of max, and the GPU clock lock the node's caps hold."""
+    if g.device == "gpu" and caps.gpu_lock_pct is not None:
+        return evaluate_locked(g.works, g.max_w, g.max_w * pct / 100.0, caps.gpu_lock_pct / 100.0)
+    return capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * pct / 100.0, g.devices)
+
+
 def _within_budget(
-    inp: PolicyInput, candidates: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps]
+    inp: PolicyInput, candidates: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps],
+    ctx: PodContext | None = None,
 ) -> tuple[dict[str, NodeCaps], set[str], float, str]:
     """Lower caps on the ``candidates`` (nodes without performance Pods, outside the floor), least
     predicted slowdown per watt first, until the predicted saving reaches the shed (the integral of
@@ -289,7 +330,7 @@ def _within_budget(
     for n in inp.nodes:
         if n.name not in candidates:
             continue
-        gs[n.name] = groups(n.hardware, by_node.get(n.name, []))
+        gs[n.name] = groups(n.hardware, by_node.get(n.name, []), ctx)
         for key, g in gs[n.name].items():
             # Declared compute-bound work is left alone; work of no (known) kind is not: unknown work
             # under a budget is capped like the rest (issue 36: a Pod naming no kind escaped the budget).
@@ -304,12 +345,17 @@ def _within_budget(
         best: tuple[float, tuple[str, str], float, float] | None = None
         for where, cur in pct.items():
             g = gs[where[0]][where[1]]
-            nxt = max(floor, g.min_w / g.max_w * 100.0, cur - BUDGET_STEP_PCT)
+            lowest = max(floor, g.min_w / g.max_w * 100.0)
+            nxt = max(lowest, cur - BUDGET_STEP_PCT)
             if nxt >= cur - 1e-9:
                 continue
-            now = capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * cur / 100.0, g.devices)
-            then = capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * nxt / 100.0, g.devices)
+            now = _at(g, cur, caps[where[0]])
+            then = _at(g, nxt, caps[where[0]])
             saved = now.power_w - then.power_w
+            while saved <= 1e-6 and nxt > lowest + 1e-9:  # a cap above a locked board's draw binds nothing yet
+                nxt = max(lowest, nxt - BUDGET_STEP_PCT)
+                then = _at(g, nxt, caps[where[0]])
+                saved = now.power_w - then.power_w
             if saved <= 1e-6:
                 continue
             lost = (capmodel.worst_slowdown(g.works, refs[where], then)[0]
@@ -328,7 +374,7 @@ def _within_budget(
             continue
         c = out[name]
         g = gs[name][key]
-        ref, at = refs[(name, key)], capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * p / 100.0, g.devices)
+        ref, at = refs[(name, key)], _at(g, p, caps[name])
         sd = round(capmodel.worst_slowdown(g.works, ref, at)[0] * 100, 2)
         # Device energy per work only: the rest of the node is not known here.
         saving = round((1.0 - (at.power_w / at.rate(g.works)) / (ref.power_w / ref.rate(g.works))) * 100, 2)

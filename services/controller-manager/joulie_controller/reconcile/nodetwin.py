@@ -16,10 +16,12 @@ from joulie_api.generated.nodetwin import (
     DeviceCapDecision,
     EffectiveCapState,
     GPUCapSpec,
+    GPUClockLock,
     GPUPowerCap,
     NodeTwin,
     NodeTwinSpec,
     NodeTwinStatus,
+    PodCapDecision,
     PolicyRef,
     PowerMeasurement,
     PowerSpec,
@@ -28,13 +30,13 @@ from joulie_api.generated.nodetwin import (
 from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
 from joulie_controller.model import twin
 from joulie_controller.model.caps import Caps
-from joulie_controller.policies.plan import NodeCaps
+from joulie_controller.policies.plan import NodeCaps, PodDecision
 from joulie_controller.power import powerstate
 from joulie_controller.readings.values import PowerSource
 
 
 def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str,
-                 power: str | None = None) -> NodeTwinSpec:
+                 power: str | None = None, gpu_lock_pct: float | None = None) -> NodeTwinSpec:
     if caps.cpu.pct_of_max is not None:
         cpu = CPUCapSpec(package_power_cap_pct_of_max=caps.cpu.pct_of_max)
     elif caps.cpu.watts is not None and caps.cpu.watts >= 1:
@@ -43,8 +45,10 @@ def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_nam
         cpu = CPUCapSpec()  # {}: the agent leaves the CPU cap as it is
     gpu = None
     if caps.gpu is not None:
+        lock = GPUClockLock(pct_of_max=round(gpu_lock_pct, 1)) if gpu_lock_pct is not None else None
         gpu = GPUCapSpec(power_cap=GPUPowerCap(
-            scope="perGpu", cap_pct_of_max=caps.gpu.pct_of_max, cap_watts_per_gpu=caps.gpu.watts_per_gpu))
+            scope="perGpu", cap_pct_of_max=caps.gpu.pct_of_max, cap_watts_per_gpu=caps.gpu.watts_per_gpu),
+            clock_lock=lock)
     return NodeTwinSpec(
         node_name=node,
         profile=cast(Literal["performance", "eco"], profile),
@@ -60,26 +64,52 @@ def dump(model: Any) -> dict[str, Any]:
     return cast(dict[str, Any], model.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def owned_spec(spec: NodeTwinSpec) -> NodeTwinSpec:
-    """The spec without the fields the controller does not own: a GPU clock lock is set by an operator
-    (the controller never writes one), so the controller neither compares nor re-applies it and its
-    server-side apply leaves it to its owner."""
+def recorded_lock(existing: NodeTwin | None) -> float | None:
+    """The clock lock the controller last chose for the node (status.capDecision.gpuClockLockPctOfMax)."""
+    st = existing.status if existing is not None else None
+    return st.cap_decision.gpu_clock_lock_pct_of_max if st is not None and st.cap_decision is not None else None
+
+
+def controllers_lock(existing: NodeTwin | None) -> float | None:
+    """The spec's clock lock when it is the controller's: ``pctOfMax`` equal to the lock its status
+    records choosing. Any other lock in spec is an operator's."""
+    recorded = recorded_lock(existing)
+    lock = existing.spec.gpu.clock_lock if existing is not None and existing.spec.gpu is not None else None
+    if recorded is None or lock is None or lock.max_mhz is not None or lock.pct_of_max is None:
+        return None
+    return recorded if abs(lock.pct_of_max - recorded) < 1e-6 else None
+
+
+def operators_lock(existing: NodeTwin | None) -> bool:
+    """Does the spec hold a clock lock the controller did not set (an operator's, left alone)?"""
+    lock = existing.spec.gpu.clock_lock if existing is not None and existing.spec.gpu is not None else None
+    return lock is not None and controllers_lock(existing) is None
+
+
+def owned_spec(spec: NodeTwinSpec, controller_lock_pct: float | None = None) -> NodeTwinSpec:
+    """The spec without the fields the controller does not own. The GPU clock lock is the
+    controller's only while it is the lock the work-aware policy chose (``controller_lock_pct``, the
+    one status.capDecision records); any other lock is an operator's: the controller neither compares
+    nor re-applies it, and its server-side apply leaves it to its owner."""
     if spec.gpu is None or spec.gpu.clock_lock is None:
+        return spec
+    lock = spec.gpu.clock_lock
+    if controller_lock_pct is not None and lock.max_mhz is None and lock.pct_of_max == controller_lock_pct:
         return spec
     gpu = spec.gpu.model_copy(update={"clock_lock": None})
     return spec.model_copy(update={"gpu": gpu if dump(gpu) else None})
 
 
-def spec_unchanged(existing: NodeTwinSpec, desired: NodeTwinSpec) -> bool:
+def spec_unchanged(existing: NodeTwinSpec, desired: NodeTwinSpec, controller_lock_pct: float | None = None) -> bool:
     """Does the cluster already hold the spec the controller would write (the fields it owns)?"""
-    return dump(owned_spec(existing)) == dump(desired)
+    return dump(owned_spec(existing, controller_lock_pct)) == dump(desired)
 
 
 def _r(x: float, digits: int = 1) -> float:
     return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
+def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = None) -> CapDecision:
     """NodeTwin status.capDecision: the work-aware policy's choice, explained. A device held at its
     reference limit carries only the reason (no prediction: nothing was traded)."""
 
@@ -98,7 +128,18 @@ def cap_decision(work: NodeCaps, tau_pct: float) -> CapDecision:
         slowdown_budget_pct=_r(tau_pct, 2),
         cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
         gpu=DeviceCapDecision(**gpu) if gpu is not None else None,
+        gpu_clock_lock_pct_of_max=round(lock_written, 1) if lock_written is not None else None,
+        pods=[pod_decision(p) for p in work.pods[:32]] or None,
     )
+
+
+def pod_decision(p: PodDecision) -> PodCapDecision:
+    return PodCapDecision(
+        pod=p.pod[:320], lever=cast(Literal["none", "cap", "lock", "cap+lock", "probe"], p.lever),
+        estimated_compute_share=_r(min(1.0, max(0.0, p.compute_share)), 3),
+        estimated_draw=_r(min(1.0, max(0.0, p.draw)), 3), observations=max(0, p.observations),
+        predicted_slowdown_pct=_r(max(0.0, p.predicted_slowdown_pct), 2), budget_pct=_r(max(0.0, p.budget_pct), 2),
+        budget_source=p.budget_source[:256])
 
 
 def power_status(status: powerstate.PowerStatus) -> PowerStatusModel:
@@ -209,12 +250,57 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
     return out
 
 
+# The capDecision numbers that move with every tick's telemetry once Pods are planned from their
+# estimates, and the least move worth a write (None: never on its own, refreshed with the next write).
+# Without this a GPU node running Pods would write its status every tick for the third decimal of
+# an estimate. What the policy chose (caps, lock, drivers, levers, budgets) always counts.
+_DEVICE_BANDS: Final = (("predictedSlowdownPct", 0.5), ("predictedEnergySavingPct", 1.0))
+_POD_BANDS: Final = (("estimatedComputeShare", 0.05), ("estimatedDraw", 0.05), ("predictedSlowdownPct", 0.5),
+                     ("observations", None))
+
+
+def _within(new: Any, old: Any, bands: tuple[tuple[str, float | None], ...]) -> bool:
+    """Do two objects differ only in the banded numbers, each by less than its band?"""
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return bool(new == old)
+    banded = {k for k, _ in bands}
+    if {k: v for k, v in new.items() if k not in banded} != {k: v for k, v in old.items() if k not in banded}:
+        return False
+    for key, band in bands:
+        a, b = new.get(key), old.get(key)
+        if (a is None) != (b is None):
+            return False
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and band is not None and abs(a - b) >= band:
+            return False
+    return True
+
+
+def decision_within(desired: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
+    """``desired`` with status.capDecision put back as ``existing`` holds it when the choice is the same
+    and only its predictions and estimates moved, each by less than its band (the reason's figures
+    included: it is kept with the rest)."""
+    new, old = desired.get("capDecision"), existing.get("capDecision")
+    if not isinstance(new, dict) or not isinstance(old, dict) or new == old:
+        return desired
+    fixed = ("slowdownBudgetPct", "gpuClockLockPctOfMax")
+    if any(new.get(k) != old.get(k) for k in fixed):
+        return desired
+    if not all(_within(new.get(d), old.get(d), _DEVICE_BANDS) for d in ("cpu", "gpu")):
+        return desired
+    new_pods, old_pods = new.get("pods") or [], old.get("pods") or []
+    if len(new_pods) != len(old_pods) or not all(_within(a, b, _POD_BANDS) for a, b in zip(new_pods, old_pods, strict=True)):
+        return desired
+    out = dict(desired)
+    out["capDecision"] = old
+    return out
+
+
 def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None, now: datetime,
                        refresh_after: float, deadband_pct: float = 0.0, held: dict[str, Any] | None = None) -> bool:
     """Whether ``desired`` is worth a write over ``existing`` (``held``: ``owned_status(existing)``, when
     the caller already has it)."""
     held = owned_status(existing) if held is None else held
-    if measured_within(dump(desired), held, deadband_pct) != held:
+    if decision_within(measured_within(dump(desired), held, deadband_pct), held) != held:
         return True
     last = existing.last_updated if existing is not None else None
     return last is None or (now - last).total_seconds() >= refresh_after

@@ -51,16 +51,22 @@ class Reuse:
         self.desired[node] = (key, spec, body)
         return spec, body
 
-    def held_spec(self, name: str, existing: NodeTwin) -> dict[str, Any]:
-        """``dump(owned_spec(existing.spec))``, for the same spec object or the same twin's same generation."""
+    def held_spec(self, name: str, existing: NodeTwin, controller_lock_pct: float | None = None) -> dict[str, Any]:
+        """``dump(owned_spec(existing.spec, controller_lock_pct))``, for the same spec object or the same
+        twin's same generation, with the same lock counted as the controller's."""
         meta = existing.metadata or {}
         generation, uid = meta.get("generation"), meta.get("uid")
-        # The generation moves with the spec alone; the uid tells a twin deleted and created again.
-        token: object = ("generation", uid, generation) if isinstance(generation, int) and uid else existing.spec
+        # The generation moves with the spec alone; the uid tells a twin deleted and created again. Whose
+        # clock lock it is comes from the status (capDecision), which moves no generation: part of the key.
+        token: object = (
+            ("generation", uid, generation, controller_lock_pct)
+            if isinstance(generation, int) and uid
+            else (existing.spec, controller_lock_pct)
+        )
         entry = self.held_specs.get(name)
         if entry is not None and (entry[0] is token or (isinstance(token, tuple) and entry[0] == token)):
             return entry[1]
-        body = dump(owned_spec(existing.spec))
+        body = dump(owned_spec(existing.spec, controller_lock_pct))
         self.held_specs[name] = (token, body)
         return body
 

@@ -15,6 +15,7 @@ from joulie_api.names import TAINT_SUSPENDED, TAINT_SUSPENDED_EFFECT
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps
 from joulie_controller.model.hardware import NodeInfo, Taint
+from joulie_controller.model.jobestimate import GpuSample, JobEstimate
 from joulie_controller.policies.plan import PolicyPlan
 from joulie_controller.power.history import PowerHistory
 from joulie_controller.power.powerstate import BmcReading, PowerAction
@@ -38,6 +39,9 @@ class Snapshot:
     no_data_source: str = SOURCE_NO_DATA
     bmc: Mapping[str, BmcReading] = field(default_factory=dict)
     """What each node's BMC read this tick, by node name; a node absent here has no BMC (never suspended)."""
+    gpu_samples: Mapping[str, Sequence[GpuSample]] = field(default_factory=dict)
+    """Each running GPU Pod's per-GPU samples this tick, by "namespace/name" (a Pod absent here keeps
+    its estimate where it was)."""
 
 
 @dataclass
@@ -56,6 +60,8 @@ class Memory:
     """The power policy's arrivals, timed resumes and power-offs (forecast, warm pool, wear levelling)."""
     warm: dict[str, WarmNeed] = field(default_factory=dict)
     """The last tick's warm-pool needs (forecast_suspend_v1), for ``TickResult.warm``."""
+    job_estimates: dict[str, JobEstimate] = field(default_factory=dict)
+    """Each running GPU Pod's estimate by "namespace/name" (dropped when the Pod is gone)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,7 @@ def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> S
     ]
     nodes = [apply_power_action(n, result.power) for n in nodes]
     return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
-                    snap.no_data_source, snap.bmc)
+                    snap.no_data_source, snap.bmc, snap.gpu_samples)
 
 
 SUSPENDED_TAINT = Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT)

@@ -21,21 +21,24 @@ import math
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from joulie_api.generated.nodetwin import NodeTwinSpec, NodeTwinStatus, PowerSpec
+from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus, PowerSpec
 from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps, compute_caps
 from joulie_controller.model.hardware import HardwareView, NodeInfo, from_labels
-from joulie_controller.policies.plan import PolicyInput, PolicyNode, PolicyPlan
+from joulie_controller.policies.plan import NodeCaps, PolicyInput, PolicyNode, PolicyPlan
 from joulie_controller.policies.registry import plan
 from joulie_controller.power import powerstate
 from joulie_controller.power.forecast import forecast
 from joulie_controller.power.powerstate import PowerDecision
 from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
 from joulie_controller.readings.values import SOURCE_PROMETHEUS
+from joulie_controller.reconcile.estimates import update_estimates
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
+    controllers_lock,
     desired_spec,
+    operators_lock,
     owned_spec,
     owned_status,
     power_status,
@@ -165,6 +168,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     perf_pods = fsm.count_performance_pods(snap.pods)
     views = _hardware_views(nodes, snap, s, memory, log)
     measured: Measured = {n.name: _measured(n.name, snap, log) for n in nodes}
+    memory.job_estimates = update_estimates(memory.job_estimates, snap.pods, views, snap.gpu_samples,
+                                            s.trusted_namespaces)
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
     # Guard and caps first: rack power needs every node's capped budget.
     staged = [_guard_and_caps(n, views[n.name], perf_pods.get(n.name, 0), decided, snap, s, memory, log)
@@ -228,11 +233,23 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         measured_w={k: v for k, (v, _) in measured.items() if v is not None},
         trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
+        job_estimates=memory.job_estimates,
+        gpu_lock_pct=_controllers_locks(nodes, snap),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
     log.extend(decided.notes)
     return decided
+
+
+def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float]:
+    """The SM clock lock each node's NodeTwin holds that the controller set (``controllers_lock``)."""
+    out: dict[str, float] = {}
+    for n in nodes:
+        lock = controllers_lock(snap.twins.get(object_name_for_node(n.name)))
+        if lock is not None:
+            out[n.name] = lock
+    return out
 
 
 def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decided: PolicyPlan, snap: Snapshot,
@@ -301,6 +318,19 @@ def _trend(n: NodeInfo, hw: HardwareView, power_w: float | None, snap: Snapshot,
     return trend
 
 
+def _lock_to_write(work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory,
+                   log: list[str]) -> float | None:
+    """The SM clock lock the controller writes: the policy's, unless the node is draining or an
+    operator's lock is in spec (then the operator's stays, and the policy's is dropped with a note)."""
+    if work is None or work.gpu_lock_pct is None or draining:
+        return None
+    if operators_lock(existing):
+        _warn_once(memory, log, (node, "operator-lock"), f"node {node}: spec.gpu.clockLock is an operator's: "
+                   f"kept, the policy's lock of {work.gpu_lock_pct:g} % not written")
+        return None
+    return work.gpu_lock_pct
+
+
 def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str], rack_power: dict[str, float],
                decided: PolicyPlan, power_plan: PowerDecision, snap: Snapshot, s: Settings, memory: Memory,
                log: list[str]) -> tuple[NodeWrite | None, NodeOutcome]:
@@ -308,9 +338,12 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     n, guarded, caps = st.node, st.guarded, st.caps
     obj_name = object_name_for_node(n.name)
     existing = snap.twins.get(obj_name)
-    spec_inputs = (guarded.profile, guarded.draining, caps, decided.policy_name, power_plan.desired.get(n.name))
+    work = decided.node_caps.get(n.name)
+    lock = _lock_to_write(work, guarded.draining, existing, n.name, memory, log)
+    spec_inputs = (guarded.profile, guarded.draining, caps, decided.policy_name, power_plan.desired.get(n.name), lock)
     spec, spec_body = memory.reuse.desired_spec(n.name, spec_inputs, lambda: desired_spec(n.name, *spec_inputs))
-    spec_write = None if existing is not None and memory.reuse.held_spec(obj_name, existing) == spec_body else spec
+    held_spec = memory.reuse.held_spec(obj_name, existing, controllers_lock(existing)) if existing is not None else None
+    spec_write = None if held_spec == spec_body else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
     power_w, source = measured
@@ -328,8 +361,8 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
         rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
         cluster_power_w=snap.facility.it_power_w,
     ))
-    work = decided.node_caps.get(n.name)
-    decision = cap_decision(work, s.policy.slowdown_budget_pct) if work is not None and not guarded.draining else None
+    decision = (cap_decision(work, s.policy.slowdown_budget_pct, lock)
+                if work is not None and not guarded.draining else None)
     node_power = power_plan.status.get(n.name)
     status = status_content(out, power_w, source, trend, decision,
                             power_status(node_power) if node_power is not None else None)

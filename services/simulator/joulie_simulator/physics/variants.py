@@ -44,6 +44,8 @@ class PhysicsVariant:
     memory_bound_scale: float = 1.0
     """Each job's memory-bound share ``1 - c`` (CPU, GPU and every serving phase) times this: < 1 shifts
     the jobs toward compute-bound (a cap then slows them more than the kind's prior says)."""
+    telemetry_noise_scale: float = 1.0
+    """The per-GPU telemetry's noise (``physics.gpusignals.TelemetryNoise``) times this."""
 
     @property
     def changes_profiles(self) -> bool:
@@ -53,6 +55,10 @@ class PhysicsVariant:
     @property
     def changes_jobs(self) -> bool:
         return self.memory_bound_scale != 1.0
+
+    @property
+    def changes_telemetry(self) -> bool:
+        return self.telemetry_noise_scale != 1.0
 
     def describe(self) -> str:
         """One line: the name, what it changes, the source of its range."""
@@ -76,6 +82,11 @@ _COMPUTE_SOURCE = (
     "memory-bound share by 40 % moves gpu-training 0.52 -> 0.71, gpu-inference 0.26 -> 0.56, cpu-memory 0.35 -> 0.61, "
     "cpu-compute 0.95 -> 0.97")
 
+_NOISE_SOURCE = (
+    "assumed: the calibrated noise (docs/physics-calibration.md, 'Per-GPU telemetry') takes nvidia-smi's documented "
+    "+/- 5 W and a few % of DCGM's averaging; readings averaged over part of each period only (Yang et al. 2024, "
+    "nvidia-smi's lack of attention) or a shorter scrape make each sample noisier: twice the calibrated sd")
+
 _BASE: Final = (
     PhysicsVariant(CALIBRATED, "the emulator's calibrated physics (GPU k 2.5, non-clock share 0.22, CPU k 1.5)",
                    "docs/physics-calibration.md"),
@@ -87,6 +98,8 @@ _BASE: Final = (
                    gpu_fixed_dynamic_frac=0.35),
     PhysicsVariant("compute-bound", "every job's memory-bound share x 0.6 (jobs more compute-bound than their kind's "
                    "prior)", _COMPUTE_SOURCE, memory_bound_scale=0.6),
+    PhysicsVariant("noisy-telemetry", "per-GPU telemetry noise x 2 (power, clock, activity ratios, phase mix)",
+                   _NOISE_SOURCE, telemetry_noise_scale=2.0),
     PhysicsVariant("cpu-exp-low", "CPU clock-power exponent 1.2 (calibrated 1.5)", _CPU_EXP_SOURCE,
                    cpu_freq_power_exponent=1.2),
     PhysicsVariant("cpu-exp-high", "CPU clock-power exponent 2.0 (calibrated 1.5)", _CPU_EXP_SOURCE,

@@ -36,8 +36,9 @@ def test_there_are_at_least_four_variants_each_with_its_source_and_all_at_once()
     assert len(moved) >= 5 and ALL in VARIANTS
     for v in VARIANTS.values():
         assert v.summary and v.source and v.name in v.describe()
-    assert all(v.changes_profiles or v.changes_jobs for v in moved)
+    assert all(v.changes_profiles or v.changes_jobs or v.changes_telemetry for v in moved)
     assert not VARIANTS[CALIBRATED].changes_profiles and not VARIANTS[CALIBRATED].changes_jobs
+    assert not VARIANTS[CALIBRATED].changes_telemetry
 
 
 def test_calibrated_leaves_profile_and_jobs_as_they_are() -> None:

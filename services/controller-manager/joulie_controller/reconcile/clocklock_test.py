@@ -1,0 +1,198 @@
+"""The SM clock lock on the cluster: the controller writes the lock its policy chose to
+spec.gpu.clockLock.pctOfMax, releases it when the policy drops it, and never takes over or removes an
+operator's lock; per-Pod estimates kept across ticks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.generated.nodetwin import GPUCapSpec, NodeTwin
+from joulie_controller.model.caps import Caps, CpuCap, GpuCap
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.model.jobestimate import expected_sample
+from joulie_controller.policies.plan import NodeCaps
+from joulie_controller.reconcile.nodetwin import (
+    cap_decision,
+    controllers_lock,
+    desired_spec,
+    operators_lock,
+    spec_unchanged,
+)
+from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
+from joulie_controller.reconcile.tick import reconcile
+from joulie_controller.settings import PolicySettings, Settings
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+CAPS = Caps(CpuCap(pct_of_max=100.0), GpuCap(pct_of_max=77.5))
+
+
+def _twin(lock: dict[str, float] | None, recorded: float | None) -> NodeTwin:
+    spec = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1")
+    if lock is not None:
+        assert spec.gpu is not None
+        spec = spec.model_copy(
+            update={
+                "gpu": spec.gpu.model_copy(
+                    update={"clock_lock": GPUCapSpec.model_validate({"clockLock": lock}).clock_lock}
+                )
+            }
+        )
+    work = NodeCaps(100.0, 77.5, "r", gpu_lock_pct=recorded)
+    status = {"capDecision": cap_decision(work, 3.0, recorded).model_dump(by_alias=True, exclude_none=True)}
+    return NodeTwin.model_validate(
+        {"metadata": {"name": "gpu-1"}, "spec": spec.model_dump(by_alias=True, exclude_none=True), "status": status}
+    )
+
+
+def test_the_policys_lock_is_written_as_pct_of_max() -> None:
+    spec = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_lock_pct=62.5)
+    assert spec.gpu is not None and spec.gpu.clock_lock is not None
+    assert spec.gpu.clock_lock.pct_of_max == 62.5 and spec.gpu.clock_lock.max_mhz is None
+    assert spec.gpu.power_cap is not None and spec.gpu.power_cap.cap_pct_of_max == 77.5
+
+
+def test_a_lock_the_status_records_is_the_controllers_and_released_by_a_write() -> None:
+    ours = _twin({"pctOfMax": 62.5}, 62.5)
+    assert controllers_lock(ours) == 62.5 and not operators_lock(ours)
+    without = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1")
+    assert not spec_unchanged(ours.spec, without, controllers_lock(ours))  # dropping it is a write
+    same = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_lock_pct=62.5)
+    assert spec_unchanged(ours.spec, same, controllers_lock(ours))
+
+
+def test_any_other_lock_is_an_operators_and_is_no_reason_to_write() -> None:
+    for twin in (_twin({"pctOfMax": 70}, None), _twin({"maxMhz": 1500}, 62.5), _twin({"pctOfMax": 70}, 62.5)):
+        assert operators_lock(twin) and controllers_lock(twin) is None
+        assert spec_unchanged(
+            twin.spec, desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1"), controllers_lock(twin)
+        )
+
+
+def _gpu_cluster(pods: list[PodInfo]) -> Snapshot:
+    nodes = [NodeInfo(f"gpu-{i}", {"joulie.io/managed": "true"}) for i in range(2)]
+    hw = {
+        n.name: NodeHardware.model_validate(
+            {
+                "spec": {"nodeName": n.name},
+                "status": {
+                    "cpu": {
+                        "model": "xeon",
+                        "sockets": 2,
+                        "totalCores": 64,
+                        "capRange": {"minWattsPerSocket": 50, "maxWattsPerSocket": 350},
+                    },
+                    "gpu": {
+                        "present": True,
+                        "model": "H100 NVL",
+                        "count": 8,
+                        "capRangePerGpu": {"minWatts": 200, "maxWatts": 400, "defaultWatts": 400},
+                    },
+                },
+            }
+        )
+        for n in nodes
+    }
+    return Snapshot(now=T0, nodes=nodes, pods=pods, hardware=hw, twins={}, measurements={})
+
+
+def test_estimates_follow_each_pods_samples_across_ticks_and_go_with_the_pod() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo(
+        "ml",
+        "decode",
+        node_name="gpu-1",
+        gpu_request=4,
+        cpu_request=8,
+        labels={"joulie.io/workload-kind": "gpu-inference"},
+    )
+    snap, mem = _gpu_cluster([pod]), Memory()
+    sample = expected_sample(0.1, 0.3, 1.0, 400.0)
+    for i in range(4):
+        snap = replace(snap, now=T0 + timedelta(minutes=i), gpu_samples={"ml/decode": [sample] * 4})
+        result = reconcile(snap, s, mem)
+        snap = apply_in_memory(snap, result, s.nodes.profile_label)
+    est = mem.job_estimates["ml/decode"]
+    assert est.observations == 4 and est.c < 0.2 and abs(est.u - 0.3) < 0.05
+    reconcile(replace(snap, pods=[], gpu_samples={}), s, mem)
+    assert mem.job_estimates == {}
+
+
+def test_a_decode_pod_seen_memory_bound_gets_its_lock_written_and_explained_then_released() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    for i in range(6):
+        snap = replace(
+            snap, now=T0 + timedelta(minutes=i), gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8}
+        )
+        snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
+    twin = snap.twins["gpu-1"]
+    assert twin.spec.gpu is not None and twin.spec.gpu.clock_lock is not None
+    lock = twin.spec.gpu.clock_lock.pct_of_max
+    assert lock is not None and 20.0 <= lock < 100.0
+    d = twin.status.cap_decision if twin.status is not None else None
+    assert d is not None and d.gpu_clock_lock_pct_of_max == lock and d.pods is not None
+    row = d.pods[0]
+    assert row.pod == "ml/decode" and row.lever in ("lock", "cap+lock") and (row.observations or 0) >= 5
+    assert 0 < (row.predicted_slowdown_pct or 0) <= 3.0 and row.budget_source == "cluster"
+    # The Pod finishes: its lock goes with it in one spec write.
+    done = reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
+    spec = next(w.spec for w in done.writes if w.node == "gpu-1")
+    assert spec is not None and (spec.gpu is None or spec.gpu.clock_lock is None)
+
+
+def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
+    twin = snap.twins["gpu-1"]
+    assert twin.spec.gpu is not None
+    held = twin.model_copy(
+        update={
+            "spec": twin.spec.model_copy(
+                update={
+                    "gpu": twin.spec.gpu.model_copy(
+                        update={"clock_lock": GPUCapSpec.model_validate({"clockLock": {"maxMhz": 1500}}).clock_lock}
+                    )
+                }
+            )
+        }
+    )
+    snap = replace(snap, twins={**snap.twins, "gpu-1": held})
+    log: list[str] = []
+    for i in range(4):
+        snap = replace(
+            snap,
+            now=T0 + timedelta(minutes=i + 1),
+            gpu_samples={"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 8},
+        )
+        result = reconcile(snap, s, mem)
+        log += result.log
+        for w in result.writes:
+            assert w.spec is None or w.spec.gpu is None or w.spec.gpu.clock_lock is None
+    assert [line for line in log if "spec.gpu.clockLock is an operator's: kept" in line]
+
+
+def test_estimates_moving_with_each_ticks_noise_do_not_write_the_status_every_tick() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    status_writes = []
+    for i in range(24):
+        u = 0.3 + (0.01 if i % 2 else -0.01)  # noise on the draw, a steady job
+        snap = replace(
+            snap,
+            now=T0 + timedelta(seconds=30 * i),
+            gpu_samples={"ml/decode": [expected_sample(0.05, u, 1.0, 400.0)] * 8},
+        )
+        result = reconcile(snap, s, mem)
+        status_writes.append(sum(w.status is not None for w in result.writes if w.node == "gpu-1"))
+        snap = apply_in_memory(snap, result, s.nodes.profile_label)
+    # The first ticks settle the estimate and the lever (the lock deepens as c is learnt); once the
+    # choice holds, noise moves nothing: the status is written only at the refresh period (2 min, every
+    # fourth 30 s tick).
+    assert status_writes[-8:].count(1) == 2, status_writes
