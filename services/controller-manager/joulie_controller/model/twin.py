@@ -200,6 +200,10 @@ class PowerTrend:
             self.samples.popleft()
         return self.slope_w_per_min()
 
+    def span_s(self) -> float:
+        """How long the samples behind the slope span."""
+        return (self.samples[-1][0] - self.samples[0][0]).total_seconds() if len(self.samples) >= 2 else 0.0
+
     def slope_w_per_min(self) -> float:
         if len(self.samples) < 2:
             return 0.0

@@ -100,6 +100,10 @@ class PolicyInput:
     measured_w: Mapping[str, float] = field(default_factory=dict)
     """Measured node power by node name (nodes without a valid sample are absent)."""
     trend_w_per_min: Mapping[str, float] = field(default_factory=dict)
+    trend_span_s: Mapping[str, float] = field(default_factory=dict)
+    """How long each node's trend has been seen (s). A forecast extrapolates a trend no further ahead
+    than that: two samples seconds apart at start-up say nothing of the next two minutes (issue 36:
+    every deploy sent the budget's caps to the floor for ~12 s on a start-up ramp). Absent: the horizon."""
     budget_shed_w: float = 0.0
     """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
     after a restart): measured power already has it taken off."""

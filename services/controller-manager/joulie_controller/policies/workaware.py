@@ -309,6 +309,15 @@ def _at(g: Group, pct: float, caps: NodeCaps) -> capmodel.Outcome:
     return capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * pct / 100.0, g.devices)
 
 
+def forecast_w(inp: PolicyInput) -> float:
+    """Measured cluster power plus each node's trend over the forecast horizon, or over the time the
+    trend has been seen when that is shorter (``PolicyInput.trend_span_s``)."""
+    horizon_s = inp.settings.policy.forecast_horizon_s
+    ahead = sum(slope * min(horizon_s, inp.trend_span_s.get(node, horizon_s)) / 60.0
+                for node, slope in inp.trend_w_per_min.items())
+    return sum(inp.measured_w.values()) + ahead
+
+
 def _within_budget(
     inp: PolicyInput, candidates: set[str], by_node: dict[str, list[PodInfo]], caps: dict[str, NodeCaps],
     ctx: PodContext | None = None,
@@ -318,7 +327,7 @@ def _within_budget(
     the excess, see the module). Returns the caps, the nodes lowered (now eco), the shed for the
     next tick and a note."""
     s = inp.settings
-    forecast = sum(inp.measured_w.values()) + sum(inp.trend_w_per_min.values()) * s.policy.forecast_horizon_s / 60.0
+    forecast = forecast_w(inp)
     excess = max(0.0, inp.budget_shed_w + BUDGET_GAIN * (forecast - s.policy.power_budget_w))
     if excess <= 0:
         note = (f"budget {s.policy.power_budget_w:.0f} W: forecast {forecast:.0f} W, caps released"

@@ -132,3 +132,25 @@ def test_a_pending_performance_pod_that_fits_no_performance_node_releases_a_capp
     cpu_only = PodInfo("default", "urgent-cpu", phase="Pending", annotations={"joulie.io/workload-class": "performance"},
                        cpu_request=4, unschedulable=True)
     assert _plan([*running, cpu_only]).node_caps["gpu-1"].capped
+
+
+def test_a_start_up_ramp_seen_for_seconds_does_not_shed_against_a_budget_four_times_the_draw() -> None:
+    """Issue 36: at deploy the first two samples, 6 s apart, rise from idle to load; extrapolated over
+    the whole two-minute horizon that ramp forecast 8x the real draw and sent every eco cap to the floor."""
+    pods = [_pod("infer", "gpu-1", "gpu-inference", 4, gpu=8), _pod("stream", "cpu-1", "cpu-memory", 44)]
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0,
+                                       power_budget_w=4 * 3400.0, forecast_horizon_s=120.0),
+                 trusted_namespaces=("default",))
+    nodes = _nodes()
+    measured = {"gpu-1": 3000.0, "cpu-1": 400.0}
+    ramp = {"gpu-1": 2000.0 / 0.1, "cpu-1": 200.0 / 0.1}  # W/min: +2000 W and +200 W in 6 s
+
+    def tick(span_s: dict[str, float]) -> PolicyPlan:
+        inp = PolicyInput(nodes, 0, 0.0, s, pods, measured_w=measured, trend_w_per_min=ramp, trend_span_s=span_s)
+        return plan("work_aware_v1", nodes, 0, 0.0, s, inp)
+
+    seen_6s = tick({"gpu-1": 6.0, "cpu-1": 6.0})
+    assert seen_6s.budget_shed_w == 0.0 and seen_6s.notes == ()
+    # The same slope seen over the whole horizon is a real forecast: the budget acts on it.
+    seen_long = tick({"gpu-1": 120.0, "cpu-1": 120.0})
+    assert seen_long.budget_shed_w > 0 and "budget" in seen_long.notes[0]

@@ -232,6 +232,7 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         policy_nodes, performance_pods, snap.now.timestamp(), s, snap.pods,
         measured_w={k: v for k, (v, _) in measured.items() if v is not None},
         trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
+        trend_span_s={k: t.span_s() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
         gpu_lock_pct=_controllers_locks(nodes, snap),
