@@ -148,7 +148,8 @@ def plot_estimates(args: argparse.Namespace, plan: Plan) -> None:
     seed, name, jobs = plan.units[0]
     log = EstimateLog()
     run(jobs, plan.nodes, args.estimates_arm, seed, dt_s=args.dt, budget_frac=args.budget_frac,
-        suspend_after_s=args.suspend_after, variant=plan.variant, estimates=log)
+        suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults_for(args, seed),
+        forecast_day_s=args.day_s, estimates=log)  # the run the tables come from, its estimates kept
     path: Path = args.estimates_plot
     estimates_csv(path.with_suffix(".csv"), log)
     estimates_plot(path, log, log.chosen(), f"{args.estimates_arm} on {name} (physics variant {plan.variant}): "

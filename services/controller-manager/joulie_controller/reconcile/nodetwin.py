@@ -94,7 +94,8 @@ def owned_spec(spec: NodeTwinSpec, controller_lock_pct: float | None = None) -> 
     if spec.gpu is None or spec.gpu.clock_lock is None:
         return spec
     lock = spec.gpu.clock_lock
-    if controller_lock_pct is not None and lock.max_mhz is None and lock.pct_of_max == controller_lock_pct:
+    if (controller_lock_pct is not None and lock.max_mhz is None and lock.pct_of_max is not None
+            and abs(lock.pct_of_max - controller_lock_pct) < 1e-6):
         return spec
     gpu = spec.gpu.model_copy(update={"clock_lock": None})
     return spec.model_copy(update={"gpu": gpu if dump(gpu) else None})

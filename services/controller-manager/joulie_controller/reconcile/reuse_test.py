@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from joulie_api.generated.nodetwin import NodeTwin
+from joulie_api.generated.nodetwin import GPUCapSpec, GPUClockLock, NodeTwin, NodeTwinSpec
 from joulie_controller.reconcile.reconcile_test import T0, cluster, nhw, tick
+from joulie_controller.reconcile.reuse import Reuse
 from joulie_controller.reconcile.snapshot import Memory, Snapshot
 from joulie_controller.settings import PolicySettings, Settings
 
@@ -67,3 +68,18 @@ def test_a_new_cap_range_in_nodehardware_changes_the_twin() -> None:
     status = after.twins["node-0"].status
     assert status is not None and status.power_measurement is not None
     assert (before.power_measurement.cpu_tdp_w, status.power_measurement.cpu_tdp_w) == (600, 800)
+
+
+def test_whose_clock_lock_it_is_is_part_of_the_held_spec_even_at_the_same_generation() -> None:
+    """Whose lock spec.gpu.clockLock holds comes from the status (capDecision), which moves no generation:
+    the held spec must follow it, or a lock the controller no longer records would never be compared."""
+    spec = NodeTwinSpec.model_validate({"nodeName": "gpu-0", "profile": "eco"}).model_copy(
+        update={"gpu": GPUCapSpec(clock_lock=GPUClockLock.model_validate({"pctOfMax": 70.0}))}
+    )
+    twin = NodeTwin(metadata={"name": "gpu-0", "uid": "u1", "generation": 1}, spec=spec)
+    reuse = Reuse()
+    ours = reuse.held_spec("gpu-0", twin, 70.0)
+    assert ours["gpu"]["clockLock"] == {"pctOfMax": 70.0}
+    assert reuse.held_spec("gpu-0", twin, 70.0) is ours  # same generation, same owner: reused
+    theirs = reuse.held_spec("gpu-0", twin, None)  # the status no longer records it: an operator's lock
+    assert "gpu" not in theirs or "clockLock" not in theirs["gpu"]

@@ -142,9 +142,10 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
                             power=power_spec)
         base = NodeTwinStatus()
     else:
-        spec = owned_spec(existing.spec).model_copy(update={"power": power_spec})
+        # A power-only write keeps the controller's clock lock as it is (its status still records it).
+        spec = owned_spec(existing.spec, controllers_lock(existing)).model_copy(update={"power": power_spec})
         base = NodeTwinStatus.model_validate(owned_status(existing.status))
-    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec) else spec
+    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, controllers_lock(existing)) else spec
     status = base.model_copy(update={"power": power_status(power.status[n.name])})
     refresh_s = refresh_after_s(n.name, s.reconcile.status_refresh_s) if powerstate.tainted(n) else math.inf
     if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
@@ -179,7 +180,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     live = {n.name for n in nodes}
     for gone in [k for k in memory.trends if k not in live]:
         del memory.trends[gone]
-    memory.reuse.forget(live, set(snap.twins))
+    # The power policy reads the views of every managed node, cordoned and powered-off ones too.
+    memory.reuse.forget({n.name for n in snap.nodes if managed(n, s)}, set(snap.twins))
     writes: list[NodeWrite] = []
     outcomes: list[NodeOutcome] = []
     for st in staged:
