@@ -71,6 +71,25 @@ def test_any_other_lock_is_an_operators_and_is_no_reason_to_write() -> None:
         )
 
 
+def _managed(twin: NodeTwin, manager: str) -> NodeTwin:
+    """The twin as the API server serves it after ``manager`` applied its spec.gpu.clockLock."""
+    fields: dict[str, object] = {"f:spec": {"f:gpu": {"f:clockLock": {"f:pctOfMax": {}}}}}
+    entry = {"manager": manager, "operation": "Apply", "apiVersion": "joulie.io/v1alpha1", "fieldsV1": fields}
+    return twin.model_copy(update={"metadata": {"name": "gpu-1", "managedFields": [entry]}})
+
+
+def test_a_lock_the_controller_applied_stays_its_own_when_the_status_write_after_it_failed() -> None:
+    """The lock and its record are two requests: a failed status write (or a new leader) must not turn
+    the controller's lock into an operator's, never to be released. managedFields, written with the lock,
+    say whose it is."""
+    unrecorded = _twin({"pctOfMax": 62.5}, None)
+    ours = _managed(unrecorded, "joulie-controller-manager")
+    assert controllers_lock(ours) == 62.5 and not operators_lock(ours)
+    assert not spec_unchanged(ours.spec, desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1"), 62.5)
+    theirs = _managed(unrecorded, "kubectl-client-side-apply")
+    assert operators_lock(theirs) and controllers_lock(theirs) is None
+
+
 def _gpu_cluster(pods: list[PodInfo]) -> Snapshot:
     nodes = [NodeInfo(f"gpu-{i}", {"joulie.io/managed": "true"}) for i in range(2)]
     hw = {

@@ -28,6 +28,7 @@ from joulie_api.generated.nodetwin import (
     SchedulingSpec,
 )
 from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
+from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER
 from joulie_controller.model import twin
 from joulie_controller.model.caps import Caps
 from joulie_controller.policies.plan import NodeCaps, PodDecision
@@ -70,12 +71,32 @@ def recorded_lock(existing: NodeTwin | None) -> float | None:
     return st.cap_decision.gpu_clock_lock_pct_of_max if st is not None and st.cap_decision is not None else None
 
 
+def applied_clock_lock(existing: NodeTwin | None) -> bool:
+    """Does the controller's field manager own ``spec.gpu.clockLock`` (server-side apply records it in
+    ``metadata.managedFields``, in the same request as the lock)? False where the object carries no
+    managed fields (an in-memory twin): then the status record alone decides."""
+    meta = existing.metadata if existing is not None else None
+    for entry in (meta or {}).get("managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("manager") != FIELD_MANAGER_CONTROLLER_MANAGER:
+            continue
+        spec = ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+        if isinstance(spec, dict) and "f:clockLock" in (spec.get("f:gpu") or {}):
+            return True
+    return False
+
+
 def controllers_lock(existing: NodeTwin | None) -> float | None:
     """The spec's clock lock when it is the controller's: ``pctOfMax`` equal to the lock its status
-    records choosing. Any other lock in spec is an operator's."""
+    records choosing, or a lock the controller's field manager applied (the status record is a second
+    request: a tick after a failed status write, or a new leader, still knows the lock it set). Any
+    other lock in spec is an operator's."""
     recorded = recorded_lock(existing)
     lock = existing.spec.gpu.clock_lock if existing is not None and existing.spec.gpu is not None else None
-    if recorded is None or lock is None or lock.max_mhz is not None or lock.pct_of_max is None:
+    if lock is None or lock.max_mhz is not None or lock.pct_of_max is None:
+        return None
+    if applied_clock_lock(existing):
+        return float(lock.pct_of_max)
+    if recorded is None:
         return None
     return recorded if abs(lock.pct_of_max - recorded) < 1e-6 else None
 
