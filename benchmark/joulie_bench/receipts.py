@@ -213,7 +213,11 @@ class ReceiptWatch:
         if h.gpus and g is not None:
             limits = [st.gpus[i].limit_w for i in h.gpus if i < len(st.gpus)]
             limit = sum(limits) / len(limits) if limits else g.default_w
-            return conditions_for_kind(job.kind, "gpu", limit, g.default_w, g.max_w)
+            # The lock as the agent reports it read back (controlStatus.gpu.clockLock), over the board's top clock.
+            locks = [min(1.0, (st.gpus[i].lock_max_mhz or g.sm_clock_max_mhz) / g.sm_clock_max_mhz)
+                     for i in h.gpus if i < len(st.gpus)]
+            lock = sum(locks) / len(locks) if locks else 1.0
+            return conditions_for_kind(job.kind, "gpu", limit, g.default_w, g.max_w, lock_ratio=lock)
         ref = n.cpu_max_w_per_socket
         limits = [s.rapl_requested_w if s.rapl_requested_w is not None else ref for s in st.sockets]
         limit = sum(limits) / len(limits) if limits else ref

@@ -6,7 +6,9 @@ limit in force on the device its work is bound by (``Conditions``) and the refer
 device's default: "uncapped" means as the operator set it up):
 
 - **speed**: ``s = throughput(r_cap, c) / throughput(r_ref, c)`` (``capmodel.gpu_board`` /
-  ``cpu_package`` give the clock ratios ``r`` at the work's draw ``u``); the uncapped run takes
+  ``cpu_package`` give the clock ratios ``r`` at the work's draw ``u``; a GPU under an SM clock lock
+  runs at the lower of the lock and the clock its limit leaves, ``lever.gpu_board_locked``, as the
+  work-aware policy plans it); the uncapped run takes
   ``held_s * s``, so the time the cap added is ``held_s * (1 - s)``;
 - **the bound device**: a GPU Pod's boards draw ``P_ref / P_cap`` times more uncapped (whole board
   power: it holds them), a CPU Pod's busy part ``(P_ref - idle) / (P_cap - idle)`` more; both for
@@ -29,6 +31,7 @@ from typing import Final
 
 from joulie_controller.model.capmodel import CPU_MODEL, HOST_FEED, KIND_PRIORS, cpu_package, gpu_board, throughput
 from joulie_controller.model.jobestimate import PRIOR_C_SD, PRIOR_U_SD
+from joulie_controller.model.lever import gpu_board_locked
 from joulie_controller.model.receipt import Receipt
 
 METHOD: Final = "capmodel-ratio"
@@ -52,15 +55,23 @@ class Conditions:
     share weighted by draw (CPU)."""
     compute_share_sd: float = PRIOR_C_SD
     draw_sd: float = PRIOR_U_SD
+    lock_ratio: float = 1.0
+    """GPU only: the SM clock lock in force as a share of the board's highest clock (1: no lock)."""
 
 
 def conditions_for_kind(
-    kind: str, device: str, limit_w: float, ref_w: float, max_w: float, busy: float | None = None
+    kind: str,
+    device: str,
+    limit_w: float,
+    ref_w: float,
+    max_w: float,
+    busy: float | None = None,
+    lock_ratio: float = 1.0,
 ) -> Conditions:
     """Conditions from the Pod's workload kind prior (unknown kinds: compute-bound, full draw)."""
     prior = KIND_PRIORS.get(kind)
     c, u = (prior.compute_share, prior.natural_draw) if prior is not None else (1.0, 1.0)
-    return Conditions(device, limit_w, ref_w, max_w, c, busy if busy is not None else u)
+    return Conditions(device, limit_w, ref_w, max_w, c, busy if busy is not None else u, lock_ratio=lock_ratio)
 
 
 def package_busy(kinds_and_core_shares: Iterable[tuple[str, float]]) -> float:
@@ -77,7 +88,7 @@ def package_busy(kinds_and_core_shares: Iterable[tuple[str, float]]) -> float:
 def _ratios(cond: Conditions, c: float, u: float) -> tuple[float, float]:
     """(speed capped over uncapped, the bound device's power uncapped over capped)."""
     if cond.device == "gpu":
-        p_cap, r_cap = gpu_board(cond.limit_w, cond.max_w, u)
+        p_cap, r_cap = gpu_board_locked(cond.limit_w, cond.max_w, u, cond.lock_ratio)
         p_ref, r_ref = gpu_board(cond.ref_w, cond.max_w, u)
         power = p_ref / p_cap if p_cap > 0 else 1.0
     else:
@@ -99,7 +110,8 @@ def _saved(measured: Receipt, cond: Conditions, c: float, u: float) -> tuple[flo
 
 def counterfactual(measured: Receipt, cond: Conditions) -> Receipt:
     """The saving fields of ``measured`` (one interval of one Pod) under ``cond`` (module docstring)."""
-    if cond.limit_w >= cond.ref_w or cond.max_w <= 0:
+    locked = cond.device == "gpu" and cond.lock_ratio < 1.0
+    if (cond.limit_w >= cond.ref_w and not locked) or cond.max_w <= 0:
         return Receipt()
     saved, added = _saved(measured, cond, cond.compute_share, cond.draw)
     corners = [

@@ -126,6 +126,18 @@ def test_an_uncapped_pod_saved_nothing_and_a_capped_one_saved_energy_for_time() 
     assert compute_bound.added_s > capped.added_s  # c = 1 loses the most time to the same cap
 
 
+def test_a_clock_lock_without_a_cap_saves_energy_and_adds_time_on_the_receipt() -> None:
+    """Issue 35's lever may lock the SM clock and leave the power limit at its default: the receipt's
+    counterfactual must see the lock, or a decode job locked at 60 % shows nothing saved."""
+    r = Receipt(gpu_j=60 * 250.0, cpu_busy_j=600.0, cpu_idle_j=900.0, platform_j=3000.0, held_s=60.0)
+    unlocked = counterfactual(r, conditions_for_kind("gpu-inference", "gpu", 310.0, 310.0, 400.0))
+    assert unlocked.saved_j == 0.0 and unlocked.added_s == 0.0
+    locked = counterfactual(r, conditions_for_kind("gpu-inference", "gpu", 310.0, 310.0, 400.0, lock_ratio=0.6))
+    assert locked.added_s > 0 and locked.saved_j > 0  # memory-bound work: most of the power for a little time
+    deeper = counterfactual(r, conditions_for_kind("gpu-inference", "gpu", 310.0, 310.0, 400.0, lock_ratio=0.4))
+    assert deeper.added_s > locked.added_s
+
+
 def test_the_idle_floor_is_learnt_from_intervals_without_pods_and_replaces_the_model() -> None:
     empty = NodeEnergy(
         60.0,
