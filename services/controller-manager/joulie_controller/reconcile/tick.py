@@ -135,6 +135,8 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
     obj_name = object_name_for_node(n.name)
     existing = snap.twins.get(obj_name)
     power_spec = PowerSpec(state=power.desired[n.name])
+    # A power-only write keeps the controller's clock lock as it is (its status still records it).
+    mine = controllers_lock(existing)
     if existing is None:
         label = normalise_profile(n.labels.get(s.nodes.profile_label))
         spec = NodeTwinSpec(node_name=n.name, profile=cast(Literal["performance", "eco"],
@@ -142,10 +144,9 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
                             power=power_spec)
         base = NodeTwinStatus()
     else:
-        # A power-only write keeps the controller's clock lock as it is (its status still records it).
-        spec = owned_spec(existing.spec, controllers_lock(existing)).model_copy(update={"power": power_spec})
+        spec = owned_spec(existing.spec, mine).model_copy(update={"power": power_spec})
         base = NodeTwinStatus.model_validate(owned_status(existing.status))
-    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, controllers_lock(existing)) else spec
+    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, mine) else spec
     status = base.model_copy(update={"power": power_status(power.status[n.name])})
     refresh_s = refresh_after_s(n.name, s.reconcile.status_refresh_s) if powerstate.tainted(n) else math.inf
     if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
