@@ -111,6 +111,14 @@ GPU_DRAM_ACTIVE: Final = MetricSpec(
     "hw.gpu.dram.active", "1", "gauge",
     "Fraction of cycles the device memory interface was sending or receiving data (DCGM_FI_PROF_DRAM_ACTIVE)",
 )
+K8S_POD_UID: Final = "k8s.pod.uid"
+K8S_CONTAINER_NAME: Final = "k8s.container.name"
+GPU_ALLOCATION: Final = MetricSpec(
+    "hw.gpu.allocation", "1", "gauge",
+    "1 while the Pod in the data point's k8s.pod.uid, k8s.pod.name, k8s.namespace.name (and k8s.container.name) "
+    "holds the board hw.id, as the kubelet's pod-resources API lists it; no point for a board nobody holds. "
+    "Kept apart from the power and energy series so a Pod's arrival never starts a new counter series",
+)
 
 # The facility; the first three names are the controller's FACILITY_*_METRIC defaults.
 FACILITY_AMBIENT: Final = MetricSpec(
@@ -166,7 +174,7 @@ FACILITY_METRICS: Final = (
     RACK_PSU_LOAD,
 )
 GPU_METRICS: Final = (GPU_UTILIZATION, GPU_SM_CLOCK, GPU_SM_CLOCK_MAX, GPU_SM_ACTIVE, GPU_TENSOR_ACTIVE,
-                      GPU_DRAM_ACTIVE)
+                      GPU_DRAM_ACTIVE, GPU_ALLOCATION)
 """Per-GPU signals a node exposes (issue 35). Not in ALL_METRICS until the agent and the simulator export
 them: ALL_METRICS is what dashboards and alerts may query (joulie_simcluster.metricnames)."""
 RECEIPT_METRICS: Final = (POD_ENERGY, POD_ENERGY_SAVED, POD_TIME_ADDED, NODE_ENERGY_UNALLOCATED)
