@@ -59,6 +59,7 @@ from joulie_simcluster.agents import select_agents
 from joulie_simcluster.chaos import catalogue as chaos_catalogue
 from joulie_simcluster.chaos import run as chaos_run
 from joulie_simcluster.context import Context, RenderedSpec
+from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.daemonset import CHART_DIR, daemonset_for, load_daemonset
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.reload import reload
@@ -225,11 +226,14 @@ def _runtime_command(args: argparse.Namespace, ctx: Context) -> int:
 
 def _status(args: argparse.Namespace, ctx: Context) -> int:
     state = ctx.state
-    rc = recorded_runtime(state.read_cluster_env()).status(state)
+    runtime = recorded_runtime(state.read_cluster_env())
+    rc = runtime.status(state)
     env = state.read_deploy_env()
     if env is None:
         print("deployed: nothing (run simcluster deploy)")
         return rc
+    if runtime.components_as_pods:  # Pods the cluster recreated itself are read as they run now
+        env = onkubelet.live_env(state, env)
     reports = component_reports(state, env, RenderedSpec.load(state.spec).managed)
     print(f"deployed ({env.get('HWEMU_MODE')} mode, timing {env.get('SIMCLUSTER_TIMING')}): "
           f"{sum(r.ok for r in reports)}/{len(reports)} components report")

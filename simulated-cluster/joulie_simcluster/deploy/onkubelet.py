@@ -32,7 +32,14 @@ from joulie_simcluster.context import Context
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.kubelet import chart as kubelet_chart
-from joulie_simcluster.runtimes.kubelet.chart_values import AgentPod, PodPlan, chart_values, fakesmi_wrapper, pod_env
+from joulie_simcluster.runtimes.kubelet.chart_values import (
+    AgentPod,
+    PodPlan,
+    chart_values,
+    fakesmi_wrapper,
+    pod_env,
+    with_live_pods,
+)
 from joulie_simcluster.runtimes.kubelet.host import share_mount
 from joulie_simcluster.runtimes.kubelet.node import FUSE_REFUSED as FUSE_REFUSED  # re-exported: deploy's check
 from joulie_simcluster.runtimes.kubelet.node import check_mode as check_mode
@@ -165,6 +172,18 @@ def stop_previous(state: StateDir, progress: Callable[[str], None]) -> None:
     """Before a deploy: the last deploy's host processes stop; its Pods stay for helm to upgrade (the
     process runtime's stray search would take containerd's shims, which name the state dir)."""
     kubelet_chart.stop_host_processes(state, progress)
+
+
+def live_env(state: StateDir, env: Mapping[str, str]) -> dict[str, str]:
+    """deploy.env with each Pod's record as it runs now (``status``): a Pod its Deployment recreated
+    (``helm upgrade``, a rollback) counts as running under its new container. Unchanged where the
+    Pods or containerd cannot be read (``status`` then reports the recorded PIDs)."""
+    urls = {k.removeprefix("URL_"): v for k, v in env.items() if k.startswith("URL_")}
+    try:
+        return with_live_pods(env, kubelet_chart.record_pods(state, urls))
+    except Exception as e:  # - status reports, never raises
+        print(f"Pods not re-read ({e}); reporting the PIDs deploy recorded")
+        return dict(env)
 
 
 def restart_controller(state: StateDir, env_update: Mapping[str, str], progress: Callable[[str], None]) -> int:

@@ -1,3 +1,4 @@
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -6,7 +7,10 @@ import pytest
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.components_test import plan
+from joulie_simcluster.deploy.processes import deployed_alive, recorded_deploy_pids
 from joulie_simcluster.errors import RuntimeFailure
+from joulie_simcluster.runtimes.kubelet.chart_values import pod_ready, with_live_pods
+from joulie_simcluster.runtimes.pids import start_ticks
 
 
 def test_the_fuse_view_is_refused_before_anything_starts() -> None:
@@ -78,3 +82,30 @@ def test_mounted_tool_delivery_puts_the_stubs_where_the_agent_pod_sees_them(tmp_
     assert f"'{host / 'fakesmi.pex'}'" in (host / "fakesmi").read_text() and (host / "fakesmi").stat().st_mode & 0o111
     assert (host / "h100-0/lib64/ld-linux-x86-64.so.2").is_file() and (host / "h100-0/usr/lib/libnvidia-ml.so.1").is_file()
     assert (host / "intel-0").is_dir() and not any((host / "intel-0").iterdir())
+
+
+def test_a_pod_recreated_by_helm_upgrade_reads_as_running_and_a_dead_one_as_not() -> None:
+    # deploy recorded the controller manager's first container (long gone: a PID no process has);
+    # helm upgrade recreated the Pod, whose container is this test's process now.
+    me = os.getpid()
+    recorded = {"PID_controller-manager": "999999999", "START_controller-manager": "1",
+                "POD_controller-manager": "joulie-system/joulie-controller-manager-old", "URL_controller-manager": "u",
+                "PID_agent-intel-0": "999999998", "START_agent-intel-0": "1", "POD_agent-intel-0": "joulie-system/a",
+                "HWEMU_MODE": "files"}
+    assert not deployed_alive("controller-manager", 999999999, recorded)
+    live = {"PID_controller-manager": str(me), "START_controller-manager": start_ticks(me),
+            "POD_controller-manager": "joulie-system/joulie-controller-manager-new", "URL_controller-manager": "u"}
+    now = with_live_pods(recorded, live)
+    alive = {name: deployed_alive(name, pid, now) for name, pid in recorded_deploy_pids(now)}
+    assert alive == {"controller-manager": True, "agent-intel-0": False}  # the agent has no running container
+    assert now["POD_controller-manager"].endswith("-new") and now["HWEMU_MODE"] == "files"
+
+
+def test_status_counts_a_pod_up_only_when_running_ready_and_not_going() -> None:
+    def pod(phase: str, ready: bool, deleting: bool = False) -> dict[str, object]:
+        meta = {"deletionTimestamp": "2026-12-06T00:00:00Z"} if deleting else {}
+        return {"metadata": meta, "status": {"phase": phase, "containerStatuses": [{"ready": ready}]}}
+
+    assert pod_ready(pod("Running", True))
+    assert not pod_ready(pod("Running", False)) and not pod_ready(pod("Pending", False))
+    assert not pod_ready(pod("Running", True, deleting=True)) and not pod_ready({"status": {"phase": "Running"}})

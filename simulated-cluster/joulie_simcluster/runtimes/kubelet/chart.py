@@ -14,7 +14,13 @@ from typing import Any
 
 from joulie_localcluster.tools import ToolMissingError, load_tools
 from joulie_simcluster.runtimes.kube import kube_list
-from joulie_simcluster.runtimes.kubelet.chart_values import container_id, pod_line, pod_process_name, task_pids
+from joulie_simcluster.runtimes.kubelet.chart_values import (
+    container_id,
+    pod_line,
+    pod_process_name,
+    pod_ready,
+    task_pids,
+)
 from joulie_simcluster.runtimes.kubelet.containerd import ctr
 from joulie_simcluster.runtimes.kubelet.host import read_host_file
 from joulie_simcluster.runtimes.kubelet.node import NAMESPACE, RELEASE, KubeletFailure, NodePaths
@@ -88,6 +94,25 @@ def record_pods(state: StateDir, urls: Mapping[str, str]) -> dict[str, str]:
                     f"COMPONENT_{name}": "agent" if name.startswith("agent-") else name,
                     f"URL_{name}": urls.get(name, ""), f"{POD_PREFIX}{name}": f"{NAMESPACE}/{pod['metadata']['name']}"})
     return out
+
+
+def release_pods(state: StateDir) -> list[dict[str, Any]]:
+    """The release's Pods as the API lists them now."""
+    return kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods")
+
+
+def print_pods(state: StateDir, out: Any) -> bool:
+    """``status``'s Pod lines (``kubectl get pods -o wide``: ready, phase, restarts, IP, node) of the
+    release. True when every Pod is Running and ready; False too when none could be listed."""
+    try:
+        pods = release_pods(state)
+    except Exception as e:  # - status reports, never raises
+        print(f"pods ({NAMESPACE}): cannot list: {e}", file=out)
+        return False
+    print(f"pods ({NAMESPACE}): {len(pods)}", file=out)
+    for pod in pods:
+        print("  " + pod_line(pod), file=out)
+    return all(pod_ready(p) for p in pods)
 
 
 def stop_host_processes(state: StateDir, progress: Callable[[str], None]) -> None:

@@ -170,3 +170,24 @@ def pod_line(pod: Mapping[str, Any]) -> str:
     name = (pod.get("metadata") or {}).get("name", "?")
     return (f"{name:<48} {ready}/{containers}  {status.get('phase', '?'):<9} restarts {restarts}  "
             f"ip {status.get('podIP', '-')}  node {spec.get('nodeName', '-')}")
+
+
+def with_live_pods(env: Mapping[str, str], live: Mapping[str, str]) -> dict[str, str]:
+    """deploy.env as the Pods run now: `live` (:func:`record_pods`' entries, read afresh) replaces
+    the PID_/START_/POD_ of each component it holds. A Pod its Deployment recreated (``helm
+    upgrade``, a rollback) has a new container and PID; read against the deploy's record it would
+    look dead. A component without a running container now keeps its old record, which reads as
+    not running, as it is."""
+    out = dict(env)
+    for key, value in live.items():
+        if key.startswith(("PID_", "START_", "POD_")):
+            out[key] = value
+    return out
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Running, not being deleted, and every container ready (what ``status`` counts as up)."""
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    return (status.get("phase") == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+            and bool(statuses) and all(c.get("ready") for c in statuses))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import process
+from joulie_simcluster.runtimes.kubelet.chart import print_pods
 from joulie_simcluster.runtimes.kubelet.down import down_kubelet
 from joulie_simcluster.runtimes.kubelet.node import check_mode
 from joulie_simcluster.runtimes.kubelet.up import up_kubelet
@@ -25,7 +28,10 @@ class KubeletRuntime:
         return up_kubelet(ctx, rendered, crd_dir=request.crd_dir, telemetry_mode=request.telemetry_mode)
 
     def status(self, state: StateDir) -> int:
-        return process.status(state)
+        """The process runtime's status (control plane, node processes, Nodes), then the release's
+        Pods with their phase and restarts; 1 when a Pod is not Running and ready."""
+        rc = process.status(state)
+        return rc if print_pods(state, sys.stdout) else 1
 
     def down(self, ctx: Context, stop_deployed: StopDeployed) -> None:
         # Not stop_deployed: its stray search would take containerd's shims (they name the state dir);
