@@ -203,6 +203,32 @@ def test_host_network_deployments_recreate_their_pods() -> None:
         assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet", name
 
 
+def test_host_network_controller_replicas_go_to_different_nodes() -> None:
+    """Each replica on the node's network binds the metrics port: two on one node clash (the second
+    Pod never schedules), so the chart spreads them one per node; off the host network, or with one
+    replica, it adds nothing."""
+    def affinity(sets: dict[str, str]) -> dict[str, object]:
+        d = one(chart.render_chart(JOULIE, [EXTENDER_VALUES], sets), "Deployment", "joulie-controller-manager")
+        assert d["spec"]["replicas"] == int(sets.get("controllerManager.replicas", "2"))
+        return dict(d["spec"]["template"]["spec"].get("affinity") or {})
+
+    spread = affinity({"controllerManager.hostNetwork": "true"})
+    assert spread["podAntiAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "joulie", "app.kubernetes.io/instance": "joulie",
+                                          "app.kubernetes.io/component": "controller-manager"}}}]}
+    assert affinity({}) == {} and affinity({"controllerManager.hostNetwork": "true", "controllerManager.replicas": "1"}) == {}
+    # The operator's own affinity stays, the spread is added beside it.
+    own = affinity({"controllerManager.hostNetwork": "true",
+                    "controllerManager.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                    ".nodeSelectorTerms[0].matchExpressions[0].key": "infra"})
+    assert set(own) == {"nodeAffinity", "podAntiAffinity"}
+    with pytest.raises(chart.ChartError, match=r"controllerManager.replicas=2 with hostNetwork: each replica binds "
+                                               r"metricsPort 8081 on its node.*kubernetes.io/hostname=kl-node"):
+        chart.render_chart(JOULIE, [EXTENDER_VALUES], {"controllerManager.hostNetwork": "true",
+                                                       "controllerManager.nodeSelector.kubernetes\\.io/hostname": "kl-node"})
+
+
 def test_emulated_agents_on_the_host_network_each_have_their_own_metrics_port(tmp_path: Path) -> None:
     values = tmp_path / "hostnet.yaml"
     values.write_text(yaml.safe_dump({"agent": {"mode": "emulated", "env": {"RECONCILE_INTERVAL": "5s", "X": "agent"},

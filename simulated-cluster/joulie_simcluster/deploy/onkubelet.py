@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import shutil
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from joulie_simcluster.runtimes.kubelet.chart_values import (
     chart_values,
     fakesmi_wrapper,
     pod_env,
+    ports_in_values,
     with_live_pods,
 )
 from joulie_simcluster.runtimes.kubelet.host import share_mount
@@ -60,11 +61,23 @@ def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Comma
     return [c for c in cmds if c.name in HOST_PROCESSES], [c for c in cmds if c.name not in HOST_PROCESSES]
 
 
+def check_replicas(replicas: int) -> None:
+    """Refuses more than one controller manager replica, saying why (``deploy`` asks before it stops
+    anything of the last deploy)."""
+    if replicas != 1:
+        raise RuntimeFailure(
+            f"controllerManager.replicas={replicas} is not deployed on the kubelet runtime: on the host's "
+            "network each replica binds its metrics port on its node, so the chart keeps replicas on different nodes "
+            "(podAntiAffinity) and this runtime has one kubelet node; use replicas=1 here (two replicas electing a "
+            "leader run on the process runtime)")
+
+
 def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str,
-             ports: Mapping[str, int] | None = None) -> tuple[PodPlan, dict[str, str]]:
+             ports: Mapping[str, int] | None = None, controller_port: int | None = None,
+             ) -> tuple[PodPlan, dict[str, str]]:
     """The chart's side of the plan: each Pod's settings from its process command, and the URL each
     reports on (the agents' own ports, the controller manager on the node's address). `ports`: the
-    agents' metrics ports by Node (default the plan's)."""
+    agents' metrics ports by Node, `controller_port` the controller manager's (default the plan's)."""
     by = {c.name: c for c in pods}
     agents = [c for c in pods if c.component == "agent"]
     if any(c.name.startswith("agent-pool-") for c in agents):
@@ -73,9 +86,8 @@ def pod_plan(plan: comp.Plan, pods: list[comp.Command], node_ip: str,
     if plan.api_proxy is not None:
         raise RuntimeFailure("SIMCLUSTER_API_PROXY=1 is not deployed on the kubelet runtime: its Pods reach kube-apiserver "
                              "with their ServiceAccount's in-cluster settings, never through the chaos proxy")
-    if plan.controller_replicas != 1:
-        raise RuntimeFailure("controllerManager.replicas > 1 is not deployed on the kubelet runtime (one node)")
-    cm_port = plan.ports.controller_metrics
+    check_replicas(plan.controller_replicas)
+    cm_port = controller_port or plan.ports.controller_metrics
     pp = PodPlan(
         hwemu_root=plan.hwemu_root, files_view=plan.mode == "files", fakesmi=plan.binaries["fakesmi"],
         agents=[AgentPod(c.node, (ports or plan.ports.agent_metrics)[c.node]) for c in agents],
@@ -106,21 +118,47 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def host_ports(nodes: Sequence[str], seed: str, bindable: Callable[[int], bool] = _bindable) -> dict[str, int]:
-    """One free port per Node outside the ephemeral range, from an offset the cluster's name gives (two
-    clusters on one host start apart), skipping what cannot be bound now."""
+def host_ports(names: Sequence[str], seed: str, bindable: Callable[[int], bool] = _bindable,
+               keep: Mapping[str, int] | None = None) -> dict[str, int]:
+    """One free port per name outside the ephemeral range, from an offset the cluster's name gives (two
+    clusters on one host start apart), skipping what cannot be bound now. `keep`: ports a name holds
+    already (the last deploy's, its Pod still bound to it): kept, so an unchanged Pod's spec stays
+    the same and helm leaves it running; the others are chosen around them."""
     span = PORTS_TO - PORTS_FROM
     start = int(hashlib.sha256(seed.encode()).hexdigest()[:8], 16) % span
-    out: dict[str, int] = {}
+    out = {n: p for n, p in (keep or {}).items() if n in names}
+    taken = set(out.values())
+    free = (n for n in names if n not in out)
+    want = next(free, None)
     for i in range(span):
-        if len(out) == len(nodes):
+        if want is None:
             break
         port = PORTS_FROM + (start + i) % span
-        if bindable(port):
-            out[nodes[len(out)]] = port
-    if len(out) != len(nodes):
-        raise RuntimeFailure(f"no {len(nodes)} free ports in {PORTS_FROM}-{PORTS_TO} for the agents' metrics")
-    return out
+        if port not in taken and bindable(port):
+            out[want] = port
+            want = next(free, None)
+    if want is not None:
+        raise RuntimeFailure(f"no {len(names)} free ports in {PORTS_FROM}-{PORTS_TO} for the agents' metrics")
+    return {n: out[n] for n in names}
+
+
+def ports_to_keep(previous: Mapping[str, int], held: Collection[str], bindable: Callable[[int], bool] = _bindable,
+                  ) -> dict[str, int]:
+    """Of the last deploy's ports (by component name), those still ours: held by that component's Pod
+    of the release (so not bindable now), or free again."""
+    return {n: p for n, p in previous.items() if n in held or bindable(p)}
+
+
+CONTROLLER = "controller-manager"
+
+
+def choose_ports(agent_nodes: Sequence[str], seed: str, previous: Mapping[str, int], held: Collection[str],
+                 bindable: Callable[[int], bool] = _bindable) -> tuple[dict[str, int], int]:
+    """(each agent's metrics port by Node, the controller manager's): the last deploy's (`previous`,
+    by component name) where still ours, new ones around them, all outside the ephemeral range."""
+    agents = [f"agent-{n}" for n in agent_nodes]
+    chosen = host_ports([*agents, CONTROLLER], seed, bindable, keep=ports_to_keep(previous, held, bindable))
+    return {n: chosen[f"agent-{n}"] for n in agent_nodes}, chosen[CONTROLLER]
 
 
 def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
@@ -152,12 +190,17 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
                              "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
-    ports = host_ports([c.node for c in pods if c.component == "agent"], str(state.root))
-    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports)  # what this runtime cannot deploy fails here, first
+    values = kubelet_chart.chart_values_file(state)
+    # The last deploy's ports where its Pods still hold them: an unchanged Pod keeps its spec, so
+    # helm's upgrade leaves it running instead of recreating it on a newly chosen port.
+    previous = ports_in_values(yaml.safe_load(values.read_text()) if values.is_file() else None)
+    ports, cm_port = choose_ports([c.node for c in pods if c.component == "agent"], str(state.root), previous,
+                                  kubelet_chart.held_by_release(state))
+    # what this runtime cannot deploy fails here, first
+    pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports, controller_port=cm_port)
     share_mount(plan.hwemu_root, progress)
     started = start_processes(ctx, first, env)
     write_tool_hosts(plan, pp)
-    values = kubelet_chart.chart_values_file(state)
     values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))
     env["HELM_VALUES"] = ",".join(str(p) for p in [*values_files, values])
     env["CONTROLLER_METRICS"] = f"{cluster['NODE_IP']}:{pp.controller_metrics_port}"

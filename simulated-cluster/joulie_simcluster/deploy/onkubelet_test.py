@@ -1,15 +1,18 @@
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.components_test import plan
 from joulie_simcluster.deploy.processes import deployed_alive, recorded_deploy_pids
 from joulie_simcluster.errors import RuntimeFailure
-from joulie_simcluster.runtimes.kubelet.chart_values import pod_ready, with_live_pods
+from joulie_simcluster.runtimes.kubelet.chart_values import chart_values, pod_ready, ports_in_values, with_live_pods
 from joulie_simcluster.runtimes.pids import start_ticks
 
 
@@ -62,7 +65,7 @@ def test_pool_agents_and_controller_replicas_are_refused(tmp_path: Path) -> None
         onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2")
     replicas = replace(plan(tmp_path, "files"), controller_replicas=2,
                        ports=replace(plan(tmp_path).ports, controller_replica_metrics=(1,)))
-    with pytest.raises(RuntimeFailure, match="replicas > 1"):
+    with pytest.raises(RuntimeFailure, match=r"replicas=2 .* binds its metrics port on its node.* one kubelet node"):
         onkubelet.pod_plan(replicas, onkubelet.split(comp.commands(replicas))[1], "10.89.1.2")
     proxied = replace(plan(tmp_path, "files"), api_proxy=comp.ApiProxy(1, "https://127.0.0.1:2", tmp_path, tmp_path / "f",
                                                                         "python3", ""))
@@ -109,3 +112,38 @@ def test_status_counts_a_pod_up_only_when_running_ready_and_not_going() -> None:
     assert pod_ready(pod("Running", True))
     assert not pod_ready(pod("Running", False)) and not pod_ready(pod("Pending", False))
     assert not pod_ready(pod("Running", True, deleting=True)) and not pod_ready({"status": {"phase": "Running"}})
+
+
+def test_a_second_deploy_gives_unchanged_pods_the_same_values_so_helm_keeps_them(tmp_path: Path) -> None:
+    cluster = {"API_PORT": "6443", "NODE_IP": "10.89.1.2", "PROMETHEUS_URL": "http://127.0.0.1:9090",
+               "EXTENDER_PORT": "9876", "IMAGE_AGENT": "joulie.local/joulie-agent:dev-1",
+               "IMAGE_CONTROLLER_MANAGER": "joulie.local/joulie-controller-manager:dev-2",
+               "IMAGE_EXTENDER": "joulie.local/joulie-extender:dev-3"}
+    first = plan(tmp_path, "files")
+    nodes = [a.name for a in first.agents]
+
+    def values(p: comp.Plan, previous: dict[str, int], held: set[str], bindable: Callable[[int], bool]) -> dict[str, Any]:
+        ports, cm = onkubelet.choose_ports(nodes, "/state/kl", previous, held, bindable)
+        pp, _ = onkubelet.pod_plan(p, onkubelet.split(comp.commands(p))[1], "10.89.1.2", ports, controller_port=cm)
+        # as deploy writes chart-values.yaml and the next deploy reads it back
+        return dict(yaml.safe_load(yaml.safe_dump(chart_values(cluster, "kl-node", pp), sort_keys=False)))
+
+    v1 = values(first, {}, set(), lambda port: True)
+    bound = set(ports_in_values(v1).values())  # the first deploy's Pods hold these now
+    assert len(bound) == len(nodes) + 1 and all(onkubelet.PORTS_FROM <= p < onkubelet.PORTS_TO for p in bound)
+    # The second deploy's plan: free_port() gave the process-runtime ports afresh.
+    second = replace(first, ports=replace(first.ports, controller_metrics=first.ports.controller_metrics + 7,
+                                          agent_metrics={n: p + 100 for n, p in first.ports.agent_metrics.items()}))
+    everyone = {"controller-manager", *(f"agent-{n}" for n in nodes)}
+    v2 = values(second, ports_in_values(v1), everyone, lambda port: port not in bound)
+    assert v2 == v1
+    # Without the last deploy's ports (the old rule) every port moved: every Pod's spec changed.
+    moved = values(second, {}, set(), lambda port: port not in bound)
+    assert set(ports_in_values(moved).values()).isdisjoint(bound)
+    # A port the last deploy used that its Pod no longer holds and something else took: a new one.
+    lost = f"agent-{nodes[0]}"
+    taken = ports_in_values(v1)[lost]
+    v3 = values(second, ports_in_values(v1), everyone - {lost}, lambda port: port not in bound)
+    assert ports_in_values(v3)[lost] != taken and len(set(ports_in_values(v3).values())) == len(nodes) + 1
+    assert {k: p for k, p in ports_in_values(v3).items() if k != lost} == {
+        k: p for k, p in ports_in_values(v1).items() if k != lost}

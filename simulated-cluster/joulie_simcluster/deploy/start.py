@@ -93,6 +93,10 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     if on_kubelet:
         from joulie_simcluster.deploy import onkubelet  # it uses this module's _start
         onkubelet.check_mode(settings.hwemu)
+        try:  # refused before the last deploy's processes stop
+            onkubelet.check_replicas(comp.controller_replicas(load_values(options.values_files)))
+        except ValueError as e:
+            raise RuntimeFailure(f"values: {e}") from None
         onkubelet.stop_previous(state, progress)
     else:
         stop_deployed(state, progress)

@@ -101,6 +101,13 @@ def release_pods(state: StateDir) -> list[dict[str, Any]]:
     return kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods")
 
 
+def held_by_release(state: StateDir) -> set[str]:
+    """The components (named as the process runtime names its process) whose Pod of the release
+    exists and is not going: they hold their host ports now."""
+    return {name for pod in release_pods(state)
+            if (name := pod_process_name(pod)) and not (pod.get("metadata") or {}).get("deletionTimestamp")}
+
+
 def print_pods(state: StateDir, out: Any) -> bool:
     """``status``'s Pod lines (``kubectl get pods -o wide``: ready, phase, restarts, IP, node) of the
     release. True when every Pod is Running and ready; False too when none could be listed."""

@@ -191,3 +191,19 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
     statuses = status.get("containerStatuses") or []
     return (status.get("phase") == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
             and bool(statuses) and all(c.get("ready") for c in statuses))
+
+
+def ports_in_values(values: Mapping[str, Any] | None) -> dict[str, int]:
+    """The host ports a :func:`chart_values` result gave, by the process runtime's component name
+    (``agent-<node>``, ``controller-manager``); {} for none (no earlier deploy)."""
+    if not values:
+        return {}
+    out: dict[str, int] = {}
+    agent = values.get("agent") or {}
+    for entry in (agent.get("emulated") or {}).get("nodes") or [] if agent.get("mode") == "emulated" else []:
+        if isinstance(entry, Mapping) and entry.get("name") and entry.get("metricsPort"):
+            out[f"agent-{entry['name']}"] = int(entry["metricsPort"])
+    cm = values.get("controllerManager") or {}
+    if cm.get("metricsPort"):
+        out["controller-manager"] = int(cm["metricsPort"])
+    return out
