@@ -4,6 +4,7 @@
     ./pants run ci/images:build -- --verify           # ... and start each once with --version
     ./pants run ci/images:build -- --no-package --dist dist --components agent,extender
     ./pants run ci/images:build -- --save out/images --json out/images/images.json
+    PYTHONPATH=ci python3 -m images.build --base-rootfs   # only the base's rootfs tarball (no engine)
 
 Nothing is pulled. The base is ``debootstrap --variant=minbase bookworm`` with Debian's Python
 3.11 (``python3``, what the PEXes run on) and FUSE 3 (the simulator's views), imported once as
@@ -178,34 +179,43 @@ def ensure_debootstrap(log: Log) -> str:
     return apt_install("debootstrap", "debootstrap", log, BuildError)
 
 
-def ensure_base(engine: Engine, log: Log) -> str:
-    """The base image, from the engine, else from the cached rootfs tarball, else debootstrap."""
+def ensure_base_rootfs(log: Log) -> tuple[str, Path]:
+    """The base's ref and its debootstrap rootfs tarball under the cache, made when missing (no
+    engine needed: the simulated cluster's kubelet runtime imports it into containerd itself)."""
     mirror = apt_mirror()
     ref = base_image_ref(mirror)
-    if engine.docker("image", "inspect", ref, check=False).returncode == 0:
-        log(f"[images] base {ref}: cached in the engine")
-        return ref
     cache = cache_dir() / "images"
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / f"base-{ref.rsplit(':', 1)[1]}.tar"
-    if not tarball.is_file():
-        debootstrap = ensure_debootstrap(log)
-        t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(dir=cache, prefix="rootfs-") as tmp:
-            rootfs = Path(tmp) / "rootfs"
-            argv = [debootstrap, f"--variant={VARIANT}", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(rootfs), mirror]
-            log(f"[images] {' '.join(argv)}")
-            r = subprocess.run(argv, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise BuildError(f"debootstrap failed (exit {r.returncode}) from {mirror}: {(r.stdout + r.stderr).strip()[-1200:]}")
-            for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
-                for p in (rootfs / junk).glob("*"):
-                    if p.is_file():
-                        p.unlink()
-            partial = tarball.with_suffix(".tar.partial")
-            subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."], check=True)
-            partial.rename(tarball)
-        log(f"[images] debootstrap {SUITE} ({VARIANT} + {' '.join(BASE_PACKAGES)}): {time.monotonic() - t0:.0f}s, {human_size(tarball.stat().st_size)}")
+    if tarball.is_file():
+        return ref, tarball
+    debootstrap = ensure_debootstrap(log)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=cache, prefix="rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        argv = [debootstrap, f"--variant={VARIANT}", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(rootfs), mirror]
+        log(f"[images] {' '.join(argv)}")
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BuildError(f"debootstrap failed (exit {r.returncode}) from {mirror}: {(r.stdout + r.stderr).strip()[-1200:]}")
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for p in (rootfs / junk).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        partial = tarball.with_suffix(".tar.partial")
+        subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."], check=True)
+        partial.rename(tarball)
+    log(f"[images] debootstrap {SUITE} ({VARIANT} + {' '.join(BASE_PACKAGES)}): {time.monotonic() - t0:.0f}s, {human_size(tarball.stat().st_size)}")
+    return ref, tarball
+
+
+def ensure_base(engine: Engine, log: Log) -> str:
+    """The base image, from the engine, else from the cached rootfs tarball, else debootstrap."""
+    ref = base_image_ref(apt_mirror())
+    if engine.docker("image", "inspect", ref, check=False).returncode == 0:
+        log(f"[images] base {ref}: cached in the engine")
+        return ref
+    ref, tarball = ensure_base_rootfs(log)
     t0 = time.monotonic()
     engine.docker("import", "--change", "ENV LANG=C.UTF-8", str(tarball), ref)
     py = engine.docker("run", "--rm", "--network", "none", ref, "python3", "--version").stdout.decode().strip()
@@ -311,6 +321,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep-old", dest="prune", action="store_false", help="keep superseded dev- images of these components")
     p.add_argument("--save", type=Path, help="docker save each image to DIR/joulie-<component>.tar")
     p.add_argument("--json", type=Path, help="write the built images (ref, tag, size) as JSON")
+    p.add_argument("--base-rootfs", action="store_true",
+                   help="only make the Debian base's rootfs tarball under $JOULIE_CACHE/images (no engine, no PEX); "
+                        "what the simulated cluster's kubelet runtime imports")
     args = p.parse_args(argv)
     known = {c.name for c in COMPONENTS}
     wanted = [c.strip() for c in args.components.split(",") if c.strip()]
@@ -357,6 +370,10 @@ def build(args: argparse.Namespace, log: Log = lambda m: print(m, flush=True)) -
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        if args.base_rootfs:
+            ref, tarball = ensure_base_rootfs(lambda m: print(m, file=sys.stderr, flush=True))
+            print(f"{ref}\t{tarball}")
+            return 0
         build(args)
     except (BuildError, EngineError) as e:
         print(f"build-images: {e}", file=sys.stderr)

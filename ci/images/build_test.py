@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,38 @@ def test_a_daemon_left_by_an_interrupted_build_is_stopped_first(tmp_path: Path, 
     with pytest.raises(dockerd.EngineError, match="dockerd exited with 3 at start"), dockerd.private_engine(print, root=paths.root):
         pass
     assert leftover.wait(timeout=5) == -15  # SIGTERM, by its PID
+
+
+def test_base_rootfs_only_reuses_the_cached_tarball_and_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The step the kubelet runtime's up runs on a fresh machine: no engine, no PEX; a cached tarball
+    is kept (debootstrap never runs)."""
+    monkeypatch.setenv("JOULIE_CACHE", str(tmp_path))
+    monkeypatch.setenv("JOULIE_DEBIAN_MIRROR", "http://127.0.0.1:9/debian")
+    ref = build.base_image_ref("http://127.0.0.1:9/debian")
+    tarball = tmp_path / "images" / f"base-{ref.rsplit(':', 1)[1]}.tar"
+    tarball.parent.mkdir()
+    tarball.write_bytes(b"rootfs")
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"ran {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_run)
+    assert build.main(["--base-rootfs"]) == 0
+    assert capsys.readouterr().out == f"{ref}\t{tarball}\n"
+
+
+def test_base_rootfs_that_cannot_be_made_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("JOULIE_CACHE", str(tmp_path))
+    monkeypatch.setenv("JOULIE_DEBIAN_MIRROR", "http://127.0.0.1:9/debian")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/sbin/debootstrap")
+
+    class Failed:
+        returncode, stdout, stderr = 1, "", "E: Failed getting release file http://127.0.0.1:9/debian/dists/bookworm/Release"
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: Failed())
+    assert build.main(["--base-rootfs"]) == 1
+    err = capsys.readouterr().err
+    assert "build-images: debootstrap failed (exit 1) from http://127.0.0.1:9/debian: E: Failed getting release file" in err
+    assert not list((tmp_path / "images").glob("*.tar"))  # nothing half-made is left as the base

@@ -186,8 +186,10 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
     cluster = state.read_cluster_env() or {}
     missing = [k for k in ("IMAGE_AGENT", "IMAGE_CONTROLLER_MANAGER", "IMAGE_EXTENDER") if not cluster.get(k)]
     if missing:
-        raise RuntimeFailure(f"{', '.join(missing)} not in cluster.env: the images were not imported at up "
-                             "(./pants package services/{agent,controller-manager,extender}:bin, then up again)")
+        # up refuses to start without what the images need (host_checks.image_inputs): only a
+        # cluster an older simcluster brought up gets here.
+        raise RuntimeFailure(f"{', '.join(missing)} not in {state.cluster_env}: this cluster came up without the "
+                             "chart's images; run simcluster down, then simcluster up (it makes them)")
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
     values = kubelet_chart.chart_values_file(state)

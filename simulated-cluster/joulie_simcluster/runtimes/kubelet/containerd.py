@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from joulie_localcluster.tools import cache_dir
+from joulie_simcluster.runtimes.kubelet.host_checks import BASE_ROOTFS_COMMAND
 from joulie_simcluster.runtimes.kubelet.images import (
     SERVICE_COMPONENTS,
     build_service_archive,
@@ -47,6 +49,26 @@ def base_rootfs_tarball() -> Path | None:
     """The debootstrap rootfs ``ci/images`` caches (the newest), if any."""
     found = sorted((cache_dir() / "images").glob("base-bookworm-*.tar"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
+
+
+def make_base_rootfs(progress: Callable[[str], None], timeout_s: float = 1800.0) -> Path:
+    """Runs ``ci/images``' step that makes the Debian base rootfs tarball (BASE_ROOTFS_COMMAND, from
+    the repository root) and returns the tarball; a KubeletFailure with its output and the command
+    to run by hand when it fails."""
+    progress(f"no Debian base rootfs cached: making it ({BASE_ROOTFS_COMMAND}; debootstrap, a few minutes, once per machine)")
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([sys.executable, "-m", "images.build", "--base-rootfs"], capture_output=True, text=True,
+                           timeout=timeout_s, env={**os.environ, "PYTHONPATH": "ci"})
+    except subprocess.TimeoutExpired as e:
+        raise KubeletFailure(f"making the Debian base rootfs took over {timeout_s:.0f}s; run it by hand: "
+                             f"{BASE_ROOTFS_COMMAND}") from e
+    base = base_rootfs_tarball()
+    if r.returncode != 0 or base is None:
+        raise KubeletFailure(f"making the Debian base rootfs failed (exit {r.returncode}): "
+                             f"{(r.stdout + r.stderr).strip()[-1200:]}\nrun it by hand from the repository root: {BASE_ROOTFS_COMMAND}")
+    progress(f"Debian base rootfs {base} made in {time.monotonic() - t0:.0f}s")
+    return base
 
 
 BASE_PYTHON = Path("/usr/bin/python3.11")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from joulie_simcluster.runtimes.kubelet.node import KubeletFailure
+
 # cgroup v1 controllers the kubelet's cgroupfs manager and runc write to (hugetlb, net_cls and the
 # others are optional: the kubelet tolerates their absence, containerd tolerates missing hugetlb).
 REQUIRED_CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer")
@@ -112,3 +114,29 @@ def host_problems(
     problems += list(cgroup)
     problems += [f"capability {c} is missing (CapEff/CapBnd in /proc/self/status)" for c in capabilities]
     return problems
+
+
+BASE_ROOTFS_BUILDER = "ci/images/build.py"
+"""``ci/images``' builder, relative to the repository root (where ``./simcluster`` runs)."""
+BASE_ROOTFS_COMMAND = "PYTHONPATH=ci python3 -m images.build --base-rootfs"
+"""The one step of ``ci/images`` the node's images need: the debootstrap rootfs tarball of its Debian
+base, without a Docker engine (as root; debootstrap fetches from this machine's apt mirror)."""
+
+
+def image_inputs(base_cached: bool, missing_pexes: Sequence[str], builder_here: bool, cache: str) -> bool:
+    """Whether ``up`` must make the Debian base rootfs first (``BASE_ROOTFS_COMMAND``) before it
+    builds the chart's images; a :class:`KubeletFailure` naming each command to run when it cannot
+    (a service PEX missing, or no base and no builder). Asked before anything starts, so a fresh
+    machine never gets as far as ``deploy`` to be told the images are missing."""
+    problems = []
+    if missing_pexes:
+        problems.append(f"no PEX for {', '.join(missing_pexes)}: run ./pants package "
+                        + " ".join(f"services/{c}:bin" for c in missing_pexes)
+                        + " (./simcluster up does, unless SIMCLUSTER_NO_BUILD=1)")
+    if not base_cached and not builder_here:
+        problems.append(f"the Debian base rootfs is not cached ({cache}/images/base-bookworm-*.tar) and "
+                        f"{BASE_ROOTFS_BUILDER} is not here to make it: run simcluster from the repository root, "
+                        f"or there: {BASE_ROOTFS_COMMAND}")
+    if problems:
+        raise KubeletFailure("the chart's images cannot be made: " + "; ".join(problems))
+    return not base_cached

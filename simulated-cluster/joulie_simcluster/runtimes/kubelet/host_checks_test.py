@@ -8,6 +8,7 @@ from joulie_simcluster.runtimes.kubelet.host_checks import (
     cgroup_mounts,
     cgroup_problems,
     host_problems,
+    image_inputs,
     missing_capabilities,
     mounted_v1_controllers,
     snapshotter_for,
@@ -80,3 +81,20 @@ def test_down_looks_for_the_node_cgroups_in_every_hierarchy_the_unified_one_too(
     assert "/sys/fs/cgroup/unified" in mounts and "/sys/fs/cgroup/systemd" in mounts
     assert "/sys/fs/cgroup" not in mounts  # the tmpfs holding them
     assert set(v1_hierarchies(PROC_MOUNTS)) == set(mounts) - {"/sys/fs/cgroup/unified"}
+
+
+def test_a_fresh_machine_gets_its_base_made_at_up_or_the_exact_commands() -> None:
+    cache = "/root/.cache/joulie"
+    # Empty images cache, the builder here: up makes the base first (ci/images' step).
+    assert image_inputs(False, [], True, cache) is True
+    assert image_inputs(True, [], True, cache) is False and image_inputs(True, [], False, cache) is False
+    with pytest.raises(KubeletFailure) as err:
+        image_inputs(False, [], False, cache)
+    assert f"not cached ({cache}/images/base-bookworm-*.tar)" in str(err.value)
+    assert "PYTHONPATH=ci python3 -m images.build --base-rootfs" in str(err.value)
+    with pytest.raises(KubeletFailure) as err:
+        image_inputs(True, ["agent", "extender"], True, cache)
+    assert "no PEX for agent, extender: run ./pants package services/agent:bin services/extender:bin" in str(err.value)
+    with pytest.raises(KubeletFailure) as err:  # every missing piece at once
+        image_inputs(False, ["agent"], False, cache)
+    assert "services/agent:bin" in str(err.value) and "--base-rootfs" in str(err.value)

@@ -6,8 +6,8 @@ etcd, kube-apiserver with kube-controller-manager (Deployments and DaemonSets ne
 ServiceAccount admission that gives Pods their tokens is on only with it), kube-scheduler (the
 extender at a port of its own, where a hostNetwork extender Pod listens), KWOK and Prometheus start
 as the process runtime starts them; then containerd (rootful, its own root, state and socket under
-``<state>/kubelet``, cgroupfs), the sandbox image built from ``bootstrap-tools.sh pause`` (and the
-debootstrap base of ``ci/images`` when it is cached) imported, and the kubelet as ``<name>-node``
+``<state>/kubelet``, cgroupfs), the sandbox image built from ``bootstrap-tools.sh pause`` and the
+debootstrap base of ``ci/images`` (made first when not cached) imported, and the kubelet as ``<name>-node``
 with a ``system:node`` client certificate signed by the cluster CA. Once that Node is Ready the
 spec's fake Nodes (KWOK) are applied as the process runtime applies them.
 """
@@ -31,7 +31,7 @@ from joulie_localcluster.kwok import start_kwok
 from joulie_localcluster.procs import ManagedProcess, ProcessFailedError, free_port
 from joulie_localcluster.prometheus import Prometheus, start_prometheus
 from joulie_localcluster.scheduler import ExtenderConfig, start_scheduler
-from joulie_localcluster.tools import ToolMissingError, Tools, load_tools
+from joulie_localcluster.tools import ToolMissingError, Tools, cache_dir, load_tools
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.runtimes.kube import apply_nodes, core_api, node_ready
@@ -41,6 +41,7 @@ from joulie_simcluster.runtimes.kubelet.containerd import (
     has_image,
     import_image,
     import_service_images,
+    make_base_rootfs,
 )
 from joulie_simcluster.runtimes.kubelet.containerd_config import (
     cni_conflist,
@@ -58,8 +59,18 @@ from joulie_simcluster.runtimes.kubelet.host import (
     read_host_file,
     remove_node_ip,
 )
-from joulie_simcluster.runtimes.kubelet.host_checks import snapshotter_for, v1_hierarchies
-from joulie_simcluster.runtimes.kubelet.images import build_base_archive, build_pause_archive
+from joulie_simcluster.runtimes.kubelet.host_checks import (
+    BASE_ROOTFS_BUILDER,
+    image_inputs,
+    snapshotter_for,
+    v1_hierarchies,
+)
+from joulie_simcluster.runtimes.kubelet.images import (
+    SERVICE_COMPONENTS,
+    build_base_archive,
+    build_pause_archive,
+    pex_in_dist,
+)
 from joulie_simcluster.runtimes.kubelet.node import KubeletFailure, NodePaths, NodeSettings, node_ip, node_name
 from joulie_simcluster.runtimes.kubelet.node_config import kubelet_argv, kubelet_config, node_kubeconfig
 from joulie_simcluster.runtimes.kubelet.node_processes import group_rss_kib, start_kube_proxy, start_node_lifecycle
@@ -126,6 +137,11 @@ def _check_prerequisites(ctx: Context, crd_dir: Path, telemetry_mode: str) -> _P
         raise KubeletFailure(f"CRD directory {crd_dir} not found (run from the repository root or pass --crds)")
     paths = NodePaths.under(ctx.state.root)
     paths.check_socket()
+    # The images' inputs before anything starts: a fresh machine gets its base made here, or the
+    # exact command, never a deploy that finds no images.
+    missing = [c for c in SERVICE_COMPONENTS if not pex_in_dist(ctx.settings.dist, c).is_file()]
+    if image_inputs(base_rootfs_tarball() is not None, missing, Path(BASE_ROOTFS_BUILDER).is_file(), str(cache_dir())):
+        make_base_rootfs(ctx.progress)
     return _Prerequisites(host, kubelet_bin, pause_bin, k8s_version, tools, paths)
 
 
