@@ -20,6 +20,10 @@ def print_log(state: StateDir, component: str, node: str | None, lines: int) -> 
     path = state.log(name)
     if not path.is_file() and (state.runs / "latest" / "logs" / path.name).is_file():
         path = state.runs / "latest" / "logs" / path.name  # after down: the last run's copy (runs/ is kept)
+        # Said on stderr: a cluster deployed outside a run leaves no copy, and the last run's log
+        # may be of an earlier cluster.
+        print(f"simcluster logs: {state.log(name)} is gone (down); the copy of run {path.parents[1].resolve().name}",
+              file=sys.stderr)
     if not path.is_file():
         known = sorted(p.stem for p in state.logs.glob("*.log")) if state.logs.is_dir() else []
         print(f"simcluster logs: no log {path}; logs here: {', '.join(known) or 'none'}", file=sys.stderr)

@@ -18,5 +18,7 @@ def test_after_down_an_agents_log_is_read_from_the_last_run(tmp_path: Path,
     (run / "logs" / "agent-intel-0.log").write_text("one\ntwo\n")
     (state.runs / "latest").symlink_to(run.name)
     assert print_log(state, "agent", "intel-0", 1) == 0
-    assert capsys.readouterr().out == "two\n"
+    out = capsys.readouterr()
+    assert out.out == "two\n"
+    assert "is gone (down); the copy of run 20261205T200000Z-smoke-files-abc" in out.err  # never passed off as this cluster's
     assert print_log(state, "agent", "intel-1", 1) == 1
