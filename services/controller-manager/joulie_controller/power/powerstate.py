@@ -58,6 +58,7 @@ from joulie_controller.power.powertypes import (
     PowerState,
     PowerStatus,
 )
+from joulie_controller.power.ramp import ready_at
 from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retry_due
 from joulie_controller.power.warmpool import ANY_POOL, draws_on, free_by_pool, rate_left, shifted
 from joulie_controller.settings import Settings
@@ -95,6 +96,15 @@ def pool_of(info: NodeInfo, s: Settings) -> str:
     return info.labels.get(s.suspend.pool_label) or DEFAULT_POOL
 
 
+def floor_of(pool: str, s: Settings) -> int:
+    """The pool's floor: SUSPEND_MIN_POWERED_BY_POOL's entry for it, else SUSPEND_MIN_POWERED."""
+    return dict(s.suspend.min_powered_by_pool).get(pool, s.suspend.min_powered)
+
+
+def _clock(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _pod_name(pod: PodInfo) -> str:
     return f"{pod.namespace}/{pod.name}"
 
@@ -109,6 +119,25 @@ class _Tick:
         self.actions: list[PowerAction] = []
         self.notes: list[str] = []
         self.cpu_servers = any(n.info.allocatable_gpus == 0 for n in inp.nodes)  # servers without GPUs?
+        self.ramp_room_w = inp.ramp_room_w
+        self.ramp_limit = 0.0
+
+    def ramp_allows(self, n: PowerNode, why: str) -> bool:
+        """Whether POWER_RAMP_LIMIT_W_PER_S lets ``n`` power on now; if not, its status says until when."""
+        if n.rank_w <= self.ramp_room_w:
+            return True
+        until = ready_at(self.ramp_room_w, n.rank_w, self.now, self.ramp_limit)
+        reason = (f"resume for {why} deferred at {_clock(self.now)} until about {_clock(until)}: "
+                  f"POWER_RAMP_LIMIT_W_PER_S={self.ramp_limit:g} (boot step {n.rank_w:.0f} W, ramp room "
+                  f"{max(0.0, self.ramp_room_w):.0f} W)")
+        name = n.info.name
+        if not self.status[name].reason.startswith(f"resume for {why} deferred at"):
+            self.status[name] = replace(self.status[name], reason=reason[:1024])
+            self.notes.append(f"node {name}: {reason}")
+        return False
+
+    def ramp_take(self, n: PowerNode) -> None:
+        self.ramp_room_w -= n.rank_w
 
     def serves_any(self, n: PowerNode) -> bool:
         """Whether the node's cores count for the Pods that request no GPU (warmpool.ANY_POOL)."""
@@ -149,6 +178,7 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
                       and not p.daemonset and p.unschedulable and p.scheduler_name in s.scheduler_names),
                      key=_pod_name)
     tick = _Tick(inp)
+    tick.ramp_limit = s.suspend.ramp_limit_w_per_sec
     for n in nodes:
         if n.status.since is None:  # first seen by the policy
             tick.status[n.info.name] = replace(n.status, since=inp.now)
@@ -365,10 +395,12 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
                 r = room_of(n.info, bound[name])
                 if fits(pod, n.info, r, ignore) is not None:
                     continue
-                if is_off and budget <= 0:
+                if is_off and (budget <= 0 or not tick.ramp_allows(n, "Pending Pods")):
                     waiting.append(_pod_name(pod))
                     break
-                budget -= 1 if is_off else 0
+                if is_off:
+                    budget -= 1
+                    tick.ramp_take(n)
                 woken[name], first_pod[name], spot = r, pod, name
                 break
         if spot is None:
@@ -377,7 +409,8 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
             woken[spot] = woken[spot].minus(pod)
     if waiting:
         tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
-                          f"SUSPEND_MAX_CONCURRENT nodes already change state, or RESUME_RATE reached")
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state, RESUME_RATE reached, or "
+                          f"POWER_RAMP_LIMIT_W_PER_S (rate limit)")
     return first_pod, budget
 
 
@@ -391,20 +424,28 @@ def _powered_by_pool(tick: _Tick, nodes: Sequence[PowerNode], s: Settings) -> di
 
 def _restore_floor(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading], budget: int,
                    s: Settings) -> int:
-    """A pool under SUSPEND_MIN_POWERED (a failed or manually cordoned node) gets off nodes back."""
+    """A pool under its floor (a failed or manually cordoned node) gets off nodes back."""
     powered = _powered_by_pool(tick, nodes, s)
     for n in sorted(nodes, key=lambda n: (n.rank_w, n.info.name)):
         name, pool = n.info.name, pool_of(n.info, s)
         reading = bmc.get(name)
-        if budget <= 0 or powered[pool] >= s.suspend.min_powered:
+        if budget <= 0 or powered[pool] >= floor_of(pool, s):
             continue
         if tick.status[name].state == POWER_OFF and reading is not None and reading.state == POWER_OFF:
+            if not tick.ramp_allows(n, f"the floor of pool {pool}"):
+                continue
+            tick.ramp_take(n)
             tick.move(name, POWER_RESUMING, f"pool {pool} has {powered[pool]} powered nodes, under "
-                      f"SUSPEND_MIN_POWERED={s.suspend.min_powered}", "on")
+                      f"its floor {floor_of(pool, s)} ({_floor_setting(pool, s)})", "on")
             tick.desired[name] = POWER_ON
             powered[pool] += 1
             budget -= 1
     return budget
+
+
+def _floor_setting(pool: str, s: Settings) -> str:
+    return ("SUSPEND_MIN_POWERED_BY_POOL" if pool in dict(s.suspend.min_powered_by_pool)
+            else f"SUSPEND_MIN_POWERED={s.suspend.min_powered}")
 
 
 def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
@@ -436,6 +477,9 @@ def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, lis
             if budget <= 0 or not need.short_of(free.get(need.pool, Room(0.0, 0.0, 0))):
                 break
             if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+                if not tick.ramp_allows(n, "the warm pool"):
+                    continue
+                tick.ramp_take(n)
                 tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
                 tick.desired[name] = POWER_ON
                 free.update(shifted(free, pool, room_of(n.info, bound[name]), 1.0, tick.serves_any(n)))
@@ -473,7 +517,9 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
     powered = _powered_by_pool(tick, nodes, s)
     for n in due:
         name, pool = n.info.name, pool_of(n.info, s)
-        if powered[pool] - 1 < s.suspend.min_powered:
+        if powered[pool] - 1 < floor_of(pool, s):
+            floor = f"kept on: the floor of pool {pool}, {floor_of(pool, s)} powered ({_floor_setting(pool, s)})"
+            tick.status[name] = replace(tick.status[name], reason=floor[:1024])
             continue
         kept = _kept_on(tick, n, inp, free, workload[name], s)
         if kept is not None:
