@@ -111,3 +111,15 @@ def test_pool_floors_and_the_ramp_limit_read_from_the_environment_and_bad_values
         with pytest.raises(SettingError, match=re.escape(words)) as err:
             Settings.from_env(env)
         assert next(iter(env)) in str(err.value)
+
+
+def test_the_ramp_and_floor_reasons_name_their_cause_for_kubectl_joulie() -> None:
+    from joulie_api import powerreason
+
+    nodes, hist = off_nodes(2), PowerHistory()
+    waiting = tick(nodes, hist, timedelta(0)).status["n1"].reason
+    assert powerreason.cause(waiting) == "rate limit"
+    s = replace(ON, suspend=replace(ON.suspend, min_powered=0, min_powered_by_pool=(("cpu", 1),)))
+    off = [pn(node("b", labels={"joulie.io/pool": "cpu"}, cordoned=True), "off", T0, "off")]
+    restored = decide(PowerInput(T0, off, [], {"b": BmcReading("off")}, {}), s).status["b"].reason
+    assert powerreason.cause(restored) == "floor"
