@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from joulie_hwprofiles.schema import Profile
+from joulie_simulator.bmc.faults import PowerOnFaults
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 from joulie_simulator.emulation.emulator import Emulator
@@ -22,9 +23,10 @@ def frozen_emulator(*nodes: tuple[str, Profile]) -> Emulator:
 
 
 @contextmanager
-def running_fleet(emu: Emulator, creds: BmcCredentials, tls: BmcTls | None = None) -> Iterator[BmcFleet]:
+def running_fleet(emu: Emulator, creds: BmcCredentials, tls: BmcTls | None = None,
+                  faults: PowerOnFaults | None = None) -> Iterator[BmcFleet]:
     """One emulated BMC per node of `emu` on loopback, stopped on exit."""
-    fleet = BmcFleet(emu, creds, tls=tls).start()
+    fleet = BmcFleet(emu, creds, tls=tls, faults=faults).start()
     try:
         yield fleet
     finally:

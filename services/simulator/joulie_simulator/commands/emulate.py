@@ -66,6 +66,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
     em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
+    em.add_argument("--bmc-failure-share", type=float, default=0.0,
+                    help="share of power-ons the emulated BMCs refuse with HTTP 500, the node left off (default 0; bmc/faults.py)")
+    em.add_argument("--bmc-hang-share", type=float, default=0.0,
+                    help="share of power-ons the emulated BMCs accept without the node ever booting (default 0)")
+    em.add_argument("--bmc-fault-seed", type=int, default=0, help="seed of the BMC faults' draws (default 0)")
     em.add_argument("--power-time-scale", type=float, default=1.0,
                     help="boot and shutdown last the profiles' boot_s/shutdown_s times this (default 1; a CI preset shortens them)")
     em.add_argument("--facility", action=argparse.BooleanOptionalAction, default=True,
@@ -212,14 +217,22 @@ def _addr(text: str) -> tuple[str, int]:
 def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials, stoppers: Stoppers) -> dict[str, Any]:
     """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
     ``/debug/bmcs``)."""
+    from joulie_simulator.bmc.faults import PowerOnFaults
     from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 
     tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
-    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base).start()
+    try:
+        faults = PowerOnFaults(args.bmc_failure_share, args.bmc_hang_share, args.bmc_fault_seed)
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base,
+                     faults=faults if faults.active else None).start()
     stoppers.append(fleet.stop)
     fleet.write(em.root / "bmcs.json")
     bmcs = fleet.document()
-    print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}", flush=True)
+    print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}"
+          + (f"; power-ons refused {faults.failure_share:g}, hung {faults.hang_share:g} (emulated faults)" if faults.active
+             else ""), flush=True)
     return bmcs
 
 
