@@ -258,3 +258,41 @@ def test_a_share_of_power_ons_fails_in_a_seeded_repeatable_order() -> None:
                                                                           "more than every power-on")):
         with pytest.raises(ValueError, match=words):
             PowerOnFaults(**bad)  # type: ignore[arg-type]
+
+
+def test_post_debug_bmc_faults_switches_refusals_on_and_off_for_a_running_fleet(emu: Emulator) -> None:
+    """What a chaos fault does: the simulator's BMCs start refusing power-ons, then stop."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from joulie_simulator.serving.http_debug import DebugServer
+
+    auth = (CREDS.username, CREDS.password)
+    faults = PowerOnFaults()
+    emu.power_off("xeon-0", graceful=False)
+    server = DebugServer(emu, bmc_faults=faults)
+    server.start()
+
+    def post(body: bytes) -> tuple[int, dict[str, object]]:
+        req = urllib.request.Request(f"{server.url}/debug/bmc/faults", data=body, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status, json.load(resp)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+    try:
+        with running_fleet(emu, CREDS, faults=faults) as f:
+            url = f"{f.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+            code, answer = post(b'{"failureShare": 1}')
+            assert code == 200 and answer["failureShare"] == 1.0
+            assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 500
+            assert post(b'{"failureShare": 0.8, "hangShare": 0.5}')[0] == 400  # more than every power-on
+            assert post(b'{"failureShare": "all"}')[0] == 400
+            code, answer = post(b'{"failureShare": 0, "hangShare": 0}')
+            assert code == 200 and answer["drawn"] == {"ok": 0, "refused": 1, "hung": 0}
+            assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 204
+            assert emu.power_state("xeon-0") == "booting"
+    finally:
+        server.stop()

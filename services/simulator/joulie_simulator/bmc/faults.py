@@ -33,16 +33,15 @@ class PowerOnFaults:
     """How many power-ons got each answer (the debug server's and the scenario's count)."""
 
     def __post_init__(self) -> None:
-        for flag, share in (("--bmc-failure-share", self.failure_share), ("--bmc-hang-share", self.hang_share)):
-            if not 0.0 <= share <= 1.0:
-                raise ValueError(f"{flag}: {share:g} is not a share between 0 and 1")
-        if self.failure_share + self.hang_share > 1.0:
-            raise ValueError(
-                f"--bmc-failure-share {self.failure_share:g} + --bmc-hang-share {self.hang_share:g} "
-                "is more than every power-on"
-            )
+        _check(self.failure_share, self.hang_share)
         self._rng = random.Random(f"bmc-power-on-{self.seed}")
         self._lock = threading.Lock()
+
+    def set_shares(self, failure_share: float, hang_share: float) -> None:
+        """New shares from now on (``POST /debug/bmc/faults``: a chaos fault that holds for a while)."""
+        _check(failure_share, hang_share)
+        with self._lock:
+            self.failure_share, self.hang_share = failure_share, hang_share
 
     @property
     def active(self) -> bool:
@@ -57,3 +56,13 @@ class PowerOnFaults:
             )
             self.drawn[answer] += 1
             return answer
+
+
+def _check(failure_share: float, hang_share: float) -> None:
+    for flag, share in (("--bmc-failure-share", failure_share), ("--bmc-hang-share", hang_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"{flag}: {share:g} is not a share between 0 and 1")
+    if failure_share + hang_share > 1.0:
+        raise ValueError(
+            f"--bmc-failure-share {failure_share:g} + --bmc-hang-share {hang_share:g} is more than every power-on"
+        )

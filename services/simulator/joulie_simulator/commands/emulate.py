@@ -29,6 +29,7 @@ from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 
 if TYPE_CHECKING:
+    from joulie_simulator.bmc.faults import PowerOnFaults
     from joulie_simulator.bmc.serving.app import BmcCredentials
     from joulie_simulator.emulation.emulator import Emulator
     from joulie_simulator.facility.live import FacilityLive
@@ -142,9 +143,10 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
 
             fuse = FuseServer(em.emu, em.root / "fuse")
             fuse.start()
-        bmcs = _start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None else None
+        bmcs, bmc_faults = (_start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None
+                            else (None, None))
         if args.http:
-            _start_debug_http(args, em, bmcs, tick_cost, stoppers)
+            _start_debug_http(args, em, bmcs, tick_cost, stoppers, bmc_faults)
         if args.grpc:
             _start_grpc(args, em, stoppers)
         _start_otlp(args, em, stoppers)
@@ -214,9 +216,10 @@ def _addr(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials, stoppers: Stoppers) -> dict[str, Any]:
+def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials,
+                stoppers: Stoppers) -> tuple[dict[str, Any], PowerOnFaults]:
     """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
-    ``/debug/bmcs``)."""
+    ``/debug/bmcs``), and their power-on faults (``POST /debug/bmc/faults`` sets them later)."""
     from joulie_simulator.bmc.faults import PowerOnFaults
     from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 
@@ -225,23 +228,22 @@ def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredent
         faults = PowerOnFaults(args.bmc_failure_share, args.bmc_hang_share, args.bmc_fault_seed)
     except ValueError as e:
         raise Refused(str(e)) from None
-    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base,
-                     faults=faults if faults.active else None).start()
+    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base, faults=faults).start()
     stoppers.append(fleet.stop)
     fleet.write(em.root / "bmcs.json")
     bmcs = fleet.document()
     print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}"
           + (f"; power-ons refused {faults.failure_share:g}, hung {faults.hang_share:g} (emulated faults)" if faults.active
              else ""), flush=True)
-    return bmcs
+    return bmcs, faults
 
 
 def _start_debug_http(args: argparse.Namespace, em: Emulation, bmcs: dict[str, Any] | None, tick_cost: TickCost,
-                      stoppers: Stoppers) -> None:
+                      stoppers: Stoppers, bmc_faults: PowerOnFaults | None = None) -> None:
     from joulie_simulator.serving.http_debug import DebugServer
 
     host, port = _addr(args.http)
-    http = DebugServer(em.emu, host, port, bmcs=bmcs, facility=em.facility, tick_cost=tick_cost)
+    http = DebugServer(em.emu, host, port, bmcs=bmcs, facility=em.facility, tick_cost=tick_cost, bmc_faults=bmc_faults)
     http.start()
     stoppers.append(http.stop)
     print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)
