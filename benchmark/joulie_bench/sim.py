@@ -55,6 +55,7 @@ from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.estimates import EstimateLog
 from joulie_bench.gputelemetry import GpuTelemetry
+from joulie_bench.idlepower import idle_power_by_node_w, power_w, settle_idle
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
 from joulie_bench.receipts import summarise as summarise_receipts
@@ -113,51 +114,6 @@ UNSCHEDULABLE: Final = {"type": "PodScheduled", "status": "False", "reason": "Un
 """The condition kube-scheduler sets on a Pod it tried and found no node for."""
 BMC_STATES: dict[str, BmcState] = {"on": "on", "off": "off", "booting": "powering-on", "shutting-down": "powering-off"}
 """The emulator's power states as a Redfish BMC reports them (ComputerSystem PowerState)."""
-
-
-def _power_w(emu: Emulator, nodes: Sequence[BenchNode]) -> tuple[float, dict[str, float]]:
-    """The cluster's IT power now, and how it splits by device kind (``DEVICE_KINDS``)."""
-    cpu = gpu = host = 0.0
-    for n in nodes:
-        st = emu.node(n.name).state
-        cpu += sum(sk.power_w for sk in st.sockets)
-        gpu += sum(g.power_w for g in st.gpus)
-        host += st.host_power_w
-    return host, {"cpu": cpu, "gpu": gpu, "other": host - cpu - gpu}
-
-
-def _settle_idle(emu: Emulator, clock: FakeClock, nodes: Sequence[BenchNode], dt_s: float) -> None:
-    """No load on any node, then a few ticks for the power to settle."""
-    for n in nodes:
-        emu.set_load(n.name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
-    for _ in range(3):
-        clock.advance(dt_s)
-        emu.tick(dt_s)
-
-
-_NODE_IDLE_CACHE: dict[tuple[str, str, float], dict[str, float]] = {}
-
-
-def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, dict[str, float]]:
-    """Each node's idle power by device kind (unloaded, uncapped, boards at their default limit),
-    measured on an emulator of its profile alone; cached per profile."""
-    out = {}
-    for n in nodes:
-        key = (n.profile.name, n.profile.physics.model_dump_json(), dt_s)  # a physics variant is another profile
-        if key not in _NODE_IDLE_CACHE:
-            _NODE_IDLE_CACHE[key] = measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
-        out[n.name] = dict(_NODE_IDLE_CACHE[key])
-    return out
-
-
-def measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
-    """The nodes' idle power by device kind on an emulator of their own: no load, no cap, boards at
-    their default limit (A's baseline), a few ticks to settle."""
-    clock = FakeClock(t=0.0)
-    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
-    emu.frozen = True
-    _settle_idle(emu, clock, nodes, dt_s)
-    return _power_w(emu, nodes)[1]
 
 
 def run(
@@ -408,7 +364,7 @@ class _Run:
                 self.last_load[name] = load
         self.clock.t = t + dt_s
         emu.tick(dt_s)
-        it_w, by_kind = _power_w(emu, nodes)
+        it_w, by_kind = power_w(emu, nodes)
         for kind, w in by_kind.items():
             self.kind_j[kind] += w * dt_s
         self.it_j += it_w * dt_s
@@ -444,15 +400,15 @@ class _Run:
             done += (1.0 - min(1.0, max(0.0, left))) * r.job.ideal_runtime_s
         return done
 
-    def idle_power_w(self) -> float:
+    def idlepower_w(self) -> float:
         """Idle power after the run (not counted in the run's energy), caps as the policy left them."""
-        _settle_idle(self.emu, self.clock, self.nodes, self.dt_s)
-        return _power_w(self.emu, self.nodes)[0]
+        settle_idle(self.emu, self.clock, self.nodes, self.dt_s)
+        return power_w(self.emu, self.nodes)[0]
 
     def result(self, seed: int, end_s: float) -> RunResult:
         self.receipts.observe(end_s, self.emu, self.engine)  # the last interval, before the idle settle ticks on
         receipt_rows = self.receipts.rows(self.engine)
-        idle_w = self.idle_power_w()
+        idle_w = self.idlepower_w()
         own = [r for r in self.engine.runs.values() if r.job.job_id in self.measured_ids]
         done = [r for r in own if r.done_s is not None]
         first = min((j.submit_s for j in self.jobs), default=0.0)

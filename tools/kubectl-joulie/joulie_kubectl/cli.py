@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from joulie_api.kube import server_message
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
 from joulie_api.version import service_version
-from joulie_kubectl import model, render
+from joulie_kubectl import model, powerview, render
 from joulie_kubectl.kube import ClusterState, api_client, read_pods, read_state
 
 NAME = "kubectl-joulie"
@@ -134,7 +134,7 @@ def run(argv: list[str] | None = None, *, console: Console | None = None,
         out.print(render.placement_text(pods))
         out.print(render.pods_table(pods))
     elif args.command == "power":
-        power = model.power_rows(state.twins)
+        power = powerview.power_rows(state.twins)
         if not power:
             out.print("No power states: the power policy is off (POWER_POLICY=none, docs/suspend-resume.md).")
         else:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from joulie_api import powerreason
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
+from joulie_api.powerreason import cause
 from joulie_api.quantity import QuantityError, parse_quantity
 from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation
 
@@ -139,44 +139,12 @@ def power_lines(power: Any, now: datetime) -> list[tuple[str, str]]:
     out = [("Power state", state + (f" since {since.isoformat()}" if since is not None else ""))]
     if power.get("reason"):
         out.append(("Power reason", str(power["reason"])))
-        out.append(("Why", powerreason.cause(str(power["reason"]))))
+        out.append(("Why", cause(str(power["reason"]))))
     if _num(power.get("boots")) is not None:
         out.append(("Boots (resumes)", f"{_num(power.get('boots')):g}"))
     if power.get("error"):
         out.append(("BMC error", str(power["error"])))
     return out
-
-
-@dataclass(frozen=True)
-class PowerRow:
-    """One node's power state and why (``kubectl joulie power``), from its NodeTwin's status.power."""
-
-    node: str
-    state: str
-    since: datetime | None
-    cause: str
-    """What the reason names: forecast, floor, rate limit, power cycles, Pending Pods, idle, BMC, operator."""
-    cycles_left: int | None
-    target: str | None
-    """The warm pool's target the reason states (forecast), e.g. "24 cores / 0 GPUs"."""
-    boots: int
-    reason: str
-    error: str
-
-
-def power_rows(twins: Iterable[Mapping[str, Any]]) -> list[PowerRow]:
-    """Every node the power policy manages (a twin with status.power), by node name."""
-    rows = []
-    for twin in twins:
-        power = _get(twin, "status", "power")
-        if not isinstance(power, Mapping) or not power.get("state"):
-            continue
-        reason = str(power.get("reason") or "")
-        node = str(_get(twin, "spec", "nodeName") or _get(twin, "metadata", "name") or "?")
-        rows.append(PowerRow(node, str(power["state"]), _time(power.get("since")), powerreason.cause(reason),
-                             powerreason.cycles_left(reason), powerreason.warm_target(reason),
-                             int(_num(power.get("boots")) or 0), reason, str(power.get("error") or "")))
-    return sorted(rows, key=lambda r: r.node)
 
 
 def decision_lines(decision: Any) -> list[tuple[str, str]]:

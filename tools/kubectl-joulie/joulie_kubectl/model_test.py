@@ -158,7 +158,7 @@ def power_twin(node: str, state: str, reason: str, **extra: object) -> dict[str,
 
 
 def test_power_rows_say_why_each_node_is_warm_or_asleep() -> None:
-    from joulie_kubectl.model import power_rows
+    from joulie_kubectl.powerview import power_rows
     from joulie_kubectl.render import power_table
 
     twins = [

@@ -13,7 +13,7 @@ import redfish
 import requests
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.bmc.faults import PowerOnFaults
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet
 from joulie_simulator.emulation.emulator import Emulator

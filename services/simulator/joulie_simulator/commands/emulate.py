@@ -29,7 +29,7 @@ from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 
 if TYPE_CHECKING:
-    from joulie_simulator.bmc.faults import PowerOnFaults
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.bmc.serving.app import BmcCredentials
     from joulie_simulator.emulation.emulator import Emulator
     from joulie_simulator.facility.live import FacilityLive
@@ -68,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
     em.add_argument("--bmc-failure-share", type=float, default=0.0,
-                    help="share of power-ons the emulated BMCs refuse with HTTP 500, the node left off (default 0; bmc/faults.py)")
+                    help="share of power-ons the emulated BMCs refuse with HTTP 500, the node left off (default 0; emulation/powerfaults.py)")
     em.add_argument("--bmc-hang-share", type=float, default=0.0,
                     help="share of power-ons the emulated BMCs accept without the node ever booting (default 0)")
     em.add_argument("--bmc-fault-seed", type=int, default=0, help="seed of the BMC faults' draws (default 0)")
@@ -220,7 +220,7 @@ def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredent
                 stoppers: Stoppers) -> tuple[dict[str, Any], PowerOnFaults]:
     """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
     ``/debug/bmcs``), and their power-on faults (``POST /debug/bmc/faults`` sets them later)."""
-    from joulie_simulator.bmc.faults import PowerOnFaults
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 
     tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None

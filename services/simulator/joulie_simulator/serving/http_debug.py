@@ -5,7 +5,7 @@ zones, gpus, caps, ...}], "events": [...]}``; ``?node=<name>`` narrows to one no
 
 ``GET /debug/bmcs``: where each node's emulated BMC listens (``joulie_simulator.bmc.serving.fleet``).
 ``POST /debug/bmc/faults`` ``{"failureShare": x, "hangShare": y}``: the share of power-ons those BMCs
-refuse (HTTP 500) or accept without booting, from now on (``bmc/faults.py``; a chaos fault's switch).
+refuse (HTTP 500) or accept without booting, from now on (``emulation/powerfaults.py``; a chaos fault's switch).
 
 ``GET /metrics``: the same hardware metrics as the OTLP push, in the Prometheus text format, for a
 Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_total`` and
@@ -42,7 +42,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from joulie_simulator.bmc.faults import PowerOnFaults
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.emulator import Emulator, NotEmulated
 from joulie_simulator.emulation.hwsemconv import components, telemetry_gap
 from joulie_simulator.emulation.tickcost import TickCost
@@ -171,7 +171,7 @@ def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[s
 
 def set_bmc_faults(faults: PowerOnFaults | None, body: bytes) -> tuple[int, dict[str, Any]]:
     """``POST /debug/bmc/faults`` ``{"failureShare": 0.5, "hangShare": 0}``: the share of power-ons the
-    emulated BMCs refuse or hang from now on (``bmc/faults.py``; 0 and 0 clear it); the answer says the
+    emulated BMCs refuse or hang from now on (``emulation/powerfaults.py``; 0 and 0 clear it); the answer says the
     shares now and the answers drawn so far."""
     if faults is None:
         return 404, {"error": "no emulated BMCs in this simulator (--bmc)"}

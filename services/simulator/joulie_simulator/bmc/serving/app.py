@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from joulie_common.yamlload import YamlError, load_yaml
 from joulie_simulator.bmc import resources as rf
-from joulie_simulator.bmc.faults import PowerOnFaults
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.emulator import Emulator, PowerStateError
 
 
@@ -118,7 +118,7 @@ class _Bmc:
 
 def create_app(emu: Emulator, node: str, credentials: BmcCredentials, faults: PowerOnFaults | None = None) -> FastAPI:
     """The BMC of ``node`` (which must be emulated by ``emu``); ``faults``: a share of its power-ons
-    refused or hung (``bmc/faults.py``)."""
+    refused or hung (``emulation/powerfaults.py``)."""
     emu.node(node)
     app = FastAPI(title=f"emulated BMC of {node}", openapi_url=None, docs_url=None, redoc_url=None)
     bmc = _Bmc(emu, node, credentials, faults)
