@@ -8,7 +8,8 @@ once. Slurm leaves this to ResumeRate, a count of nodes, which is blind to how m
 The rule is a token bucket in watts:
 - each power-on is a step of the node's predicted boot draw: its TDP (``PowerNode.rank_w``), the most
   it can draw. The controller reads no boot draw from the hardware, so it plans on the upper bound: a
-  real boot (fans and POST, no workload) draws less, and the real ramp is gentler than the one planned;
+  real boot (fans and POST, no workload) draws less, and the real ramp is gentler than the one planned.
+  A node whose TDP is unknown (no NodeHardware, no hardware profile) is a step of 0 W: never held back;
 - the bucket refills at the limit, up to the largest step of the managed nodes (``burst_w``): after a
   rest any one node may power on at once, and the boot power switched on within any ``t`` seconds stays
   under ``limit * t`` plus one node's step;
