@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from joulie_hwprofiles.schema import Profile
-from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 
 def frozen_emulator(*nodes: tuple[str, Profile]) -> Emulator:

@@ -38,7 +38,17 @@ def power_rows(twins: Iterable[Mapping[str, Any]]) -> list[PowerRow]:
             continue
         reason = str(power.get("reason") or "")
         node = str(_get(twin, "spec", "nodeName") or _get(twin, "metadata", "name") or "?")
-        rows.append(PowerRow(node, str(power["state"]), _time(power.get("since")), powerreason.cause(reason),
-                             powerreason.cycles_left(reason), powerreason.warm_target(reason),
-                             int(_num(power.get("boots")) or 0), reason, str(power.get("error") or "")))
+        rows.append(
+            PowerRow(
+                node,
+                str(power["state"]),
+                _time(power.get("since")),
+                powerreason.cause(reason),
+                powerreason.cycles_left(reason),
+                powerreason.warm_target(reason),
+                int(_num(power.get("boots")) or 0),
+                reason,
+                str(power.get("error") or ""),
+            )
+        )
     return sorted(rows, key=lambda r: r.node)

@@ -42,8 +42,10 @@ def duration_text(seconds: float) -> str:
 
 
 def excluded(info: NodeInfo) -> bool:
-    return "true" in (info.labels.get(SUSPEND_EXCLUDE, "").strip().lower(),
-                      info.annotations.get(SUSPEND_EXCLUDE, "").strip().lower())
+    return "true" in (
+        info.labels.get(SUSPEND_EXCLUDE, "").strip().lower(),
+        info.annotations.get(SUSPEND_EXCLUDE, "").strip().lower(),
+    )
 
 
 def tainted(info: NodeInfo) -> bool:
@@ -85,9 +87,11 @@ class Tick:
         if n.rank_w <= self.ramp_room_w:
             return True
         until = ready_at(self.ramp_room_w, n.rank_w, self.now, self.ramp_limit)
-        reason = (f"resume for {why} deferred at {clock_text(self.now)} until about {clock_text(until)}: "
-                  f"POWER_RAMP_LIMIT_W_PER_S={self.ramp_limit:g} (boot step {n.rank_w:.0f} W, ramp room "
-                  f"{max(0.0, self.ramp_room_w):.0f} W)")
+        reason = (
+            f"resume for {why} deferred at {clock_text(self.now)} until about {clock_text(until)}: "
+            f"POWER_RAMP_LIMIT_W_PER_S={self.ramp_limit:g} (boot step {n.rank_w:.0f} W, ramp room "
+            f"{max(0.0, self.ramp_room_w):.0f} W)"
+        )
         name = n.info.name
         if not self.status[name].reason.startswith(f"resume for {why} deferred at"):
             self.status[name] = replace(self.status[name], reason=reason[:1024])
@@ -110,8 +114,9 @@ class Tick:
         self.status[node] = PowerStatus(state, self.now, reason[:1024], old.boots + boots, old.error)
         if action is not None:
             self.actions.append(PowerAction(node, action, reason))
-        self.notes.append(f"node {node}: power {old.state} -> {state}" + (f" ({action})" if action else "")
-                          + f": {reason}")
+        self.notes.append(
+            f"node {node}: power {old.state} -> {state}" + (f" ({action})" if action else "") + f": {reason}"
+        )
 
     def retry_on(self, node: str, refusal: Refusal, retries: int) -> None:
         """Power on again, still resuming since the first power-on (RESUME_TIMEOUT runs from there)."""
@@ -129,8 +134,7 @@ def bmc_reads(bmc: Mapping[str, BmcReading], node: str, state: str) -> bool:
 def powered_schedulable(tick: Tick, n: PowerNode) -> bool:
     """On and Ready, and schedulable or cordoned only by the policy's own cordon, which this tick's
     uncordon lifts (a node back on is the Pending Pods' node on the tick it comes back)."""
-    return (tick.status[n.info.name].state == POWER_ON and n.info.ready
-            and (not n.info.unschedulable or tainted(n.info)))
+    return tick.status[n.info.name].state == POWER_ON and n.info.ready and (not n.info.unschedulable or tainted(n.info))
 
 
 def powered_by_pool(tick: Tick, nodes: Sequence[PowerNode], s: Settings) -> dict[str, int]:
@@ -142,5 +146,8 @@ def powered_by_pool(tick: Tick, nodes: Sequence[PowerNode], s: Settings) -> dict
 
 
 def floor_setting(pool: str, s: Settings) -> str:
-    return ("SUSPEND_MIN_POWERED_BY_POOL" if pool in dict(s.suspend.min_powered_by_pool)
-            else f"SUSPEND_MIN_POWERED={s.suspend.min_powered}")
+    return (
+        "SUSPEND_MIN_POWERED_BY_POOL"
+        if pool in dict(s.suspend.min_powered_by_pool)
+        else f"SUSPEND_MIN_POWERED={s.suspend.min_powered}"
+    )

@@ -13,10 +13,10 @@ import redfish
 import requests
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.physics.model import Load
 from joulie_simulator.testing import frozen_emulator, running_fleet
 

@@ -29,9 +29,9 @@ from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 
 if TYPE_CHECKING:
-    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.bmc.serving.app import BmcCredentials
     from joulie_simulator.emulation.emulator import Emulator
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.facility.live import FacilityLive
     from joulie_simulator.views.files.trees import FileTrees
 
@@ -220,8 +220,8 @@ def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredent
                 stoppers: Stoppers) -> tuple[dict[str, Any], PowerOnFaults]:
     """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
     ``/debug/bmcs``), and their power-on faults (``POST /debug/bmc/faults`` sets them later)."""
-    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
     tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
     try:

@@ -42,9 +42,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.emulator import Emulator, NotEmulated
 from joulie_simulator.emulation.hwsemconv import components, telemetry_gap
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility.live import FacilityLive, check_c
 

@@ -26,8 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from joulie_common.yamlload import YamlError, load_yaml
 from joulie_simulator.bmc import resources as rf
-from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.emulator import Emulator, PowerStateError
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from typing import Any
 import uvicorn
 
 from joulie_simulator.bmc import resources as rf
-from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.bmc.serving.app import BmcCredentials, create_app
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 BMCS_SCHEMA_VERSION = 1
 
