@@ -99,8 +99,7 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
                       and not p.daemonset and p.unschedulable and p.scheduler_name in s.scheduler_names),
                      key=pod_name)
-    tick = Tick(inp)
-    tick.ramp_limit = s.suspend.ramp_limit_w_per_sec
+    tick = Tick(inp, s.suspend.ramp_limit_w_per_sec)
     for n in nodes:
         if n.status.since is None:  # first seen by the policy
             tick.status[n.info.name] = replace(n.status, since=inp.now)

@@ -72,7 +72,7 @@ def pod_name(pod: PodInfo) -> str:
 class Tick:
     """The decision under construction: statuses, desired states and actions as they change."""
 
-    def __init__(self, inp: PowerInput):
+    def __init__(self, inp: PowerInput, ramp_limit_w_per_s: float = 0.0):
         self.now = inp.now
         self.status = {n.info.name: n.status for n in inp.nodes}
         self.desired: dict[str, DesiredPower] = {n.info.name: n.desired for n in inp.nodes}
@@ -80,7 +80,7 @@ class Tick:
         self.notes: list[str] = []
         self.cpu_servers = any(n.info.allocatable_gpus == 0 for n in inp.nodes)  # servers without GPUs?
         self.ramp_room_w = inp.ramp_room_w
-        self.ramp_limit = 0.0
+        self.ramp_limit = ramp_limit_w_per_s  # POWER_RAMP_LIMIT_W_PER_S, for the deferred reason
 
     def ramp_allows(self, n: PowerNode, why: str) -> bool:
         """Whether POWER_RAMP_LIMIT_W_PER_S lets ``n`` power on now; if not, its status says until when."""
