@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from joulie_bench.cli import main, parse_nodes, parse_policies, progress_bar
+from joulie_bench.idlepower import measure_idle_by_kind_w
 from joulie_bench.paired import METRICS as PAIRED_METRICS
 from joulie_bench.paired import REGIMES
-from joulie_bench.sim import measure_idle_by_kind_w, run
+from joulie_bench.sim import run
 from joulie_workload.gen import GenOptions, generate
 from joulie_workload.trace import Job, write_trace
 

@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-frac", type=float, default=0.6, help="policy D: budget as a fraction of the nodes' TDP sum")
     p.add_argument("--suspend-after", type=float, default=SUSPEND_AFTER_S,
                    help=f"S and ES: SUSPEND_AFTER in seconds (default {SUSPEND_AFTER_S:g}, the chart's)")
+    p.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
+                   help="measure each unit from the policy's own steady state: its last SECONDS of arrivals replayed "
+                        "before it and discarded, every figure counted from there (default 0: every node on at t=0; "
+                        "benchmark/README.md, 'Warm-up')")
     p.add_argument("--bmc-failure-rate", type=float, default=0.0,
                    help="suspend arms: share of power-ons the emulated BMC refuses (HTTP 500), drawn from a generator "
                    "seeded by the seed (bmcfaults; default 0)")
@@ -149,7 +153,7 @@ def plot_estimates(args: argparse.Namespace, plan: Plan) -> None:
     log = EstimateLog()
     run(jobs, plan.nodes, args.estimates_arm, seed, dt_s=args.dt, budget_frac=args.budget_frac,
         suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults_for(args, seed),
-        forecast_day_s=args.day_s, estimates=log)  # the run the tables come from, its estimates kept
+        forecast_day_s=args.day_s, estimates=log, warmup_s=args.warmup)  # the run the tables come from
     path: Path = args.estimates_plot
     estimates_csv(path.with_suffix(".csv"), log)
     estimates_plot(path, log, log.chosen(), f"{args.estimates_arm} on {name} (physics variant {plan.variant}): "
@@ -283,7 +287,7 @@ def run_sweep(units: Sequence[tuple[int, str, list[Job]]], nodes: Sequence[Bench
                 bar.update(task, description=f"{SWEEP_ARM} SUSPEND_AFTER={after_s:g} s {name}")
                 r = run(jobs, nodes, SWEEP_ARM, seed, dt_s=args.dt, budget_frac=args.budget_frac,
                         suspend_after_s=after_s, variant=variant, faults=faults_for(args, seed),
-                        forecast_day_s=args.day_s)
+                        forecast_day_s=args.day_s, warmup_s=args.warmup)
                 out.setdefault(after_s, []).append(r)
                 bar.advance(task)
             rs = out[after_s]
@@ -315,6 +319,8 @@ def plan_run(args: argparse.Namespace, variant: str = CALIBRATED) -> Plan:
     if not args.dt > 0:
         raise ValueError("--dt: must be > 0")
     sweep = parse_sweep(args.suspend_sweep)
+    if not args.warmup >= 0:
+        raise ValueError(f"--warmup: {args.warmup:g} must be >= 0 seconds")
     if not args.suspend_after >= 0:
         raise ValueError(f"--suspend-after: {args.suspend_after:g} must be >= 0 seconds")
     faults_for(args, 0)  # the rates' ranges, before any run
@@ -361,7 +367,7 @@ def run_all(args: argparse.Namespace, plan: Plan) -> tuple[list[RunResult], dict
                 faults = faults_for(args, seed)
                 r = run(jobs, plan.nodes, pol, seed, dt_s=args.dt, budget_frac=args.budget_frac,
                         suspend_after_s=args.suspend_after, variant=plan.variant, faults=faults,
-                        forecast_day_s=args.day_s)
+                        forecast_day_s=args.day_s, warmup_s=args.warmup)
                 results.append(r)
                 bar.advance(task)
                 print(f"  {name} {pol}: IT {r.it_energy_kwh:.2f} kWh, makespan {r.makespan_s / 3600:.2f} h, "

@@ -71,7 +71,8 @@ def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[
                     "window_it_energy_kwh", "window_facility_energy_kwh", "trace", "idle_it_energy_kwh",
                     "dynamic_it_energy_kwh", *(f"{k}_{part}_kwh" for k in DEVICE_KINDS for part in ("energy", "idle")),
                     "energy_per_job_kwh", "p50_slowdown", "p99_slowdown", "physics_variant", "gpu_allocated",
-                    "open_gpu_allocated"])
+                    "open_gpu_allocated", "p95_wait_s", "boots", "node_hours_off",
+                    "open_facility_energy_kwh", "open_work_h"])
         for r in results:
             w.writerow([r.policy, r.seed, f"{r.it_energy_kwh:.4f}", f"{r.facility_energy_kwh:.4f}", f"{r.makespan_s:.1f}",
                         r.jobs_total, r.jobs_completed, f"{r.p95_slowdown:.4f}", f"{r.mean_it_power_w:.1f}", r.reconciles,
@@ -80,7 +81,9 @@ def write_csvs(out: Path, results: Sequence[RunResult], summary: dict[str, dict[
                         f"{r.dynamic_energy_kwh:.4f}",
                         *(f"{d.get(k, 0.0):.4f}" for k in DEVICE_KINDS for d in (r.energy_by_kind_kwh, r.idle_by_kind_kwh)),
                         f"{r.energy_per_job_kwh:.5f}", f"{r.slowdown_pct(50):.4f}", f"{r.slowdown_pct(99):.4f}",
-                        r.variant, f"{r.gpu_utilisation:.4f}", f"{r.open_gpu_utilisation:.4f}"])
+                        r.variant, f"{r.gpu_utilisation:.4f}", f"{r.open_gpu_utilisation:.4f}",
+                        f"{r.wait_pct(95):.1f}", r.boots, f"{r.node_hours_off:.3f}",
+                        f"{r.open_facility_energy_kwh:.4f}", f"{r.open_work_h:.4f}"])
     with (out / "summary.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "name", "metric", "mean", "ci95_low", "ci95_high", "n"])

@@ -55,11 +55,13 @@ from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.estimates import EstimateLog
 from joulie_bench.gputelemetry import GpuTelemetry
+from joulie_bench.idlepower import idle_power_by_node_w, power_w, settle_idle
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
 from joulie_bench.receipts import summarise as summarise_receipts
 from joulie_bench.result import DEVICE_KINDS, RunResult
 from joulie_bench.stats import percentile
+from joulie_bench.warmup import with_warmup
 from joulie_common.clock import FakeClock
 from joulie_controller.api import (
     BmcState,
@@ -114,51 +116,6 @@ BMC_STATES: dict[str, BmcState] = {"on": "on", "off": "off", "booting": "powerin
 """The emulator's power states as a Redfish BMC reports them (ComputerSystem PowerState)."""
 
 
-def _power_w(emu: Emulator, nodes: Sequence[BenchNode]) -> tuple[float, dict[str, float]]:
-    """The cluster's IT power now, and how it splits by device kind (``DEVICE_KINDS``)."""
-    cpu = gpu = host = 0.0
-    for n in nodes:
-        st = emu.node(n.name).state
-        cpu += sum(sk.power_w for sk in st.sockets)
-        gpu += sum(g.power_w for g in st.gpus)
-        host += st.host_power_w
-    return host, {"cpu": cpu, "gpu": gpu, "other": host - cpu - gpu}
-
-
-def _settle_idle(emu: Emulator, clock: FakeClock, nodes: Sequence[BenchNode], dt_s: float) -> None:
-    """No load on any node, then a few ticks for the power to settle."""
-    for n in nodes:
-        emu.set_load(n.name, Load(cpu_util=0.0, gpu_util=(0.0,) * n.gpus))
-    for _ in range(3):
-        clock.advance(dt_s)
-        emu.tick(dt_s)
-
-
-_NODE_IDLE_CACHE: dict[tuple[str, str, float], dict[str, float]] = {}
-
-
-def idle_power_by_node_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, dict[str, float]]:
-    """Each node's idle power by device kind (unloaded, uncapped, boards at their default limit),
-    measured on an emulator of its profile alone; cached per profile."""
-    out = {}
-    for n in nodes:
-        key = (n.profile.name, n.profile.physics.model_dump_json(), dt_s)  # a physics variant is another profile
-        if key not in _NODE_IDLE_CACHE:
-            _NODE_IDLE_CACHE[key] = measure_idle_by_kind_w([BenchNode("idle", n.profile)], dt_s)
-        out[n.name] = dict(_NODE_IDLE_CACHE[key])
-    return out
-
-
-def measure_idle_by_kind_w(nodes: Sequence[BenchNode], dt_s: float) -> dict[str, float]:
-    """The nodes' idle power by device kind on an emulator of their own: no load, no cap, boards at
-    their default limit (A's baseline), a few ticks to settle."""
-    clock = FakeClock(t=0.0)
-    emu = Emulator([(n.name, n.profile) for n in nodes], tick_s=dt_s, clock=clock.monotonic)
-    emu.frozen = True
-    _settle_idle(emu, clock, nodes, dt_s)
-    return _power_w(emu, nodes)[1]
-
-
 def run(
     jobs: Sequence[Job],
     nodes: Sequence[BenchNode],
@@ -174,23 +131,29 @@ def run(
     forecast_day_s: float = 86400.0,
     forecast_log: list[tuple[float, str, float]] | None = None,
     estimates: EstimateLog | None = None,
+    warmup_s: float = 0.0,
 ) -> RunResult:
     """``variant``: the physics the emulator and the engine run (``joulie_simulator.api.VARIANTS``); the
     controller's view stays the calibrated profile and the jobs' Pods. ``faults``: the emulated BMCs'
     failing power-ons (``bmcfaults``). ``forecast_day_s``: FORECAST_DAY. ``forecast_log``: gets (virtual s,
     pool, forecast Pods/min) at each reconcile of a forecast arm. ``estimates``: filled with the
-    controller's per-job estimates beside the truth after every reconcile."""
+    controller's per-job estimates beside the truth after every reconcile. ``warmup_s``: the unit's tail
+    replayed before it and the measurement started after it (``warmup``: the policy's own steady state)."""
     if policy not in ARMS:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(ARMS)}")
     s = settings_for(policy, nodes, budget_frac, reconcile_s, suspend_after_s, forecast_day_s)
-    r = _Run(jobs, nodes, ARMS[policy], s, dt_s, variant, seed)
+    r = _Run(with_warmup(jobs, warmup_s), nodes, ARMS[policy], s, dt_s, variant, seed,
+             measured=frozenset(j.job_id for j in jobs), measure_from_s=warmup_s)
     r.faults = faults if faults is not None else BmcFaults(seed=seed)
     r.forecast_log = forecast_log
     r.estimates = estimates
     last_submit = max((j.submit_s for j in jobs), default=0.0)
     horizon = horizon_s if horizon_s is not None else 20 * (last_submit + max((j.ideal_runtime_s for j in jobs), default=0.0)) + 3600
+    horizon += warmup_s
     t = 0.0
     while not r.engine.finished and t < horizon:
+        if t >= r.measure_from_s and not r.measuring:
+            r.start_measuring()
         r.pending.extend(r.engine.due(t))
         if r.joulie and t >= r.next_reconcile:
             r.reconcile(t)
@@ -206,8 +169,16 @@ class _Run:
     scheduler's free capacity, advanced one tick at a time by :func:`run`."""
 
     def __init__(self, jobs: Sequence[Job], nodes: Sequence[BenchNode], arm: Arm, s: Settings, dt_s: float,
-                 variant: str = CALIBRATED, seed: int = 0) -> None:
-        self.jobs, self.nodes, self.policy, self.s, self.dt_s = jobs, nodes, arm.id, s, dt_s
+                 variant: str = CALIBRATED, seed: int = 0, measured: frozenset[str] | None = None,
+                 measure_from_s: float = 0.0) -> None:
+        """``jobs``: every job the run replays; ``measured``: the ids whose figures it reports (all when None),
+        counted from ``measure_from_s`` (the end of a warm-up)."""
+        self.nodes, self.policy, self.s, self.dt_s = nodes, arm.id, s, dt_s
+        self.measured_ids = measured if measured is not None else frozenset(j.job_id for j in jobs)
+        self.jobs = [j for j in jobs if j.job_id in self.measured_ids]
+        self.measure_from_s = measure_from_s
+        self.measuring = False
+        self.boots0 = self.reconciles0 = self.cap_writes0 = 0
         v = physics_variant(variant)
         self.variant = v.name
         # The emulator's truth under the variant; everything Joulie reads (NodeHardware, labels, the agent's
@@ -255,12 +226,21 @@ class _Run:
         self.next_reconcile = 0.0
         self.faults = BmcFaults()
         self.forecast_log: list[tuple[float, str, float]] | None = None
-        first = min((j.submit_s for j in jobs), default=0.0)
-        last = max((j.submit_s for j in jobs), default=0.0)
+        first = min((j.submit_s for j in self.jobs), default=0.0)
+        last = max((j.submit_s for j in self.jobs), default=0.0)
         self.open_start_s = first + OPEN_WARMUP_FRAC * (last - first)
         self.open_end_s = last
         self.open_marks: list[tuple[float, float, float]] = []
         """(IT J, facility J, ideal job-seconds done) when the open window starts and when it ends."""
+
+    def start_measuring(self) -> None:
+        """The warm-up is over: the energy, time off, boots, reconciles and cap writes count from here."""
+        self.measuring = True
+        self.it_j = self.fac_j = self.off_s = 0.0
+        self.kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
+        self.idle_kind_j = dict.fromkeys(DEVICE_KINDS, 0.0)
+        self.boots0 = sum(self.emu.node(n.name).boots for n in self.nodes)
+        self.reconciles0, self.cap_writes0 = self.reconciles, self.caps.writes
 
     def reconcile(self, t: float) -> None:
         """The controller's reconcile on what runs now; its NodeTwin specs applied as the agent does."""
@@ -384,7 +364,7 @@ class _Run:
                 self.last_load[name] = load
         self.clock.t = t + dt_s
         emu.tick(dt_s)
-        it_w, by_kind = _power_w(emu, nodes)
+        it_w, by_kind = power_w(emu, nodes)
         for kind, w in by_kind.items():
             self.kind_j[kind] += w * dt_s
         self.it_j += it_w * dt_s
@@ -420,20 +400,22 @@ class _Run:
             done += (1.0 - min(1.0, max(0.0, left))) * r.job.ideal_runtime_s
         return done
 
-    def idle_power_w(self) -> float:
+    def idlepower_w(self) -> float:
         """Idle power after the run (not counted in the run's energy), caps as the policy left them."""
-        _settle_idle(self.emu, self.clock, self.nodes, self.dt_s)
-        return _power_w(self.emu, self.nodes)[0]
+        settle_idle(self.emu, self.clock, self.nodes, self.dt_s)
+        return power_w(self.emu, self.nodes)[0]
 
     def result(self, seed: int, end_s: float) -> RunResult:
         self.receipts.observe(end_s, self.emu, self.engine)  # the last interval, before the idle settle ticks on
         receipt_rows = self.receipts.rows(self.engine)
-        idle_w = self.idle_power_w()
-        done = [r for r in self.engine.runs.values() if r.done_s is not None]
+        idle_w = self.idlepower_w()
+        own = [r for r in self.engine.runs.values() if r.job.job_id in self.measured_ids]
+        done = [r for r in own if r.done_s is not None]
         first = min((j.submit_s for j in self.jobs), default=0.0)
         makespan = (max(r.done_s for r in done if r.done_s is not None) - first) if done else end_s
         slow = [r.slowdown for r in done if r.slowdown is not None]
-        started = [r for r in self.engine.runs.values() if r.start_s is not None]
+        started = [r for r in own if r.start_s is not None]
+        measured_s = end_s - self.measure_from_s
         span_s = max(end_s - first, 1e-9)
         cpu_s = sum(r.job.requests.cpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
         gpu_s = sum(r.job.requests.gpu * ((r.done_s if r.done_s is not None else end_s) - (r.start_s or 0.0)) for r in started)
@@ -452,9 +434,9 @@ class _Run:
             jobs_total=len(self.jobs),
             jobs_completed=len(done),
             p95_slowdown=percentile(slow, 95),
-            mean_it_power_w=self.it_j / end_s if end_s > 0 else 0.0,
-            reconciles=self.reconciles,
-            cap_writes=self.caps.writes,
+            mean_it_power_w=self.it_j / measured_s if measured_s > 0 else 0.0,
+            reconciles=self.reconciles - self.reconciles0,
+            cap_writes=self.caps.writes - self.cap_writes0,
             end_s=end_s,
             idle_it_w=idle_w,
             idle_pue=pue(idle_w, self.nameplate, end_s),
@@ -469,7 +451,7 @@ class _Run:
             open_facility_energy_kwh=(fac1 - fac0) / 3.6e6,
             open_work_h=(w1 - w0) / 3600.0,
             waits_s=[(r.start_s or 0.0) - r.job.submit_s for r in started],
-            boots=sum(self.emu.node(n.name).boots for n in self.nodes),
+            boots=sum(self.emu.node(n.name).boots for n in self.nodes) - self.boots0,
             node_hours_off=self.off_s / 3600.0,
             cpu_utilisation=cpu_s / (sum(n.cpus for n in self.nodes) * span_s),
             gpu_utilisation=gpu_s / (total_gpus * span_s) if total_gpus else 0.0,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from joulie_api.controller_env import CONTROLLER_ENV
 from joulie_simcluster import chart
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.chart_cases import (  # helm: the autouse check, here too
@@ -423,3 +424,17 @@ def test_name_override_renames_every_object_and_the_app_label() -> None:
     assert crb["subjects"][0]["name"] == "energy-scheduler-extender"
     full = chart.render_chart(JOULIE, [], {"fullnameOverride": "joulie-b"})
     assert {n for k, n in ids(full) if k == "DaemonSet"} == {"joulie-b-agent"}
+
+
+def test_every_power_policy_setting_is_a_chart_value_rendered_into_the_controllers_env() -> None:
+    """An operator sets the power policy from values.yaml alone: every SUSPEND_*/RESUME_*/WARM_POOL_*/
+    FORECAST_* setting the controller reads (joulie_api.controller_env) is there, and a --set reaches it."""
+    wanted = {name for path, name in CONTROLLER_ENV.items() if path.startswith("suspend.")}
+    env = env_of(one(render("defaults"), "Deployment", "joulie-controller-manager"))
+    assert sorted(wanted - set(env)) == []
+    assert (env["POWER_RAMP_LIMIT_W_PER_S"], env["SUSPEND_MIN_POWERED_BY_POOL"], env["WARM_POOL_WAIT_TARGET"]) == (
+        "0", "", "1m")
+    docs = chart.render_chart(JOULIE, [], {"controllerManager.env.POWER_RAMP_LIMIT_W_PER_S": "400",
+                                       "controllerManager.env.SUSPEND_MIN_POWERED_BY_POOL": "gpu=0\\,cpu=2"})
+    set_env = env_of(one(docs, "Deployment", "joulie-controller-manager"))
+    assert (set_env["POWER_RAMP_LIMIT_W_PER_S"], set_env["SUSPEND_MIN_POWERED_BY_POOL"]) == ("400", "gpu=0,cpu=2")

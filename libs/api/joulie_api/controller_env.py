@@ -78,6 +78,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "suspend.resume_retries": "RESUME_RETRIES",
     "suspend.resume_retry_backoff_s": "RESUME_RETRY_BACKOFF",
     "suspend.min_powered": "SUSPEND_MIN_POWERED",
+    "suspend.min_powered_by_pool": "SUSPEND_MIN_POWERED_BY_POOL",
+    "suspend.ramp_limit_w_per_sec": "POWER_RAMP_LIMIT_W_PER_S",
     "suspend.max_concurrent": "SUSPEND_MAX_CONCURRENT",
     "suspend.pool_label": "SUSPEND_POOL_LABEL",
     "suspend.warm_wait_target_s": "WARM_POOL_WAIT_TARGET",

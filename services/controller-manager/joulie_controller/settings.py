@@ -262,6 +262,10 @@ class SuspendSettings:
     tried again; each further refusal doubles it (30s, 1m, 2m)."""
     min_powered: int = 1
     """SUSPEND_MIN_POWERED, default 1: powered, schedulable nodes each pool keeps (the floor)."""
+    min_powered_by_pool: tuple[tuple[str, int], ...] = ()
+    """SUSPEND_MIN_POWERED_BY_POOL, default empty: a floor per pool, ``gpu=0,cpu=2`` (pool=nodes,
+    comma-separated); a pool not named keeps SUSPEND_MIN_POWERED. A GPU pool whose demand the warm
+    pool (forecast_suspend_v1) covers may sleep whole at 0 while the CPU pool keeps its floor."""
     max_concurrent: int = 2
     """SUSPEND_MAX_CONCURRENT, default 2: nodes suspending or resuming at once, cluster-wide."""
     pool_label: str = LABEL_POOL
@@ -288,6 +292,10 @@ class SuspendSettings:
     resume_rate_per_min: int = 0
     """RESUME_RATE, default 0 (no limit): power-ons per minute, cluster-wide (Slurm's ResumeRate): many
     nodes booting at once draw their boot power together."""
+    ramp_limit_w_per_sec: float = 0.0
+    """POWER_RAMP_LIMIT_W_PER_S, default 0 (no limit): the boot power (W) per second the facility
+    accepts being switched on; resumes are spaced so the predicted boot-power ramp stays under it, each
+    power-on planned as a step of the node's TDP (power/ramp.py). A deferred resume's node says so."""
     max_cycles_per_day: int = 0
     """MAX_POWER_CYCLES_PER_DAY, default 0 (no cap): power-offs per node in any FORECAST_DAY; a node
     at the cap is not suspended (wear levelling; the longest-off node is also the first woken)."""
@@ -357,6 +365,8 @@ def _read(env: Mapping[str, str], path: str, default: Any) -> Any:
     """The value of the setting at ``path`` (its variable from ``CONTROLLER_ENV``), parsed by its kind."""
     name = CONTROLLER_ENV[path]
     leaf = path.rpartition(".")[2]
+    if leaf == "min_powered_by_pool":
+        return read_env(env, name, _pool_floors, default)
     if isinstance(default, (str, tuple)):  # text: empty is a value, not "unset"
         raw = env.get(name)
         if raw is None:
@@ -391,6 +401,22 @@ def _gpu_caps(name: str, raw: str) -> dict[str, GpuModelCaps]:
             raise SettingError(name, raw, f"a number for {product!r}.minCapWatts (got {lo!r})")
         out[str(product)] = GpuModelCaps(float(lo), float(caps["maxCapWatts"]))
     return out
+
+
+def _pool_floors(name: str, raw: str) -> tuple[tuple[str, int], ...]:
+    """``gpu=0,cpu=2``: each pool's floor, in nodes; a pool named twice or a floor not a whole number
+    of 0 or more is an error naming the entry."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        pool, sep, count = (part.strip() for part in entry.partition("="))
+        if not sep or not pool or not count.isdigit():
+            raise SettingError(name, raw, f"pool=nodes entries, comma-separated (e.g. gpu=0,cpu=2); got {entry!r}")
+        if pool in out:
+            raise SettingError(name, raw, f"each pool once; {pool!r} is named twice")
+        out[pool] = int(count)
+    return tuple(sorted(out.items()))
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -429,6 +455,9 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     _within(env, "suspend.forecast_min_days", sus.forecast_min_days, sus.forecast_min_days >= 1, "1 or more days")
     for path in ("suspend.suspend_rate_per_min", "suspend.resume_rate_per_min"):
         _within(env, path, s.at(path), s.at(path) >= 0, "0 (no limit) or more nodes per minute")
+    _within(env, "suspend.ramp_limit_w_per_sec", sus.ramp_limit_w_per_sec,
+            math.isfinite(sus.ramp_limit_w_per_sec) and sus.ramp_limit_w_per_sec >= 0,
+            "0 (no limit) or more watts per second")
     _within(env, "suspend.max_cycles_per_day", sus.max_cycles_per_day, sus.max_cycles_per_day >= 0,
             "0 (no cap) or more power-offs")
     for path, v in (("caps.cpu_performance_pct", s.caps.cpu_performance_pct), ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),

@@ -11,6 +11,7 @@ from joulie_hwprofiles.schema import Profile
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 
 def frozen_emulator(*nodes: tuple[str, Profile]) -> Emulator:
@@ -22,9 +23,10 @@ def frozen_emulator(*nodes: tuple[str, Profile]) -> Emulator:
 
 
 @contextmanager
-def running_fleet(emu: Emulator, creds: BmcCredentials, tls: BmcTls | None = None) -> Iterator[BmcFleet]:
+def running_fleet(emu: Emulator, creds: BmcCredentials, tls: BmcTls | None = None,
+                  faults: PowerOnFaults | None = None) -> Iterator[BmcFleet]:
     """One emulated BMC per node of `emu` on loopback, stopped on exit."""
-    fleet = BmcFleet(emu, creds, tls=tls).start()
+    fleet = BmcFleet(emu, creds, tls=tls, faults=faults).start()
     try:
         yield fleet
     finally:

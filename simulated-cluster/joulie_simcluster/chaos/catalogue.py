@@ -48,6 +48,9 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("clock-skew", "one agent (of a Node without GPUs) restarted with its wall clock 180 s behind "
           "(libfaketime) for 60 s, then on the true clock; libfaketime 0.9.10 breaks Python's timed waits "
           "(inject.py), so what it shows is not a pure skew", hold_s=60.0),
+    Fault("bmc-refuse", "every emulated BMC refuses power-ons (HTTP 500) for 60 s, then accepts them again "
+          "(POST /debug/bmc/faults); under a power policy a resume in the window is retried after "
+          "RESUME_RETRY_BACKOFF, then failed past RESUME_RETRIES", hold_s=60.0),
     Fault("sysfs-garbage", "a random capped CPU Node's RAPL energy and limit files hold garbage bytes and are "
           "immutable (chattr +i) for 20 s (files mode)", hold_s=20.0),
 )}
@@ -56,7 +59,8 @@ DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-
                   "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
                   "prometheus-empty", "tool-timeout")
 """The default run: what works on any deployed cluster (leader-failover needs two replicas, the
-api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode)."""
+api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode; bmc-refuse shows only
+under a power policy, which the default deploy does not run)."""
 
 
 @dataclass(frozen=True)

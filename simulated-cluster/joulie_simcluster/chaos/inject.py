@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s
 
@@ -153,6 +154,8 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
         return _clock_skew(state, choose(_cpu_only(state, agent_nodes), step.pick))
     if name == "sysfs-garbage":
         return _sysfs_garbage(state, step, capped_nodes)
+    if name == "bmc-refuse":
+        return _bmc_refuse(state)
     raise RuntimeFailure(f"chaos: no injection for fault {name!r}")
 
 
@@ -282,6 +285,36 @@ def _prometheus_empty(state: StateDir, agent_nodes: list[str]) -> Injected:
             "not all back on prometheus by the end of the window: " + json.dumps(seen))
         return f"twins on prometheus-no-data (neutral): up to {worst_no_data[0]} of {len(seen)}; {back}"
     return Injected("prometheus", {"prometheus"}, watch=watch, note=note)
+
+
+def _bmc_faults(state: StateDir, failure_share: float) -> dict[str, Any]:
+    """``POST /debug/bmc/faults`` on the simulator: the share of power-ons its BMCs refuse from now on."""
+    url = f"http://{(state.read_deploy_env() or {})['SIMULATOR_HTTP']}/debug/bmc/faults"
+    body = json.dumps({"failureShare": failure_share, "hangShare": 0.0}).encode()
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            answer: dict[str, Any] = json.loads(resp.read())
+            return answer
+    except (OSError, ValueError) as e:
+        raise RuntimeFailure(f"chaos: POST {url} failed: {e}") from None
+
+
+def _bmc_refuse(state: StateDir) -> Injected:
+    """Every power-on refused (HTTP 500) while the fault holds; the note says how many were."""
+    before = _bmc_faults(state, 1.0)["drawn"]
+    after: list[dict[str, int]] = []
+
+    def clear() -> None:
+        after.append(_bmc_faults(state, 0.0)["drawn"])
+
+    def note() -> str:
+        if not after:
+            return "BMC refusals not cleared"
+        refused = after[0]["refused"] - before["refused"]
+        return f"power-ons refused in the window: {refused} (with a power policy, each retried after RESUME_RETRY_BACKOFF)"
+
+    return Injected("bmcs", clear=clear, note=note)
 
 
 def _gpu_nodes(state: StateDir, agent_nodes: list[str]) -> list[str]:

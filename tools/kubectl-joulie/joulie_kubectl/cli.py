@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from joulie_api.kube import server_message
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
 from joulie_api.version import service_version
-from joulie_kubectl import model, render
+from joulie_kubectl import model, powerview, render
 from joulie_kubectl.kube import ClusterState, api_client, read_pods, read_state
 
 NAME = "kubectl-joulie"
@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     node = sub.add_parser("node", help="one node in detail")
     node.add_argument("name")
     sub.add_parser("pods", help="where performance and standard pods run")
+    sub.add_parser("power", help="per node: power state and why it is warm or asleep (forecast, floor, rate limit, "
+                                 "power cycles left, Pending Pods, idle, BMC)")
     sub.add_parser("jobs", help="per GPU Pod: the lever (cap, clock lock), the estimate and the predicted slowdown")
     receipt = sub.add_parser("receipt", help="one Pod's energy receipt (energy by device, saved by caps)")
     receipt.add_argument("pod")
@@ -131,6 +133,12 @@ def run(argv: list[str] | None = None, *, console: Console | None = None,
         _, pods = views(state, now)
         out.print(render.placement_text(pods))
         out.print(render.pods_table(pods))
+    elif args.command == "power":
+        power = powerview.power_rows(state.twins)
+        if not power:
+            out.print("No power states: the power policy is off (POWER_POLICY=none, docs/suspend-resume.md).")
+        else:
+            out.print(render.power_table(power, now))
     elif args.command == "jobs":
         jobs = model.job_rows(state.twins)
         if not jobs:

@@ -61,6 +61,9 @@ def cluster(kube_api: k8s.ApiClient) -> Iterator[dict[str, str]]:
             "predictedCoolingStressScore": 40 if key == "eco" else 70,
             "predictedPsuStressScore": 10,
             "lastUpdated": (NOW - (timedelta(minutes=30) if key == "eco" else timedelta(seconds=20))).isoformat(),
+            **({"power": {"state": "on", "since": (NOW - timedelta(minutes=5)).isoformat(), "boots": 1,
+                          "reason": "kept on: the floor of pool gpu, 1 powered (SUSPEND_MIN_POWERED=1)"}}
+               if key == "perf" else {}),
         })
         agent.apply_status(NODE_TWIN, obj, {"controlStatus": {"cpu": {"backend": "rapl", "result": "applied"}}})
         agent.apply(NODE_HARDWARE, obj, {"spec": {"nodeName": node}})
@@ -119,6 +122,15 @@ def test_pods_shows_where_each_class_runs_and_flags_misplaced(control_plane: Con
     assert "performance pods on eco/draining nodes: 1" in out
     misplaced_row = next(line for line in out.splitlines() if " w2-" in line)
     assert "performance pod on a non-performance node" in misplaced_row
+
+
+def test_power_says_why_each_managed_node_is_warm_or_asleep(control_plane: ControlPlane, cluster: dict[str, str]) -> None:
+    rc, out = invoke(control_plane, "power")
+    assert rc == 0, out
+    row = line_of(out, cluster["perf"])
+    for cell in ("on", "5m", "floor", "kept on: the floor of pool gpu"):
+        assert cell in row, (cell, row)
+    assert cluster["eco"] not in out  # no status.power: not managed by the power policy
 
 
 def test_top_refreshes_until_the_iteration_bound(control_plane: ControlPlane, cluster: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
+from joulie_api.powerreason import cause
 from joulie_api.quantity import QuantityError, parse_quantity
 from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation
 
@@ -138,6 +139,7 @@ def power_lines(power: Any, now: datetime) -> list[tuple[str, str]]:
     out = [("Power state", state + (f" since {since.isoformat()}" if since is not None else ""))]
     if power.get("reason"):
         out.append(("Power reason", str(power["reason"])))
+        out.append(("Why", cause(str(power["reason"]))))
     if _num(power.get("boots")) is not None:
         out.append(("Boots (resumes)", f"{_num(power.get('boots')):g}"))
     if power.get("error"):

@@ -1,6 +1,8 @@
+import io
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from rich.console import Console
 
 from joulie_kubectl.model import node_rows, pod_rows, quantity, requests_by_node, summarize
 
@@ -93,7 +95,7 @@ def test_the_power_state_shows_with_since_reason_boots_and_bmc_error() -> None:
     row = node_rows([twin], [], [], [], NOW)[0]
     assert row.power_state == "failed"
     assert row.power == [("Power state", f"failed since {(NOW - timedelta(minutes=3)).isoformat()}"),
-                         ("Power reason", power["reason"]), ("Boots (resumes)", "2"),
+                         ("Power reason", power["reason"]), ("Why", "BMC"), ("Boots (resumes)", "2"),
                          ("BMC error", "power on failed: 401 Unauthorized")]
     console = Console(width=400, record=True)
     console.print(status_table([row], NOW))
@@ -148,3 +150,38 @@ def test_jobs_show_each_gpu_pods_lever_estimate_and_predicted_slowdown_against_i
     line = next(x for x in out.splitlines() if "ml/decode" in x)
     assert "lock" in line and "0.08" in line and "0.31" in line and "+2.4%" in line and "3%" in line and "cluster" in line
     assert "0 (kind prior)" in next(x for x in out.splitlines() if "ml/new" in x)
+
+
+def power_twin(node: str, state: str, reason: str, **extra: object) -> dict[str, object]:
+    power = {"state": state, "since": "2026-01-01T11:30:00Z", "reason": reason, **extra}
+    return {"metadata": {"name": node}, "spec": {"nodeName": node}, "status": {"power": power}}
+
+
+def test_power_rows_say_why_each_node_is_warm_or_asleep() -> None:
+    from joulie_kubectl.powerview import power_rows
+    from joulie_kubectl.render import power_table
+
+    twins = [
+        power_twin("c1", "on", "kept warm (forecast): pool * keeps 24 cores / 0 GPUs free for 3 arrivals in 300 s "
+                   "(recent, WARM_POOL_WAIT_TARGET)"),
+        power_twin("c2", "on", "kept on: the floor of pool cpu, 1 powered (SUSPEND_MIN_POWERED=1)"),
+        power_twin("g1", "off", "no workload Pods for 10m (SUSPEND_AFTER 10m); 3 power cycles left today", boots=2),
+        power_twin("g2", "off", "resume for Pending Pods deferred at 2026-01-01T11:59:00Z until about "
+                   "2026-01-01T12:00:40Z: POWER_RAMP_LIMIT_W_PER_S=10 (boot step 1000 W, ramp room 0 W)"),
+        power_twin("g3", "on", "kept on: MAX_POWER_CYCLES_PER_DAY=4 power-offs today (0 cycles left)"),
+        power_twin("g4", "failed", "the BMC refused power-on 4 times (RESUME_RETRIES=3): HTTP 500; left cordoned",
+                   error="HTTP 500"),
+        {"metadata": {"name": "x"}, "spec": {"nodeName": "x"}, "status": {}},  # no power policy: not listed
+    ]
+    rows = {r.node: r for r in power_rows(twins)}
+    assert sorted(rows) == ["c1", "c2", "g1", "g2", "g3", "g4"]
+    assert (rows["c1"].cause, rows["c1"].target) == ("forecast", "24 cores / 0 GPUs")
+    assert rows["c2"].cause == "floor"
+    assert (rows["g1"].cause, rows["g1"].cycles_left, rows["g1"].boots) == ("idle", 3, 2)
+    assert rows["g2"].cause == "rate limit"
+    assert (rows["g3"].cause, rows["g3"].cycles_left) == ("power cycles", 0)
+    assert (rows["g4"].cause, rows["g4"].error) == ("BMC", "HTTP 500")
+    buf = io.StringIO()
+    Console(file=buf, width=400, color_system=None).print(power_table(list(rows.values()), NOW))
+    text = buf.getvalue()
+    assert "WHY" in text and "CYCLES LEFT" in text and "30m" in text and "[BMC: HTTP 500]" in text

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from joulie_kubectl.model import JobRow, NodeRow, PodRow, ReceiptRow, ReceiptTotal, Summary
+from joulie_kubectl.powerview import PowerRow
 
 CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}
 POWER_STYLE = {"on": "", "suspending": "yellow", "off": "dim", "resuming": "cyan", "failed": "bold red"}
@@ -58,6 +59,19 @@ def status_table(rows: list[NodeRow], now: datetime) -> Table:
             f"{r.pods} ({r.performance_pods} perf)", r.cpu_control, r.gpu_control,
             Text(_age(r.last_updated, now) + (" STALE" if r.stale else ""), style="red" if r.stale else ""),
         )
+    return table
+
+
+def power_table(rows: list[PowerRow], now: datetime) -> Table:
+    """Per node: its power state, since when, why (the cause its reason names), the power cycles it has
+    left today and the warm pool's target where the reason states them, then the reason itself."""
+    table = Table(header_style="bold")
+    for col in ("NODE", "STATE", "SINCE", "WHY", "CYCLES LEFT", "WARM TARGET", "BOOTS", "REASON"):
+        table.add_column(col, no_wrap=col != "REASON")
+    for r in rows:
+        reason = r.reason + (f" [BMC: {r.error}]" if r.error else "")
+        table.add_row(r.node, Text(r.state, style=POWER_STYLE.get(r.state, "")), _age(r.since, now), r.cause,
+                      "-" if r.cycles_left is None else str(r.cycles_left), r.target or "-", str(r.boots), reason)
     return table
 
 

@@ -19,6 +19,7 @@ from joulie_api.names import POWER_ON, POWER_RESUMING
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.power.forecast import Arrival, prune
 from joulie_controller.power.powertypes import PowerDecision, PowerStatus
+from joulie_controller.power.ramp import RampBucket
 from joulie_controller.power.warmpool import ANY_POOL
 from joulie_controller.settings import SuspendSettings
 
@@ -41,6 +42,8 @@ class PowerHistory:
     power_offs: dict[str, list[datetime]] = field(default_factory=dict)
     actions: list[tuple[datetime, str]] = field(default_factory=list)
     """The power-ons and cordons of the last minute (SUSPEND_RATE, RESUME_RATE)."""
+    ramp: RampBucket = field(default_factory=RampBucket)
+    """POWER_RAMP_LIMIT_W_PER_S's bucket after the last power-on (ramp.py)."""
 
     def observe_pods(
         self, now: datetime, pods: Sequence[PodInfo], pool_of_node: Mapping[str, str], s: SuspendSettings
@@ -89,6 +92,17 @@ class PowerHistory:
                 self.actions.append((now, a.action))
         for node, times in self.power_offs.items():
             self.power_offs[node] = [t for t in times if (now - t).total_seconds() < s.forecast_day_s]
+
+    def ramp_room(self, now: datetime, boot_w: Mapping[str, float], s: SuspendSettings) -> float:
+        """The boot power the ramp limit lets the policy switch on at ``now`` (``boot_w``: each node's step)."""
+        return self.ramp.room(now, s.ramp_limit_w_per_sec, max(boot_w.values(), default=0.0))
+
+    def observe_ramp(
+        self, now: datetime, decision: PowerDecision, boot_w: Mapping[str, float], s: SuspendSettings
+    ) -> None:
+        """Draw this tick's power-ons (retries too: each boot draws its step) from the ramp's bucket."""
+        steps = [boot_w.get(a.node, 0.0) for a in decision.actions if a.action == "on"]
+        self.ramp = self.ramp.after(now, steps, s.ramp_limit_w_per_sec, max(boot_w.values(), default=0.0))
 
     def recent(self, now: datetime) -> dict[str, int]:
         """Power-ons and cordons decided in the minute before ``now`` (a tick a minute earlier is outside)."""

@@ -40,14 +40,26 @@ from joulie_api.names import (
     POWER_ON,
     POWER_RESUMING,
     POWER_SUSPENDING,
-    SUSPEND_EXCLUDE,
     TAINT_SUSPENDED,
 )
 from joulie_controller.model.fit import Room, fits, room_of
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
+from joulie_controller.power.powertick import (
+    DEFAULT_POOL,
+    Tick,
+    bmc_reads,
+    duration_text,
+    excluded,
+    floor_of,
+    floor_setting,
+    pod_name,
+    pool_of,
+    powered_by_pool,
+    powered_schedulable,
+    tainted,
+)
 from joulie_controller.power.powertypes import (
-    ActionKind,
     BmcReading,
     BmcState,
     DesiredPower,
@@ -62,76 +74,15 @@ from joulie_controller.power.refusal import SETTLED, Refusal, budget_spent, retr
 from joulie_controller.power.warmpool import ANY_POOL, draws_on, free_by_pool, rate_left, shifted
 from joulie_controller.settings import Settings
 
-__all__ = ["BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput", "PowerNode",
-           "PowerState", "PowerStatus"]  # the policy's values (powertypes.py), re-exported at their old address
+__all__ = ["DEFAULT_POOL", "BmcReading", "BmcState", "DesiredPower", "PowerAction", "PowerDecision", "PowerInput",
+           "PowerNode", "PowerState", "PowerStatus", "duration_text", "excluded", "floor_of", "pool_of", "tainted"]
+# The policy's values (powertypes.py) and shared rules (powertick.py), re-exported at their old address.
 
 POLICY_NONE: Final = "none"
 POLICY_FORECAST: Final = "forecast_suspend_v1"
-DEFAULT_POOL: Final = "default"
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 _CHANGING: Final = frozenset({POWER_SUSPENDING, POWER_RESUMING})
 _IGNORE: Final = frozenset({TAINT_SUSPENDED})
-
-
-def duration_text(seconds: float) -> str:
-    """600 -> 10m, 90 -> 1m30s, 5400 -> 1h30m (as the settings are written)."""
-    total = int(round(seconds))
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    text = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s or not total else "")
-    return text
-
-
-def excluded(info: NodeInfo) -> bool:
-    return "true" in (info.labels.get(SUSPEND_EXCLUDE, "").strip().lower(),
-                      info.annotations.get(SUSPEND_EXCLUDE, "").strip().lower())
-
-
-def tainted(info: NodeInfo) -> bool:
-    return any(t.key == TAINT_SUSPENDED for t in info.taints)
-
-
-def pool_of(info: NodeInfo, s: Settings) -> str:
-    return info.labels.get(s.suspend.pool_label) or DEFAULT_POOL
-
-
-def _pod_name(pod: PodInfo) -> str:
-    return f"{pod.namespace}/{pod.name}"
-
-
-class _Tick:
-    """The decision under construction: statuses, desired states and actions as they change."""
-
-    def __init__(self, inp: PowerInput):
-        self.now = inp.now
-        self.status = {n.info.name: n.status for n in inp.nodes}
-        self.desired: dict[str, DesiredPower] = {n.info.name: n.desired for n in inp.nodes}
-        self.actions: list[PowerAction] = []
-        self.notes: list[str] = []
-        self.cpu_servers = any(n.info.allocatable_gpus == 0 for n in inp.nodes)  # servers without GPUs?
-
-    def serves_any(self, n: PowerNode) -> bool:
-        """Whether the node's cores count for the Pods that request no GPU (warmpool.ANY_POOL)."""
-        return n.info.allocatable_gpus == 0 or not self.cpu_servers
-
-    def elapsed_s(self, node: str) -> float:
-        since = self.status[node].since
-        return 0.0 if since is None else (self.now - since).total_seconds()
-
-    def move(self, node: str, state: PowerState, reason: str, action: ActionKind | None, *, boots: int = 0) -> None:
-        old = self.status[node]
-        self.status[node] = PowerStatus(state, self.now, reason[:1024], old.boots + boots, old.error)
-        if action is not None:
-            self.actions.append(PowerAction(node, action, reason))
-        self.notes.append(f"node {node}: power {old.state} -> {state}" + (f" ({action})" if action else "")
-                          + f": {reason}")
-
-    def retry_on(self, node: str, refusal: Refusal, retries: int) -> None:
-        """Power on again, still resuming since the first power-on (RESUME_TIMEOUT runs from there)."""
-        reason = f"retry {refusal.count} of {retries} after the BMC refused power-on: {refusal.reason}"
-        self.status[node] = replace(self.status[node], reason=reason[:1024])
-        self.actions.append(PowerAction(node, "on", reason))
-        self.notes.append(f"node {node}: power on again: {reason}")
 
 
 def decide(inp: PowerInput, s: Settings) -> PowerDecision:
@@ -147,8 +98,8 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     # does one the scheduler has not given up on, or one for a scheduler we do not serve (issue 36).
     pending = sorted((p for p in inp.pods if not p.node_name and p.phase == "Pending" and not p.deleting
                       and not p.daemonset and p.unschedulable and p.scheduler_name in s.scheduler_names),
-                     key=_pod_name)
-    tick = _Tick(inp)
+                     key=pod_name)
+    tick = Tick(inp, s.suspend.ramp_limit_w_per_sec)
     for n in nodes:
         if n.status.since is None:  # first seen by the policy
             tick.status[n.info.name] = replace(n.status, since=inp.now)
@@ -172,7 +123,7 @@ def decide(inp: PowerInput, s: Settings) -> PowerDecision:
     return PowerDecision(tick.actions, tick.status, tick.desired, idle_since, tick.notes)
 
 
-def _own_desired(tick: _Tick, nodes: Sequence[PowerNode]) -> None:
+def _own_desired(tick: Tick, nodes: Sequence[PowerNode]) -> None:
     """spec.power.state is what the policy asked the BMC; one that does not fit the power state was
     written by someone else and is set back (an off on a running node used to be kept: the node was
     later cordoned, never powered off, and failed with a reason that blamed the BMC)."""
@@ -186,7 +137,7 @@ def _own_desired(tick: _Tick, nodes: Sequence[PowerNode]) -> None:
             tick.desired[name] = owned
 
 
-def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
+def _progress(tick: Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
               bmc: Mapping[str, BmcReading], s: Settings) -> None:
     """Transitions already under way: suspends and resumes that completed, timed out or were overtaken."""
     for n in nodes:
@@ -198,7 +149,7 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
             f" ({problem})" if problem else "")
         if st.state == POWER_SUSPENDING:
             if workload[name] and tick.desired[name] == POWER_ON:
-                tick.move(name, POWER_ON, f"Pod {_pod_name(workload[name][0])} arrived before the power-off",
+                tick.move(name, POWER_ON, f"Pod {pod_name(workload[name][0])} arrived before the power-off",
                           "uncordon")
             elif reading is not None and reading.state == POWER_OFF:
                 tick.desired[name] = POWER_OFF
@@ -229,7 +180,7 @@ def _progress(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, li
             tick.move(name, POWER_ON, "cleared by an operator (taint joulie.io/suspended removed, uncordoned)", None)
 
 
-def _refused_power_on(tick: _Tick, name: str, refusal: Refusal, s: Settings) -> None:
+def _refused_power_on(tick: Tick, name: str, refusal: Refusal, s: Settings) -> None:
     """Retry a power-on the BMC refused once its backoff has passed; past RESUME_RETRIES, fail the
     node with the BMC's answer (Pending Pods then go to the next candidate on this same tick)."""
     if budget_spent(refusal, s.suspend):
@@ -239,7 +190,7 @@ def _refused_power_on(tick: _Tick, name: str, refusal: Refusal, s: Settings) -> 
         tick.retry_on(name, refusal, s.suspend.resume_retries)
 
 
-def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
+def _power_off_cordoned(tick: Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]],
                         bmc: Mapping[str, BmcReading]) -> None:
     """Nodes cordoned on an earlier tick and still empty (a Pod bound while the cordon was written
     would show by now), not taken back for a Pending Pod: power off through the BMC. Only a node
@@ -259,25 +210,13 @@ def _power_off_cordoned(tick: _Tick, nodes: Sequence[PowerNode], workload: Mappi
             tick.notes.append(f"node {name}: power off through the BMC: {st.reason}")
 
 
-def _bmc_reads(bmc: Mapping[str, BmcReading], node: str, state: str) -> bool:
-    reading = bmc.get(node)
-    return reading is not None and reading.state == state
-
-
 def _shape(pod: PodInfo) -> tuple[object, ...]:
     """What decides where a Pod fits (fit.py), as a key."""
     return (pod.cpu_request, pod.memory_request_bytes, pod.gpu_request, tuple(sorted(pod.node_selector.items())),
             pod.required_terms, pod.tolerations)
 
 
-def _powered_schedulable(tick: _Tick, n: PowerNode) -> bool:
-    """On and Ready, and schedulable or cordoned only by the policy's own cordon, which this tick's
-    uncordon lifts (a node back on is the Pending Pods' node on the tick it comes back)."""
-    return (tick.status[n.info.name].state == POWER_ON and n.info.ready
-            and (not n.info.unschedulable or tainted(n.info)))
-
-
-def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+def _resume_for_pending(tick: Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
                         pending: Sequence[PodInfo], bmc: Mapping[str, BmcReading],
                         budget: int) -> tuple[set[str], int]:
     """Wake the fewest nodes the Pending Pods need. Returns the powered nodes a Pending Pod is
@@ -289,20 +228,20 @@ def _resume_for_pending(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[
     first_pod, budget = _wake_for(tick, _resume_candidates(tick, nodes, bmc), bound, unsatisfied, info, budget)
     for name, pod in first_pod.items():
         if tick.status[name].state == POWER_SUSPENDING:
-            tick.move(name, POWER_ON, f"Pending Pod {_pod_name(pod)} fits it and no powered node", "uncordon")
+            tick.move(name, POWER_ON, f"Pending Pod {pod_name(pod)} fits it and no powered node", "uncordon")
         else:
-            tick.move(name, POWER_RESUMING, f"Pending Pod {_pod_name(pod)} fits no powered node", "on")
+            tick.move(name, POWER_RESUMING, f"Pending Pod {pod_name(pod)} fits no powered node", "on")
         tick.desired[name] = POWER_ON
     return busy, budget
 
 
-def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+def _place_without_resume(tick: Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
                           pending: Sequence[PodInfo], info: Mapping[str, NodeInfo]) -> tuple[set[str], list[PodInfo]]:
     """Where the Pending Pods can go without a resume (powered schedulable nodes, and nodes already
     resuming): the nodes they land on, and the Pods that fit none of them."""
     room: dict[str, Room] = {}
     for n in nodes:
-        if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
+        if powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
             room[n.info.name] = room_of(n.info, bound[n.info.name])
     ignore = _IGNORE
     busy: set[str] = set()
@@ -326,7 +265,7 @@ def _place_without_resume(tick: _Tick, nodes: Sequence[PowerNode], bound: Mappin
     return busy, unsatisfied
 
 
-def _resume_candidates(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading]) -> list[PowerNode]:
+def _resume_candidates(tick: Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading]) -> list[PowerNode]:
     """Nodes a resume can use: cordoned for suspend but not yet told to power off (an uncordon takes
     them back, no boot), then off nodes whose BMC reads off, the lowest idle power first."""
 
@@ -337,11 +276,11 @@ def _resume_candidates(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str
     return sorted(
         (n for n in nodes
          if (tick.status[n.info.name].state == POWER_SUSPENDING and tick.desired[n.info.name] == POWER_ON)
-         or (tick.status[n.info.name].state == POWER_OFF and _bmc_reads(bmc, n.info.name, POWER_OFF))),
+         or (tick.status[n.info.name].state == POWER_OFF and bmc_reads(bmc, n.info.name, POWER_OFF))),
         key=candidate_order)
 
 
-def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+def _wake_for(tick: Tick, candidates: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
               unsatisfied: Sequence[PodInfo], info: Mapping[str, NodeInfo],
               budget: int) -> tuple[dict[str, PodInfo], int]:
     """The candidates to wake for the Pods no powered node takes, each with the first Pod that wakes
@@ -365,10 +304,12 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
                 r = room_of(n.info, bound[name])
                 if fits(pod, n.info, r, ignore) is not None:
                     continue
-                if is_off and budget <= 0:
-                    waiting.append(_pod_name(pod))
+                if is_off and (budget <= 0 or not tick.ramp_allows(n, "Pending Pods")):
+                    waiting.append(pod_name(pod))
                     break
-                budget -= 1 if is_off else 0
+                if is_off:
+                    budget -= 1
+                    tick.ramp_take(n)
                 woken[name], first_pod[name], spot = r, pod, name
                 break
         if spot is None:
@@ -377,42 +318,38 @@ def _wake_for(tick: _Tick, candidates: Sequence[PowerNode], bound: Mapping[str, 
             woken[spot] = woken[spot].minus(pod)
     if waiting:
         tick.notes.append(f"{len(waiting)} Pending Pods (first {waiting[0]}) would fit an off node; waiting: "
-                          f"SUSPEND_MAX_CONCURRENT nodes already change state, or RESUME_RATE reached")
+                          f"SUSPEND_MAX_CONCURRENT nodes already change state, RESUME_RATE reached, or "
+                          f"POWER_RAMP_LIMIT_W_PER_S (rate limit)")
     return first_pod, budget
 
 
-def _powered_by_pool(tick: _Tick, nodes: Sequence[PowerNode], s: Settings) -> dict[str, int]:
-    powered: dict[str, int] = defaultdict(int)
-    for n in nodes:
-        if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING:
-            powered[pool_of(n.info, s)] += 1
-    return powered
-
-
-def _restore_floor(tick: _Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading], budget: int,
+def _restore_floor(tick: Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, BmcReading], budget: int,
                    s: Settings) -> int:
-    """A pool under SUSPEND_MIN_POWERED (a failed or manually cordoned node) gets off nodes back."""
-    powered = _powered_by_pool(tick, nodes, s)
+    """A pool under its floor (a failed or manually cordoned node) gets off nodes back."""
+    powered = powered_by_pool(tick, nodes, s)
     for n in sorted(nodes, key=lambda n: (n.rank_w, n.info.name)):
         name, pool = n.info.name, pool_of(n.info, s)
         reading = bmc.get(name)
-        if budget <= 0 or powered[pool] >= s.suspend.min_powered:
+        if budget <= 0 or powered[pool] >= floor_of(pool, s):
             continue
         if tick.status[name].state == POWER_OFF and reading is not None and reading.state == POWER_OFF:
+            if not tick.ramp_allows(n, f"the floor of pool {pool}"):
+                continue
+            tick.ramp_take(n)
             tick.move(name, POWER_RESUMING, f"pool {pool} has {powered[pool]} powered nodes, under "
-                      f"SUSPEND_MIN_POWERED={s.suspend.min_powered}", "on")
+                      f"its floor {floor_of(pool, s)} ({floor_setting(pool, s)})", "on")
             tick.desired[name] = POWER_ON
             powered[pool] += 1
             budget -= 1
     return budget
 
 
-def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
+def _warm_free(tick: Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]],
                pending: Sequence[PodInfo], s: Settings) -> dict[str, Room]:
     """Each pool's powered (or resuming) free capacity, after the Pending Pods take theirs."""
     info = {n.info.name: n.info for n in nodes}
     rooms = {n.info.name: room_of(n.info, bound[n.info.name]) for n in nodes
-             if _powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING}
+             if powered_schedulable(tick, n) or tick.status[n.info.name].state == POWER_RESUMING}
     for pod in pending:
         spot = next((k for k, r in rooms.items() if fits(pod, info[k], r, _IGNORE) is None), None)
         if spot is not None:
@@ -422,7 +359,7 @@ def _warm_free(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list
 
 
 
-def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]], inp: PowerInput,
+def _warm_ahead(tick: Tick, nodes: Sequence[PowerNode], bound: Mapping[str, list[PodInfo]], inp: PowerInput,
                 free: dict[str, Room], budget: int, s: Settings) -> int:
     """forecast_suspend_v1: a warm-pool need (warmpool.py) that free capacity falls short of gets off
     nodes back ahead of the demand, within SUSPEND_MAX_CONCURRENT: a pool's own for GPUs, the longest
@@ -435,7 +372,10 @@ def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, lis
             name, pool = n.info.name, pool_of(n.info, s)
             if budget <= 0 or not need.short_of(free.get(need.pool, Room(0.0, 0.0, 0))):
                 break
-            if tick.status[name].state == POWER_OFF and _bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+            if tick.status[name].state == POWER_OFF and bmc_reads(inp.bmc, name, POWER_OFF) and not excluded(n.info):
+                if not tick.ramp_allows(n, "the warm pool"):
+                    continue
+                tick.ramp_take(n)
                 tick.move(name, POWER_RESUMING, f"resumed ahead of demand (forecast): {need.text()}", "on")
                 tick.desired[name] = POWER_ON
                 free.update(shifted(free, pool, room_of(n.info, bound[name]), 1.0, tick.serves_any(n)))
@@ -443,7 +383,7 @@ def _warm_ahead(tick: _Tick, nodes: Sequence[PowerNode], bound: Mapping[str, lis
     return budget
 
 
-def _kept_on(tick: _Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], workload: list[PodInfo],
+def _kept_on(tick: Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], workload: list[PodInfo],
              s: Settings) -> str | None:
     """Why an idle node due for suspend stays on: a warm-pool need it serves, or its power cycles today."""
     pool, cap = pool_of(n.info, s), s.suspend.max_cycles_per_day
@@ -456,7 +396,7 @@ def _kept_on(tick: _Tick, n: PowerNode, inp: PowerInput, free: dict[str, Room], 
     return None
 
 
-def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]], busy: set[str],
+def _suspend_idle(tick: Tick, nodes: Sequence[PowerNode], workload: Mapping[str, list[PodInfo]], busy: set[str],
                   inp: PowerInput, budget: int, s: Settings, free: dict[str, Room]) -> dict[str, datetime]:
     idle_since: dict[str, datetime] = {}
     for n in nodes:
@@ -467,13 +407,15 @@ def _suspend_idle(tick: _Tick, nodes: Sequence[PowerNode], workload: Mapping[str
     due = [n for n in nodes
            if n.info.name in idle_since and n.info.name not in busy and not excluded(n.info)
            and (inp.now - idle_since[n.info.name]).total_seconds() >= s.suspend.after_s
-           and _bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].problem()]
+           and bmc_reads(inp.bmc, n.info.name, POWER_ON) and not inp.bmc[n.info.name].problem()]
     # The longest idle first, then the hungriest.
     due.sort(key=lambda n: (idle_since[n.info.name], -n.rank_w, n.info.name))
-    powered = _powered_by_pool(tick, nodes, s)
+    powered = powered_by_pool(tick, nodes, s)
     for n in due:
         name, pool = n.info.name, pool_of(n.info, s)
-        if powered[pool] - 1 < s.suspend.min_powered:
+        if powered[pool] - 1 < floor_of(pool, s):
+            floor = f"kept on: the floor of pool {pool}, {floor_of(pool, s)} powered ({floor_setting(pool, s)})"
+            tick.status[name] = replace(tick.status[name], reason=floor[:1024])
             continue
         kept = _kept_on(tick, n, inp, free, workload[name], s)
         if kept is not None:

@@ -5,6 +5,7 @@ Pure data, apart so the policy's steps (``powerstate``, ``warmpool``) read as st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -84,6 +85,9 @@ class PowerInput:
     """Actions of each kind ("on", "cordon") decided in the last minute (SUSPEND_RATE, RESUME_RATE)."""
     cycles: Mapping[str, int] = field(default_factory=dict)
     """Power-offs of each node in the last FORECAST_DAY (MAX_POWER_CYCLES_PER_DAY; kept by the caller)."""
+    ramp_room_w: float = math.inf
+    """The boot power (W) POWER_RAMP_LIMIT_W_PER_S lets the policy switch on this tick (``ramp.py``;
+    each power-on a step of its node's ``rank_w``); infinite: no limit."""
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,41 @@ def test_rates_are_counted_over_the_last_minute() -> None:
     hist.observe_power(T0, {}, two, {}, SuspendSettings())
     assert hist.recent(T0 + timedelta(seconds=30)) == {"cordon": 1, "on": 1}
     assert hist.recent(T0 + timedelta(seconds=60)) == {}
+
+
+def test_every_reason_the_policy_writes_names_a_cause_kubectl_joulie_shows() -> None:
+    """kubectl joulie power sorts status.power.reason by joulie_api.powerreason: a reason reworded here
+    that no longer names its cause would show as '-' there."""
+    from joulie_api import powerreason
+
+    cpu_nodes = [pn(node("a", labels=CPU)), pn(node("b", labels=CPU), "off", desired="off")]
+    ahead = run(
+        cpu_nodes, [pod("j1", "a", cpu=30.0)], warm={ANY_POOL: warm_need(ANY_POOL, fc(1.0, 4.0), 300.0, FORECAST)}
+    )
+    two = [pn(node("a", labels=CPU)), pn(node("b", labels=CPU))]
+    kept = run(two, warm={ANY_POOL: warm_need(ANY_POOL, fc(0.3, 8.0), 300.0, FORECAST)}, idle={"a": IDLE, "b": IDLE})
+    capped = run(
+        two,
+        idle={"a": IDLE, "b": IDLE},
+        cycles={"a": 4, "b": 4},
+        s=Settings(suspend=SuspendSettings(power_policy="forecast_suspend_v1", min_powered=0, max_cycles_per_day=4)),
+    )
+    idle = run(
+        two,
+        idle={"a": IDLE, "b": IDLE},
+        s=Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", min_powered=0, max_cycles_per_day=4)),
+    )
+    reactive = Settings(suspend=SuspendSettings(power_policy="idle_suspend_v1", min_powered=0))
+    woken = run([pn(node("z", labels=CPU), "off", desired="off")], [pod("p", cpu=4.0)], s=reactive)
+    cases = [
+        (ahead.status["b"].reason, "forecast"),
+        (next(st.reason for st in kept.status.values() if st.state == "on"), "forecast"),
+        (capped.status["a"].reason, "power cycles"),
+        (idle.status["a"].reason, "idle"),
+        (woken.status["z"].reason, "Pending Pods"),
+    ]
+    for reason, cause in cases:
+        assert powerreason.cause(reason) == cause, reason
+    assert powerreason.cycles_left(idle.status["a"].reason) == 3
+    assert powerreason.cycles_left(capped.status["a"].reason) == 0
+    assert powerreason.warm_target(ahead.status["b"].reason) is not None

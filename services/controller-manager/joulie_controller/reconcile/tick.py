@@ -118,10 +118,12 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
         horizon = {p: hist.boot_of(p, sus) for p in {*pools.values(), ANY_POOL}}
         fcs = {p: forecast(hist.arrivals, since, snap.now, max(60.0, h), sus).get(p) for p, h in horizon.items()}
         warm = {p: warm_need(p, fcs[p], horizon[p], s) for p in sorted(horizon)}
+    boot_w = {n.info.name: n.rank_w for n in nodes}
     inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now),
-                                hist.cycles())
+                                hist.cycles(), hist.ramp_room(snap.now, boot_w, sus))
     decision = powerstate.decide(inp, s)
     hist.observe_power(snap.now, {n.info.name: n.status for n in nodes}, decision, pools, sus)
+    hist.observe_ramp(snap.now, decision, boot_w, sus)
     memory.idle_since = decision.idle_since
     memory.warm = warm
     log.extend(decision.notes)

@@ -16,6 +16,7 @@ from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.bmc.serving.app import BmcCredentials
 from joulie_simulator.bmc.serving.fleet import BmcFleet
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.physics.model import Load
 from joulie_simulator.testing import frozen_emulator, running_fleet
 
@@ -219,3 +220,79 @@ def test_with_a_port_base_the_bmcs_take_the_first_free_ports_from_it_and_each_an
             f.stop()
     finally:
         held.close()
+
+
+def test_a_bmc_set_to_refuse_power_ons_answers_500_and_leaves_the_node_off(emu: Emulator) -> None:
+    auth = (CREDS.username, CREDS.password)
+    emu.power_off("xeon-0", graceful=False)
+    with running_fleet(emu, CREDS, faults=PowerOnFaults(failure_share=1.0)) as f:
+        url = f"{f.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+        r = requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5)
+        assert r.status_code == 500 and "--bmc-failure-share" in r.json()["error"]["@Message.ExtendedInfo"][0]["Message"]
+        assert emu.power_state("xeon-0") == "off"
+        # Power-offs are never refused.
+        off = requests.post(f"{f.addresses['xeon-1']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
+                            json={"ResetType": "ForceOff"}, auth=auth, timeout=5)
+        assert off.status_code == 204 and emu.power_state("xeon-1") == "off"
+
+
+def test_a_hung_power_on_is_accepted_and_the_node_never_boots(emu: Emulator) -> None:
+    auth = (CREDS.username, CREDS.password)
+    emu.power_off("xeon-0", graceful=False)
+    faults = PowerOnFaults(hang_share=1.0)
+    with running_fleet(emu, CREDS, faults=faults) as f:
+        url = f"{f.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+        assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 204
+        emu.step(int(XEON.physics.boot_s) + 10)
+        assert emu.power_state("xeon-0") == "off" and emu.node("xeon-0").boots == 0
+    assert faults.drawn == {"ok": 0, "refused": 0, "hung": 1}
+
+
+def test_a_share_of_power_ons_fails_in_a_seeded_repeatable_order() -> None:
+    first = PowerOnFaults(failure_share=0.3, hang_share=0.2, seed=7).draw()
+    a, b = PowerOnFaults(failure_share=0.3, hang_share=0.2, seed=7), PowerOnFaults(failure_share=0.3, hang_share=0.2, seed=7)
+    seq = [a.draw() for _ in range(400)]
+    assert seq == [b.draw() for _ in range(400)] and seq[0] == first
+    assert 0.2 < seq.count("refused") / 400 < 0.4 and 0.12 < seq.count("hung") / 400 < 0.28
+    for bad, words in (({"failure_share": 1.5}, "--bmc-failure-share"), ({"failure_share": 0.7, "hang_share": 0.5},
+                                                                          "more than every power-on")):
+        with pytest.raises(ValueError, match=words):
+            PowerOnFaults(**bad)  # type: ignore[arg-type]
+
+
+def test_post_debug_bmc_faults_switches_refusals_on_and_off_for_a_running_fleet(emu: Emulator) -> None:
+    """What a chaos fault does: the simulator's BMCs start refusing power-ons, then stop."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from joulie_simulator.serving.http_debug import DebugServer
+
+    auth = (CREDS.username, CREDS.password)
+    faults = PowerOnFaults()
+    emu.power_off("xeon-0", graceful=False)
+    server = DebugServer(emu, bmc_faults=faults)
+    server.start()
+
+    def post(body: bytes) -> tuple[int, dict[str, object]]:
+        req = urllib.request.Request(f"{server.url}/debug/bmc/faults", data=body, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status, json.load(resp)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+    try:
+        with running_fleet(emu, CREDS, faults=faults) as f:
+            url = f"{f.addresses['xeon-0']}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+            code, answer = post(b'{"failureShare": 1}')
+            assert code == 200 and answer["failureShare"] == 1.0
+            assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 500
+            assert post(b'{"failureShare": 0.8, "hangShare": 0.5}')[0] == 400  # more than every power-on
+            assert post(b'{"failureShare": "all"}')[0] == 400
+            code, answer = post(b'{"failureShare": 0, "hangShare": 0}')
+            assert code == 200 and answer["drawn"] == {"ok": 0, "refused": 1, "hung": 0}
+            assert requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code == 204
+            assert emu.power_state("xeon-0") == "booting"
+    finally:
+        server.stop()

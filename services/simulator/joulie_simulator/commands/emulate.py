@@ -31,6 +31,7 @@ from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_mo
 if TYPE_CHECKING:
     from joulie_simulator.bmc.serving.app import BmcCredentials
     from joulie_simulator.emulation.emulator import Emulator
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
     from joulie_simulator.facility.live import FacilityLive
     from joulie_simulator.views.files.trees import FileTrees
 
@@ -66,6 +67,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument("--bmc-credentials", type=Path, help="YAML/JSON file {username, password} the emulated BMCs accept (required with --bmc)")
     em.add_argument("--bmc-tls-cert", type=Path, help="PEM certificate: the emulated BMCs speak HTTPS (with --bmc-tls-key)")
     em.add_argument("--bmc-tls-key", type=Path, help="PEM private key of --bmc-tls-cert")
+    em.add_argument("--bmc-failure-share", type=float, default=0.0,
+                    help="share of power-ons the emulated BMCs refuse with HTTP 500, the node left off (default 0; emulation/powerfaults.py)")
+    em.add_argument("--bmc-hang-share", type=float, default=0.0,
+                    help="share of power-ons the emulated BMCs accept without the node ever booting (default 0)")
+    em.add_argument("--bmc-fault-seed", type=int, default=0, help="seed of the BMC faults' draws (default 0)")
     em.add_argument("--power-time-scale", type=float, default=1.0,
                     help="boot and shutdown last the profiles' boot_s/shutdown_s times this (default 1; a CI preset shortens them)")
     em.add_argument("--facility", action=argparse.BooleanOptionalAction, default=True,
@@ -137,9 +143,10 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
 
             fuse = FuseServer(em.emu, em.root / "fuse")
             fuse.start()
-        bmcs = _start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None else None
+        bmcs, bmc_faults = (_start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None
+                            else (None, None))
         if args.http:
-            _start_debug_http(args, em, bmcs, tick_cost, stoppers)
+            _start_debug_http(args, em, bmcs, tick_cost, stoppers, bmc_faults)
         if args.grpc:
             _start_grpc(args, em, stoppers)
         _start_otlp(args, em, stoppers)
@@ -209,26 +216,34 @@ def _addr(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials, stoppers: Stoppers) -> dict[str, Any]:
+def _start_bmcs(args: argparse.Namespace, em: Emulation, credentials: BmcCredentials,
+                stoppers: Stoppers) -> tuple[dict[str, Any], PowerOnFaults]:
     """One emulated BMC per node; their addresses in ``<root>/bmcs.json`` (and returned, for
-    ``/debug/bmcs``)."""
+    ``/debug/bmcs``), and their power-on faults (``POST /debug/bmc/faults`` sets them later)."""
     from joulie_simulator.bmc.serving.fleet import BmcFleet, BmcTls
+    from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
     tls = BmcTls(args.bmc_tls_cert, args.bmc_tls_key) if args.bmc_tls_cert else None
-    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base).start()
+    try:
+        faults = PowerOnFaults(args.bmc_failure_share, args.bmc_hang_share, args.bmc_fault_seed)
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    fleet = BmcFleet(em.emu, credentials, host=args.bmc, tls=tls, port_base=args.bmc_port_base, faults=faults).start()
     stoppers.append(fleet.stop)
     fleet.write(em.root / "bmcs.json")
     bmcs = fleet.document()
-    print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}", flush=True)
-    return bmcs
+    print(f"emulated BMCs: {len(fleet.addresses)} on {args.bmc} ({fleet.scheme}); addresses in {em.root / 'bmcs.json'}"
+          + (f"; power-ons refused {faults.failure_share:g}, hung {faults.hang_share:g} (emulated faults)" if faults.active
+             else ""), flush=True)
+    return bmcs, faults
 
 
 def _start_debug_http(args: argparse.Namespace, em: Emulation, bmcs: dict[str, Any] | None, tick_cost: TickCost,
-                      stoppers: Stoppers) -> None:
+                      stoppers: Stoppers, bmc_faults: PowerOnFaults | None = None) -> None:
     from joulie_simulator.serving.http_debug import DebugServer
 
     host, port = _addr(args.http)
-    http = DebugServer(em.emu, host, port, bmcs=bmcs, facility=em.facility, tick_cost=tick_cost)
+    http = DebugServer(em.emu, host, port, bmcs=bmcs, facility=em.facility, tick_cost=tick_cost, bmc_faults=bmc_faults)
     http.start()
     stoppers.append(http.stop)
     print(f"/debug/emulate at http://{host}:{http.port}/debug/emulate", flush=True)

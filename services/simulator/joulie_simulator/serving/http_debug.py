@@ -4,6 +4,8 @@
 zones, gpus, caps, ...}], "events": [...]}``; ``?node=<name>`` narrows to one node (404 names it).
 
 ``GET /debug/bmcs``: where each node's emulated BMC listens (``joulie_simulator.bmc.serving.fleet``).
+``POST /debug/bmc/faults`` ``{"failureShare": x, "hangShare": y}``: the share of power-ons those BMCs
+refuse (HTTP 500) or accept without booting, from now on (``emulation/powerfaults.py``; a chaos fault's switch).
 
 ``GET /metrics``: the same hardware metrics as the OTLP push, in the Prometheus text format, for a
 Prometheus that scrapes (telemetry mode ``scrape``): ``hw_host_energy_joules_total`` and
@@ -42,6 +44,7 @@ from prometheus_client.registry import Collector
 
 from joulie_simulator.emulation.emulator import Emulator, NotEmulated
 from joulie_simulator.emulation.hwsemconv import components, telemetry_gap
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility.live import FacilityLive, check_c
 
@@ -166,6 +169,29 @@ def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[s
     return 200, {"control": control.as_json(), "ambientC": facility.reading().ambient_c}
 
 
+def set_bmc_faults(faults: PowerOnFaults | None, body: bytes) -> tuple[int, dict[str, Any]]:
+    """``POST /debug/bmc/faults`` ``{"failureShare": 0.5, "hangShare": 0}``: the share of power-ons the
+    emulated BMCs refuse or hang from now on (``emulation/powerfaults.py``; 0 and 0 clear it); the answer says the
+    shares now and the answers drawn so far."""
+    if faults is None:
+        return 404, {"error": "no emulated BMCs in this simulator (--bmc)"}
+    try:
+        req = json.loads(body or b"{}")
+    except ValueError as e:
+        return 400, {"error": f"body: not JSON: {e}"}
+    if not isinstance(req, dict) or set(req) - {"failureShare", "hangShare"}:
+        return 400, {"error": 'body: expected {"failureShare": share, "hangShare": share} (0 to 1 each)'}
+    values = {k: req.get(k, 0.0) for k in ("failureShare", "hangShare")}
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return 400, {"error": f"{k}: {v!r} is not a number between 0 and 1"}
+    try:
+        faults.set_shares(float(values["failureShare"]), float(values["hangShare"]))
+    except ValueError as e:
+        return 400, {"error": str(e)}
+    return 200, {"failureShare": faults.failure_share, "hangShare": faults.hang_share, "drawn": dict(faults.drawn)}
+
+
 class QuietServer(ThreadingHTTPServer):
     """A client that went away before its answer was written (it timed out while the simulator was
     busy) is not an error of the simulator: no traceback in its log for that."""
@@ -178,8 +204,10 @@ class QuietServer(ThreadingHTTPServer):
 
 class DebugServer:
     def __init__(self, emu: Emulator, host: str = "127.0.0.1", port: int = 0, bmcs: dict[str, Any] | None = None,
-                 facility: FacilityLive | None = None, tick_cost: TickCost | None = None) -> None:
-        """``bmcs``: the emulated BMCs' addresses document, served at ``GET /debug/bmcs`` (404 without)."""
+                 facility: FacilityLive | None = None, tick_cost: TickCost | None = None,
+                 bmc_faults: PowerOnFaults | None = None) -> None:
+        """``bmcs``: the emulated BMCs' addresses document, served at ``GET /debug/bmcs`` (404 without);
+        ``bmc_faults``: their power-on faults, set at ``POST /debug/bmc/faults``."""
         self.emu = emu
         emulator = emu
         self.bmcs = bmcs
@@ -188,11 +216,13 @@ class DebugServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # - the stdlib's name
                 url = urlparse(self.path)
-                if url.path != "/debug/facility/ambient":
-                    self._send(404, {"error": f"no route POST {url.path}; try /debug/facility/ambient"})
+                if url.path not in ("/debug/facility/ambient", "/debug/bmc/faults"):
+                    self._send(404, {"error": f"no route POST {url.path}; try /debug/facility/ambient or /debug/bmc/faults"})
                     return
                 length = int(self.headers.get("Content-Length") or 0)
-                code, answer = set_ambient(facility, self.rfile.read(min(length, 4096)))
+                body = self.rfile.read(min(length, 4096))
+                code, answer = (set_ambient(facility, body) if url.path == "/debug/facility/ambient"
+                                else set_bmc_faults(bmc_faults, body))
                 self._send(code, answer)
 
             def do_GET(self) -> None:  # - the stdlib's name

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from joulie_common.yamlload import YamlError, load_yaml
 from joulie_simulator.bmc import resources as rf
 from joulie_simulator.emulation.emulator import Emulator, PowerStateError
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,10 @@ class _Bmc:
     """What one node's BMC keeps and reads: the emulator and node it fronts, the credentials it
     accepts, its login sessions."""
 
-    def __init__(self, emu: Emulator, node: str, credentials: BmcCredentials) -> None:
+    def __init__(self, emu: Emulator, node: str, credentials: BmcCredentials,
+                 faults: PowerOnFaults | None = None) -> None:
         self.emu = emu
+        self.faults = faults
         self.node = node
         self.credentials = credentials
         self.sessions = _Sessions()
@@ -113,11 +116,12 @@ class _Bmc:
             return float(self.emu.node(self.node).state.host_power_w)
 
 
-def create_app(emu: Emulator, node: str, credentials: BmcCredentials) -> FastAPI:
-    """The BMC of ``node`` (which must be emulated by ``emu``)."""
+def create_app(emu: Emulator, node: str, credentials: BmcCredentials, faults: PowerOnFaults | None = None) -> FastAPI:
+    """The BMC of ``node`` (which must be emulated by ``emu``); ``faults``: a share of its power-ons
+    refused or hung (``emulation/powerfaults.py``)."""
     emu.node(node)
     app = FastAPI(title=f"emulated BMC of {node}", openapi_url=None, docs_url=None, redoc_url=None)
-    bmc = _Bmc(emu, node, credentials)
+    bmc = _Bmc(emu, node, credentials, faults)
     _add_errors_and_authentication(app, bmc)
     _add_service_root(app, bmc)
     _add_system(app, bmc)
@@ -183,8 +187,14 @@ def _add_system(app: FastAPI, bmc: _Bmc) -> None:
             action = rf.reset_action(body, bmc.power_state())
             if isinstance(action, rf.RedfishFailure):
                 return _fail(action)
+            answer = bmc.faults.draw() if action == "power_on" and bmc.faults is not None else "ok"
+            if answer == "refused":
+                return _fail(rf.RedfishFailure(500, "InternalError", "The request failed due to an internal service "
+                                               "error (emulated fault: --bmc-failure-share). The service is still operational."))
             try:
-                if action == "power_on":
+                if action == "power_on" and answer == "hung":
+                    pass  # accepted, and the host never boots (emulated fault: --bmc-hang-share)
+                elif action == "power_on":
                     emu.power_on(node)
                 elif action == "graceful_off":
                     emu.power_off(node, graceful=True)

@@ -33,6 +33,7 @@ import uvicorn
 from joulie_simulator.bmc import resources as rf
 from joulie_simulator.bmc.serving.app import BmcCredentials, create_app
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 
 BMCS_SCHEMA_VERSION = 1
 
@@ -62,6 +63,7 @@ class BmcFleet:
         tls: BmcTls | None = None,
         ports: Mapping[str, int] | None = None,
         port_base: int = 0,
+        faults: PowerOnFaults | None = None,
     ) -> None:
         """``ports``: a node's BMC on a given port (a BMC brought back where it was); others get a free
         one: the kernel's pick (``port_base`` 0) or the first free one from ``port_base`` upward."""
@@ -78,7 +80,7 @@ class BmcFleet:
             else:
                 sock, next_port = _first_free(host, next_port)
             self._sockets[node] = sock
-            apps[sock.getsockname()[1]] = create_app(emu, node, credentials)
+            apps[sock.getsockname()[1]] = create_app(emu, node, credentials, faults)
 
         async def by_port(scope: Any, receive: Any, send: Any) -> None:
             await apps[scope["server"][1]](scope, receive, send)
