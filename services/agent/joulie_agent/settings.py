@@ -65,6 +65,9 @@ class Settings:
         (`joulie.host.power.source=bmc`), the sum of the measured components while it does not answer.
         "" (default): always the sum. Needs POWER_EXPORT_ENDPOINT. bmc_timeout_s: BMC_TIMEOUT, seconds
         per BMC request (5 s; at least 0.5 s).
+    pod_resources_socket: POD_RESOURCES_SOCKET, the kubelet's pod-resources socket (which Pod holds which
+        GPU, for the export's hw.gpu.allocation); "" (default): <root>/var/lib/kubelet/pod-resources/kubelet.sock
+        (each emulated node's own under a pool's ROOT); may contain "{node}"; "none": not read.
     hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
         added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     api_timeout_s: KUBE_API_TIMEOUT, how long one Kubernetes API request waits for the server (10 s; at
@@ -96,6 +99,7 @@ class Settings:
     bmc_secret_dir: str = ""
     bmc_timeout_s: float = 5.0
     hardware_catalog_extra: str = ""
+    pod_resources_socket: str = ""
     api_timeout_s: float = 10.0
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
@@ -106,6 +110,14 @@ class Settings:
         if self.sys_root:
             return Path(self.sys_root.replace("{node}", node))
         return self.node_root(node) / "sys"
+
+    def node_pod_resources_socket(self, node: str) -> Path | None:
+        """The node's pod-resources socket; None when POD_RESOURCES_SOCKET is "none"."""
+        if self.pod_resources_socket == "none":
+            return None
+        if self.pod_resources_socket:
+            return Path(self.pod_resources_socket.replace("{node}", node))
+        return self.node_root(node) / "var/lib/kubelet/pod-resources/kubelet.sock"
 
     def node_tool_path(self, node: str) -> str:
         # `{node}` as in ROOT: a pool agent over emulated nodes finds each node's GPU tools apart.
@@ -143,6 +155,7 @@ class Settings:
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
+            pod_resources_socket=_pod_resources_socket(e),
             api_timeout_s=_duration_of_at_least(e, "KUBE_API_TIMEOUT", 10.0, 0.1, "100ms"),
             dvfs=_dvfs(e),
         )
@@ -159,6 +172,13 @@ def _power_export(e: Mapping[str, str]) -> tuple[str, float, str, float]:
         raise SettingError("BMC_SECRET_DIR", bmc_secret_dir, "POWER_EXPORT_ENDPOINT set too, or BMC_SECRET_DIR unset: "
                            "the BMC's host power is only read for the power export")
     return endpoint, interval_s, bmc_secret_dir, _duration_of_at_least(e, "BMC_TIMEOUT", 5.0, 0.5, "500ms")
+
+
+def _pod_resources_socket(e: Mapping[str, str]) -> str:
+    value = e.get("POD_RESOURCES_SOCKET", "").strip()
+    if value and value != "none" and not value.startswith("/"):
+        raise SettingError("POD_RESOURCES_SOCKET", value, 'an absolute path to a unix socket, or "none"')
+    return value
 
 
 def _pool_shard_id(e: Mapping[str, str]) -> int:
