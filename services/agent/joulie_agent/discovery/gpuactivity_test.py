@@ -52,8 +52,11 @@ def test_devices_map_to_boards_by_uuid_case_and_time_slicing_replicas() -> None:
         DeviceHolder("net", "dpdk", "c", "intel.com/sriov", ("0000:3b:00.1",)),
     ]
     held, warnings = boards_held(holders, BOARDS)
-    assert held == [BoardHolder(0, "ml", "infer-a", "srv"), BoardHolder(0, "ml", "infer-b", "srv"),
-                    BoardHolder(1, "ml", "train-0", "main")]
+    assert held == [
+        BoardHolder(0, "ml", "infer-a", "srv"),
+        BoardHolder(0, "ml", "infer-b", "srv"),
+        BoardHolder(1, "ml", "train-0", "main"),
+    ]
     assert warnings == []
 
 

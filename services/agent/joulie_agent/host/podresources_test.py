@@ -43,12 +43,20 @@ def kubelet(tmp_path: Path) -> Iterator[tuple[Kubelet, Path]]:
 def test_list_gives_each_containers_devices(kubelet: tuple[Kubelet, Path]) -> None:
     servicer, sock = kubelet
     servicer.pods = [
-        pb.PodResources(name="train-0", namespace="ml", containers=[
-            pb.ContainerResources(name="main", devices=[
-                pb.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=[UUID0, "GPU-other"]),
-            ], cpu_ids=[2, 3]),
-            pb.ContainerResources(name="sidecar"),  # holds nothing: not listed
-        ]),
+        pb.PodResources(
+            name="train-0",
+            namespace="ml",
+            containers=[
+                pb.ContainerResources(
+                    name="main",
+                    devices=[
+                        pb.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=[UUID0, "GPU-other"]),
+                    ],
+                    cpu_ids=[2, 3],
+                ),
+                pb.ContainerResources(name="sidecar"),  # holds nothing: not listed
+            ],
+        ),
         pb.PodResources(name="web", namespace="default", containers=[pb.ContainerResources(name="nginx")]),
     ]
     client = PodResourcesClient(sock)
@@ -65,11 +73,14 @@ def test_the_wire_is_the_kubelets_method_path(kubelet: tuple[Kubelet, Path]) -> 
     servicer, sock = kubelet
     servicer.pods = [pb.PodResources(name="p", namespace="n")]
     with grpc.insecure_channel(f"unix://{sock}") as ch:
-        raw = ch.unary_unary("/v1.PodResourcesLister/List")(b"", timeout=2)
+        call = ch.unary_unary("/v1.PodResourcesLister/List", request_serializer=None, response_deserializer=None)
+        raw = call(b"", timeout=2)
     assert pb.ListPodResourcesResponse.FromString(raw).pod_resources[0].name == "p"
 
 
-def test_a_kubelet_error_or_no_socket_is_an_error_naming_the_socket(kubelet: tuple[Kubelet, Path], tmp_path: Path) -> None:
+def test_a_kubelet_error_or_no_socket_is_an_error_naming_the_socket(
+    kubelet: tuple[Kubelet, Path], tmp_path: Path
+) -> None:
     servicer, sock = kubelet
     servicer.fail = grpc.StatusCode.UNAVAILABLE
     client = PodResourcesClient(sock)
