@@ -102,10 +102,11 @@ class Emulator:
         clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,  # seconds: a joulie_common Clock's monotonic
         states: dict[str, NodeState] | None = None,
         power_time_scale: float = 1.0,
-        telemetry_seed: int = 0,
+        telemetry_seed: int | None = None,
     ) -> None:
         self.tick_s = tick_s
-        # Seeds the boards' activity noise (emulation.boardsignals) and each job's activity constants.
+        # Seeds the boards' activity noise (emulation.boardsignals) and each job's activity constants;
+        # None: the boards report no activity (the benchmark draws its own telemetry, joulie_bench.gputelemetry).
         self.telemetry_seed = telemetry_seed
         # Boot and shutdown last the profile's boot_s/shutdown_s times this (a CI timing preset
         # shortens them; the physics and the standby power stay the profile's).
@@ -155,7 +156,9 @@ class Emulator:
                 if n.power != POWER_ON:
                     self._step_power(n, dt, now)
                     continue
-                new = with_signals(n.profile, step(n.profile, old, dt), self.telemetry_seed)
+                new = step(n.profile, old, dt)
+                if self.telemetry_seed is not None:
+                    new = with_signals(n.profile, new, self.telemetry_seed)
                 if n.faults and any(f.kind == "stale_counters" for f in n.faults):
                     new = replace(new, sockets=old.sockets, gpus=old.gpus)
                 n.tick_gen += 1
