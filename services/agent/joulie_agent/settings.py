@@ -60,6 +60,8 @@ class Settings:
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
         (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
         "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
+        power_export_metrics: POWER_EXPORT_METRICS, "all" (default: power, energy and the per-GPU signals) or
+        "gpu" (only the per-GPU signals and hw.gpu.allocation, where another exporter meters the power).
     bmc_secret_dir: BMC_SECRET_DIR, where a read-only BMC account's Secret (docs/redfish.md: `<node>.address`,
         `username`, `password`, optional `ca.crt`; never the controller's power-control Secret) is mounted; the exported host power is then the BMC's reading
         (`joulie.host.power.source=bmc`), the sum of the measured components while it does not answer.
@@ -96,6 +98,7 @@ class Settings:
     tool_path: str = ""
     power_export_endpoint: str = ""
     power_export_interval_s: float = 10.0
+    power_export_metrics: str = "all"
     bmc_secret_dir: str = ""
     bmc_timeout_s: float = 5.0
     hardware_catalog_extra: str = ""
@@ -153,6 +156,7 @@ class Settings:
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
             tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
+            power_export_metrics=_power_export_metrics(e),
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
             pod_resources_socket=_pod_resources_socket(e),
@@ -172,6 +176,13 @@ def _power_export(e: Mapping[str, str]) -> tuple[str, float, str, float]:
         raise SettingError("BMC_SECRET_DIR", bmc_secret_dir, "POWER_EXPORT_ENDPOINT set too, or BMC_SECRET_DIR unset: "
                            "the BMC's host power is only read for the power export")
     return endpoint, interval_s, bmc_secret_dir, _duration_of_at_least(e, "BMC_TIMEOUT", 5.0, 0.5, "500ms")
+
+
+def _power_export_metrics(e: Mapping[str, str]) -> str:
+    value = e.get("POWER_EXPORT_METRICS", "").strip() or "all"
+    if value not in ("all", "gpu"):
+        raise SettingError("POWER_EXPORT_METRICS", value, '"all" or "gpu"')
+    return value
 
 
 def _pod_resources_socket(e: Mapping[str, str]) -> str:

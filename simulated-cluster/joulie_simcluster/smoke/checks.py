@@ -52,6 +52,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S14": ("gpu-clock-lock", "an SM clock lock at 70 % of max on one NVIDIA Node's NodeTwin is reported applied at the "
             "ceiling every board of the emulator holds; after a device reset the agent reports the lost lock as drift and "
             "the boards hold it again; dropped from the spec, no board is locked"),
+    "S15": ("gpu-pod-signals", "with the load's GPU Pods running, Prometheus holds hw.gpu.allocation naming each such Pod "
+            "(namespace, name) on its NVIDIA Node (the agent's reading of the emulated kubelet's pod-resources API), "
+            "exactly on the boards the Pod holds, and hw.gpu.dram.active within [0, 1] for each of those boards"),
 }
 
 
@@ -489,3 +492,54 @@ def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after
                 f"{len(ratios)} NodeTwins' cooling stress per W x{min(ratios, default=0):.3f}-x{max(ratios, default=0):.3f}, "
                 f"worst error against truth {worst * 100:.2f} %; {neutral} at the neutral score (no TDP)") if not failures else ""
     return _result("S13", failures, observed, expected, worst)
+
+
+# --- S15 ----------------------------------------------------------------------------------------
+
+
+def _label(labels: Mapping[str, Any], dotted: str) -> str:
+    """A label under either naming: escaped (``k8s_pod_name``) or UTF-8 (``k8s.pod.name``)."""
+    return str(labels.get(dotted.replace(".", "_"), labels.get(dotted, "")))
+
+
+def _node_of(labels: Mapping[str, Any]) -> str:
+    # The agent's resource: service.instance.id (Prometheus' `instance`) is the node; promoted k8s.node.name too.
+    return _label(labels, "k8s.node.name") or str(labels.get("instance", ""))
+
+
+def gpu_pod_signals(
+    gpu_pods: Mapping[tuple[str, str], tuple[str, int]],
+    allocation: Iterable[Mapping[str, Any]],
+    dram: Iterable[tuple[Mapping[str, Any], float]],
+) -> Assertion:
+    """S15. ``gpu_pods``: (namespace, pod) -> (node, GPUs it requests) for the running Pods holding GPUs on
+    NVIDIA Nodes; ``allocation``: the label sets of the hw.gpu.allocation series; ``dram``: (labels, value) of
+    hw.gpu.dram.active."""
+    held: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for labels in allocation:
+        key = (_label(labels, "k8s.namespace.name"), _label(labels, "k8s.pod.name"))
+        held.setdefault(key, set()).add((_node_of(labels), _label(labels, "hw.id")))
+    dram_by_board = {(_node_of(labels), _label(labels, "hw.id")): v for labels, v in dram}
+    failures = []
+    boards = 0
+    for (ns, pod), (node, want) in sorted(gpu_pods.items()):
+        got = held.get((ns, pod), set())
+        if not got:
+            failures.append(f"{ns}/{pod} on {node}: no hw.gpu.allocation series names it")
+            continue
+        elsewhere = sorted(n for n, _ in got if n != node)
+        if elsewhere:
+            failures.append(f"{ns}/{pod}: hw.gpu.allocation places it on {elsewhere}, it runs on {node}")
+        if len(got) != want:
+            failures.append(f"{ns}/{pod} on {node}: {len(got)} boards in hw.gpu.allocation, it requests {want}")
+        for board in sorted(got):
+            boards += 1
+            v = dram_by_board.get(board)
+            if v is None:
+                failures.append(f"{ns}/{pod}: no hw.gpu.dram.active for {board[0]} {board[1]}")
+            elif not 0.0 <= v <= 1.0:
+                failures.append(f"{ns}/{pod}: hw.gpu.dram.active {v:g} on {board[0]} {board[1]} is outside [0, 1]")
+    if not gpu_pods:
+        failures.append("no running Pod holds a GPU on an NVIDIA Node: nothing was checked")
+    return _result("S15", failures, f"{len(gpu_pods)} GPU Pods, {boards} boards named with their DRAM activity",
+                   CHECKS["S15"][1], float(boards))

@@ -216,8 +216,12 @@ def gpu_metrics(boards: list[BoardActivity], held: list[BoardHolder], start_ns: 
 def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
                      resource: Resource | None = None, gpus: list[Metric] | None = None) -> ResourceMetrics | None:
     """One node's OTLP resource metrics; None when nothing was measured."""
-    if not sample.measured and not gpus:
-        return None
+    if not sample.measured:
+        if not gpus:
+            return None
+        # No power measured (POWER_EXPORT_METRICS=gpu): the GPU series alone, no host counter at 0 J.
+        return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, list(gpus), SCHEMA_URL)],
+                               SCHEMA_URL)
     energy, power = [], []
     for c in sample.components:
         a = {HW_TYPE: c.hw_type, HW_ID: c.hw_id}
@@ -245,8 +249,10 @@ class PowerExporter:
 
     def __init__(self, exporter: MetricExporter, interval_s: float = 10.0,
                  monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None,
-                 host_power: HostPowerFactory = lambda node: None):
+                 host_power: HostPowerFactory = lambda node: None, gpu_only: bool = False):
         self.exporter = exporter
+        # Only the GPU_METRICS (POWER_EXPORT_METRICS=gpu): where another exporter meters the power.
+        self.gpu_only = gpu_only
         self._host_power_factory = host_power
         self._host_power: dict[str, HostPowerReader | None] = {}
         self.interval_s = interval_s
@@ -268,9 +274,17 @@ class PowerExporter:
         # exporter then keeps asking them each TOOL_READ_MIN_S instead of waiting for rediscovery.
         gpu_count = (len(facts.gpu.devices) if facts.gpu else 0) or allocatable_gpus(facts.allocatable) or int(
             bool(expected_gpu_vendor(facts.labels, facts.nvidiactl)))
-        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
-                            hostread.read_amdgpu_power_files(paths))
+        plan = ExportPlan() if self.gpu_only else plan_sources(
+            facts.zones, hostread.read_amd_energy(paths), gpu_count, hostread.read_amdgpu_power_files(paths))
         with self._lock:
+            if self.gpu_only:
+                if read_activity is None:
+                    self._nodes.pop(node, None)
+                    return None  # a node without NVIDIA boards: nothing of its is exported, as asked
+                self._nodes[node] = NodeSource(paths, plan, read_gpus, read_activity=read_activity,
+                                               read_holders=read_holders)
+                self._resources.setdefault(node, node_resource(node))
+                return None
             if node not in self._host_power:
                 reader = self._host_power[node] = self._host_power_factory(node)
                 if reader is not None:
@@ -306,7 +320,7 @@ class PowerExporter:
         for name, src in nodes:
             try:
                 t_s = self._monotonic()
-                sample = src.sample(t_s)
+                sample = NodeSample((), 0.0, None) if self.gpu_only else src.sample(t_s)
                 boards, held = src.gpu_report(t_s)
             except Exception as err:  # one node's unreadable file must not stop the others
                 log.warning("power export: node %s: %s", name, err)

@@ -279,3 +279,21 @@ def test_gpu_signals_older_than_two_tool_reads_are_not_exported(tmp_path: Path) 
     clock.t = 25.0
     ex.export_once()
     assert gpu_points(fake.sent[-1]) == {}
+
+
+def test_gpu_only_export_sends_the_gpu_series_and_no_power(tmp_path: Path) -> None:
+    from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity, DeviceHolder
+
+    testtrees.rapl_node(tmp_path, sockets=1)
+    gpus = Inventory("nvidia", "nvml", [GPUDevice(0, draw_w=300.0)])
+    report = ActivityReport([BoardActivity(0, "GPU-a", 0.9, 1700.0, 1980.0, 0.7, 0.2, 0.5)])
+    fake = FakeExporter()
+    ex = PowerExporter(fake, 10.0, monotonic=Clock(), gpu_only=True)
+    assert ex.set_node("g", HostPaths.under(tmp_path), facts_of(tmp_path, gpus), lambda: gpus, lambda: report,
+                       lambda: [DeviceHolder("ml", "p", "work", "nvidia.com/gpu", ("GPU-a",))]) is None
+    # A node without NVIDIA boards has nothing to export in this mode.
+    assert ex.set_node("c", HostPaths.under(tmp_path), facts_of(tmp_path), lambda: None) is None
+    ex.export_once()
+    (rm,) = fake.sent[-1].resource_metrics
+    names = {m.name for m in rm.scope_metrics[0].metrics}
+    assert names and all(n.startswith("hw.gpu.") for n in names) and "hw.gpu.allocation" in names

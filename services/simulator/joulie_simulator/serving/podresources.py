@@ -48,15 +48,19 @@ def pod_resources(emu: em.Emulator, node: str) -> list[Any]:
             continue
         pods.setdefault((j.namespace, j.pod), {}).setdefault(j.container, []).append(uuids[j.index])
     return [
-        pb.PodResources(name=name, namespace=ns, containers=[
-            pb.ContainerResources(name=c, devices=[pb.ContainerDevices(resource_name=RESOURCE, device_ids=ids)])
-            for c, ids in containers.items()
-        ])
+        pb.PodResources(
+            name=name,
+            namespace=ns,
+            containers=[
+                pb.ContainerResources(name=c, devices=[pb.ContainerDevices(resource_name=RESOURCE, device_ids=ids)])
+                for c, ids in containers.items()
+            ],
+        )
         for (ns, name), containers in pods.items()
     ]
 
 
-class _Kubelet(_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc]
+class _Kubelet(_pb2_grpc.PodResourcesListerServicer):
     def __init__(self, emu: em.Emulator, node: str) -> None:
         self.emu, self.node = emu, node
 
@@ -79,9 +83,13 @@ class PodResourcesServers:
 
     def __init__(self, emu: em.Emulator, root: Path, nodes: Iterable[str] | None = None, workers: int = 4) -> None:
         self.emu, self.root = emu, root
-        names = nodes if nodes is not None else [
-            n.name for n in emu.nodes.values() if n.profile.gpus is not None and n.profile.gpus.vendor == "nvidia"
-        ]
+        names = (
+            nodes
+            if nodes is not None
+            else [
+                n.name for n in emu.nodes.values() if n.profile.gpus is not None and n.profile.gpus.vendor == "nvidia"
+            ]
+        )
         self.nodes = list(names)
         self._pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pod-resources")
         self._servers: list[grpc.Server] = []

@@ -18,8 +18,13 @@ from joulie_simulator.serving.podresources import PodResourcesServers, pb, pb_gr
 
 @pytest.fixture
 def served() -> Iterator[tuple[Emulator, PodResourcesServers]]:
-    emu = Emulator([("g0", builtin_profile("nvidia-h100-sxm-4gpu")), ("c0", builtin_profile("intel-xeon-2s-rapl")),
-                    ("a0", builtin_profile("amd-instinct-mi300x-8gpu"))])
+    emu = Emulator(
+        [
+            ("g0", builtin_profile("nvidia-h100-sxm-4gpu")),
+            ("c0", builtin_profile("intel-xeon-2s-rapl")),
+            ("a0", builtin_profile("amd-instinct-mi300x-8gpu")),
+        ]
+    )
     with tempfile.TemporaryDirectory(prefix="pr") as d:  # a short path: unix socket paths end at 107 bytes
         servers = PodResourcesServers(emu, Path(d))
         servers.start()
@@ -34,21 +39,37 @@ def _list(sock: Path) -> Any:
         return pb_grpc.PodResourcesListerStub(ch).List(pb.ListPodResourcesRequest(), timeout=5)
 
 
-def test_each_nvidia_node_lists_the_pods_holding_its_boards_by_uuid(served: tuple[Emulator, PodResourcesServers]) -> None:
+def test_each_nvidia_node_lists_the_pods_holding_its_boards_by_uuid(
+    served: tuple[Emulator, PodResourcesServers],
+) -> None:
     emu, servers = served
     assert servers.nodes == ["g0"]  # a CPU node and an AMD node have no NVIDIA device plugin
     sock = servers.socket("g0")
     assert _list(sock).pod_resources == []
-    emu.set_load("g0", Load(gpu_util=(0.9, 0.9, 0.5), gpu_jobs=(
-        GpuJob(0, "train-1", 0.8, "ml", "job-train-1", "work"), GpuJob(1, "train-1", 0.8, "ml", "job-train-1", "work"),
-        GpuJob(2, "decode-7", 0.2, "serve", "job-decode-7", "work"))))
+    emu.set_load(
+        "g0",
+        Load(
+            gpu_util=(0.9, 0.9, 0.5),
+            gpu_jobs=(
+                GpuJob(0, "train-1", 0.8, "ml", "job-train-1", "work"),
+                GpuJob(1, "train-1", 0.8, "ml", "job-train-1", "work"),
+                GpuJob(2, "decode-7", 0.2, "serve", "job-decode-7", "work"),
+            ),
+        ),
+    )
     uuids = [g.uuid for g in emu.nodes["g0"].state.gpus]
-    got = {(p.namespace, p.name): [(c.name, d.resource_name, list(d.device_ids)) for c in p.containers for d in c.devices]
-           for p in _list(sock).pod_resources}
-    assert got == {("ml", "job-train-1"): [("work", "nvidia.com/gpu", uuids[:2])],
-                   ("serve", "job-decode-7"): [("work", "nvidia.com/gpu", [uuids[2]])]}
+    got = {
+        (p.namespace, p.name): [(c.name, d.resource_name, list(d.device_ids)) for c in p.containers for d in c.devices]
+        for p in _list(sock).pod_resources
+    }
+    assert got == {
+        ("ml", "job-train-1"): [("work", "nvidia.com/gpu", uuids[:2])],
+        ("serve", "job-decode-7"): [("work", "nvidia.com/gpu", [uuids[2]])],
+    }
     # The job ends: its Pod is no longer listed.
-    emu.set_load("g0", Load(gpu_util=(0.0, 0.0, 0.5), gpu_jobs=(GpuJob(2, "decode-7", 0.2, "serve", "job-decode-7", "work"),)))
+    emu.set_load(
+        "g0", Load(gpu_util=(0.0, 0.0, 0.5), gpu_jobs=(GpuJob(2, "decode-7", 0.2, "serve", "job-decode-7", "work"),))
+    )
     assert [p.name for p in _list(sock).pod_resources] == ["job-decode-7"]
 
 
@@ -61,6 +82,6 @@ def test_allocatable_get_and_the_sockets_removed_on_stop(served: tuple[Emulator,
         assert list(alloc.devices[0].device_ids) == [g.uuid for g in emu.nodes["g0"].state.gpus]
         with pytest.raises(grpc.RpcError) as err:
             stub.Get(pb.GetPodResourcesRequest(pod_name="nope", pod_namespace="ml"), timeout=5)
-        assert err.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
     servers.stop()
     assert not sock.exists()
