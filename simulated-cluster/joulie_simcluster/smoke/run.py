@@ -56,7 +56,7 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks, lockstep
+from joulie_simcluster.smoke import checks, gpupodstep, lockstep
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
@@ -342,44 +342,13 @@ class Smoke:
         finally:
             self.set_ambient({"clear": True})
 
+    def nvidia_agent_nodes(self) -> set[str]:
+        profiles = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}
+        return {n for n, p in profiles.items() if p.gpus is not None and p.gpus.vendor == "nvidia"}
+
     def step_gpu_signals(self) -> None:
-        """S15: the load's GPU Pods named on their boards in Prometheus (hw.gpu.allocation, from the agents'
-        reading of each NVIDIA Node's emulated pod-resources API) with the boards' DRAM activity."""
-        from joulie_telemetry.vocabulary import GPU_ALLOCATION, GPU_DRAM_ACTIVE
-        from joulie_workload.pods import LABEL_PART_OF, PART_OF
-
-        nvidia = {n for n in self.agent_nodes()
-                  if (p := builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile)).gpus is not None
-                  and p.gpus.vendor == "nvidia"}
-        api = kube.core_api(self.state.kubeconfig)
-        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
-        escape = telemetry.mode(self.env.get("TELEMETRY", "otlp")).translation == "UnderscoreEscapingWithSuffixes"
-
-        def series(name: str) -> list[tuple[Mapping[str, Any], float]]:
-            q = urllib.parse.urlencode({"query": f'{{__name__="{name}"}}'})
-            with urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10) as resp:
-                result = json.loads(resp.read())["data"]["result"]
-            return [(r["metric"], float(r["value"][1])) for r in result]
-
-        def gpu_pods() -> dict[tuple[str, str], tuple[str, int]]:
-            out: dict[tuple[str, str], tuple[str, int]] = {}
-            for p in api.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}={PART_OF}").items:
-                spec, meta = p.spec, p.metadata
-                if spec is None or meta is None or spec.node_name not in nvidia or (
-                        p.status is not None and p.status.phase not in ("Running", "Pending")):
-                    continue
-                want = sum(int((c.resources.requests or {}).get("nvidia.com/gpu", 0)) if c.resources else 0
-                           for c in spec.containers)
-                if want:
-                    out[(str(meta.namespace), str(meta.name))] = (str(spec.node_name), want)
-            return out
-
-        def evaluate() -> Assertion:
-            alloc = [labels for labels, _ in series(GPU_ALLOCATION.prometheus_name(escape=escape))]
-            return checks.gpu_pod_signals(gpu_pods(), alloc, series(GPU_DRAM_ACTIVE.prometheus_name(escape=escape)))
-
-        # The agents read the tools every 10 s and export each interval; the series need two of each.
-        self.record(self.until("S15", evaluate, 60 + 4 * self.timing.otlp_interval_s))
+        """S15 (smoke/gpupodstep.py): the load's GPU Pods on their boards in Prometheus."""
+        self.record(gpupodstep.gpu_pod_signals(self))
 
     def step_clock_lock(self) -> None:
         """S14 (smoke/lockstep.py): a clock lock set, lost by a device reset and applied again, released."""
