@@ -97,6 +97,7 @@ def start_power_export(settings: Settings, metrics: AgentMetrics) -> PowerExport
     log.info("exporting %s every %.0f s to %s (host power: %s)",
              "the per-GPU signals only" if settings.power_export_metrics == "gpu" else "measured power",
              settings.power_export_interval_s, settings.power_export_endpoint,
+             "none" if settings.power_export_metrics == "gpu" else
              f"the BMC in the Secret at {settings.bmc_secret_dir}" if settings.bmc_secret_dir else "sum of components")
     return exporter
 

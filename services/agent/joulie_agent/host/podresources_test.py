@@ -103,3 +103,41 @@ def test_a_kubelet_that_does_not_answer_costs_the_timeout_not_a_hang(tmp_path: P
             PodResourcesClient(sock, timeout_s=0.5).list()
     finally:
         listener.close()
+
+
+def test_a_kubelet_restarted_on_the_same_socket_is_read_at_the_next_call(tmp_path: Path) -> None:
+    sock = tmp_path / "kubelet.sock"
+
+    def serve(pods: list[Any]) -> grpc.Server:
+        servicer = Kubelet()
+        servicer.pods = pods
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+        pb_grpc.add_PodResourcesListerServicer_to_server(servicer, server)
+        server.add_insecure_port(f"unix://{sock}")
+        server.start()
+        return server
+
+    client = PodResourcesClient(sock, timeout_s=1.0)
+    server = serve([])
+    assert client.list() == []
+    server.stop(None)
+    with pytest.raises(PodResourcesError):
+        client.list()
+    server = serve(
+        [
+            pb.PodResources(
+                name="p",
+                namespace="n",
+                containers=[
+                    pb.ContainerResources(
+                        name="c", devices=[pb.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=[UUID0])]
+                    )
+                ],
+            )
+        ]
+    )
+    try:
+        assert [h.pod for h in client.list()] == ["p"]
+    finally:
+        client.close()
+        server.stop(None)

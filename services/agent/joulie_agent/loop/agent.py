@@ -303,7 +303,10 @@ class Agent:
     def _warn_once(self, node: str, what: str, warnings: list[str]) -> None:
         """A GPU signal's warnings logged once per node and change (they repeat every export)."""
         key, text = f"{node}/{what}", "; ".join(warnings)
-        if self.gpu_report_warnings.get(key, "") != text:
+        before = self.gpu_report_warnings.get(key, "")
+        if before != text:
             self.gpu_report_warnings[key] = text
             if text:
                 log.warning("node %s: %s", node, text[:1000])
+            else:
+                log.info("node %s: %s works again", node, what)
