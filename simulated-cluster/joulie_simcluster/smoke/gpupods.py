@@ -56,5 +56,10 @@ def gpu_pod_signals(
                 failures.append(f"{ns}/{pod}: hw.gpu.dram.active {v:g} on {board[0]} {board[1]} is outside [0, 1]")
     if not gpu_pods:
         failures.append("no running Pod holds a GPU on an NVIDIA Node: nothing was checked")
-    return _result("S15", failures, f"{len(gpu_pods)} GPU Pods, {boards} boards named with their DRAM activity",
-                   CHECKS["S15"][1], float(boards))
+    return _result(
+        "S15",
+        failures,
+        f"{len(gpu_pods)} GPU Pods, {boards} boards named with their DRAM activity",
+        CHECKS["S15"][1],
+        float(boards),
+    )

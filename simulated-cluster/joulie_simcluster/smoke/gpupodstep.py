@@ -56,11 +56,16 @@ def gpu_pod_signals(c: Cluster) -> Assertion:
         out: dict[tuple[str, str], tuple[str, int]] = {}
         for p in api.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}={PART_OF}").items:
             spec, meta = p.spec, p.metadata
-            if spec is None or meta is None or spec.node_name not in nvidia or (
-                    p.status is not None and p.status.phase not in ("Running", "Pending")):
+            if (
+                spec is None
+                or meta is None
+                or spec.node_name not in nvidia
+                or (p.status is not None and p.status.phase not in ("Running", "Pending"))
+            ):
                 continue
-            want = sum(int((ct.resources.requests or {}).get(GPU_RESOURCE, 0)) if ct.resources else 0
-                       for ct in spec.containers)
+            want = sum(
+                int((ct.resources.requests or {}).get(GPU_RESOURCE, 0)) if ct.resources else 0 for ct in spec.containers
+            )
             if want:
                 out[(str(meta.namespace), str(meta.name))] = (str(spec.node_name), want)
         return out
