@@ -171,6 +171,21 @@ def _env(workload: Mapping[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container(workload)["env"]}
 
 
+def test_the_agent_reads_the_kubelets_pod_resources_directory_read_only_and_nothing_when_off() -> None:
+    ds = one(chart.render_chart(JOULIE, [ALL_OPTIONS]), "DaemonSet", "joulie-agent")
+    host_paths = {v["name"]: v["hostPath"] for v in _pod(ds)["volumes"] if "hostPath" in v}
+    mount = next(m for m in container(ds)["volumeMounts"] if m["mountPath"] == "/var/lib/kubelet/pod-resources")
+    # Only that directory (not /var/lib/kubelet: the Pods' volumes and the kubelet's credentials live there).
+    assert mount["readOnly"] is True
+    assert host_paths[mount["name"]] == {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}
+    assert "POD_RESOURCES_SOCKET" not in _env(ds)  # the agent's default is the mounted socket
+
+    off = one(chart.render_chart(JOULIE, [ALL_OPTIONS], {"agent.daemonset.podResources.enabled": "false"}),
+              "DaemonSet", "joulie-agent")
+    assert not any("pod-resources" in str(v) for v in _pod(off)["volumes"])
+    assert _env(off)["POD_RESOURCES_SOCKET"] == "none"
+
+
 def test_the_extender_binds_where_asked_serves_tls_and_keeps_debug_endpoints_off() -> None:
     docs = chart.render_chart(JOULIE, [ALL_OPTIONS])
     x = one(docs, "Deployment", "joulie-scheduler-extender")

@@ -21,6 +21,10 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
                           (as a node exporter with RAPL and GPU meters only), so the controller manager sums
                           the components (NODE_POWER_SCOPE=components) and S06 checks against the truth's
                           component sum
+In every mode the agents push the per-GPU signals and hw.gpu.allocation (the emulated kubelet's
+pod-resources API) into Prometheus' OTLP receiver; in modes other than ``agent`` only those
+(POWER_EXPORT_METRICS=gpu).
+
 ``agent``                 the power comes from the agents, not the simulator: each agent measures its Node's
                           emulated RAPL package and DRAM counters and GPU draw (fakesmi) and pushes OTLP
                           into Prometheus' receiver (POWER_EXPORT_ENDPOINT, services/agent/joulie_agent/
@@ -103,11 +107,14 @@ class Mode:
                                   scrape_configs=jobs)
 
     def agent_env(self, prometheus_url: str, interval_s: float) -> dict[str, str]:
-        """The agents' export settings in this mode (none unless the agents push)."""
+        """The agents' export settings in this mode. Where the simulator meters the power, the agents push
+        only what no other source has, the per-GPU signals and which Pod holds each board
+        (POWER_EXPORT_METRICS=gpu), straight into Prometheus' OTLP receiver in every mode."""
+        env = {"POWER_EXPORT_ENDPOINT": f"{prometheus_url}/api/v1/otlp/v1/metrics",
+               "POWER_EXPORT_INTERVAL": duration(interval_s)}
         if not self.agents_push:
-            return {}
-        return {"POWER_EXPORT_ENDPOINT": f"{prometheus_url}/api/v1/otlp/v1/metrics",
-                "POWER_EXPORT_INTERVAL": duration(interval_s)}
+            env["POWER_EXPORT_METRICS"] = "gpu"
+        return env
 
     def joulie_env(self, scope: str = "auto") -> dict[str, str]:
         env = dict(self.controller_env)

@@ -83,4 +83,6 @@ def test_agent_mode_has_the_agents_push_and_the_simulator_stay_quiet() -> None:
                                       "POWER_EXPORT_INTERVAL": "2s"}
     assert "NODE_POWER_SCOPE" not in values["controllerManager"]["env"]
     assert m.agent_env("http://127.0.0.1:9090", 5.0)["POWER_EXPORT_ENDPOINT"] == "http://127.0.0.1:9090/api/v1/otlp/v1/metrics"
-    assert telemetry.mode("otlp").agent_env("http://p", 5.0) == {}
+    # Where the simulator meters the power, the agents push the per-GPU signals only.
+    assert telemetry.mode("otlp").agent_env("http://p", 5.0)["POWER_EXPORT_METRICS"] == "gpu"
+    assert "POWER_EXPORT_METRICS" not in m.agent_env("http://p", 5.0)

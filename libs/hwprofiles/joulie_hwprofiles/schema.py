@@ -158,7 +158,7 @@ class AmdEnergySpec(_Sourced):
 
 
 class GpuTool(_Strict):
-    name: Literal["nvidia-smi", "rocm-smi", "amd-smi"]
+    name: Literal["nvidia-smi", "rocm-smi", "amd-smi", "dcgmi"]
     variant: str
     # Files the real tool needs to run (ELF loader, C libraries, NVML, a script's interpreter).
     requires: list[str] = Field(default_factory=list)

@@ -75,6 +75,13 @@ class GpuDevice:
     sm_clock_max_mhz: int = 0
     # The SM clock ceiling a lock holds the board at, MHz; None when not locked.
     locked_max_mhz: int | None = None
+    # The board's current SM clock, MHz (nvidia-smi clocks.sm; NVML nvmlDeviceGetClockInfo); 0: not modelled.
+    sm_clock_mhz: int = 0
+    # DCGM's profiling fields 1002 / 1004 / 1005 (SM active, tensor pipe active, DRAM active, 0..1) as
+    # `dcgmi dmon` reports them; None: the board has no reading (dcgmi answers N/A).
+    sm_active: float | None = None
+    tensor_active: float | None = None
+    dram_active: float | None = None
 
 
 @dataclass(frozen=True)

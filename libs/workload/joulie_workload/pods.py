@@ -30,6 +30,8 @@ LABEL_JOB: Final = "sim.joulie.io/job"
 ANNOTATION_JOB_ID: Final = "sim.joulie.io/jobId"
 KWOK_TAINT_KEY: Final = "kwok.x-k8s.io/node"
 IMAGE: Final = "registry.k8s.io/pause:3.9"
+POD_CONTAINER: Final = "work"
+"""The name of a job Pod's one container (the emulated kubelet lists its devices under it)."""
 LABEL_WORKLOAD_KIND: Final = names.LABEL_WORKLOAD_KIND
 
 
@@ -68,7 +70,7 @@ def pod_manifest(job: Job, cluster: str, with_class_constraints: bool = True, pl
                         *(t.manifest() for t in job.tolerations)],
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "work", "image": IMAGE, "resources": {"requests": resources, **({"limits": limits} if limits else {})}}],
+        "containers": [{"name": POD_CONTAINER, "image": IMAGE, "resources": {"requests": resources, **({"limits": limits} if limits else {})}}],
     }
     aff = affinity(job.workload_class, placement) if with_class_constraints else None
     if aff is not None:

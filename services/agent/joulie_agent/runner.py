@@ -91,10 +91,13 @@ def start_power_export(settings: Settings, metrics: AgentMetrics) -> PowerExport
     exporter = PowerExporter(otlp_exporter(settings.power_export_endpoint), settings.power_export_interval_s,
                              on_result=lambda ok: metrics.power_exports.labels("ok" if ok else "failed").inc(),
                              host_power=bmc_factory(settings.bmc_secret_dir, settings.power_export_interval_s,
-                                                    settings.bmc_timeout_s))
+                                                    settings.bmc_timeout_s),
+                             gpu_only=settings.power_export_metrics == "gpu")
     exporter.start()
-    log.info("exporting measured power every %.0f s to %s (host power: %s)", settings.power_export_interval_s,
-             settings.power_export_endpoint,
+    log.info("exporting %s every %.0f s to %s (host power: %s)",
+             "the per-GPU signals only" if settings.power_export_metrics == "gpu" else "measured power",
+             settings.power_export_interval_s, settings.power_export_endpoint,
+             "none" if settings.power_export_metrics == "gpu" else
              f"the BMC in the Secret at {settings.bmc_secret_dir}" if settings.bmc_secret_dir else "sum of components")
     return exporter
 

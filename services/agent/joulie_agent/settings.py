@@ -60,11 +60,16 @@ class Settings:
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
         (e.g. http://prometheus:9090/api/v1/otlp/v1/metrics or http://collector:4318/v1/metrics);
         "" (default) exports nothing. power_export_interval_s: POWER_EXPORT_INTERVAL (10 s).
+        power_export_metrics: POWER_EXPORT_METRICS, "all" (default: power, energy and the per-GPU signals) or
+        "gpu" (only the per-GPU signals and hw.gpu.allocation, where another exporter meters the power).
     bmc_secret_dir: BMC_SECRET_DIR, where a read-only BMC account's Secret (docs/redfish.md: `<node>.address`,
         `username`, `password`, optional `ca.crt`; never the controller's power-control Secret) is mounted; the exported host power is then the BMC's reading
         (`joulie.host.power.source=bmc`), the sum of the measured components while it does not answer.
         "" (default): always the sum. Needs POWER_EXPORT_ENDPOINT. bmc_timeout_s: BMC_TIMEOUT, seconds
         per BMC request (5 s; at least 0.5 s).
+    pod_resources_socket: POD_RESOURCES_SOCKET, the kubelet's pod-resources socket (which Pod holds which
+        GPU, for the export's hw.gpu.allocation); "" (default): <root>/var/lib/kubelet/pod-resources/kubelet.sock
+        (each emulated node's own under a pool's ROOT); may contain "{node}"; "none": not read.
     hardware_catalog_extra: HARDWARE_CATALOG_EXTRA, a catalog file of the same schema whose entries are
         added to the shipped one (the chart's agent.hardwareCatalog ConfigMap); "" (default): none.
     api_timeout_s: KUBE_API_TIMEOUT, how long one Kubernetes API request waits for the server (10 s; at
@@ -93,9 +98,11 @@ class Settings:
     tool_path: str = ""
     power_export_endpoint: str = ""
     power_export_interval_s: float = 10.0
+    power_export_metrics: str = "all"
     bmc_secret_dir: str = ""
     bmc_timeout_s: float = 5.0
     hardware_catalog_extra: str = ""
+    pod_resources_socket: str = ""
     api_timeout_s: float = 10.0
     dvfs: DvfsConfig = field(default_factory=DvfsConfig)
 
@@ -106,6 +113,14 @@ class Settings:
         if self.sys_root:
             return Path(self.sys_root.replace("{node}", node))
         return self.node_root(node) / "sys"
+
+    def node_pod_resources_socket(self, node: str) -> Path | None:
+        """The node's pod-resources socket; None when POD_RESOURCES_SOCKET is "none"."""
+        if self.pod_resources_socket == "none":
+            return None
+        if self.pod_resources_socket:
+            return Path(self.pod_resources_socket.replace("{node}", node))
+        return self.node_root(node) / "var/lib/kubelet/pod-resources/kubelet.sock"
 
     def node_tool_path(self, node: str) -> str:
         # `{node}` as in ROOT: a pool agent over emulated nodes finds each node's GPU tools apart.
@@ -141,8 +156,10 @@ class Settings:
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
             tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
+            power_export_metrics=_power_export_metrics(e),
             bmc_secret_dir=bmc_secret_dir, bmc_timeout_s=bmc_timeout_s,
             hardware_catalog_extra=e.get("HARDWARE_CATALOG_EXTRA", "").strip(),
+            pod_resources_socket=_pod_resources_socket(e),
             api_timeout_s=_duration_of_at_least(e, "KUBE_API_TIMEOUT", 10.0, 0.1, "100ms"),
             dvfs=_dvfs(e),
         )
@@ -159,6 +176,20 @@ def _power_export(e: Mapping[str, str]) -> tuple[str, float, str, float]:
         raise SettingError("BMC_SECRET_DIR", bmc_secret_dir, "POWER_EXPORT_ENDPOINT set too, or BMC_SECRET_DIR unset: "
                            "the BMC's host power is only read for the power export")
     return endpoint, interval_s, bmc_secret_dir, _duration_of_at_least(e, "BMC_TIMEOUT", 5.0, 0.5, "500ms")
+
+
+def _power_export_metrics(e: Mapping[str, str]) -> str:
+    value = e.get("POWER_EXPORT_METRICS", "").strip() or "all"
+    if value not in ("all", "gpu"):
+        raise SettingError("POWER_EXPORT_METRICS", value, '"all" or "gpu"')
+    return value
+
+
+def _pod_resources_socket(e: Mapping[str, str]) -> str:
+    value = e.get("POD_RESOURCES_SOCKET", "").strip()
+    if value and value != "none" and not value.startswith("/"):
+        raise SettingError("POD_RESOURCES_SOCKET", value, 'an absolute path to a unix socket, or "none"')
+    return value
 
 
 def _pool_shard_id(e: Mapping[str, str]) -> int:

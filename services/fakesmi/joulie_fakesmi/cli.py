@@ -15,14 +15,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from joulie_fakesmi import amd_smi, nvidia_smi, rocm_smi
+from joulie_fakesmi import amd_smi, dcgmi, nvidia_smi, rocm_smi
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result
 from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE, FAULT_GPU_TOOL_HANG
 
 NAME = "joulie-fakesmi"
-TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
-USAGE = "usage: fakesmi nvidia-smi|rocm-smi|amd-smi [ARG ...]\n"
+TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi", "dcgmi")
+USAGE = "usage: fakesmi nvidia-smi|rocm-smi|amd-smi|dcgmi [ARG ...]\n"
 HANG_MAX_S = 600.0
 """The longest an injected hang lasts when nobody clears it (a wedged call that never returns
 would outlive the harness); the caller's timeout normally ends it long before."""
@@ -44,6 +44,10 @@ def run_tool(tool: str, args: list[str], node: NodeView, sleep: Callable[[float]
     if FAULT_GPU_TOOL_FAILURE in node.faults():
         return _tool_failure(tool, node)
     variant = manifest.tools[tool]
+    if tool == "dcgmi":
+        if variant != "default":
+            return Result(2, stderr=f"fakesmi: dcgmi variant {variant!r} is unknown\n")
+        return dcgmi.run(args, node)
     if tool == "nvidia-smi":
         if variant != "default":
             return Result(2, stderr=f"fakesmi: nvidia-smi variant {variant!r} is unknown\n")
@@ -72,6 +76,8 @@ def _tool_failure(tool: str, node: NodeView) -> Result:
     bus = state.gpus[0].pci_bus_id if state and state.gpus else "00000000:10:00.0"
     if tool == "nvidia-smi":
         return Result(255, stdout=f"Unable to determine the device handle for GPU {bus}: Unknown Error\n")
+    if tool == "dcgmi":
+        return Result(255, stdout="Error: Unable to get field values. Return: Unknown Error\n")
     if tool == "rocm-smi":
         return Result(1, stderr="ERROR:root:rsmi_status_t RSMI_STATUS_UNKNOWN_ERROR: an unknown error occurred\n")
     return Result(1, stdout="amdsmi_cli_exceptions.AmdSmiLibraryException: An unknown error occurred. Error code: -1\n")

@@ -265,7 +265,7 @@ def test_the_tool_is_chosen_by_the_name_it_is_called_by(tmp_path: Path, monkeypa
     assert main(["nvidia-smi", *QUERY], prog="fakesmi") == 0
     assert capsys.readouterr().out == "0, 60.00, 70.00, 70.00, 9.97, Tesla T4\n"
     assert main(["cuda-smi"], prog="fakesmi") == 2
-    assert capsys.readouterr().err == "usage: fakesmi nvidia-smi|rocm-smi|amd-smi [ARG ...]\n"
+    assert capsys.readouterr().err == "usage: fakesmi nvidia-smi|rocm-smi|amd-smi|dcgmi [ARG ...]\n"
 
 
 def test_an_injected_gpu_tool_failure_makes_the_tools_fail(tmp_path: Path) -> None:

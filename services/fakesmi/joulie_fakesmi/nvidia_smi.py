@@ -38,6 +38,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "power.max_limit": ("W", "max"),
     "utilization.gpu": ("%", "util"),
     "persistence_mode": ("", "persistence"),
+    "clocks.sm": ("MHz", "sm"),
+    "clocks.current.sm": ("MHz", "sm"),
     "clocks.max.sm": ("MHz", "max_sm"),
     "clocks.max.streaming_multiprocessor": ("MHz", "max_sm"),
     # A lock below the board's maximum limits its clocks; nvidia-smi has no field for the lock itself.
@@ -56,6 +58,8 @@ def _value(field: str, g: GpuDevice, limit_w: float, persistence: bool, units: b
     if field in g.field_tokens:
         return g.field_tokens[field]
     unit, kind = FIELDS[field]
+    if kind == "sm":
+        return f"{g.sm_clock_mhz}{' MHz' if units else ''}" if g.sm_clock_mhz else "[N/A]"
     if kind == "max_sm":
         return f"{g.sm_clock_max_mhz}{' MHz' if units else ''}" if g.sm_clock_max_mhz else "[N/A]"
     if kind == "app_clocks":

@@ -67,6 +67,21 @@ def test_emulate_in_files_mode_renders_trees_and_steps_them(tmp_path: Path) -> N
     assert (tmp_path / "x-0/sys/class/powercap/intel-rapl:0/name").read_text() == "package-0\n"
 
 
+def test_emulate_serves_pod_resources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # An NVIDIA node gets its kubelet socket under <root>/kubelet while it runs; a CPU node none; '' turns it off.
+    args = ["emulate", "--nodes", "g-0=nvidia-h100-sxm-4gpu,c-0=intel-xeon-2s-rapl", "--root", str(tmp_path), "--mode",
+            "files", "--tick", "0.01", "--ticks", "3", "--http", "", "--grpc", ""]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"pod-resources API for 1 NVIDIA nodes under {tmp_path / 'kubelet'}" in out
+    assert not (tmp_path / "kubelet/g-0/pod-resources/kubelet.sock").exists()  # removed at exit
+    assert main([*args, "--pod-resources-root", ""]) == 0
+    assert "pod-resources API" not in capsys.readouterr().out
+    # The boards' activity reached gpus.json (fakesmi's dcgmi reads it): an idle board reads 0, not N/A.
+    gpus = json.loads((tmp_path / "g-0/state/gpus.json").read_text())["gpus"]
+    assert [g["dram_active"] for g in gpus] == [0.0] * 4 and gpus[0]["sm_clock_mhz"] > 0
+
+
 def test_profiles_lists_the_builtin_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profiles"]) == 0
     assert "intel-xeon-2s-rapl" in capsys.readouterr().out.split()

@@ -261,6 +261,12 @@ def _agent_env(plan: Plan, port: int, own: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def pod_resources_socket(plan: Plan, node: str) -> Path:
+    """Where the simulator serves ``node``'s kubelet pod-resources API (``emulate --pod-resources-root``'s
+    default, outside the node's tree: a FUSE view cannot hold a socket)."""
+    return plan.hwemu_root / "kubelet" / node / "pod-resources" / "kubelet.sock"
+
+
 def agent_command(plan: Plan, node: AgentNode) -> Command:
     port = plan.ports.agent_metrics[node.name]
     env = _agent_env(plan, port, {
@@ -268,6 +274,8 @@ def agent_command(plan: Plan, node: AgentNode) -> Command:
         "NODE_NAME": node.name,
         "ROOT": str(plan.node_root(node.name)),
         "GPU_TOOL_PATH": str(plan.agent_dir(node.name) / "tools"),
+        # The emulated kubelet's pod-resources socket (the simulator serves one per NVIDIA node).
+        "POD_RESOURCES_SOCKET": str(pod_resources_socket(plan, node.name)),
     })
     return _agent_run(plan, f"agent-{node.name}", port, env, node.name)
 
@@ -282,6 +290,7 @@ def agent_pool_command(plan: Plan, shard: int, port: int) -> Command:
         "POOL_SHARD_ID": str(shard),
         "ROOT": str(root / "{node}"),
         "GPU_TOOL_PATH": str(plan.state / "agents" / "{node}" / "tools"),
+        "POD_RESOURCES_SOCKET": str(pod_resources_socket(plan, "{node}")),
     })
     return _agent_run(plan, f"agent-pool-{shard}", port, env, f"shard {shard}/{plan.agent_shards}")
 

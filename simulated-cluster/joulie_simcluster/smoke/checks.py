@@ -52,6 +52,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S14": ("gpu-clock-lock", "an SM clock lock at 70 % of max on one NVIDIA Node's NodeTwin is reported applied at the "
             "ceiling every board of the emulator holds; after a device reset the agent reports the lost lock as drift and "
             "the boards hold it again; dropped from the spec, no board is locked"),
+    "S15": ("gpu-pod-signals", "with the load's GPU Pods running, Prometheus holds hw.gpu.allocation naming each such Pod "
+            "(namespace, name) on its NVIDIA Node (the agent's reading of the emulated kubelet's pod-resources API), "
+            "exactly on the boards the Pod holds, and hw.gpu.dram.active within [0, 1] for each of those boards"),
 }
 
 
@@ -489,3 +492,4 @@ def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after
                 f"{len(ratios)} NodeTwins' cooling stress per W x{min(ratios, default=0):.3f}-x{max(ratios, default=0):.3f}, "
                 f"worst error against truth {worst * 100:.2f} %; {neutral} at the neutral score (no TDP)") if not failures else ""
     return _result("S13", failures, observed, expected, worst)
+

@@ -214,3 +214,4 @@ def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_
     assert flat.status == "fail" and "facility PUE did not rise: 1.2 -> 1.2" in flat.observed
     off = checks.facility_ambient_step(10.0, None, None, prom, t0, t1)
     assert off.status == "fail" and "no facility" in off.observed
+

@@ -56,7 +56,7 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks, lockstep
+from joulie_simcluster.smoke import checks, gpupodstep, lockstep
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
@@ -214,6 +214,7 @@ class Smoke:
         """The three steps in order; a step that raises fails its checks not yet recorded, and the run goes on."""
         steps: list[tuple[list[str], Callable[[], None]]] = [
             (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: self.step_phase1(excluded)),
+            (["S15"], self.step_gpu_signals),
             (["S08", "S09"], self.step_restart_and_lower),
             (["S10", "S11", "S12"], self.step_pods),
             (["S13"], self.step_facility),
@@ -340,6 +341,14 @@ class Smoke:
                 step_c, before, self.facility_truth(), self.prometheus_facility(), twins_before, self.managed_twins()), wait))
         finally:
             self.set_ambient({"clear": True})
+
+    def nvidia_agent_nodes(self) -> set[str]:
+        profiles = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}
+        return {n for n, p in profiles.items() if p.gpus is not None and p.gpus.vendor == "nvidia"}
+
+    def step_gpu_signals(self) -> None:
+        """S15 (smoke/gpupodstep.py): the load's GPU Pods on their boards in Prometheus."""
+        self.record(gpupodstep.gpu_pod_signals(self))
 
     def step_clock_lock(self) -> None:
         """S14 (smoke/lockstep.py): a clock lock set, lost by a device reset and applied again, released."""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from joulie_agent.discovery import cpufreq, gputools, powercap
+from joulie_agent.discovery import cpufreq, gpuactivity, gputools, powercap
 from joulie_agent.discovery.status import HostFacts, expected_gpu_vendor
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.toolrun import Runner
@@ -278,6 +278,34 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None,
     if warnings:
         return gputools.Inventory(expected_vendor or "none", "none", [], warnings)
     return None
+
+
+def gpu_activity(run: Runner, nvml: NVML | None) -> gpuactivity.ActivityReport:
+    """Each NVIDIA board's UUID, utilisation and SM clocks (NVML, else nvidia-smi) with DCGM's SM, tensor
+    and DRAM activity where ``dcgmi`` answers; an AMD node or a node without a tool reports no board."""
+    report = gpuactivity.ActivityReport()
+    if nvml is not None:
+        try:
+            report = nvml.activity()
+        except Exception as err:
+            report.warnings.append(f"nvml: activity failed: {err}")
+    if not report.boards:
+        res = run(gpuactivity.NVIDIA_ACTIVITY_QUERY)
+        if res.ok:
+            nv = gpuactivity.parse_nvidia_activity(res.output)
+            report = gpuactivity.ActivityReport(nv.boards, report.warnings + nv.warnings)
+        elif res.returncode != 127:
+            report.warnings.append(f"gpu activity: {res.describe()}")
+    if not report.boards:
+        return report
+    res = run(gpuactivity.DCGMI_DMON)
+    if res.ok:
+        dcgm, warnings = gpuactivity.parse_dcgmi_dmon(res.output)
+        report.boards = gpuactivity.with_dcgm(report.boards, dcgm)
+        report.warnings.extend(warnings)
+    elif res.returncode != 127:  # no dcgmi: no activity ratios, quietly (a node without DCGM)
+        report.warnings.append(f"gpu activity: {res.describe()}")
+    return report
 
 
 def _nvidia_default_limits(inv: gputools.Inventory, run: Runner) -> None:

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from joulie_agent.control.gpucontrol import nvml_limit_mw
+from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity
 from joulie_agent.discovery.gpuclocks import NVML_REASON_APPLICATIONS_CLOCKS, ClockRange, ClockReport, LockReading
 from joulie_agent.discovery.gputools import GPUDevice, Inventory
 
@@ -50,6 +51,32 @@ class NVML:
                 draw_w=draw / 1000 if draw is not None else None,
             ))
         return inv
+
+    def activity(self) -> ActivityReport:
+        """Each board's UUID, utilisation and current and highest SM clock (the DCGM ratios come from
+        dcgmi, not NVML). A call a board refuses leaves that value unknown, with a warning."""
+        out = ActivityReport()
+        lib = self.lib
+        for i in range(int(lib.nvmlDeviceGetCount())):
+            h = lib.nvmlDeviceGetHandleByIndex(i)
+
+            def call(fn: str, *args: Any, handle: Any = h, index: int = i) -> Any:
+                try:
+                    return getattr(lib, fn)(handle, *args)
+                except Exception as err:  # NotSupported: unknown, not 0
+                    out.warnings.append(f"nvml: gpu {index}: {fn}: {err}")
+                    return None
+
+            uuid = call("nvmlDeviceGetUUID")
+            util = call("nvmlDeviceGetUtilizationRates")
+            sm = call("nvmlDeviceGetClockInfo", NVML_CLOCK_SM)
+            top = call("nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM)
+            out.boards.append(BoardActivity(
+                i, uuid.decode() if isinstance(uuid, bytes) else str(uuid or ""),
+                min(1.0, max(0.0, float(util.gpu) / 100)) if util is not None else None,
+                float(sm) if sm else None, float(top) if top else None,
+            ))
+        return out
 
     def set_power_limit(self, index: int, watts: float) -> str | None:
         """Set one GPU's limit; None on success, else the error message."""

@@ -66,3 +66,40 @@ def test_set_reports_the_refusing_gpu() -> None:
     assert nv.set_power_limit(0, 250) is None and lib.limits_mw[0] == 250_000
     err = nv.set_power_limit(1, 250)
     assert err is not None and "gpu 1" in err and "Insufficient Permissions" in err
+
+
+class ActivityNVML(FakeNVML):
+    """Board 1 refuses the clock calls (NotSupported), as a board without clock reporting does."""
+
+    class Util:
+        gpu = 87
+        memory = 40
+
+    def nvmlDeviceGetUUID(self, h: int) -> str:
+        return f"GPU-0000000{h}-aaaa-bbbb-cccc-dddddddddddd"
+
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> "ActivityNVML.Util":
+        return ActivityNVML.Util()
+
+    def nvmlDeviceGetClockInfo(self, h: int, clock: int) -> int:
+        assert clock == 1  # NVML_CLOCK_SM
+        if h == 1:
+            raise NotSupported("Not Supported")
+        return 1755
+
+    def nvmlDeviceGetMaxClockInfo(self, h: int, clock: int) -> int:
+        if h == 1:
+            raise NotSupported("Not Supported")
+        return 1980
+
+
+def test_activity_gives_uuid_utilisation_ratio_and_sm_clocks_unknown_where_refused() -> None:
+    nv = open_nvml(ActivityNVML())
+    assert nv is not None
+    report = nv.activity()
+    b0, b1 = report.boards
+    assert (b0.uuid, b0.utilization, b0.sm_clock_mhz, b0.sm_clock_max_mhz) == (
+        "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", 0.87, 1755.0, 1980.0)
+    assert (b1.utilization, b1.sm_clock_mhz, b1.sm_clock_max_mhz) == (0.87, None, None)
+    assert b0.dram_active is None  # the DCGM ratios never come from NVML
+    assert sum("gpu 1" in w and "Clock" in w for w in report.warnings) == 2

@@ -18,10 +18,12 @@ from dataclasses import replace
 from typing import Any
 
 from joulie_agent.discovery.catalog import Catalog
+from joulie_agent.discovery.gpuactivity import ActivityReport, DeviceHolder, boards_held
 from joulie_agent.discovery.gputools import Inventory
 from joulie_agent.enforce.node import NodeController, NodeOptions
-from joulie_agent.host.hostread import HostPaths, gpu_inventory
+from joulie_agent.host.hostread import HostPaths, gpu_activity, gpu_inventory
 from joulie_agent.host.nvml import NVML
+from joulie_agent.host.podresources import PodResourcesClient, PodResourcesError
 from joulie_agent.host.toolrun import make_runner
 from joulie_agent.kube.agentkube import AgentKube, NodeSeen
 from joulie_agent.settings import Settings
@@ -58,6 +60,8 @@ class Agent:
         self.metrics = metrics
         self.nvml = nvml
         self.exporter = exporter
+        self.pod_resources: dict[str, PodResourcesClient] = {}
+        self.gpu_report_warnings: dict[str, str] = {}
         self.controllers: dict[str, NodeController] = {}
         self.discovered_at: dict[str, float] = {}
         # Last good NodeTwin read per node: (time, exists, spec).
@@ -147,6 +151,9 @@ class Agent:
                 del self.controllers[gone]
                 if self.exporter is not None:
                     self.exporter.remove_node(gone)
+                client = self.pod_resources.pop(gone, None)
+                if client is not None:
+                    client.close()
         else:
             nodes = self.last_nodes  # keep enforcing on the nodes we know
         for n in nodes:
@@ -250,6 +257,56 @@ class Agent:
             finally:
                 c.gpu_tools.release()
 
-        reason = self.exporter.set_node(name, c.paths, c.facts, read_gpus)
+        read_activity, read_holders = self._gpu_readers(name, c, vendor)
+        reason = self.exporter.set_node(name, c.paths, c.facts, read_gpus, read_activity, read_holders)
         if reason is not None and c.hardware.quality is not None:
             c.hardware.quality.warnings = [*(c.hardware.quality.warnings or []), reason]
+
+    def _gpu_readers(self, name: str, c: NodeController, vendor: str) -> tuple[
+            Callable[[], ActivityReport | None] | None, Callable[[], list[DeviceHolder] | None] | None]:
+        """The node's board signals and pod-resources readers for the exporter; (None, None) but on an
+        NVIDIA node. The pod-resources socket is POD_RESOURCES_SOCKET (none: no allocation series)."""
+        if vendor != "nvidia" or not c.facts.gpu or not c.facts.gpu.devices:
+            return None, None
+        last: list[ActivityReport] = []
+
+        def read_activity() -> ActivityReport | None:
+            if not c.gpu_tools.acquire(timeout=GPU_READ_WAIT_S):
+                return None
+            try:
+                report = gpu_activity(c.run, c.nvml)
+            finally:
+                c.gpu_tools.release()
+            last[:] = [report]
+            self._warn_once(name, "activity", report.warnings)
+            return report
+
+        socket = self.s.node_pod_resources_socket(name)
+        if socket is None:
+            return read_activity, None
+        client = self.pod_resources.get(name)
+        if client is None or client.socket != socket:
+            client = self.pod_resources[name] = PodResourcesClient(socket)
+
+        def read_holders() -> list[DeviceHolder] | None:
+            try:
+                devices = client.list()
+            except PodResourcesError as err:
+                self._warn_once(name, "pod-resources", [str(err)])
+                return None
+            if last:
+                self._warn_once(name, "pod-resources", boards_held(devices, last[0].boards)[1])
+            return devices
+
+        return read_activity, read_holders
+
+    def _warn_once(self, node: str, what: str, warnings: list[str]) -> None:
+        """A GPU signal's warnings logged once per node and change (they repeat every export)."""
+        key, text = f"{node}/{what}", "; ".join(warnings)
+        before = self.gpu_report_warnings.get(key, "")
+        if before != text:
+            self.gpu_report_warnings[key] = text
+            if text:
+                log.warning("node %s: %s", node, text[:1000])
+            else:
+                log.info("node %s: %s works again", node, what)

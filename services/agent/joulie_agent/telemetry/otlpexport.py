@@ -9,6 +9,14 @@ every telemetry mode's Prometheus settings apply unchanged). Metrics:
 both with `joulie.host.power.source` (`bmc` or `sum-of-components`), `hw.energy` (counter, J) and
 `hw.power` (gauge, W) with `hw.type` / `hw.id`.
 
+Per NVIDIA board (`hw.type=gpu`, `hw.id=gpu-N`), the signals the controller estimates each job's
+sensitivity from (`joulie_telemetry.vocabulary.GPU_METRICS`): `hw.gpu.utilization`
+(`hw.gpu.task=general`), `hw.gpu.speed` and `hw.gpu.speed.limit` (`hw.limit_type=max`, Hz), and,
+where DCGM answers, `hw.gpu.sm.active`, `hw.gpu.tensor.active`, `hw.gpu.dram.active` (a value the
+node does not have is left out, never sent as 0); and `hw.gpu.allocation` = 1 for each board a Pod
+holds as the kubelet's pod-resources API lists it (`k8s.pod.name`, `k8s.namespace.name`,
+`k8s.container.name`; the API has no Pod UID, so there is no `k8s.pod.uid`), no point for a free board.
+
 Host power from a BMC comes from a `HostPowerReader` (`bmcpower.py`), which reads the BMC in a
 thread of its own: the export only takes its latest fresh reading, so a BMC that hangs or fails
 never delays an export; the host is then the sum of the components, labelled as such.
@@ -29,15 +37,18 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from opentelemetry.sdk.metrics.export import (
+    Metric,
     MetricExporter,
     MetricExportResult,
     MetricsData,
+    NumberDataPoint,
     ResourceMetrics,
     ScopeMetrics,
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity, BoardHolder, DeviceHolder, boards_held
 from joulie_agent.discovery.gputools import Inventory
 from joulie_agent.discovery.status import HostFacts, allocatable_gpus, expected_gpu_vendor
 from joulie_agent.host import hostread
@@ -58,13 +69,27 @@ from joulie_telemetry.otlp import metric, point
 from joulie_telemetry.vocabulary import (
     COMPONENT_ENERGY,
     COMPONENT_POWER,
+    GPU_ALLOCATION,
+    GPU_DRAM_ACTIVE,
+    GPU_SM_ACTIVE,
+    GPU_SM_CLOCK,
+    GPU_SM_CLOCK_MAX,
+    GPU_TENSOR_ACTIVE,
+    GPU_UTILIZATION,
     HOST_ENERGY,
     HOST_POWER,
     HOST_POWER_SOURCE,
     HW_GPU,
+    HW_GPU_TASK,
+    HW_GPU_TASK_GENERAL,
     HW_ID,
+    HW_LIMIT_TYPE,
     HW_TYPE,
+    K8S_CONTAINER_NAME,
+    K8S_NAMESPACE_NAME,
+    K8S_POD_NAME,
     SCHEMA_URL,
+    MetricSpec,
 )
 
 log = logging.getLogger(__name__)
@@ -72,6 +97,10 @@ log = logging.getLogger(__name__)
 SCOPE = InstrumentationScope("joulie-agent")
 
 GpuReader = Callable[[], Inventory | None]
+ActivityReader = Callable[[], ActivityReport | None]
+"""Each board's UUID, utilisation, clocks and DCGM ratios (the GPU tool layer), or None (tool busy)."""
+HoldersReader = Callable[[], list[DeviceHolder] | None]
+"""The kubelet's pod-resources devices, or None when the socket did not answer."""
 TOOL_READ_MIN_S = 10.0
 """Shortest time between two GPU tool reads (the tool layer is NVML in a daemonset, a process otherwise)."""
 
@@ -100,8 +129,30 @@ class NodeSource:
     host_power: HostPowerReader | None = None
     acc: EnergyAccumulator = field(default_factory=EnergyAccumulator)
     host: HostEnergy = field(default_factory=HostEnergy)
+    read_activity: ActivityReader | None = None
+    read_holders: HoldersReader | None = None
     _inv: Inventory | None = None
     _inv_t_s: float | None = None
+    _activity: list[BoardActivity] = field(default_factory=list)
+    _activity_t_s: float | None = None
+    _activity_read_t_s: float | None = None
+
+    def gpu_report(self, t_s: float) -> tuple[list[BoardActivity], list[BoardHolder]]:
+        """The boards' signals (from a tool read at most every TOOL_READ_MIN_S, none once older than two
+        of them) and who holds each board (the pod-resources API, read every interval)."""
+        if self.read_activity is None:
+            return [], []
+        if self._activity_read_t_s is None or t_s - self._activity_read_t_s >= TOOL_READ_MIN_S:
+            self._activity_read_t_s = t_s
+            report = self.read_activity()
+            if report is not None and report.boards:
+                self._activity, self._activity_t_s = report.boards, t_s
+        fresh = self._activity_t_s is not None and t_s - self._activity_t_s <= 2 * TOOL_READ_MIN_S
+        boards = self._activity if fresh else []
+        devices = self.read_holders() if self.read_holders is not None else None
+        # UUIDs do not change while the node runs: the last read maps the devices even when stale.
+        held, _warnings = boards_held(devices or [], self._activity)
+        return boards, held
 
     def sample(self, t_s: float) -> NodeSample:
         comps: list[Component] = []
@@ -139,11 +190,38 @@ def node_resource(node: str) -> Resource:
     return otlp.node_resource("joulie-agent", node)
 
 
+def gpu_metrics(boards: list[BoardActivity], held: list[BoardHolder], start_ns: int, now_ns: int) -> list[Metric]:
+    """The GPU_METRICS of a node's boards: each value a board reported, nothing for one it did not."""
+    series: dict[MetricSpec, list[NumberDataPoint]] = {}
+
+    def add(spec: MetricSpec, value: float | None, attrs: dict[str, str]) -> None:
+        if value is not None:
+            series.setdefault(spec, []).append(point(value, start_ns, now_ns, attrs))
+
+    for b in boards:
+        a = {HW_TYPE: HW_GPU, HW_ID: f"gpu-{b.index}"}
+        add(GPU_UTILIZATION, b.utilization, {**a, HW_GPU_TASK: HW_GPU_TASK_GENERAL})
+        add(GPU_SM_CLOCK, b.sm_clock_mhz * 1e6 if b.sm_clock_mhz is not None else None, a)
+        add(GPU_SM_CLOCK_MAX, b.sm_clock_max_mhz * 1e6 if b.sm_clock_max_mhz is not None else None,
+            {**a, HW_LIMIT_TYPE: "max"})
+        add(GPU_SM_ACTIVE, b.sm_active, a)
+        add(GPU_TENSOR_ACTIVE, b.tensor_active, a)
+        add(GPU_DRAM_ACTIVE, b.dram_active, a)
+    for h in held:
+        add(GPU_ALLOCATION, 1.0, {HW_TYPE: HW_GPU, HW_ID: f"gpu-{h.index}", K8S_NAMESPACE_NAME: h.namespace,
+                                  K8S_POD_NAME: h.pod, K8S_CONTAINER_NAME: h.container})
+    return [metric(spec, pts) for spec, pts in series.items()]
+
+
 def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
-                     resource: Resource | None = None) -> ResourceMetrics | None:
+                     resource: Resource | None = None, gpus: list[Metric] | None = None) -> ResourceMetrics | None:
     """One node's OTLP resource metrics; None when nothing was measured."""
     if not sample.measured:
-        return None
+        if not gpus:
+            return None
+        # No power measured (POWER_EXPORT_METRICS=gpu): the GPU series alone, no host counter at 0 J.
+        return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, list(gpus), SCHEMA_URL)],
+                               SCHEMA_URL)
     energy, power = [], []
     for c in sample.components:
         a = {HW_TYPE: c.hw_type, HW_ID: c.hw_id}
@@ -162,6 +240,7 @@ def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
         metrics.append(metric(HOST_POWER, [host_power], HOST_POWER_BY_SOURCE))
     if power:
         metrics.append(metric(COMPONENT_POWER, power))
+    metrics.extend(gpus or [])
     return ResourceMetrics(resource or node_resource(node), [ScopeMetrics(SCOPE, metrics, SCHEMA_URL)], SCHEMA_URL)
 
 
@@ -170,8 +249,10 @@ class PowerExporter:
 
     def __init__(self, exporter: MetricExporter, interval_s: float = 10.0,
                  monotonic: Callable[[], float] = time.monotonic, on_result: Callable[[bool], None] = lambda ok: None,
-                 host_power: HostPowerFactory = lambda node: None):
+                 host_power: HostPowerFactory = lambda node: None, gpu_only: bool = False):
         self.exporter = exporter
+        # Only the GPU_METRICS (POWER_EXPORT_METRICS=gpu): where another exporter meters the power.
+        self.gpu_only = gpu_only
         self._host_power_factory = host_power
         self._host_power: dict[str, HostPowerReader | None] = {}
         self.interval_s = interval_s
@@ -184,15 +265,26 @@ class PowerExporter:
         self._last_ok: bool | None = None
         self.start_ns = time.time_ns()
 
-    def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader) -> str | None:
-        """(Re)plan a node after discovery. Returns why nothing is exported for it, or None."""
+    def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader,
+                 read_activity: ActivityReader | None = None, read_holders: HoldersReader | None = None) -> str | None:
+        """(Re)plan a node after discovery. Returns why nothing is exported for it, or None.
+        ``read_activity`` / ``read_holders``: the boards' signals and the pod-resources devices (an
+        NVIDIA node); None exports no GPU_METRICS for the node."""
         # GPUs the node has even when the tools did not answer at discovery (busy, timed out): the
         # exporter then keeps asking them each TOOL_READ_MIN_S instead of waiting for rediscovery.
         gpu_count = (len(facts.gpu.devices) if facts.gpu else 0) or allocatable_gpus(facts.allocatable) or int(
             bool(expected_gpu_vendor(facts.labels, facts.nvidiactl)))
-        plan = plan_sources(facts.zones, hostread.read_amd_energy(paths), gpu_count,
-                            hostread.read_amdgpu_power_files(paths))
+        plan = ExportPlan() if self.gpu_only else plan_sources(
+            facts.zones, hostread.read_amd_energy(paths), gpu_count, hostread.read_amdgpu_power_files(paths))
         with self._lock:
+            if self.gpu_only:
+                if read_activity is None:
+                    self._nodes.pop(node, None)
+                    return None  # a node without NVIDIA boards: nothing of its is exported, as asked
+                self._nodes[node] = NodeSource(paths, plan, read_gpus, read_activity=read_activity,
+                                               read_holders=read_holders)
+                self._resources.setdefault(node, node_resource(node))
+                return None
             if node not in self._host_power:
                 reader = self._host_power[node] = self._host_power_factory(node)
                 if reader is not None:
@@ -205,8 +297,11 @@ class PowerExporter:
             if old is None or old.plan != plan or old.paths != paths:
                 # A new plan keeps the host counters: they must not go back when a GPU comes or goes.
                 self._nodes[node] = NodeSource(paths, plan, read_gpus, host_power,
-                                               host=old.host if old is not None else HostEnergy())
+                                               host=old.host if old is not None else HostEnergy(),
+                                               read_activity=read_activity, read_holders=read_holders)
                 self._resources.setdefault(node, node_resource(node))
+            else:
+                old.read_activity, old.read_holders = read_activity, read_holders
         return BMC_ONLY_REASON if plan.empty else None
 
     def remove_node(self, node: str) -> None:
@@ -224,11 +319,14 @@ class PowerExporter:
         out = []
         for name, src in nodes:
             try:
-                sample = src.sample(self._monotonic())
+                t_s = self._monotonic()
+                sample = NodeSample((), 0.0, None) if self.gpu_only else src.sample(t_s)
+                boards, held = src.gpu_report(t_s)
             except Exception as err:  # one node's unreadable file must not stop the others
                 log.warning("power export: node %s: %s", name, err)
                 continue
-            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name))
+            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name),
+                                  gpu_metrics(boards, held, self.start_ns, now_ns))
             if rm is not None:
                 out.append(rm)
         return MetricsData(out)

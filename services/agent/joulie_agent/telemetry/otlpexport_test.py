@@ -202,3 +202,98 @@ def test_gpus_the_tools_missed_at_discovery_are_read_once_they_answer(tmp_path: 
     clock.t = 10.0
     ex.export_once()
     assert points(fake.sent[-1])[("hw.power", "gpu-0")] == 250.0
+
+
+def gpu_points(data: MetricsData) -> dict[tuple[str, str], tuple[float, dict[str, Any]]]:
+    """(metric, hw.id) -> (value, attributes) of the GPU_METRICS series."""
+    (rm,) = data.resource_metrics
+    out = {}
+    for m in rm.scope_metrics[0].metrics:
+        if m.name.startswith("hw.gpu."):
+            for p in m.data.data_points:
+                assert isinstance(p, NumberDataPoint) and p.attributes is not None
+                out[(m.name, str(p.attributes["hw.id"]))] = (float(p.value), dict(p.attributes))
+    return out
+
+
+def test_gpu_signals_and_the_board_holder_are_exported_per_board(tmp_path: Path) -> None:
+    from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity, DeviceHolder
+    from joulie_telemetry.vocabulary import GPU_METRICS
+
+    gpus = Inventory("nvidia", "nvml", [GPUDevice(0, draw_w=300.0), GPUDevice(1, draw_w=90.0)])
+    report = ActivityReport([BoardActivity(0, "GPU-aaaa", 0.97, 1410.0, 1980.0, 0.81, 0.3, 0.42),
+                             BoardActivity(1, "GPU-bbbb", 0.0, 345.0, 1980.0)])  # board 1: no DCGM answer
+    devices: list[DeviceHolder] | None = [DeviceHolder("ml", "train-0", "main", "nvidia.com/gpu", ("GPU-aaaa",))]
+    reads = []
+
+    def read_activity() -> ActivityReport:
+        reads.append(1)
+        return report
+
+    fake, clock = FakeExporter(), Clock()
+    ex = PowerExporter(fake, 10.0, monotonic=clock)
+    ex.set_node("n1", HostPaths.under(tmp_path), facts_of(tmp_path, gpus), lambda: gpus, read_activity, lambda: devices)
+    ex.export_once()
+    got = gpu_points(fake.sent[-1])
+    assert {name for name, _ in got} == {m.name for m in GPU_METRICS}
+    board0 = {"hw.type": "gpu", "hw.id": "gpu-0"}
+    assert got[("hw.gpu.utilization", "gpu-0")] == (0.97, {**board0, "hw.gpu.task": "general"})
+    assert got[("hw.gpu.speed", "gpu-0")] == (1410e6, board0)
+    assert got[("hw.gpu.speed.limit", "gpu-1")][0] == 1980e6
+    assert got[("hw.gpu.speed.limit", "gpu-1")][1]["hw.limit_type"] == "max"
+    assert got[("hw.gpu.dram.active", "gpu-0")] == (0.42, board0)
+    # A board DCGM said nothing of has no activity series at all, not zeros; utilisation 0 is a reading.
+    assert ("hw.gpu.dram.active", "gpu-1") not in got and ("hw.gpu.sm.active", "gpu-1") not in got
+    assert got[("hw.gpu.utilization", "gpu-1")][0] == 0.0
+    assert got[("hw.gpu.allocation", "gpu-0")] == (1.0, {**board0, "k8s.namespace.name": "ml",
+                                                         "k8s.pod.name": "train-0", "k8s.container.name": "main"})
+    assert ("hw.gpu.allocation", "gpu-1") not in got  # nobody holds it
+
+    # The Pod leaves: its allocation point goes at the next interval; the tool is read at most every 10 s.
+    devices = []
+    clock.t = 5.0
+    ex.export_once()
+    got = gpu_points(fake.sent[-1])
+    assert not any(name == "hw.gpu.allocation" for name, _ in got) and len(reads) == 1
+    # A kubelet that does not answer: no allocation points (never the last ones), the signals stay.
+    devices = None
+    clock.t = 10.0
+    ex.export_once()
+    got = gpu_points(fake.sent[-1])
+    assert ("hw.gpu.dram.active", "gpu-0") in got and len(reads) == 2
+    assert not any(name == "hw.gpu.allocation" for name, _ in got)
+
+
+def test_gpu_signals_older_than_two_tool_reads_are_not_exported(tmp_path: Path) -> None:
+    from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity
+
+    gpus = Inventory("nvidia", "nvml", [GPUDevice(0, draw_w=300.0)])
+    answers: list[ActivityReport | None] = [ActivityReport([BoardActivity(0, "GPU-a", 0.5, 900.0, 1980.0)])]
+    fake, clock = FakeExporter(), Clock()
+    ex = PowerExporter(fake, 10.0, monotonic=clock)
+    ex.set_node("n1", HostPaths.under(tmp_path), facts_of(tmp_path, gpus), lambda: gpus,
+                lambda: answers[-1], lambda: [])
+    ex.export_once()
+    assert ("hw.gpu.utilization", "gpu-0") in gpu_points(fake.sent[-1])
+    answers.append(None)  # the tool stays busy
+    clock.t = 25.0
+    ex.export_once()
+    assert gpu_points(fake.sent[-1]) == {}
+
+
+def test_gpu_only_export_sends_the_gpu_series_and_no_power(tmp_path: Path) -> None:
+    from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity, DeviceHolder
+
+    testtrees.rapl_node(tmp_path, sockets=1)
+    gpus = Inventory("nvidia", "nvml", [GPUDevice(0, draw_w=300.0)])
+    report = ActivityReport([BoardActivity(0, "GPU-a", 0.9, 1700.0, 1980.0, 0.7, 0.2, 0.5)])
+    fake = FakeExporter()
+    ex = PowerExporter(fake, 10.0, monotonic=Clock(), gpu_only=True)
+    assert ex.set_node("g", HostPaths.under(tmp_path), facts_of(tmp_path, gpus), lambda: gpus, lambda: report,
+                       lambda: [DeviceHolder("ml", "p", "work", "nvidia.com/gpu", ("GPU-a",))]) is None
+    # A node without NVIDIA boards has nothing to export in this mode.
+    assert ex.set_node("c", HostPaths.under(tmp_path), facts_of(tmp_path), lambda: None) is None
+    ex.export_once()
+    (rm,) = fake.sent[-1].resource_metrics
+    names = {m.name for m in rm.scope_metrics[0].metrics}
+    assert names and all(n.startswith("hw.gpu.") for n in names) and "hw.gpu.allocation" in names

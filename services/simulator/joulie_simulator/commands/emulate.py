@@ -58,6 +58,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument(
         "--otlp-logs-endpoint", default="", help="OTLP/HTTP logs URL for the joulie.sim.* events, e.g. http://127.0.0.1:4318/v1/logs"
     )
+    em.add_argument("--pod-resources-root", default=None,
+                    help="where each emulated NVIDIA node's kubelet pod-resources socket is served, "
+                         "<dir>/<node>/pod-resources/kubelet.sock (default <root>/kubelet; '' = off)")
+    em.add_argument("--telemetry-seed", type=int, default=0,
+                    help="seeds each board's activity noise and each job's activity constants (default 0)")
     em.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0 = run until signalled)")
     em.add_argument("--bmc", default="", help="host the emulated BMCs (Redfish, one per node, free ports) listen on, e.g. 127.0.0.1 "
                     "('' = off); addresses in <root>/bmcs.json and GET /debug/bmcs")
@@ -150,6 +155,7 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
         if args.grpc:
             _start_grpc(args, em, stoppers)
         _start_otlp(args, em, stoppers)
+        _start_pod_resources(args, em, stoppers)
         print(f"emulating {len(em.emu.nodes)} nodes in {args.mode} mode under {em.root}", flush=True)
         _tick_until_stopped(args, em.emu, trees, tick_cost, stop)
     finally:
@@ -179,7 +185,8 @@ def prepare(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) 
     root.mkdir(parents=True, exist_ok=True)
     if not args.power_time_scale >= 0:
         raise Refused(f"--power-time-scale: {args.power_time_scale} is not a number >= 0")
-    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs), power_time_scale=args.power_time_scale)
+    emu = Emulator(pairs, tick_s=args.tick, states=load_states(root, pairs), power_time_scale=args.power_time_scale,
+                   telemetry_seed=getattr(args, "telemetry_seed", 0) or 0)
     facility = _facility(emu, entries, params) if params is not None else None
     return Emulation(emu, root, facility, _bmc_credentials(args) if args.bmc else None)
 
@@ -255,6 +262,21 @@ def _start_grpc(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> 
     server, gport = serve(em.emu, args.grpc, em.facility)
     stoppers.append(lambda: server.stop(0))
     print(f"gRPC at {args.grpc.rpartition(':')[0]}:{gport}", flush=True)
+
+
+def _start_pod_resources(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> None:
+    """The emulated kubelets' pod-resources sockets (serving/podresources.py)."""
+    root = getattr(args, "pod_resources_root", None)
+    if root == "":
+        return
+    from joulie_simulator.serving.podresources import PodResourcesServers
+
+    servers = PodResourcesServers(em.emu, Path(root) if root is not None else em.root / "kubelet")
+    if not servers.nodes:
+        return
+    servers.start()
+    stoppers.append(servers.stop)
+    print(f"pod-resources API for {len(servers.nodes)} NVIDIA nodes under {servers.root}", flush=True)
 
 
 def _start_otlp(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> None:

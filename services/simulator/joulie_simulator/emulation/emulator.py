@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from joulie_common.clock import SYSTEM_CLOCK
 from joulie_hwprofiles.schema import Profile
+from joulie_simulator.emulation.boardsignals import with_signals
 from joulie_simulator.emulation.render import Entry, content, layout
 from joulie_simulator.emulation.writes import WriteOutcome, apply_write
 from joulie_simulator.physics import node as node_physics
@@ -101,8 +102,12 @@ class Emulator:
         clock: Callable[[], float] = SYSTEM_CLOCK.monotonic,  # seconds: a joulie_common Clock's monotonic
         states: dict[str, NodeState] | None = None,
         power_time_scale: float = 1.0,
+        telemetry_seed: int | None = None,
     ) -> None:
         self.tick_s = tick_s
+        # Seeds the boards' activity noise (emulation.boardsignals) and each job's activity constants;
+        # None: the boards report no activity (the benchmark draws its own telemetry, joulie_bench.gputelemetry).
+        self.telemetry_seed = telemetry_seed
         # Boot and shutdown last the profile's boot_s/shutdown_s times this (a CI timing preset
         # shortens them; the physics and the standby power stay the profile's).
         self.power_time_scale = power_time_scale
@@ -152,6 +157,8 @@ class Emulator:
                     self._step_power(n, dt, now)
                     continue
                 new = step(n.profile, old, dt)
+                if self.telemetry_seed is not None:
+                    new = with_signals(n.profile, new, self.telemetry_seed)
                 if n.faults and any(f.kind == "stale_counters" for f in n.faults):
                     new = replace(new, sockets=old.sockets, gpus=old.gpus)
                 n.tick_gen += 1

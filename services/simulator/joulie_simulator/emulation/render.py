@@ -357,15 +357,25 @@ def gpu_state(profile: Profile, state: NodeState) -> GpuState:
     return _gpu_state(profile, state, marked=False)
 
 
-def _moving(t: GpuTruth) -> tuple[float, float, float, int, int, int | None]:
-    """The values of gpus.json that move with the physics or a tool's write, as written."""
+_MOVING = 10
+
+
+def _moving(t: GpuTruth) -> tuple[Any, ...]:
+    """The values of gpus.json that move with the physics or a tool's write, as written. A board's
+    tools report its activity (``t.signals``, the utilisation NVML reports included) once the
+    emulator has ticked; the load's utilisation and no activity before."""
+    sig = t.signals
     return (
         round(t.limit_w, 3),
         round(t.enforced_w, 3),
         math.floor(t.power_w * 1000) / 1000,
-        round(100 * t.util),
+        round(100 * (sig.utilization if sig is not None else t.util)),
         math.floor(t.energy_j * 1000),
         round(t.lock_max_mhz) if t.lock_max_mhz is not None else None,
+        round(sig.sm_clock_mhz) if sig is not None else 0,
+        round(sig.sm_active, 3) if sig is not None else None,
+        round(sig.tensor_active, 3) if sig is not None else None,
+        round(sig.dram_active, 3) if sig is not None else None,
     )
 
 
@@ -376,7 +386,7 @@ def _gpu_state(profile: Profile, state: NodeState, marked: bool) -> GpuState:
     hwmons = amd_hwmon_dirs(profile) if g.vendor == "amd" else []
     devices = []
     for p, t in enumerate(state.gpus):
-        m: tuple[Any, ...] = tuple(f"@@{p}_{k}@@" for k in range(6)) if marked else _moving(t)
+        m: tuple[Any, ...] = tuple(f"@@{p}_{k}@@" for k in range(_MOVING)) if marked else _moving(t)
         devices.append(
             GpuDevice(
                 index=t.index,
@@ -398,6 +408,10 @@ def _gpu_state(profile: Profile, state: NodeState, marked: bool) -> GpuState:
                 sm_clock_min_mhz=round(g.sm_clock_min_mhz),
                 sm_clock_max_mhz=round(g.sm_clock_max_mhz),
                 locked_max_mhz=m[5],
+                sm_clock_mhz=m[6],
+                sm_active=m[7],
+                tensor_active=m[8],
+                dram_active=m[9],
             )
         )
     return GpuState(

@@ -15,6 +15,30 @@ from joulie_simulator.physics.gpu import Phase
 
 
 @dataclass(frozen=True)
+class GpuReading:
+    """One board's activity as NVML and DCGM report it (ratios 0..1, clock in MHz)."""
+
+    utilization: float
+    sm_clock_mhz: float
+    sm_active: float
+    tensor_active: float
+    dram_active: float
+
+
+@dataclass(frozen=True)
+class GpuJob:
+    """The job (its Pod) holding board ``index``: who the emulated kubelet lists, what the board's
+    activity signals follow (the job's compute share and its own activity constants, drawn from ``job_id``)."""
+
+    index: int
+    job_id: str
+    compute_share: float
+    namespace: str = ""
+    pod: str = ""
+    container: str = ""
+
+
+@dataclass(frozen=True)
 class Load:
     cpu_util: float = 0.0
     # Per GPU, indexed like the node's GPUs; a shorter tuple leaves the rest idle.
@@ -22,6 +46,8 @@ class Load:
     # Per GPU, the serving phases its work runs as (physics.gpu.board_operating_point); a board
     # with none (an empty tuple, or past the end) runs one phase of natural draw gpu_util.
     gpu_phases: tuple[tuple[Phase, ...], ...] = ()
+    # The boards' holders (a board no entry names is free).
+    gpu_jobs: tuple[GpuJob, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,9 @@ class GpuTruth:
     # The SM clock the board is locked at or below (nvidia-smi -lgc, NVML locked clocks); None: not
     # locked. The board runs at min(the clock its power limit leaves, this).
     lock_max_mhz: float | None = None
+    # What the board's tools report of its activity this tick (emulation.boardsignals; None before the
+    # emulator's first tick): NVML utilisation and SM clock, DCGM SM / tensor / DRAM active.
+    signals: GpuReading | None = None
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,8 @@ def _step_gpus(profile: Profile, state: NodeState, dt_s: float) -> list[GpuTruth
             lock_ratio = lock_mhz / spec.sm_clock_max_mhz if lock_mhz is not None else 1.0
             work = board_phases or (physics_gpu.Phase(1.0, 1.0, u),)
             power = physics_gpu.board_operating_point(gphys, work, enforced, lock_ratio).power_w
-        gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s, lock_mhz))
+        # The tools' last reading stays until the emulator takes this tick's (emulation.boardsignals).
+        gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s, lock_mhz, g.signals))
     return gpus
 
 

@@ -16,7 +16,7 @@ from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_simulator.emulation import emulator as em
 from joulie_simulator.facility.live import FacilityLive, check_c
 from joulie_simulator.physics.gpu import Phase
-from joulie_simulator.physics.model import Load
+from joulie_simulator.physics.model import GpuJob, Load
 
 # This build generates the protobuf modules without type stubs (the mypy plugin is off), so they
 # are used untyped here; the loopback tests check the messages.
@@ -60,6 +60,20 @@ def load_phases(load: Any) -> tuple[tuple[Phase, ...], ...] | None:
     if any(not 0 <= v <= 1 for b in boards for p in b for v in (p.share, p.compute_share, p.draw)):
         return None
     return boards
+
+
+def load_jobs(load: Any) -> tuple[GpuJob, ...] | str:
+    """``Load.gpu_jobs`` from a gRPC NodeLoad, or what is wrong with them (a compute share outside 0..1,
+    a board held twice, a job without an id)."""
+    jobs = tuple(GpuJob(j.index, j.job_id, j.compute_share, j.namespace, j.pod, j.container) for j in load.gpu_jobs)
+    for j in jobs:
+        if not 0 <= j.compute_share <= 1:
+            return f"load: gpu_jobs: board {j.index}: compute_share {j.compute_share:g} is outside 0..1"
+        if not j.job_id:
+            return f"load: gpu_jobs: board {j.index}: job_id is empty"
+    if len({j.index for j in jobs}) != len(jobs):
+        return "load: gpu_jobs: a board is named twice"
+    return jobs
 
 
 class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
@@ -136,8 +150,12 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
         phases = load_phases(request.load)
         if phases is None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "load: every phase's share, compute_share and draw must be within 0..1")
+        jobs = load_jobs(request.load)
+        if isinstance(jobs, str):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, jobs)
         try:
-            self.emu.set_load(request.node, Load(cpu_util=u, gpu_util=tuple(request.load.gpu_util), gpu_phases=phases or ()))
+            self.emu.set_load(request.node, Load(cpu_util=u, gpu_util=tuple(request.load.gpu_util), gpu_phases=phases or (),
+                                                 gpu_jobs=jobs))
         except em.NotEmulated as e:
             context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return self._truth(request.node, context)

@@ -31,7 +31,9 @@ exactly as above.
 
 A node's load follows its jobs: ``cpu_util = min(1, sum(cores * u_cpu) / node cores)`` and each
 board carries the GPU utilisation of the job holding it (lowest free board indices first), and,
-for a job with phases, the phases (``Load.gpu_phases``).
+for a job with phases, the phases (``Load.gpu_phases``); ``Load.gpu_jobs`` names the job, its Pod
+(``joulie_workload.pods``) and its GPU compute share on each board it holds, for the emulated kubelet's
+pod-resources API and the boards' activity signals.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from dataclasses import dataclass, field
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
 from joulie_simulator.physics.gpu import Phase, board_operating_point, clock_ratio_for_limit
-from joulie_simulator.physics.model import Load, NodeState
+from joulie_simulator.physics.gpusignals import mean_compute_share
+from joulie_simulator.physics.model import GpuJob, Load, NodeState
 from joulie_simulator.physics.speed import throughput
+from joulie_workload.pods import POD_CONTAINER, pod_name
 from joulie_workload.trace import Job
 
 EPS = 1e-9
@@ -280,14 +284,18 @@ class Engine:
         gpu: dict[str, list[float]] = {n: [0.0] * node_gpus.get(n, 0) for n in node_cpus}
         # Only nodes running a job with phases carry them, so a trace without phases loads as before.
         phased: dict[str, list[tuple[Phase, ...]]] = {}
+        held: dict[str, list[GpuJob]] = {}
         for r in self.runs.values():
             if not r.running or r.node not in cpu:
                 continue
             cpu[r.node] += r.job.requests.cpu * r.job.utilization.cpu
             phases = job_phases(r.job)
+            share = mean_compute_share(phases) if phases else r.job.sensitivity.gpu
             for i in r.gpu_indices:
                 if i < len(gpu[r.node]):
                     gpu[r.node][i] = r.job.utilization.gpu
+                    held.setdefault(r.node, []).append(
+                        GpuJob(i, r.job.job_id, share, r.job.namespace, pod_name(r.job.job_id), POD_CONTAINER))
                     if phases:
                         phased.setdefault(r.node, [()] * len(gpu[r.node]))[i] = phases
         return {
@@ -295,6 +303,7 @@ class Engine:
                 cpu_util=min(1.0, cpu[n] / node_cpus[n]) if node_cpus[n] > 0 else 0.0,
                 gpu_util=tuple(gpu[n]),
                 gpu_phases=tuple(phased.get(n, ())),
+                gpu_jobs=tuple(sorted(held.get(n, ()), key=lambda j: j.index)),
             )
             for n in node_cpus
         }

@@ -159,9 +159,24 @@ def test_loads_carry_phases_only_for_nodes_running_phased_jobs() -> None:
     e.bind("mix", "a", 0.0, 2)
     e.bind("flat", "b", 0.0, 2)
     loads = e.loads({"a": 8, "b": 8}, {"a": 2, "b": 2})
-    assert loads["b"] == Load(cpu_util=loads["b"].cpu_util, gpu_util=(0.43, 0.0))
+    assert loads["b"] == Load(cpu_util=loads["b"].cpu_util, gpu_util=(0.43, 0.0), gpu_jobs=loads["b"].gpu_jobs)
     assert loads["a"].gpu_util == (0.43, 0.0)
     assert [len(p) for p in loads["a"].gpu_phases] == [2, 0] and loads["a"].gpu_phases[0][0].share == 0.2
+
+
+def test_loads_name_the_pod_holding_each_busy_board_and_its_compute_share() -> None:
+    from joulie_simulator.physics.gpusignals import mean_compute_share
+    from joulie_simulator.physics.model import GpuJob
+
+    e = Engine([serving_job("mix", PHASES), serving_job("flat", None)])
+    e.due(0.0)
+    e.bind("mix", "a", 0.0, 2)
+    e.bind("flat", "b", 0.0, 2)
+    loads = e.loads({"a": 8, "b": 8, "c": 8}, {"a": 2, "b": 2, "c": 2})
+    flat = e.runs["flat"].job
+    assert loads["b"].gpu_jobs == (GpuJob(0, "flat", flat.sensitivity.gpu, flat.namespace, "sim-flat", "work"),)
+    assert loads["a"].gpu_jobs[0].compute_share == pytest.approx(mean_compute_share(loads["a"].gpu_phases[0]))
+    assert loads["c"].gpu_jobs == ()  # an idle node's boards are free
 
 
 def test_speed_from_state_takes_the_lower_of_the_cap_clock_and_the_lock() -> None:

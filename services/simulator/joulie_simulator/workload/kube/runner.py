@@ -11,7 +11,8 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
 5. each emulated node's load follows its jobs (gRPC ``SetNodeLoad``, when it changed or when the
    emulator reports another load, as after a simulator restart); a board running a job with serving
    phases carries them (``NodeLoad.gpu_phases``, as the engine's ``Load.gpu_phases`` in the benchmark),
-   so its power follows the phases rather than their mean draw.
+   so its power follows the phases rather than their mean draw; and each busy board names the job's Pod
+   (``NodeLoad.gpu_jobs``: the emulated kubelet's pod-resources API lists it, the board's activity follows it).
 
 A tick that cannot reach the emulator or the API server is retried with backoff (1, 1, 2, 3, 5, 8,
 13, 21 s, then every 21 s; the next tick advances the jobs over the time in between), with one log
@@ -97,8 +98,12 @@ def speed_of(truth: Any) -> NodeSpeed:
 
 
 def load_message(load: Load) -> Any:
-    """The gRPC NodeLoad of ``load``; boards' phases only where the load has some (an unphased node sends none)."""
-    return pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util), gpu_phases=_phases_message(load.gpu_phases))
+    """The gRPC NodeLoad of ``load``; boards' phases only where the load has some (an unphased node sends none),
+    and the job (Pod) holding each busy board."""
+    jobs = [pb.GpuJob(index=j.index, job_id=j.job_id, compute_share=j.compute_share, namespace=j.namespace, pod=j.pod,
+                      container=j.container) for j in load.gpu_jobs]
+    return pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util), gpu_phases=_phases_message(load.gpu_phases),
+                       gpu_jobs=jobs)
 
 
 def _phases_message(phases: tuple[tuple[Phase, ...], ...]) -> list[Any]:
