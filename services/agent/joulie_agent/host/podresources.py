@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-
-from joulie_agent.discovery.gpuactivity import DeviceHolder
 from kubelet.podresources.v1 import api_pb2 as _pb2
 from kubelet.podresources.v1 import api_pb2_grpc as _pb2_grpc
+
+from joulie_agent.discovery.gpuactivity import DeviceHolder
 
 pb: Any = _pb2
 pb_grpc: Any = _pb2_grpc

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-
-from joulie_simulator.emulation import emulator as em
 from kubelet.podresources.v1 import api_pb2 as _pb2
 from kubelet.podresources.v1 import api_pb2_grpc as _pb2_grpc
+
+from joulie_simulator.emulation import emulator as em
 
 pb: Any = _pb2
 pb_grpc: Any = _pb2_grpc
