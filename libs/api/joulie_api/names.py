@@ -99,3 +99,15 @@ def object_name_for_node(node_name: str) -> str:
     if not name:
         raise ValueError(f"node name {node_name!r} has no character usable in an object name")
     return name
+
+
+LABEL_AGENT_HEARTBEAT: Final = "joulie.io/agent-heartbeat"
+"""On every agent heartbeat Lease (value "true"): the controller manager watches only these."""
+AGENT_LEASE_PREFIX: Final = "joulie-agent-"
+"""Every agent heartbeat Lease's name starts so; the admission policy lets agents write no other Lease."""
+
+
+def agent_lease_name(node_name: str) -> str:
+    """Name of the agent heartbeat Lease of a node (in the agents' Lease namespace). For a valid
+    node name it is ``'joulie-agent-' + name.replace('.', '-')``, as the admission policy checks."""
+    return AGENT_LEASE_PREFIX + object_name_for_node(node_name)

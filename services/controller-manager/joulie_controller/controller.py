@@ -47,7 +47,8 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
     metrics = Metrics()
     return Controller(
         settings,
-        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency, cluster=_cluster(settings, api)),
+        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency, cluster=_cluster(settings, api),
+                       lease_namespace=settings.heartbeat_namespace),
         PowerReader(settings),
         metrics,
         _elector(settings, api, identity),
@@ -62,7 +63,7 @@ def _cluster(settings: Settings, api: k8s.ApiClient) -> CachedCluster | None:
     tick; none: the tick LISTs. Their threads are daemons: they end with the process."""
     if not settings.reconcile.watch_cluster:
         return None
-    return watch_cluster(api, settings.reconcile.cache_resync_s, threading.Event())
+    return watch_cluster(api, settings.reconcile.cache_resync_s, threading.Event(), settings.heartbeat_namespace)
 
 
 def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderElector | None:
@@ -152,7 +153,7 @@ class Controller:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
-            self.liveness.check(snap.twins, now, result.power_states)
+            self.liveness.check(snap.twins, now, result.power_states, self.kube.heartbeats())
         forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)
