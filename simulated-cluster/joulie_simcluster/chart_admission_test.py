@@ -184,7 +184,7 @@ def _lease(node: str, holder: str, name: str | None = None) -> Any:
     """A heartbeat Lease as the agent writes it (joulie_agent/kube/heartbeat.py)."""
     return {
         "metadata": {"name": name or agent_lease_name(node), "labels": {"joulie.io/agent-heartbeat": "true"}},
-        "spec": {"holderIdentity": holder, "renewTime": "2026-12-06T00:00:00.000000Z"},
+        "spec": {"holderIdentity": holder},  # created without renewTime, as the agent does (the client cannot write MicroTime)
     }
 
 

@@ -57,12 +57,17 @@ def renew(api: k8s.ApiClient, ns: str, node: str, at: datetime) -> None:
     """What the agent's LeaseHeartbeat writes (joulie_agent/kube/heartbeat.py), created on 404."""
     coord = k8s.CoordinationV1Api(api)
     body = {"spec": {"holderIdentity": node, "renewTime": micro(at)}}
+    merge = "application/merge-patch+json"
     try:
-        coord.patch_namespaced_lease(agent_lease_name(node), ns, body, _content_type="application/merge-patch+json")
+        coord.patch_namespaced_lease(agent_lease_name(node), ns, body, _content_type=merge)
     except ApiException as err:
         assert err.status == 404
-        lease: Any = {"metadata": {"name": agent_lease_name(node), "labels": {LABEL_AGENT_HEARTBEAT: "true"}}, **body}
+        lease: Any = {
+            "metadata": {"name": agent_lease_name(node), "labels": {LABEL_AGENT_HEARTBEAT: "true"}},
+            "spec": {"holderIdentity": node},
+        }
         coord.create_namespaced_lease(ns, lease)
+        coord.patch_namespaced_lease(agent_lease_name(node), ns, body, _content_type=merge)
 
 
 def seen_renewal(ctl: Controller, node: str, at: datetime) -> None:

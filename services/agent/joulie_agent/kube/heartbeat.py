@@ -11,7 +11,7 @@ The Lease is ``joulie-agent-<node's object name>`` in AGENT_LEASE_NAMESPACE, lab
 reconcile of the node. It is renewed from the reconcile loop, not from a timer of its own, so a
 loop that is stuck stops renewing: the Lease says the agent works, not merely that it runs.
 Renewal is a merge patch with no read before it (no resourceVersion: the agent is the Lease's only
-writer); the first one, answered 404, creates the Lease.
+writer); the first one, answered 404, creates the Lease and patches it again.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ def micro_time(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def lease_body(namespace: str, node: str, now: datetime) -> dict[str, Any]:
-    """The whole Lease, as created."""
+def lease_body(namespace: str, node: str) -> dict[str, Any]:
+    """The Lease as created: without its renewTime, which the renewal right after it stamps (the
+    client turns a create's body into its typed V1Lease, whose times it cannot write as MicroTime)."""
     return {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": lease_name(node), "namespace": namespace, "labels": {LABEL_AGENT_HEARTBEAT: "true"}},
-        "spec": {"holderIdentity": node, "renewTime": micro_time(now)},
+        "spec": {"holderIdentity": node},
     }
 
 
@@ -81,13 +82,12 @@ class LeaseHeartbeat:
             if err.status != 404:
                 raise
             try:
-                # A plain dict: the typed V1Lease cannot carry MicroTime (the client serializes either).
-                body: Any = lease_body(self.namespace, node, now)
+                body: Any = lease_body(self.namespace, node)
                 self.coord.create_namespaced_lease(self.namespace, body, _preload_content=False)
             except ApiException as created:
-                if created.status != 409:
+                if created.status != 409:  # 409: created meanwhile (an agent's replacement starting)
                     raise
-                self._patch(name, node, now)  # created meanwhile (an agent's replacement starting)
+            self._patch(name, node, now)
         self.renewed_at[node] = self.monotonic()
         return True
 
