@@ -24,7 +24,7 @@ from joulie_api.names import FIELD_MANAGER_LIVENESS
 from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.bmc.redfishdriver import from_kube
-from joulie_controller.kube.informer import CachedCluster
+from joulie_controller.kube.informer import CachedCluster, HeapSettler
 from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
@@ -55,6 +55,7 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         facility=FacilityReader(settings) if settings.facility.enabled else None,
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
+        heap=HeapSettler() if settings.reconcile.watch_cluster else None,
     )
 
 
@@ -98,7 +99,7 @@ class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None, liveness: Liveness | None = None,
-                 power_driver: PowerDriver | None = None):
+                 power_driver: PowerDriver | None = None, heap: HeapSettler | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -110,6 +111,8 @@ class Controller:
         self.facility_reader = facility
         self.liveness = liveness
         self.power_driver = power_driver
+        # With the watch caches the cluster stays in memory: the heap is settled after each tick.
+        self.heap = heap
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
@@ -166,6 +169,8 @@ class Controller:
         self.metrics.record_tick(result)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
+        if self.heap is not None:
+            self.heap.after_tick()
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         if result.plan is not None:
             plan_text = ",".join(f"{o.node}={'draining' if o.draining else o.profile}" for o in result.outcomes[:20])
