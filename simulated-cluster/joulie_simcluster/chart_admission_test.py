@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from joulie_api.names import agent_lease_name
 from joulie_simcluster import chart
 from joulie_simcluster.chart_cases import JOULIE, NS, helm, one
 
@@ -177,6 +178,53 @@ def test_an_agent_writes_only_its_own_nodes_objects(
     # A token without the node claim writes nothing.
     status, body = _status(_patch_twin_status(_as(control_plane, "joulie-agent"), a))
     assert status == 403 and "carries no node claim" in body, body
+
+
+def _lease(node: str, holder: str, name: str | None = None) -> Any:
+    """A heartbeat Lease as the agent writes it (joulie_agent/kube/heartbeat.py)."""
+    return {
+        "metadata": {"name": name or agent_lease_name(node), "labels": {"joulie.io/agent-heartbeat": "true"}},
+        "spec": {"holderIdentity": holder},  # created without renewTime, as the agent does (the client cannot write MicroTime)
+    }
+
+
+def test_an_agent_writes_only_its_own_heartbeat_lease_and_never_the_leader_lease(
+    kube_api: k8s.ApiClient, control_plane: Any, installed: list[dict[str, Any]]
+) -> None:
+    run = uuid.uuid4().hex[:6]
+    a, b = f"node-a.{run}", f"node-b.{run}"  # the dot: the Lease name has a dash there
+    admin = k8s.CoordinationV1Api(kube_api)
+    leader = f"leader-{run}"
+    leader_lease: Any = {"metadata": {"name": leader}, "spec": {"holderIdentity": "cm-0"}}
+    admin.create_namespaced_lease(NS, leader_lease)
+    admin.create_namespaced_lease(NS, _lease(b, b))
+    agent_a = k8s.CoordinationV1Api(_as(control_plane, "joulie-agent", node=a))
+    try:
+        status, body = _until_denied(lambda: agent_a.create_namespaced_lease(NS, _lease(b, a, f"joulie-agent-x{run}")))
+        assert status == 403 and f"may write only its own heartbeat Lease, joulie-agent-node-a-{run}" in body, body
+        assert _status(lambda: agent_a.create_namespaced_lease(NS, _lease(a, a)))[0] == 200
+        renewal = {"spec": {"holderIdentity": a, "renewTime": "2026-12-06T00:00:30.000000Z"}}
+        merge = "application/merge-patch+json"
+        assert _status(lambda: agent_a.patch_namespaced_lease(agent_lease_name(a), NS, renewal,
+                                                              _content_type=merge))[0] == 200
+        # Its own Lease held by another node, another node's Lease, the leader Lease: each refused.
+        other = {"spec": {"holderIdentity": b}}
+        assert _status(lambda: agent_a.patch_namespaced_lease(agent_lease_name(a), NS, other,
+                                                              _content_type=merge))[0] == 403
+        assert _status(lambda: agent_a.patch_namespaced_lease(agent_lease_name(b), NS, renewal,
+                                                              _content_type=merge))[0] == 403
+        status, body = _status(lambda: agent_a.patch_namespaced_lease(leader, NS, {"spec": {"holderIdentity": a}},
+                                                                      _content_type=merge))
+        assert status == 403 and "only its heartbeat Leases (named joulie-agent-*)" in body, body
+        # RBAC: the agent cannot read Leases; the controller manager lists and watches them, writes none of the agents'.
+        assert _status(lambda: agent_a.list_namespaced_lease(NS))[0] == 403
+        ctl = k8s.CoordinationV1Api(_as(control_plane, "joulie-controller-manager"))
+        listed = ctl.list_namespaced_lease(NS, label_selector="joulie.io/agent-heartbeat=true")
+        assert {agent_lease_name(a), agent_lease_name(b)} <= {x.metadata.name for x in listed.items if x.metadata}
+    finally:
+        for name in (leader, agent_lease_name(a), agent_lease_name(b)):
+            with contextlib.suppress(ApiException):
+                admin.delete_namespaced_lease(name, NS)
 
 
 def _label(api: k8s.ApiClient, node: str, key: str) -> Callable[[], Any]:

@@ -78,7 +78,12 @@ def test_defaults_install_the_daemonset_agent_and_the_controller_manager() -> No
     assert workloads == [("DaemonSet", "joulie-agent"), ("Deployment", "joulie-controller-manager")]
     assert sorted(n for k, n in ids(docs) if k == "CustomResourceDefinition") == [
         "nodehardwares.joulie.io", "nodetwins.joulie.io"]
-    assert not chart.find(docs, "Role") and not chart.find(docs, "ConfigMap")
+    assert not chart.find(docs, "ConfigMap")
+    # The only Roles: the agents' heartbeat Leases, written by the agent, watched by the controller manager.
+    assert {n: rules(r) for r in chart.find(docs, "Role") for n in [r["metadata"]["name"]]} == {
+        "joulie-agent-heartbeat": {("coordination.k8s.io", "leases"): {"create", "patch"}},
+        "joulie-controller-manager-agent-heartbeats": {("coordination.k8s.io", "leases"): {"list", "watch"}}}
+    assert env_of(one(docs, "DaemonSet", "joulie-agent"))["POD_NAMESPACE"] == ("fieldRef", "metadata.namespace")
 
     ds = one(docs, "DaemonSet", "joulie-agent")
     pod = ds["spec"]["template"]["spec"]
@@ -292,7 +297,8 @@ def test_agent_daemonset_from_chart_says_when_the_values_render_no_daemonset() -
 
 def test_mode_none_renders_no_agent() -> None:
     docs = render("none")
-    assert not [n for _, n in ids(docs) if "agent" in n]
+    # The controller manager still watches heartbeat Leases (agents may be installed apart).
+    assert not [n for _, n in ids(docs) if "agent" in n and not n.startswith("joulie-controller-manager-")]
     assert [n for k, n in ids(docs) if k == "Deployment"] == ["joulie-controller-manager"]
 
 

@@ -20,6 +20,7 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile.watch_cluster": "WATCH_CLUSTER",
     "reconcile.cache_resync_s": "CACHE_RESYNC_INTERVAL",
     "agent_lost_after_s": "AGENT_LOST_AFTER",
+    "agent_lease_namespace": "AGENT_LEASE_NAMESPACE",
     "api_timeout_s": "KUBE_API_TIMEOUT",
     "metrics_addr": "METRICS_ADDR",
     "trusted_namespaces": "TRUSTED_NAMESPACES",

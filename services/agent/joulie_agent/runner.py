@@ -16,6 +16,7 @@ from typing import Any
 from joulie_agent.discovery.catalog import Catalog, CatalogError, load_catalog
 from joulie_agent.host.nvml import open_nvml
 from joulie_agent.kube.agentkube import AgentKube
+from joulie_agent.kube.heartbeat import LeaseHeartbeat
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_agent.kube.twinwatch import TwinWatcher
 from joulie_agent.loop.agent import Agent
@@ -80,8 +81,10 @@ def agent_kube(api: Any, settings: Settings, clock: Clock, watched: bool = False
     # No retries inside a call: the loop's outage backoff decides when to try again, and
     # enforcement must not wait 54 s on a write to an API server that is down.
     twins = TwinSpecCache(clock.monotonic, settings.twin_resync_s) if watched else None
+    leases = (LeaseHeartbeat(api, settings.lease_namespace, settings.heartbeat_s, clock.now, clock.monotonic)
+              if settings.lease_namespace else None)
     return AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT, Backoff(delays_s=())), clock, settings.hardware_rewrite_s,
-                     settings.heartbeat_s, twins)
+                     settings.heartbeat_s, twins, leases, settings.status_rewrite_s)
 
 
 def start_power_export(settings: Settings, metrics: AgentMetrics) -> PowerExporter | None:

@@ -51,7 +51,13 @@ class Settings:
         pool_shard_id: POOL_SHARD_ID, else the integer suffix of POD_NAME, else 0;
         pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes again (60 s).
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
-    heartbeat_s: AGENT_HEARTBEAT; controlStatus (with heartbeatAt) is rewritten at least this often (30s).
+    heartbeat_s: AGENT_HEARTBEAT, how often each node's heartbeat Lease is renewed (30s; from the
+        reconcile loop, so at the first tick after it is due).
+    lease_namespace: AGENT_LEASE_NAMESPACE, where the heartbeat Leases are (default POD_NAMESPACE, the
+        agent's own); "" when neither is set: no Lease, and controlStatus.heartbeatAt, rewritten every
+        AGENT_HEARTBEAT, is the heartbeat as before issue 39.
+    status_rewrite_s: AGENT_STATUS_REWRITE, with Leases: NodeTwin status.controlStatus is rewritten
+        unchanged at most this often (10m; at once when it changes).
     twin_resync_s: TWIN_RESYNC; a NodeTwin spec the watch has not refreshed for this long is read again
         by a GET (10m; 0 GETs every tick, as before the watch cache).
     tool_timeout_s: GPU_TOOL_TIMEOUT, per GPU tool command (3 s; a duration, at least 100ms).
@@ -93,6 +99,8 @@ class Settings:
     pool_list_interval_s: float = 60.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
+    lease_namespace: str = ""
+    status_rewrite_s: float = 600.0
     twin_resync_s: float = 600.0
     tool_timeout_s: float = 3.0
     tool_path: str = ""
@@ -150,7 +158,9 @@ class Settings:
             pool_selector=e.get("POOL_NODE_SELECTOR", "joulie.io/managed=true"),
             pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
             spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
-            heartbeat_s=read_env(e, "AGENT_HEARTBEAT", parse_duration, 30.0),
+            heartbeat_s=_duration_of_at_least(e, "AGENT_HEARTBEAT", 30.0, 1.0, "1s"),
+            lease_namespace=(e.get("AGENT_LEASE_NAMESPACE") or e.get("POD_NAMESPACE") or "").strip(),
+            status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 600.0, 1.0, "1s"),
             twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 600.0),
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),

@@ -24,7 +24,7 @@ from joulie_api.names import FIELD_MANAGER_LIVENESS
 from joulie_api.outage import Outage, unanswered
 from joulie_common.clock import SYSTEM_CLOCK, Clock
 from joulie_controller.bmc.redfishdriver import from_kube
-from joulie_controller.kube.informer import CachedCluster
+from joulie_controller.kube.informer import CachedCluster, HeapSettler
 from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
@@ -47,13 +47,15 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
     metrics = Metrics()
     return Controller(
         settings,
-        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency, cluster=_cluster(settings, api)),
+        ControllerKube(api, write_concurrency=settings.reconcile.write_concurrency, cluster=_cluster(settings, api),
+                       lease_namespace=settings.heartbeat_namespace),
         PowerReader(settings),
         metrics,
         _elector(settings, api, identity),
         facility=FacilityReader(settings) if settings.facility.enabled else None,
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
+        heap=HeapSettler() if settings.reconcile.watch_cluster else None,
     )
 
 
@@ -62,7 +64,7 @@ def _cluster(settings: Settings, api: k8s.ApiClient) -> CachedCluster | None:
     tick; none: the tick LISTs. Their threads are daemons: they end with the process."""
     if not settings.reconcile.watch_cluster:
         return None
-    return watch_cluster(api, settings.reconcile.cache_resync_s, threading.Event())
+    return watch_cluster(api, settings.reconcile.cache_resync_s, threading.Event(), settings.heartbeat_namespace)
 
 
 def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderElector | None:
@@ -97,7 +99,7 @@ class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None, liveness: Liveness | None = None,
-                 power_driver: PowerDriver | None = None):
+                 power_driver: PowerDriver | None = None, heap: HeapSettler | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -109,6 +111,8 @@ class Controller:
         self.facility_reader = facility
         self.liveness = liveness
         self.power_driver = power_driver
+        # With the watch caches the cluster stays in memory: the heap is settled after each tick.
+        self.heap = heap
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
@@ -152,7 +156,7 @@ class Controller:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
-            self.liveness.check(snap.twins, now, result.power_states)
+            self.liveness.check(snap.twins, now, result.power_states, self.kube.heartbeats())
         forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)
@@ -165,6 +169,8 @@ class Controller:
         self.metrics.record_tick(result)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
+        if self.heap is not None:
+            self.heap.after_tick()
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         if result.plan is not None:
             plan_text = ",".join(f"{o.node}={'draining' if o.draining else o.profile}" for o in result.outcomes[:20])

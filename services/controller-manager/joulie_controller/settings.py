@@ -316,8 +316,16 @@ class Settings:
     pod_namespace: str = "joulie-system"
     """POD_NAMESPACE: the controller's namespace (its Lease, the BMC Secrets)."""
     agent_lost_after_s: float = 120.0
-    """AGENT_LOST_AFTER, default 2m (four agent heartbeats): a node whose agent's heartbeat
-    (controlStatus.heartbeatAt) is older than this is marked agent-lost (status.agent)."""
+    """AGENT_LOST_AFTER, default 2m (four agent heartbeats): a node whose agent's heartbeat (the
+    renewTime of its Lease, or controlStatus.heartbeatAt when that is later) is older than this is
+    marked agent-lost (status.agent)."""
+    agent_lease_namespace: str = ""
+    """AGENT_LEASE_NAMESPACE, default empty: POD_NAMESPACE. Where the agents' heartbeat Leases
+    (labelled joulie.io/agent-heartbeat=true) are watched; the agents' setting of the same name."""
+
+    @property
+    def heartbeat_namespace(self) -> str:
+        return self.agent_lease_namespace or self.pod_namespace
     api_timeout_s: float = 10.0
     """KUBE_API_TIMEOUT, default 10s: how long one Kubernetes API request waits for the server
     (a frozen API server then costs a tick seconds, logged, not minutes; issue 36)."""

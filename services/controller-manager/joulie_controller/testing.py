@@ -28,9 +28,14 @@ class MemoryKube:
     def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
         self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
         self.refuse_cordon = False
+        self.leases: dict[str, datetime] = {}
+        """The agents' heartbeat Lease renewals by node name, as ``ControllerKube.heartbeats`` reads them."""
 
     def snapshot(self, now: datetime, *_: Any) -> Snapshot:
         return replace(self.snap, now=now)
+
+    def heartbeats(self) -> dict[str, datetime]:
+        return dict(self.leases)
 
     def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
         self.snap = apply_in_memory(self.snap, TickResult(writes, [], None, []), profile_label)

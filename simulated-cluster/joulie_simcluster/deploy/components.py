@@ -257,6 +257,8 @@ def _agent_env(plan: Plan, port: int, own: Mapping[str, str]) -> dict[str, str]:
         "METRICS_ADDR": f"127.0.0.1:{port}",
         "RECONCILE_INTERVAL": duration(plan.timing.agent_interval_s),
         "GPU_TOOL_TIMEOUT": f"{plan.gpu_tool_timeout_s:g}",
+        # As the chart sets it (the Pod's namespace): where the agent's heartbeat Leases are.
+        "POD_NAMESPACE": LEADER_NAMESPACE,
     })
     return env
 
@@ -302,7 +304,8 @@ def _agent_run(plan: Plan, name: str, port: int, env: dict[str, str], node: str)
 
 
 LEADER_NAMESPACE = "joulie-system"
-"""Where the replicas' Lease lives (the chart's release namespace; ``deploy`` creates it)."""
+"""Where the replicas' Lease and the agents' heartbeat Leases live (the chart's release namespace;
+``deploy`` creates it)."""
 
 
 def controller_replicas(values: Mapping[str, Any]) -> int:

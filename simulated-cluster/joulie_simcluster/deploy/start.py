@@ -133,8 +133,7 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     (render / "commands.json").write_text(json.dumps(
         {c.name: {"component": c.component, "argv": c.argv, "env": c.env, "log": str(c.log), "url": c.metrics_url}
          for c in cmds}, indent=1))
-    if plan.controller_replicas > 1:
-        ensure_namespace(state.kubeconfig, comp.LEADER_NAMESPACE)
+    ensure_namespace(state.kubeconfig, comp.LEADER_NAMESPACE)  # the agents' heartbeat Leases, the leader Lease
     try:
         if on_kubelet:
             started = onkubelet.start(ctx, plan, cmds, pods, env, options.values_files, _start)
@@ -159,7 +158,8 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
 
 
 def ensure_namespace(kubeconfig: Path, name: str) -> None:
-    """The namespace of the replicas' Lease (a helm install's release namespace exists already)."""
+    """The namespace of the replicas' Lease and the agents' heartbeat Leases (a helm install's release
+    namespace exists already)."""
     api = core_api(kubeconfig)
     try:
         api.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))

@@ -2,8 +2,10 @@
 
 Writes go through `joulie_api.kube.JoulieClient` as field manager joulie-agent: NodeHardware by
 server-side apply (spec, then status), NodeTwin by server-side apply of status.controlStatus only,
-so managedFields show the agent owning nothing else of a NodeTwin. controlStatus carries the
-agent's heartbeat (`heartbeatAt`), rewritten at least every AGENT_HEARTBEAT.
+so managedFields show the agent owning nothing else of a NodeTwin. The agent's heartbeat is a Lease
+per node (`heartbeat`), renewed every AGENT_HEARTBEAT; controlStatus is then rewritten only when it
+changes or every AGENT_STATUS_REWRITE. Without a Lease namespace (AGENT_LEASE_NAMESPACE and
+POD_NAMESPACE unset) controlStatus's `heartbeatAt` stays the heartbeat, rewritten every AGENT_HEARTBEAT.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from joulie_agent.control.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.discovery.status import status_document
+from joulie_agent.kube.heartbeat import LeaseHeartbeat
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, NodeHardwareStatus
 from joulie_api.generated.nodetwin import ControlStatus, NodeTwin, NodeTwinSpec, NodeTwinStatus
@@ -66,15 +69,18 @@ class AgentKube:
     """The agent's only Kubernetes reads and writes."""
 
     def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0, heartbeat_s: float = 30.0,
-                 twins: TwinSpecCache | None = None):
+                 twins: TwinSpecCache | None = None, leases: LeaseHeartbeat | None = None,
+                 status_rewrite_s: float = 600.0):
         self.client = client
         self.clock = clock
         # The NodeTwin watch's cache: read_spec GETs only what it cannot answer (None: GET every time).
         self.twins = twins
         self.hw_writes = SkipUnchanged(rewrite_s)
-        # controlStatus is rewritten unchanged every heartbeat: its heartbeatAt is the agent's
-        # liveness, which the controller manager watches (agent-lost).
-        self.status_writes = SkipUnchanged(heartbeat_s)
+        # The liveness the controller manager watches (agent-lost): the Lease when there is one, and
+        # then controlStatus is rewritten unchanged only every status_rewrite_s (its heartbeatAt still
+        # counts, for a controller older than the Leases); without one, every heartbeat.
+        self.leases = leases
+        self.status_writes = SkipUnchanged(status_rewrite_s if leases is not None else heartbeat_s)
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         """Apply NodeHardware for `node`; False when skipped as unchanged."""
@@ -121,6 +127,14 @@ class AgentKube:
                     raise
                 self.twins.store_read(name, twin, ticket)
         return (twin is not None, twin.spec if twin else None)
+
+    def renew_lease(self, node: str) -> bool:
+        """Renew ``node``'s heartbeat Lease when due; False when not due or there are no Leases."""
+        return self.leases is not None and self.leases.renew(node)
+
+    def forget_lease(self, node: str) -> None:
+        if self.leases is not None:
+            self.leases.forget(node)
 
     def write_control_status(self, node: str, cpu: CPUOutcome, gpu: GPUOutcome) -> bool:
         name = object_name_for_node(node)

@@ -149,6 +149,7 @@ class Agent:
             self.listed_at = now
             for gone in set(self.controllers) - {n.name for n in nodes}:
                 del self.controllers[gone]
+                self.kube.forget_lease(gone)
                 if self.exporter is not None:
                     self.exporter.remove_node(gone)
                 client = self.pod_resources.pop(gone, None)
@@ -212,7 +213,9 @@ class Agent:
         written = True
         if exists:
             written = self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
-        return published and written
+        # After the reconcile, not on a timer: a renewed Lease says this node's loop works.
+        renewed = self._api_write(lambda: self.kube.renew_lease(name))
+        return published and written and renewed
 
     def _refuse_spec(self, name: str, c: NodeController, now: float, err: ObjectDecodeError) -> bool:
         """A NodeTwin whose spec is out of the schema's bounds (``packagePowerCapWatts: 1e30`` past a
@@ -227,6 +230,7 @@ class Agent:
             self.refusals[name] = refused
             log.error("node %s: %s; the last accepted cap stays enforced", name, refused)
         self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
+        self._api_write(lambda: self.kube.renew_lease(name))  # the agent works; the twin is what is wrong
         return False  # not reconciled with the cluster's intent: counted as a failed node
 
     def _enforce_last_intent(self, name: str, c: NodeController, now: float) -> None:

@@ -60,6 +60,13 @@ class FlakyKube:
         self.statuses.append((cpu, gpu))
         return True
 
+    def renew_lease(self, node: str) -> bool:
+        self._answer()
+        return True
+
+    def forget_lease(self, node: str) -> None:
+        pass
+
 
 def _pl1(root: Path, zone: int) -> int:
     return int((root / PL1.format(zone)).read_text())

@@ -28,6 +28,8 @@ class FakeKube:
             list_node=lambda label_selector, _preload_content: SimpleNamespace(data=body)))
         self.published: list[str] = []
         self.statuses: dict[str, CPUOutcome] = {}
+        self.renewed: list[str] = []
+        self.forgotten: list[str] = []
 
     list_nodes = AgentKube.list_nodes
 
@@ -44,6 +46,13 @@ class FakeKube:
         self.statuses[node] = cpu
         return True
 
+    def renew_lease(self, node: str) -> bool:
+        self.renewed.append(node)
+        return True
+
+    def forget_lease(self, node: str) -> None:
+        self.forgotten.append(node)
+
 
 def test_pool_replica_reconciles_only_its_shard_and_survives_a_failing_node(tmp_path: Path) -> None:
     nodes = [f"kwok-{i}" for i in range(12)] + ["broken-0"]
@@ -57,6 +66,8 @@ def test_pool_replica_reconciles_only_its_shard_and_survives_a_failing_node(tmp_
     mine = {n for n in nodes if owns_node(n, 2, shard)}
     assert set(kube.published) == mine
     assert set(kube.statuses) == mine - {"broken-0"}
+    # each node's heartbeat Lease is renewed once its reconcile went through, the failing one's not
+    assert sorted(kube.renewed) == sorted(mine - {"broken-0"})
     assert all(s.result == "none" for s in kube.statuses.values())
     assert 'joulie_reconcile_errors_total{node="broken-0"} 1.0' in generate_latest(metrics.registry).decode()
 

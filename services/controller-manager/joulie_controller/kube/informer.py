@@ -54,6 +54,28 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+class HeapSettler:
+    """``settle_heap`` after every tick, and once every ``thaw_every_s`` a thaw first (``gc.unfreeze``).
+
+    What a tick leaves (new watch objects, the Memory it kept) is otherwise collected only by the
+    full collections its allocations trigger, each a walk over every object not frozen: at 5000 Nodes
+    / 50 000 Pods one landed every other steady tick and cost ~0.2 CPU s (a quarter of the tick). A
+    collection right after the tick walks only what came since the last one (~10 ms there), then
+    freezes it. A frozen object that later becomes part of a reference cycle is not collected until
+    the next thaw: the hourly thaw and full collection bound that."""
+
+    def __init__(self, thaw_every_s: float = 3600.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.thaw_every_s, self.monotonic = thaw_every_s, monotonic
+        self.thawed_at = monotonic()
+
+    def after_tick(self) -> None:
+        now = self.monotonic()
+        if now - self.thawed_at >= self.thaw_every_s:
+            gc.unfreeze()
+            self.thawed_at = now
+        settle_heap()
+
+
 _listing_lock = threading.Lock()
 _listing = 0
 

@@ -189,3 +189,32 @@ def test_a_tick_refuses_a_cluster_whose_caches_have_not_synced_naming_them() -> 
     listed.relist()
     with pytest.raises(CacheNotSyncedError, match="pods"):
         CachedCluster({"nodes": listed, "pods": unlisted}).wait_synced(0.01)
+
+
+def test_the_heap_settled_after_a_tick_keeps_what_lives_and_frees_cycles_and_thaws_hourly() -> None:
+    import gc
+    import weakref
+
+    from joulie_controller.kube.informer import HeapSettler
+
+    class Node:
+        other: object = None
+
+    clock = [0.0]
+    heap = HeapSettler(thaw_every_s=3600.0, monotonic=lambda: clock[0])
+    try:
+        kept = Node()
+        cycle_a, cycle_b = Node(), Node()
+        cycle_a.other, cycle_b.other = cycle_b, cycle_a  # garbage a tick left, reachable only from itself
+        dead = weakref.ref(cycle_a)
+        del cycle_a, cycle_b
+        heap.after_tick()
+        assert dead() is None  # collected before the freeze, not frozen for good
+        assert gc.get_freeze_count() > 0 and kept is not None
+        heap.after_tick()
+        assert heap.thawed_at == 0.0  # not thawed within the hour
+        clock[0] = 3600.0  # an hour on: everything thawed, collected once in full, frozen again
+        heap.after_tick()
+        assert heap.thawed_at == 3600.0 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -40,6 +40,7 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
+from joulie_controller.kube.heartbeats import HEARTBEAT_SELECTOR, heartbeat_of, latest_by_node
 from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
@@ -338,31 +339,41 @@ RUNNING_OR_PENDING: Final = "status.phase!=Succeeded,status.phase!=Failed"
 performance Pod that fits nowhere else); finished Pods are left out."""
 
 
-def watch_cluster(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -> CachedCluster:
-    """The four caches the tick reads, started."""
-    return cluster_caches(api, resync_s, stop).start()
+def watch_cluster(api: k8s.ApiClient, resync_s: float, stop: threading.Event,
+                  lease_namespace: str | None = None) -> CachedCluster:
+    """The caches the tick reads, started."""
+    return cluster_caches(api, resync_s, stop, lease_namespace).start()
 
 
-def cluster_caches(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -> CachedCluster:
-    """The four caches the tick reads (Nodes, unfinished Pods, NodeHardware, NodeTwins), not started."""
+def cluster_caches(api: k8s.ApiClient, resync_s: float, stop: threading.Event,
+                   lease_namespace: str | None = None) -> CachedCluster:
+    """The caches the tick reads (Nodes, unfinished Pods, NodeHardware, NodeTwins, and with
+    ``lease_namespace`` the agents' heartbeat Leases there), not started."""
     core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
 
     def crd(plural: str) -> Callable[..., Any]:
         return functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, plural)
 
-    return CachedCluster({
+    caches: dict[str, WatchCache[Any]] = {
         "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop, decode_page=node_page),
         "pods": WatchCache("Pod", core.list_pod_for_all_namespaces, pod_info, resync_s=resync_s, stop=stop,
                            decode_page=pod_page, field_selector=RUNNING_OR_PENDING),
         "hardware": WatchCache("NodeHardware", crd(NODE_HARDWARE.plural), hardware_of, resync_s=resync_s, stop=stop),
         "twins": WatchCache("NodeTwin", crd(NODE_TWIN.plural), twin_of, resync_s=resync_s, stop=stop),
-    })
+    }
+    if lease_namespace:
+        caches["leases"] = WatchCache(
+            "agent Lease", functools.partial(k8s.CoordinationV1Api(api).list_namespaced_lease, lease_namespace),
+            heartbeat_of, resync_s=resync_s, stop=stop, label_selector=HEARTBEAT_SELECTOR)
+    return CachedCluster(caches)
 
 
 class ControllerKube:
     def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None, write_concurrency: int = 8,
-                 cluster: CachedCluster | None = None, sync_wait_s: float = 30.0):
+                 cluster: CachedCluster | None = None, sync_wait_s: float = 30.0, lease_namespace: str | None = None):
         self.cluster = cluster  # None: LIST every tick
+        self.lease_namespace = lease_namespace  # the agents' heartbeat Leases (None: not read)
+        self.coord = k8s.CoordinationV1Api(api)
         self.sync_wait_s = sync_wait_s
         self.core = k8s.CoreV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
@@ -389,6 +400,17 @@ class ControllerKube:
     def twins(self) -> dict[str, NodeTwin]:
         twins = (twin_of(item) for item in self._list_custom(NODE_TWIN.plural))
         return {str((t.metadata or {}).get("name", "")): t for t in twins if t is not None}
+
+    def heartbeats(self) -> dict[str, datetime]:
+        """The latest heartbeat Lease renewal of each node, by node name: from the Lease cache (read
+        after ``snapshot``, which waited for it to sync), else a LIST (empty without a namespace)."""
+        if self.cluster is not None and "leases" in self.cluster.caches:
+            return latest_by_node(self.cluster.values("leases"))
+        if not self.lease_namespace:
+            return {}
+        items = _json(self.coord.list_namespaced_lease(self.lease_namespace, label_selector=HEARTBEAT_SELECTOR,
+                                                       _preload_content=False)).get("items") or []
+        return latest_by_node(b for b in (heartbeat_of(i) for i in items if isinstance(i, dict)) if b is not None)
 
     def snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
         if self.cluster is not None:

@@ -1,4 +1,5 @@
-"""Whether each node's agent is alive, from the heartbeat it writes (controlStatus.heartbeatAt).
+"""Whether each node's agent is alive, from its heartbeat: the renewTime of the node's agent Lease
+(``heartbeats``, issue 39), or controlStatus.heartbeatAt when that is later (an agent without Leases).
 
 Issue 23: a dead agent's twin still said "applied" (the controller kept the twin fresh), and the
 only hint was a node drawing 256 W against a 165 W cap. Now the controller manager marks a node
@@ -67,6 +68,10 @@ def agent_state(heartbeat: datetime | None, first_seen: datetime, now: datetime,
     return Verdict("agent-lost" if silent_s > lost_after_s else "alive", silent_s, heartbeat)
 
 
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
 def _drift(twin: NodeTwin) -> dict[str, bool]:
     cs = twin.status.control_status if twin.status is not None else None
     return {"cpu": bool(cs and cs.cpu and cs.cpu.drift), "gpu": bool(cs and cs.gpu and cs.gpu.drift)}
@@ -99,17 +104,20 @@ class Liveness:
                               ["node"], registry=r)
 
     def check(self, twins: Mapping[str, NodeTwin], now: datetime,
-              power_states: Mapping[str, str] | None = None) -> dict[str, Verdict]:
+              power_states: Mapping[str, str] | None = None,
+              heartbeats: Mapping[str, datetime] | None = None) -> dict[str, Verdict]:
         """Verdicts by node name; writes status.agent of the twins whose state changed. ``power_states``:
-        the power policy's state of each node after the tick (empty under POWER_POLICY=none)."""
+        the power policy's state of each node after the tick (empty under POWER_POLICY=none);
+        ``heartbeats``: the last renewal of each node's agent Lease, by node name."""
         power_states = power_states or {}
+        heartbeats = heartbeats or {}
         out: dict[str, Verdict] = {}
         seen: set[str] = set()
         for obj_name, twin in twins.items():
             node = twin.spec.node_name
             seen.add(node)
             cs = twin.status.control_status if twin.status is not None else None
-            heartbeat = cs.heartbeat_at if cs is not None else None
+            heartbeat = _later(heartbeats.get(node), cs.heartbeat_at if cs is not None else None)
             power = power_states.get(node)
             if power in POWERED_DOWN:
                 self.powered_down_at[node] = now
