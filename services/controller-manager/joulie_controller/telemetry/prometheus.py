@@ -107,6 +107,9 @@ class PowerReader:
         started = start_time(self.client, s.prometheus.url)
         if started is not None:
             self.warmup.started(started, now)
+        component_fields = {name for name, _ in components}
+        host_w: dict[str, float] = {}
+        components_w: dict[str, float] = {}
         for field_name, promql in queries:
             try:
                 result = instant_query(self.client, s.prometheus.url, promql)
@@ -116,9 +119,14 @@ class PowerReader:
                 return PowerReading(error=str(err))
             samples, rejected = parse_vector(result, self.queries.node_label, field_name)
             reading.rejected.extend(rejected)
+            into = components_w if field_name in component_fields else host_w
             for sample in samples:
-                # Earlier queries win: host before components, energy counter before power gauge.
-                reading.measurements.setdefault(sample.node, Measurement(sample.value_w, SOURCE_PROMETHEUS))
+                # Earlier queries win: energy counter before power gauge.
+                into.setdefault(sample.node, sample.value_w)
+        for node, watts in host_w.items():
+            reading.measurements[node] = Measurement(watts, SOURCE_PROMETHEUS, components_w.get(node))
+        for node, watts in components_w.items():  # no host series: the components are the reading
+            reading.measurements.setdefault(node, Measurement(watts, SOURCE_PROMETHEUS))
         if self.health.down:  # answering again: its window holds the outage's gap from now on
             self.warmup.failed(now)
         self.health.ok()
