@@ -52,6 +52,9 @@ from joulie_controller.reconcile.nodetwin import (
 from joulie_controller.reconcile.snapshot import Memory, NodeOutcome, NodeWrite, Snapshot, TickResult
 from joulie_controller.settings import Settings, selector_matches
 
+WORK_AWARE_POLICY = "work_aware_v1"
+"""POLICY_TYPE of the policy that reads TRUSTED_NAMESPACES (the guard follows it there)."""
+
 Measured = dict[str, tuple[float | None, str]]
 """Each eligible node's measured power (None: no valid sample) and its source, this tick."""
 
@@ -188,8 +191,9 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     memory.job_estimates = update_estimates(memory.job_estimates, snap.pods, views, snap.gpu_samples,
                                             s.trusted_namespaces)
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
+    guarded_pods = _guarded_pods(snap, s, perf_pods)
     # Guard and caps first: rack power needs every node's capped budget.
-    staged = [_guard_and_caps(n, views[n.name], perf_pods.get(n.name, 0), decided, snap, s, memory, log)
+    staged = [_guard_and_caps(n, views[n.name], guarded_pods.get(n.name, 0), decided, snap, s, memory, log)
               for n in nodes]
     rack_power = _rack_power(snap, staged, views, measured)
 
@@ -208,6 +212,15 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         outcomes.append(outcome)
     return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions, power_states, memory.warm,
                       dict(memory.implausible))
+
+
+def _guarded_pods(snap: Snapshot, s: Settings, perf_pods: dict[str, int]) -> dict[str, int]:
+    """The performance Pods the downgrade guard holds a node in draining for. Under work_aware_v1,
+    only trusted ones (TRUSTED_NAMESPACES): the guard keeps performance caps, so an untrusted Pod
+    annotated performance held a node the budget lowered at 100 % for as long as it ran (issue 36)."""
+    if s.policy.type != WORK_AWARE_POLICY:
+        return perf_pods
+    return fsm.count_performance_pods(fsm.tenant_view(snap.pods, s.trusted_namespaces))
 
 
 def _power_only_writes(snap: Snapshot, s: Settings, power_plan: PowerDecision, cap_nodes: set[str]) -> list[NodeWrite]:
