@@ -10,6 +10,7 @@ rate window is covered again (``ratewarmup``): a partly covered window reads far
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,13 +23,25 @@ from joulie_controller.readings.facility import facility_queries, read_facility
 from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
 from joulie_controller.readings.ratewarmup import RateWarmup
 from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
-from joulie_controller.settings import Settings, parse_duration_s
+from joulie_controller.settings import PrometheusSettings, Settings, parse_duration_s
 
 log = logging.getLogger(__name__)
 
 
 class PrometheusError(RuntimeError):
     pass
+
+
+def http_client(p: PrometheusSettings) -> httpx.Client:
+    """The client every Prometheus query goes through: its timeout and, for the authenticated
+    telemetry path, the CA of Prometheus's serving certificate and the controller's client
+    certificate (a Prometheus web config requiring one refuses the handshake without it)."""
+    if not (p.ca_file or p.client_cert_file):
+        return httpx.Client(timeout=p.timeout_s)
+    ctx = ssl.create_default_context(cafile=p.ca_file or None)
+    if p.client_cert_file:
+        ctx.load_cert_chain(p.client_cert_file, p.client_key_file)
+    return httpx.Client(timeout=p.timeout_s, verify=ctx)
 
 
 @dataclass
@@ -75,7 +88,7 @@ class PowerReader:
     def __init__(self, settings: Settings, client: httpx.Client | None = None,
                  monotonic: Callable[[], float] = time.monotonic):
         self.settings = settings
-        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.client = client or http_client(settings.prometheus)
         self.queries: PowerQueries = power_queries(
             MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
             settings.prometheus.node_attribute_promoted, settings.prometheus.rate_window)
@@ -157,7 +170,7 @@ class FacilityReader:
 
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.address = settings.facility.prometheus_url or settings.prometheus.url
-        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.client = client or http_client(settings.prometheus)
         self.queries = facility_queries(settings)
         # The problems of the last poll: logged when they change, not every poll (issue 23,
         # prometheus-kill: a line per facility query per poll while Prometheus was down).
