@@ -268,11 +268,23 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
         gpu_lock_pct=_controllers_locks(nodes, snap),
+        agent_lost=_agents_lost(nodes, snap),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
     log.extend(decided.notes)
     return decided
+
+
+def _agents_lost(nodes: list[NodeInfo], snap: Snapshot) -> frozenset[str]:
+    """The nodes whose NodeTwin's liveness check last said agent-lost (``kube/liveness.py``)."""
+    lost = set()
+    for n in nodes:
+        existing = snap.twins.get(object_name_for_node(n.name))
+        agent = existing.status.agent if existing is not None and existing.status is not None else None
+        if agent is not None and agent.state == "agent-lost":
+            lost.add(n.name)
+    return frozenset(lost)
 
 
 def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float]:
