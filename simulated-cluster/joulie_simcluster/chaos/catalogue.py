@@ -48,13 +48,20 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("clock-skew", "one agent (of a Node without GPUs) restarted with its wall clock 180 s behind "
           "(libfaketime) for 60 s, then on the true clock; libfaketime 0.9.10 breaks Python's timed waits "
           "(inject.py), so what it shows is not a pure skew", hold_s=60.0),
+    # 30 s: three times the clients' 10 s request deadline (joulie_api.kubeconfig DEFAULT_TIMEOUT_S), so
+    # a tick that waited without one would hang through it (issue 36: 61 s, nothing logged).
+    Fault("apiserver-freeze", "SIGSTOP kube-apiserver for 30 s (beyond the clients' 10 s request deadline), "
+          "then SIGCONT: the controller's tick gives up and logs, and resumes after", hold_s=30.0),
+    # 150 s: beyond AGENT_LOST_AFTER (2 m) plus a reconcile, so the node must show agent-lost meanwhile.
+    Fault("agent-freeze", "SIGSTOP one agent for 150 s (beyond AGENT_LOST_AFTER, 2 m), then SIGCONT: its node "
+          "goes agent-lost within the stated time and the budget stops shedding on it", hold_s=150.0),
     Fault("sysfs-garbage", "a random capped CPU Node's RAPL energy and limit files hold garbage bytes and are "
           "immutable (chattr +i) for 20 s (files mode)", hold_s=20.0),
 )}
 
 DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-kill", "etcd-kill",
                   "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
-                  "prometheus-empty", "tool-timeout")
+                  "prometheus-empty", "tool-timeout", "apiserver-freeze", "agent-freeze")
 """The default run: what works on any deployed cluster (leader-failover needs two replicas, the
 api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode)."""
 

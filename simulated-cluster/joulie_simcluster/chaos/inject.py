@@ -132,6 +132,10 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
         pid = _cluster_pid(state, "prometheus")
         _kill(pid, signal.SIGSTOP)
         return Injected("prometheus", clear=lambda: _kill(pid, signal.SIGCONT))
+    if name == "apiserver-freeze":
+        return _apiserver_freeze(state)
+    if name == "agent-freeze":
+        return _agent_freeze(state, choose(agent_nodes, step.pick))
     if name == "limit-reset":
         node = choose(capped_nodes, step.pick)
         emulator_call(state, "restart-view", node)
@@ -154,6 +158,64 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
     if name == "sysfs-garbage":
         return _sysfs_garbage(state, step, capped_nodes)
     raise RuntimeFailure(f"chaos: no injection for fault {name!r}")
+
+
+API_TIMEOUT_LINE = "Kubernetes API server did not answer"
+"""What joulie_api.kubeconfig logs when a request passes its deadline (the frozen API server, seen)."""
+
+
+def _apiserver_freeze(state: StateDir) -> Injected:
+    pid = _cluster_pid(state, "kube-apiserver")
+    log = state.log("controller-manager")
+    offset = _log_size(log)
+    _kill(pid, signal.SIGSTOP)
+    stopped = time.time()
+    thawed: list[float] = []
+
+    def clear() -> None:
+        _kill(pid, signal.SIGCONT)
+        thawed.append(time.time())
+
+    def note() -> str:
+        lines = [line for line in _log_since(log, offset).splitlines() if API_TIMEOUT_LINE in line]
+        held = (thawed[0] if thawed else time.time()) - stopped
+        first = f"; first: {lines[0][-160:]}" if lines else ""
+        return (f"kube-apiserver stopped {held:.0f} s; the controller manager logged {len(lines)} request deadline "
+                f"line(s){first}")
+    return Injected("kube-apiserver", clear=clear, note=note)
+
+
+def agent_state(twin: dict[str, object]) -> str:
+    """status.agent.state of a NodeTwin as the API returns it ("" when unset)."""
+    status = twin.get("status")
+    agent = status.get("agent") if isinstance(status, dict) else None
+    state = agent.get("state") if isinstance(agent, dict) else None
+    return state if isinstance(state, str) else ""
+
+
+def _agent_freeze(state: StateDir, node: str) -> Injected:
+    name = f"agent-{node}"
+    pid = _deploy_pid(state, name)
+    _kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    lost_after: list[float] = []
+    specs_while_lost: set[str] = set()
+
+    def watch() -> None:
+        with contextlib.suppress(Exception):
+            for t in kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1):
+                if t["spec"]["nodeName"] == node and agent_state(t) == "agent-lost":
+                    if not lost_after:
+                        lost_after.append(time.monotonic() - stopped)
+                    specs_while_lost.add(json.dumps({k: t["spec"].get(k) for k in ("cpu", "gpu")}, sort_keys=True))
+
+    def note() -> str:
+        if not lost_after:
+            return f"{name} frozen: its node never showed agent-lost during the window"
+        moved = "unchanged" if len(specs_while_lost) <= 1 else f"changed {len(specs_while_lost) - 1} time(s)"
+        return (f"{name} frozen: agent-lost {lost_after[0]:.0f} s after the freeze; its NodeTwin caps {moved} "
+                f"while agent-lost")
+    return Injected(name, clear=lambda: _kill(pid, signal.SIGCONT), watch=watch, note=note)
 
 
 def _log_since(path: Path, offset: int) -> str:
