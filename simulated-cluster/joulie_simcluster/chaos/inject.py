@@ -29,6 +29,7 @@ from kubernetes import client as k8s
 
 from joulie_simcluster.chaos.apifaults import ApiFault, ApiFaultKind
 from joulie_simcluster.chaos.catalogue import Step, choose
+from joulie_simcluster.chaos.freezes import AgentLostWatch, FreezeClock, deadline_note
 from joulie_simcluster.deploy.processes import interpreter, python_env
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes import kube
@@ -160,62 +161,29 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
     raise RuntimeFailure(f"chaos: no injection for fault {name!r}")
 
 
-API_TIMEOUT_LINE = "Kubernetes API server did not answer"
-"""What joulie_api.kubeconfig logs when a request passes its deadline (the frozen API server, seen)."""
-
-
 def _apiserver_freeze(state: StateDir) -> Injected:
     pid = _cluster_pid(state, "kube-apiserver")
     log = state.log("controller-manager")
     offset = _log_size(log)
     _kill(pid, signal.SIGSTOP)
-    stopped = time.time()
-    thawed: list[float] = []
+    held = FreezeClock()
 
     def clear() -> None:
         _kill(pid, signal.SIGCONT)
-        thawed.append(time.time())
-
-    def note() -> str:
-        lines = [line for line in _log_since(log, offset).splitlines() if API_TIMEOUT_LINE in line]
-        held = (thawed[0] if thawed else time.time()) - stopped
-        first = f"; first: {lines[0][-160:]}" if lines else ""
-        return (f"kube-apiserver stopped {held:.0f} s; the controller manager logged {len(lines)} request deadline "
-                f"line(s){first}")
-    return Injected("kube-apiserver", clear=clear, note=note)
-
-
-def agent_state(twin: dict[str, object]) -> str:
-    """status.agent.state of a NodeTwin as the API returns it ("" when unset)."""
-    status = twin.get("status")
-    agent = status.get("agent") if isinstance(status, dict) else None
-    state = agent.get("state") if isinstance(agent, dict) else None
-    return state if isinstance(state, str) else ""
+        held.thawed()
+    return Injected("kube-apiserver", clear=clear, note=lambda: deadline_note(_log_since(log, offset), held.held_s()))
 
 
 def _agent_freeze(state: StateDir, node: str) -> Injected:
     name = f"agent-{node}"
     pid = _deploy_pid(state, name)
     _kill(pid, signal.SIGSTOP)
-    stopped = time.monotonic()
-    lost_after: list[float] = []
-    specs_while_lost: set[str] = set()
+    lost = AgentLostWatch(node)
 
     def watch() -> None:
         with contextlib.suppress(Exception):
-            for t in kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1):
-                if t["spec"]["nodeName"] == node and agent_state(t) == "agent-lost":
-                    if not lost_after:
-                        lost_after.append(time.monotonic() - stopped)
-                    specs_while_lost.add(json.dumps({k: t["spec"].get(k) for k in ("cpu", "gpu")}, sort_keys=True))
-
-    def note() -> str:
-        if not lost_after:
-            return f"{name} frozen: its node never showed agent-lost during the window"
-        moved = "unchanged" if len(specs_while_lost) <= 1 else f"changed {len(specs_while_lost) - 1} time(s)"
-        return (f"{name} frozen: agent-lost {lost_after[0]:.0f} s after the freeze; its NodeTwin caps {moved} "
-                f"while agent-lost")
-    return Injected(name, clear=lambda: _kill(pid, signal.SIGCONT), watch=watch, note=note)
+            lost.observe(kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1))
+    return Injected(name, clear=lambda: _kill(pid, signal.SIGCONT), watch=watch, note=lambda: lost.note(name))
 
 
 def _log_since(path: Path, offset: int) -> str:

@@ -190,8 +190,22 @@ def test_apiserver_freeze_stops_kube_apiserver_and_counts_the_controllers_deadli
         api.stop(grace_s=1)
 
 
-def test_agent_state_reads_the_liveness_of_a_twin_as_the_api_returns_it() -> None:
-    from joulie_simcluster.chaos.inject import agent_state
+def test_the_agent_freeze_note_says_when_its_node_went_agent_lost_and_whether_its_caps_moved() -> None:
+    from joulie_simcluster.chaos.freezes import AgentLostWatch, agent_state
 
     assert agent_state({"status": {"agent": {"state": "agent-lost"}}}) == "agent-lost"
     assert agent_state({"status": {}}) == "" and agent_state({}) == ""
+    now = [0.0]
+    watch = AgentLostWatch("n1", clock=lambda: now[0])
+    alive = {"spec": {"nodeName": "n1", "cpu": {"packagePowerCapPctOfMax": 60}}, "status": {"agent": {"state": "alive"}}}
+    assert "never showed agent-lost" in watch.note("agent-n1")
+    now[0] = 60.0
+    watch.observe([alive])
+    lost = {**alive, "status": {"agent": {"state": "agent-lost"}}}
+    now[0] = 125.0
+    watch.observe([lost, {"spec": {"nodeName": "n2"}, "status": {"agent": {"state": "agent-lost"}}}])
+    now[0] = 130.0
+    watch.observe([lost])
+    assert watch.note("agent-n1") == "agent-n1 frozen: agent-lost 125 s after the freeze; its NodeTwin caps unchanged while agent-lost"
+    watch.observe([{**lost, "spec": {"nodeName": "n1", "cpu": {"packagePowerCapPctOfMax": 50}}}])
+    assert "caps changed 1 time(s)" in watch.note("agent-n1")
