@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
@@ -33,6 +34,35 @@ class PrometheusSettings:
     rule_files: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PrometheusTls:
+    """Serve HTTPS only and require a client certificate signed by ``client_ca_file`` on every
+    endpoint, the OTLP receiver and the query API alike (Prometheus ``--web.config.file``
+    ``tls_server_config``, client_auth_type RequireAndVerifyClientCert)."""
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path
+    client_cert_file: Path
+    """The certificate this harness itself queries and probes readiness with."""
+    client_key_file: Path
+
+
+def web_config(tls: PrometheusTls) -> dict[str, Any]:
+    return {"tls_server_config": {
+        "cert_file": str(tls.cert_file), "key_file": str(tls.key_file),
+        "client_auth_type": "RequireAndVerifyClientCert", "client_ca_file": str(tls.client_ca_file),
+    }}
+
+
+def client_context(ca_file: Path, cert_file: Path | None = None, key_file: Path | None = None) -> ssl.SSLContext:
+    """An HTTPS client context trusting ``ca_file``, presenting ``cert_file`` when given."""
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    if cert_file is not None:
+        ctx.load_cert_chain(str(cert_file), str(key_file) if key_file else None)
+    return ctx
+
+
 def prometheus_config(s: PrometheusSettings) -> dict[str, Any]:
     return {
         "global": {"scrape_interval": s.scrape_interval, "evaluation_interval": s.scrape_interval},
@@ -50,6 +80,8 @@ def prometheus_config(s: PrometheusSettings) -> dict[str, Any]:
 class Prometheus:
     url: str
     proc: ManagedProcess
+    context: ssl.SSLContext | None = None
+    """The client context of an HTTPS Prometheus (``PrometheusTls``); None over plain HTTP."""
 
     @property
     def otlp_metrics_url(self) -> str:
@@ -58,7 +90,7 @@ class Prometheus:
     def query(self, promql: str, timeout_s: float = 5) -> list[dict[str, Any]]:
         """Instant query; the `result` list of the API response."""
         q = urllib.parse.urlencode({"query": promql})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=timeout_s) as resp:
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=timeout_s, context=self.context) as resp:
             body = json.loads(resp.read())
         if body.get("status") != "success":
             raise RuntimeError(f"PromQL {promql!r} failed: {body}")
@@ -72,12 +104,20 @@ def start_prometheus(
     group: ProcessGroup,
     settings: PrometheusSettings | None = None,
     timeout_s: float = 30,
+    tls: PrometheusTls | None = None,
 ) -> Prometheus:
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(yaml.safe_dump(prometheus_config(settings or PrometheusSettings())))
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    extra: list[str] = []
+    context = None
+    if tls is not None:
+        web = workdir / "web.yml"
+        web.write_text(yaml.safe_dump(web_config(tls)))
+        extra = [f"--web.config.file={web}"]
+        context = client_context(tls.client_ca_file, tls.client_cert_file, tls.client_key_file)
     proc = group.add(
         ManagedProcess(
             "prometheus",
@@ -89,14 +129,15 @@ def start_prometheus(
                 "--web.enable-otlp-receiver",
                 "--storage.tsdb.retention.time=1d",
                 "--log.level=warn",
+                *extra,
             ],
             workdir / "logs" / "prometheus.log",
         ).start()
     )
 
     def ready() -> bool:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=2, context=context) as resp:
             return bool(resp.status == 200)
 
     proc.wait_until(ready, timeout_s, "ready (/-/ready)")
-    return Prometheus(url, proc)
+    return Prometheus(url, proc, context)

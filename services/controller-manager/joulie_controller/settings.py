@@ -194,6 +194,14 @@ class PrometheusSettings:
     """NODE_POWER_PROMETHEUS_ADDRESS, e.g. http://prometheus:9090. Empty: every node has no data."""
     timeout_s: float = 5.0
     """NODE_POWER_PROMETHEUS_TIMEOUT, default 5s."""
+    ca_file: str = ""
+    """NODE_POWER_PROMETHEUS_CA_FILE: the CA an https Prometheus's serving certificate is checked
+    against (empty: the system's CAs)."""
+    client_cert_file: str = ""
+    """NODE_POWER_PROMETHEUS_CLIENT_CERT_FILE: the client certificate presented to a Prometheus whose
+    web config requires one (the authenticated telemetry path, docs/security.md); with _KEY_FILE."""
+    client_key_file: str = ""
+    """NODE_POWER_PROMETHEUS_CLIENT_KEY_FILE: the key of NODE_POWER_PROMETHEUS_CLIENT_CERT_FILE."""
     rate_window: str = "2m"
     """NODE_POWER_RATE_WINDOW: range of rate() over the energy counter, as PromQL writes it."""
     metric_naming: str = "underscore-suffixes"
@@ -444,6 +452,12 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     _one_of("OTEL_METRIC_NAMING", s.prometheus.metric_naming, METRIC_NAMINGS)
     _one_of("NODE_POWER_SOURCE", s.prometheus.power_source, POWER_SOURCES)
     _one_of("NODE_POWER_SCOPE", s.prometheus.power_scope, POWER_SCOPES)
+    p = s.prometheus
+    if bool(p.client_cert_file) != bool(p.client_key_file):
+        name, raw = (("NODE_POWER_PROMETHEUS_CLIENT_KEY_FILE", p.client_key_file) if p.client_cert_file
+                     else ("NODE_POWER_PROMETHEUS_CLIENT_CERT_FILE", p.client_cert_file))
+        raise SettingError(name, raw, "a file path, set together with the other of NODE_POWER_PROMETHEUS_CLIENT_"
+                                      "CERT_FILE / _KEY_FILE")
     _one_of("POWER_POLICY", s.suspend.power_policy, POWER_POLICIES)
     r, sus = s.reconcile, s.suspend
     _within(env, "reconcile.write_concurrency", r.write_concurrency, 1 <= r.write_concurrency <= 64,

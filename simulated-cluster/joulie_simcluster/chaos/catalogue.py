@@ -51,13 +51,20 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("bmc-refuse", "every emulated BMC refuses power-ons (HTTP 500) for 60 s, then accepts them again "
           "(POST /debug/bmc/faults); under a power policy a resume in the window is retried after "
           "RESUME_RETRY_BACKOFF, then failed past RESUME_RETRIES", hold_s=60.0),
+    # 30 s: three times the clients' 10 s request deadline (joulie_api.kubeconfig DEFAULT_TIMEOUT_S), so
+    # a tick that waited without one would hang through it (issue 36: 61 s, nothing logged).
+    Fault("apiserver-freeze", "SIGSTOP kube-apiserver for 30 s (beyond the clients' 10 s request deadline), "
+          "then SIGCONT: the controller's tick gives up and logs, and resumes after", hold_s=30.0),
+    # 150 s: beyond AGENT_LOST_AFTER (2 m) plus a reconcile, so the node must show agent-lost meanwhile.
+    Fault("agent-freeze", "SIGSTOP one agent for 150 s (beyond AGENT_LOST_AFTER, 2 m), then SIGCONT: its node "
+          "goes agent-lost within the stated time and the budget stops shedding on it", hold_s=150.0),
     Fault("sysfs-garbage", "a random capped CPU Node's RAPL energy and limit files hold garbage bytes and are "
           "immutable (chattr +i) for 20 s (files mode)", hold_s=20.0),
 )}
 
 DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-kill", "etcd-kill",
                   "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
-                  "prometheus-empty", "tool-timeout")
+                  "prometheus-empty", "tool-timeout", "apiserver-freeze", "agent-freeze")
 """The default run: what works on any deployed cluster (leader-failover needs two replicas, the
 api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode; bmc-refuse shows only
 under a power policy, which the default deploy does not run)."""

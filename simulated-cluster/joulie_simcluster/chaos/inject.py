@@ -30,6 +30,7 @@ from kubernetes import client as k8s
 
 from joulie_simcluster.chaos.apifaults import ApiFault, ApiFaultKind
 from joulie_simcluster.chaos.catalogue import Step, choose
+from joulie_simcluster.chaos.freezes import AgentLostWatch, FreezeClock, deadline_note
 from joulie_simcluster.deploy.processes import interpreter, python_env
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes import kube
@@ -133,6 +134,10 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
         pid = _cluster_pid(state, "prometheus")
         _kill(pid, signal.SIGSTOP)
         return Injected("prometheus", clear=lambda: _kill(pid, signal.SIGCONT))
+    if name == "apiserver-freeze":
+        return _apiserver_freeze(state)
+    if name == "agent-freeze":
+        return _agent_freeze(state, choose(agent_nodes, step.pick))
     if name == "limit-reset":
         node = choose(capped_nodes, step.pick)
         emulator_call(state, "restart-view", node)
@@ -157,6 +162,31 @@ def inject(state: StateDir, step: Step, agent_nodes: list[str], capped_nodes: li
     if name == "bmc-refuse":
         return _bmc_refuse(state)
     raise RuntimeFailure(f"chaos: no injection for fault {name!r}")
+
+
+def _apiserver_freeze(state: StateDir) -> Injected:
+    pid = _cluster_pid(state, "kube-apiserver")
+    log = state.log("controller-manager")
+    offset = _log_size(log)
+    _kill(pid, signal.SIGSTOP)
+    held = FreezeClock()
+
+    def clear() -> None:
+        _kill(pid, signal.SIGCONT)
+        held.thawed()
+    return Injected("kube-apiserver", clear=clear, note=lambda: deadline_note(_log_since(log, offset), held.held_s()))
+
+
+def _agent_freeze(state: StateDir, node: str) -> Injected:
+    name = f"agent-{node}"
+    pid = _deploy_pid(state, name)
+    _kill(pid, signal.SIGSTOP)
+    lost = AgentLostWatch(node)
+
+    def watch() -> None:
+        with contextlib.suppress(Exception):
+            lost.observe(kube.kube_list(state.kubeconfig, kube.NODETWINS, attempts=1))
+    return Injected(name, clear=lambda: _kill(pid, signal.SIGCONT), watch=watch, note=lambda: lost.note(name))
 
 
 def _log_since(path: Path, offset: int) -> str:

@@ -157,3 +157,55 @@ def test_every_fault_of_the_catalogue_has_an_injection(tmp_path: Path) -> None:
         with pytest.raises(Exception) as e:  # - an empty state dir: each fails at its first look, none unknown
             inject(sd, Step(fault, 1, 0.0, 0.0), ["a"], ["a"])
         assert "no injection for fault" not in str(e.value), name
+
+
+def test_agent_freeze_stops_the_picked_agent_until_cleared(state: tuple[StateDir, dict[str, ManagedProcess]]) -> None:
+    sd, procs = state
+    hit = inject(sd, Step(FAULTS["agent-freeze"], 1, 0.0, 0.0), ["a", "b"], [])
+    time.sleep(0.2)
+    assert hit.target == "agent-a" and _state_of(procs["agent-a"].pid) == "T"
+    assert _state_of(procs["agent-b"].pid) != "T" and hit.killed == set() and hit.clear is not None
+    hit.clear()
+    time.sleep(0.2)
+    assert _state_of(procs["agent-a"].pid) != "T"
+
+
+def test_apiserver_freeze_stops_kube_apiserver_and_counts_the_controllers_deadline_lines(tmp_path: Path) -> None:
+    sd = StateDir(tmp_path / "state")
+    api = ManagedProcess("kube-apiserver", ["sleep", "300"], sd.log("kube-apiserver")).start()
+    sd.write_cluster_env({pid_key("kube-apiserver"): str(api.pid)})
+    try:
+        hit = inject(sd, Step(FAULTS["apiserver-freeze"], 1, 0.0, 0.0), [], [])
+        time.sleep(0.2)
+        assert _state_of(api.pid) == "T" and hit.clear is not None and hit.note is not None
+        with sd.log("controller-manager").open("a") as f:
+            f.write("WARNING Kubernetes API server did not answer GET /api/v1/nodes within 10s\n")
+        hit.clear()
+        time.sleep(0.2)
+        assert _state_of(api.pid) != "T"
+        assert "logged 1 request deadline line(s)" in hit.note()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(api.pid, signal.SIGKILL)
+        api.stop(grace_s=1)
+
+
+def test_the_agent_freeze_note_says_when_its_node_went_agent_lost_and_whether_its_caps_moved() -> None:
+    from joulie_simcluster.chaos.freezes import AgentLostWatch, agent_state
+
+    assert agent_state({"status": {"agent": {"state": "agent-lost"}}}) == "agent-lost"
+    assert agent_state({"status": {}}) == "" and agent_state({}) == ""
+    now = [0.0]
+    watch = AgentLostWatch("n1", clock=lambda: now[0])
+    alive = {"spec": {"nodeName": "n1", "cpu": {"packagePowerCapPctOfMax": 60}}, "status": {"agent": {"state": "alive"}}}
+    assert "never showed agent-lost" in watch.note("agent-n1")
+    now[0] = 60.0
+    watch.observe([alive])
+    lost = {**alive, "status": {"agent": {"state": "agent-lost"}}}
+    now[0] = 125.0
+    watch.observe([lost, {"spec": {"nodeName": "n2"}, "status": {"agent": {"state": "agent-lost"}}}])
+    now[0] = 130.0
+    watch.observe([lost])
+    assert watch.note("agent-n1") == "agent-n1 frozen: agent-lost 125 s after the freeze; its NodeTwin caps unchanged while agent-lost"
+    watch.observe([{**lost, "spec": {"nodeName": "n1", "cpu": {"packagePowerCapPctOfMax": 50}}}])
+    assert "caps changed 1 time(s)" in watch.note("agent-n1")

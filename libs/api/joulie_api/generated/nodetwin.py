@@ -157,11 +157,12 @@ class PowerMeasurement(BaseModel):
             'http-no-endpoint',
             'prometheus',
             'prometheus-no-data',
+            'prometheus-implausible',
         ]
         | None
     ) = None
     """
-    Where measuredNodePowerW came from. kepler and utilization are reserved and never written.
+    Where measuredNodePowerW came from (prometheus-implausible means a reading the controller refuted and dropped, the node neutral). kepler and utilization are reserved and never written.
     """
     measured_node_power_w: Annotated[
         float | None, Field(alias='measuredNodePowerW', ge=0.0)

@@ -178,11 +178,6 @@ def compute(inp: TwinInput) -> TwinOutput:
     )
 
 
-def implausible_power(measured_w: float, node_tdp_w: float) -> bool:
-    """More than twice the TDP: the query most likely returns a joules counter without rate()."""
-    return measured_w > 0 and node_tdp_w > 0 and measured_w > 2 * node_tdp_w
-
-
 @dataclass
 class PowerTrend:
     """Measured power samples of one node over the last 5 minutes; the slope in W/min."""

@@ -16,7 +16,6 @@ from joulie_controller.model.twin import (
     TwinInput,
     ambient_multiplier,
     compute,
-    implausible_power,
     psu_stress_score,
 )
 
@@ -85,11 +84,6 @@ def test_caps_of_zero_or_less_mean_uncapped() -> None:
                                                           ("eco", True, "draining"), ("turbo", False, "unknown")])
 def test_schedulable_class(profile: str, draining: bool, cls: str) -> None:
     assert compute(TwinInput(EPYC_H100, profile, draining=draining)).schedulable_class == cls
-
-
-def test_implausible_power_spots_a_counter_without_rate() -> None:
-    assert implausible_power(6_540_020, 660)
-    assert not implausible_power(700, 660)
 
 
 def test_trend_over_five_minutes() -> None:

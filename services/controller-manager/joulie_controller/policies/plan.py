@@ -113,6 +113,9 @@ class PolicyInput:
     job_estimates: Mapping[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (from telemetry, kept across ticks); a
     Pod absent here, or with no observations, is planned from its kind's prior."""
+    agent_lost: frozenset[str] = frozenset()
+    """Nodes whose NodeTwin says ``status.agent.state: agent-lost``: no agent applies a cap there, so
+    the budget does not count on lowering one (its measured power still counts)."""
 
 
 class Policy(Protocol):

@@ -295,6 +295,12 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
     notes: list[str] = []
     shed_w = 0.0
     if s.policy.power_budget_w > 0:
+        # A cap on a node whose agent is lost would be shed on paper only (issue 36: spec 50 % while the
+        # hardware sat at 30 %, controlStatus still "applied"): the budget sheds on the others.
+        unreachable = sorted(candidates & inp.agent_lost)
+        if unreachable:
+            notes.append(f"budget: not shed on {', '.join(unreachable)} (agent-lost: no agent applies a cap there)")
+        candidates -= inp.agent_lost
         caps, lowered, shed_w, note = _within_budget(inp, candidates, by_node, caps, ctx)
         perf -= lowered
         if note:

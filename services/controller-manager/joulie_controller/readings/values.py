@@ -11,9 +11,11 @@ from typing import Literal
 SOURCE_PROMETHEUS = "prometheus"
 SOURCE_NO_DATA = "prometheus-no-data"
 SOURCE_STATIC = "static"
+SOURCE_IMPLAUSIBLE = "prometheus-implausible"
 
 PowerSource = Literal[
-    "kepler", "utilization", "static", "http", "http-error", "http-no-endpoint", "prometheus", "prometheus-no-data"
+    "kepler", "utilization", "static", "http", "http-error", "http-no-endpoint", "prometheus", "prometheus-no-data",
+    "prometheus-implausible",
 ]
 
 
@@ -22,6 +24,10 @@ class Measurement:
     power_w: float | None
     """Measured node power, W; None when there is no valid sample."""
     source: str = SOURCE_PROMETHEUS
+    components_w: float | None = None
+    """The sum of the node's own component series (CPU packages, DRAM, GPU boards), W, when its host
+    power came from the host series and the components were read too; the plausibility check's
+    second opinion (``readings.plausibility``). None otherwise."""
 
 
 @dataclass(frozen=True)

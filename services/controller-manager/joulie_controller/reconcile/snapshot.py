@@ -62,6 +62,9 @@ class Memory:
     """The last tick's warm-pool needs (forecast_suspend_v1), for ``TickResult.warm``."""
     job_estimates: dict[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (dropped when the Pod is gone)."""
+    implausible: dict[str, str] = field(default_factory=dict)
+    """Eligible nodes whose measured power was last refuted (``readings.plausibility``), with the
+    kind of refutation: logged when a node enters and when it leaves, not every tick."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class TickResult:
     """Each managed node's power state after the tick (empty under POWER_POLICY=none)."""
     warm: dict[str, WarmNeed] = field(default_factory=dict)
     """forecast_suspend_v1: each pool's warm-pool need this tick, with its forecast (the metrics)."""
+    implausible: dict[str, str] = field(default_factory=dict)
+    """Nodes whose measured power was dropped as implausible this tick, with the kind (the metrics)."""
 
     @property
     def write_count(self) -> int:

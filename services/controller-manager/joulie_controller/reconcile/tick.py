@@ -32,7 +32,8 @@ from joulie_controller.power import powerstate
 from joulie_controller.power.forecast import forecast
 from joulie_controller.power.powerstate import PowerDecision
 from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
-from joulie_controller.readings.values import SOURCE_PROMETHEUS
+from joulie_controller.readings import plausibility
+from joulie_controller.readings.values import SOURCE_IMPLAUSIBLE, SOURCE_PROMETHEUS
 from joulie_controller.reconcile.estimates import update_estimates
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
@@ -50,6 +51,9 @@ from joulie_controller.reconcile.nodetwin import (
 )
 from joulie_controller.reconcile.snapshot import Memory, NodeOutcome, NodeWrite, Snapshot, TickResult
 from joulie_controller.settings import Settings, selector_matches
+
+WORK_AWARE_POLICY = "work_aware_v1"
+"""POLICY_TYPE of the policy that reads TRUSTED_NAMESPACES (the guard follows it there)."""
 
 Measured = dict[str, tuple[float | None, str]]
 """Each eligible node's measured power (None: no valid sample) and its source, this tick."""
@@ -87,7 +91,8 @@ def _hardware_view(node: NodeInfo, snap: Snapshot, s: Settings, memory: Memory) 
     return from_labels(node, s.caps.gpu_product_label_keys)
 
 
-def _measured(node: str, snap: Snapshot, log: list[str]) -> tuple[float | None, str]:
+def _measured(node: str, hw: HardwareView, snap: Snapshot, memory: Memory,
+              log: list[str]) -> tuple[float | None, str]:
     m = snap.measurements.get(node)
     if m is None:
         return None, snap.no_data_source
@@ -96,6 +101,17 @@ def _measured(node: str, snap: Snapshot, log: list[str]) -> tuple[float | None, 
     if not math.isfinite(m.power_w) or m.power_w < 0:
         log.append(f"node {node}: measuredNodePowerW={m.power_w!r} rejected (not a finite non-negative number)")
         return None, snap.no_data_source
+    refuted = plausibility.check(m.power_w, m.components_w, hw.budget().node_tdp_w)
+    if refuted is not None:
+        # Dropped, not clamped: a clamped forgery would still move the budget (issue 36).
+        if node not in memory.implausible:
+            log.append(f"node {node}: measured power dropped as implausible, node neutral until a plausible "
+                       f"reading: {refuted.reason}")
+        memory.implausible[node] = refuted.kind
+        memory.trends.pop(node, None)  # neutral: no slope of its own in the budget's forecast either
+        return None, SOURCE_IMPLAUSIBLE
+    if memory.implausible.pop(node, None) is not None:
+        log.append(f"node {node}: measured power plausible again ({m.power_w:.0f} W), in use")
     return m.power_w, m.source
 
 
@@ -171,12 +187,15 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
 
     perf_pods = fsm.count_performance_pods(snap.pods)
     views = _hardware_views(nodes, snap, s, memory, log)
-    measured: Measured = {n.name: _measured(n.name, snap, log) for n in nodes}
+    measured: Measured = {n.name: _measured(n.name, views[n.name], snap, memory, log) for n in nodes}
+    for gone in [k for k in memory.implausible if k not in views]:
+        del memory.implausible[gone]
     memory.job_estimates = update_estimates(memory.job_estimates, snap.pods, views, snap.gpu_samples,
                                             s.trusted_namespaces)
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
+    guarded_pods = _guarded_pods(snap, s, perf_pods)
     # Guard and caps first: rack power needs every node's capped budget.
-    staged = [_guard_and_caps(n, views[n.name], perf_pods.get(n.name, 0), decided, snap, s, memory, log)
+    staged = [_guard_and_caps(n, views[n.name], guarded_pods.get(n.name, 0), decided, snap, s, memory, log)
               for n in nodes]
     rack_power = _rack_power(snap, staged, views, measured)
 
@@ -193,7 +212,17 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         if write is not None:
             writes.append(write)
         outcomes.append(outcome)
-    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions, power_states, memory.warm)
+    return TickResult(writes + power_writes, outcomes, decided, log, power_plan.actions, power_states, memory.warm,
+                      dict(memory.implausible))
+
+
+def _guarded_pods(snap: Snapshot, s: Settings, perf_pods: dict[str, int]) -> dict[str, int]:
+    """The performance Pods the downgrade guard holds a node in draining for. Under work_aware_v1,
+    only trusted ones (TRUSTED_NAMESPACES): the guard keeps performance caps, so an untrusted Pod
+    annotated performance held a node the budget lowered at 100 % for as long as it ran (issue 36)."""
+    if s.policy.type != WORK_AWARE_POLICY:
+        return perf_pods
+    return fsm.count_performance_pods(fsm.tenant_view(snap.pods, s.trusted_namespaces))
 
 
 def _power_only_writes(snap: Snapshot, s: Settings, power_plan: PowerDecision, cap_nodes: set[str]) -> list[NodeWrite]:
@@ -241,11 +270,23 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
         gpu_lock_pct=_controllers_locks(nodes, snap),
+        agent_lost=_agents_lost(nodes, snap),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
     log.extend(decided.notes)
     return decided
+
+
+def _agents_lost(nodes: list[NodeInfo], snap: Snapshot) -> frozenset[str]:
+    """The nodes whose NodeTwin's liveness check last said agent-lost (``kube/liveness.py``)."""
+    lost = set()
+    for n in nodes:
+        existing = snap.twins.get(object_name_for_node(n.name))
+        agent = existing.status.agent if existing is not None and existing.status is not None else None
+        if agent is not None and agent.state == "agent-lost":
+            lost.add(n.name)
+    return frozenset(lost)
 
 
 def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float]:
@@ -311,17 +352,11 @@ def _ambient_c(n: NodeInfo, snap: Snapshot) -> float | None:
     return ambient
 
 
-def _trend(n: NodeInfo, hw: HardwareView, power_w: float | None, snap: Snapshot, memory: Memory,
-           log: list[str]) -> float:
-    """The node's power trend with this tick's sample (0 without one); an implausible sample is logged once."""
+def _trend(n: NodeInfo, power_w: float | None, snap: Snapshot, memory: Memory) -> float:
+    """The node's power trend with this tick's sample (0 without one)."""
     if power_w is None:
         return 0.0
-    trend = memory.trends.setdefault(n.name, twin.PowerTrend()).add(snap.now, power_w)
-    if twin.implausible_power(power_w, hw.budget().node_tdp_w):
-        _warn_once(memory, log, (n.name, "implausible"),
-                   f"node {n.name}: measuredNodePowerW={power_w:.0f} is more than twice nodeTdpW="
-                   f"{hw.budget().node_tdp_w:.0f}; is the query a joules counter without rate()?")
-    return trend
+    return memory.trends.setdefault(n.name, twin.PowerTrend()).add(snap.now, power_w)
 
 
 def _lock_to_write(work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory,
@@ -353,7 +388,7 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
     power_w, source = measured
-    trend = _trend(n, hw, power_w, snap, memory, log)
+    trend = _trend(n, power_w, snap, memory)
     rack = n.labels.get(LABEL_RACK, "")
     out = twin.compute(twin.TwinInput(
         hardware=hw.budget(),

@@ -55,6 +55,12 @@ class Metrics:
         self.warm_boot = Gauge("joulie_power_pool_boot_seconds",
                                "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
                                ["pool"], registry=r)
+        self.power_implausible = Gauge(
+            "joulie_twin_power_implausible",
+            "1 while the node's measured power is dropped as implausible (outside what its hardware can draw, or "
+            "inconsistent with its own components; the node neutral meanwhile), by kind of refutation.",
+            ["node", "kind"], registry=r)
+        self._implausible: set[tuple[str, str]] = set()
         self._nodes: set[str] = set()
         self._families: set[str] = set()
 
@@ -69,6 +75,13 @@ class Metrics:
             self.warm_cores.labels(pool).set(need.cores)
             self.warm_gpus.labels(pool).set(need.gpus)
             self.warm_boot.labels(pool).set(need.boot_s)
+        # Labelled by eligible nodes only, never by the node names a forged series carries.
+        implausible = set(result.implausible.items())
+        for ended in self._implausible - implausible:
+            self.power_implausible.remove(*ended)
+        for node, kind in implausible:
+            self.power_implausible.labels(node, kind).set(1)
+        self._implausible = implausible
         nodes = {o.node for o in result.outcomes}
         for gone in self._nodes - nodes:
             for st in STATES:

@@ -57,3 +57,15 @@ def test_the_forecast_and_the_warm_pool_are_exported_per_pool() -> None:
     assert get("joulie_power_warm_pool_cores", {"pool": "gpu"}) == 16.0
     assert get("joulie_power_warm_pool_gpus", {"pool": "gpu"}) == 2
     assert get("joulie_power_pool_boot_seconds", {"pool": "gpu"}) == 240.0
+
+
+def test_a_node_whose_power_is_dropped_as_implausible_shows_while_it_lasts() -> None:
+    m = Metrics()
+    get = m.registry.get_sample_value
+    m.record_tick(TickResult([], [], None, [], implausible={"a": "above-ceiling"}))
+    assert get("joulie_twin_power_implausible", {"node": "a", "kind": "above-ceiling"}) == 1
+    m.record_tick(TickResult([], [], None, [], implausible={"a": "below-components"}))
+    assert get("joulie_twin_power_implausible", {"node": "a", "kind": "above-ceiling"}) is None
+    assert get("joulie_twin_power_implausible", {"node": "a", "kind": "below-components"}) == 1
+    m.record_tick(TickResult([], [], None, []))
+    assert get("joulie_twin_power_implausible", {"node": "a", "kind": "below-components"}) is None

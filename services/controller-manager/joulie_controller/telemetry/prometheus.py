@@ -10,6 +10,7 @@ rate window is covered again (``ratewarmup``): a partly covered window reads far
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,13 +23,25 @@ from joulie_controller.readings.facility import facility_queries, read_facility
 from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
 from joulie_controller.readings.ratewarmup import RateWarmup
 from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
-from joulie_controller.settings import Settings, parse_duration_s
+from joulie_controller.settings import PrometheusSettings, Settings, parse_duration_s
 
 log = logging.getLogger(__name__)
 
 
 class PrometheusError(RuntimeError):
     pass
+
+
+def http_client(p: PrometheusSettings) -> httpx.Client:
+    """The client every Prometheus query goes through: its timeout and, for the authenticated
+    telemetry path, the CA of Prometheus's serving certificate and the controller's client
+    certificate (a Prometheus web config requiring one refuses the handshake without it)."""
+    if not (p.ca_file or p.client_cert_file):
+        return httpx.Client(timeout=p.timeout_s)
+    ctx = ssl.create_default_context(cafile=p.ca_file or None)
+    if p.client_cert_file:
+        ctx.load_cert_chain(p.client_cert_file, p.client_key_file)
+    return httpx.Client(timeout=p.timeout_s, verify=ctx)
 
 
 @dataclass
@@ -75,7 +88,7 @@ class PowerReader:
     def __init__(self, settings: Settings, client: httpx.Client | None = None,
                  monotonic: Callable[[], float] = time.monotonic):
         self.settings = settings
-        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.client = client or http_client(settings.prometheus)
         self.queries: PowerQueries = power_queries(
             MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
             settings.prometheus.node_attribute_promoted, settings.prometheus.rate_window)
@@ -107,6 +120,9 @@ class PowerReader:
         started = start_time(self.client, s.prometheus.url)
         if started is not None:
             self.warmup.started(started, now)
+        component_fields = {name for name, _ in components}
+        host_w: dict[str, float] = {}
+        components_w: dict[str, float] = {}
         for field_name, promql in queries:
             try:
                 result = instant_query(self.client, s.prometheus.url, promql)
@@ -116,9 +132,14 @@ class PowerReader:
                 return PowerReading(error=str(err))
             samples, rejected = parse_vector(result, self.queries.node_label, field_name)
             reading.rejected.extend(rejected)
+            into = components_w if field_name in component_fields else host_w
             for sample in samples:
-                # Earlier queries win: host before components, energy counter before power gauge.
-                reading.measurements.setdefault(sample.node, Measurement(sample.value_w, SOURCE_PROMETHEUS))
+                # Earlier queries win: energy counter before power gauge.
+                into.setdefault(sample.node, sample.value_w)
+        for node, watts in host_w.items():
+            reading.measurements[node] = Measurement(watts, SOURCE_PROMETHEUS, components_w.get(node))
+        for node, watts in components_w.items():  # no host series: the components are the reading
+            reading.measurements.setdefault(node, Measurement(watts, SOURCE_PROMETHEUS))
         if self.health.down:  # answering again: its window holds the outage's gap from now on
             self.warmup.failed(now)
         self.health.ok()
@@ -149,7 +170,7 @@ class FacilityReader:
 
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.address = settings.facility.prometheus_url or settings.prometheus.url
-        self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
+        self.client = client or http_client(settings.prometheus)
         self.queries = facility_queries(settings)
         # The problems of the last poll: logged when they change, not every poll (issue 23,
         # prometheus-kill: a line per facility query per poll while Prometheus was down).

@@ -136,3 +136,27 @@ def test_facility_queries_failing_are_logged_once_per_change(caplog: pytest.LogC
     assert lines[0].startswith("facility metrics: facility ambient: query failed: ") and "ConnectError" in lines[0]
     assert answered == [] and lines[1] == "facility metrics: every query answers again"
 
+
+
+def test_the_host_reading_carries_its_own_component_sum_for_the_plausibility_check() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/status/runtimeinfo":
+            return httpx.Response(200, json={"status": "success", "data": {"startTime": "2026-12-03T21:00:00Z"}})
+        query = request.url.params["query"]
+        by_node: dict[str, float] = {}
+        if "hw_host_energy" in query:
+            by_node = {"n1": 500.0}
+        elif "hw_energy" in query:
+            by_node = {"n1": 420.0, "n2": 300.0}
+        result = [{"metric": {"k8s_node_name": n}, "value": [1.0, json.dumps(w)]} for n, w in by_node.items()]
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": result}})
+
+    s = Settings(prometheus=PrometheusSettings(power_source="prometheus", url="http://prom:9090", rate_window="12s",
+                                               power_scope="auto"))
+    clock = Clock()
+    r = PowerReader(s, httpx.Client(transport=httpx.MockTransport(handle)), clock)
+    r.read()
+    clock.t = 13.0  # past the rate window since start-up
+    got = r.read().measurements
+    assert (got["n1"].power_w, got["n1"].components_w) == (500.0, 420.0)
+    assert (got["n2"].power_w, got["n2"].components_w) == (300.0, None)  # no host series: the components are it

@@ -130,3 +130,36 @@ def test_tls_with_a_required_client_certificate(tmp_path: Path) -> None:
             post(s.url.replace("https://", "http://"))  # plain HTTP is not served
     finally:
         s.stop()
+
+
+def test_a_hundred_concurrent_slow_uploads_leave_it_answering_filter_in_bounded_time() -> None:
+    """Issue 36's case: 100 peers (100 loopback addresses) each holding a 16 MiB upload, at the default
+    limits. /filter is answered throughout, each call within 0.5 s (503 while every slot is held, so
+    an ignorable extender is skipped, never a hang), the uploads past the limits refused at once, and
+    200 again once the body timeout frees the slots."""
+    limits = Settings(body_timeout_s=1.5)  # the default concurrency and body limits; a short deadline
+    s = ServerThread(create_app(StateCache(), limits), free_port()).start()
+    held: list[socket.socket] = []
+    try:
+        held = [slow_upload(s.url, f"127.0.{1 + i // 200}.{2 + i % 200}") for i in range(100)]
+        time.sleep(0.3)
+        answers = []
+        for _ in range(10):
+            started = time.monotonic()
+            answers.append(post(s.url))
+            assert time.monotonic() - started < 0.5
+        assert set(answers) <= {200, 503}, answers
+        refused = 0
+        for sock in held:
+            sock.settimeout(0.05)
+            with contextlib.suppress(TimeoutError):
+                refused += status_of(sock) == 503
+        assert refused == 100 - limits.max_concurrent  # only the admitted ones are read at all
+        deadline = time.monotonic() + limits.body_timeout_s + 2
+        while post(s.url) != 200:
+            assert time.monotonic() < deadline, "the slots were not freed by the body timeout"
+            time.sleep(0.1)
+    finally:
+        for sock in held:
+            sock.close()
+        s.stop()
