@@ -161,7 +161,7 @@ def test_power_rows_say_why_each_node_is_warm_or_asleep() -> None:
     from joulie_kubectl.powerview import power_rows
     from joulie_kubectl.render import power_table
 
-    twins = [
+    twins: list[dict[str, object]] = [
         power_twin("c1", "on", "kept warm (forecast): pool * keeps 24 cores / 0 GPUs free for 3 arrivals in 300 s "
                    "(recent, WARM_POOL_WAIT_TARGET)"),
         power_twin("c2", "on", "kept on: the floor of pool cpu, 1 powered (SUSPEND_MIN_POWERED=1)"),
