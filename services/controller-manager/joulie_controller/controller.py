@@ -1,6 +1,6 @@
 """The controller manager's composition root and loop: ``compose`` wires the shells the settings ask
 for (Kubernetes, Prometheus, the Lease, the BMCs) to the pure core; ``Controller.tick`` is leader
-check, measure, snapshot, reconcile, write, record.
+check, measure, snapshot (with the running GPU Pods' per-board samples), reconcile, write, record.
 
 With a power driver (and POWER_POLICY other than none) every node's BMC is read into the snapshot
 before the tick, and the tick's power actions are carried out after its writes: cordon/uncordon
@@ -37,7 +37,7 @@ from joulie_controller.reconcile.snapshot import Memory, TickResult
 from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import Settings
 from joulie_controller.telemetry.metrics import Metrics
-from joulie_controller.telemetry.prometheus import FacilityReader, PowerReader
+from joulie_controller.telemetry.prometheus import FacilityReader, GpuSignalReader, PowerReader
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         facility=FacilityReader(settings) if settings.facility.enabled else None,
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
+        gpu_signals=GpuSignalReader(settings) if settings.prometheus.url else None,
     )
 
 
@@ -97,7 +98,7 @@ class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None, liveness: Liveness | None = None,
-                 power_driver: PowerDriver | None = None):
+                 power_driver: PowerDriver | None = None, gpu_signals: GpuSignalReader | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -109,6 +110,7 @@ class Controller:
         self.facility_reader = facility
         self.liveness = liveness
         self.power_driver = power_driver
+        self.gpu_signals = gpu_signals
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
@@ -150,6 +152,8 @@ class Controller:
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
         if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
+        if self.gpu_signals is not None:
+            snap = replace(snap, gpu_samples=self.gpu_signals.read())
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
             self.liveness.check(snap.twins, now, result.power_states)
