@@ -157,8 +157,15 @@ class JoulieClient:
             # again (``self.server``); each retry in between only at debug: a 429 storm used to
             # log a warning per attempt (issue 23, api-throttle).
             self.server.failed(exc)
-            log.debug("%s %s/%s attempt %d failed (%s); retrying in %.0fs", action, kind, name, attempt,
-                      server_message(exc), delay)
+            log.debug(
+                "%s %s/%s attempt %d failed (%s); retrying in %.0fs",
+                action,
+                kind,
+                name,
+                attempt,
+                server_message(exc),
+                delay,
+            )
 
         try:
             result = retry(op, is_temporary=is_temporary, backoff=self.backoff, on_retry=on_retry)
@@ -166,6 +173,11 @@ class JoulieClient:
             raise KubeWriteError(action, kind, name, self.field_manager, exc.status, server_message(exc)) from exc
         self.server.ok()
         return result
+
+    def call(self, action: str, kind: str, name: str, op: Callable[[], Any]) -> Any:
+        """Any other write ``op`` (a Pod annotation, an Event) with this client's retries and outage log;
+        raises KubeWriteError naming ``action``, ``kind`` and ``name``."""
+        return self._call(action, kind, name, op)
 
     def get(self, resource: Resource[M], name: str) -> M | None:
         """The object, or None when it does not exist."""
@@ -225,8 +237,15 @@ class JoulieClient:
 
         def op() -> Any:
             return fn(
-                GROUP, VERSION, resource.plural, name, body,
-                field_manager=self.field_manager, force=force, _content_type=content_type, _preload_content=False,
+                GROUP,
+                VERSION,
+                resource.plural,
+                name,
+                body,
+                field_manager=self.field_manager,
+                force=force,
+                _content_type=content_type,
+                _preload_content=False,
             )
 
         verb = "apply" if content_type == APPLY_PATCH else "merge-patch"

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import urllib3
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from joulie_api.kube import JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_LIVENESS
@@ -28,16 +30,26 @@ from joulie_controller.kube.informer import CachedCluster
 from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
+from joulie_controller.model.fsm import pod_key
+from joulie_controller.model.receipt import board_idle_w, package_idle_w, receipt_summary
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import pue
+from joulie_controller.readings.receiptinputs import NodeFacts
 from joulie_controller.readings.values import Facility
-from joulie_controller.reconcile.snapshot import Memory, TickResult
+from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
+from joulie_controller.reconcile.snapshot import Memory, Snapshot, TickResult
 from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import Settings
 from joulie_controller.telemetry.metrics import Metrics
-from joulie_controller.telemetry.prometheus import FacilityReader, GpuSignalReader, PowerReader
+from joulie_controller.telemetry.prometheus import (
+    FacilityReader,
+    GpuSignalReader,
+    PowerReader,
+    PrometheusError,
+    ReceiptReader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +67,7 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
         gpu_signals=GpuSignalReader(settings) if settings.prometheus.url else None,
+        receipts=ReceiptReader(settings) if settings.prometheus.url and settings.reconcile.receipts else None,
     )
 
 
@@ -70,8 +83,9 @@ def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderEle
     """The Lease election (LEADER_ELECT), as ``identity``; none: this replica always leads."""
     if not settings.leader.elect:
         return None
-    return LeaderElector(api, settings.pod_namespace, settings.leader.lease_name, identity,
-                         settings.leader.lease_duration_s)
+    return LeaderElector(
+        api, settings.pod_namespace, settings.leader.lease_name, identity, settings.leader.lease_duration_s
+    )
 
 
 def _power_driver(settings: Settings, api: k8s.ApiClient) -> PowerDriver | None:
@@ -81,8 +95,11 @@ def _power_driver(settings: Settings, api: k8s.ApiClient) -> PowerDriver | None:
     if settings.suspend.power_policy == POLICY_NONE:
         return None
     driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
-    log.info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true in namespace %s",
-             settings.suspend.power_policy, settings.pod_namespace)
+    log.info(
+        "POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true in namespace %s",
+        settings.suspend.power_policy,
+        settings.pod_namespace,
+    )
     return driver
 
 
@@ -95,10 +112,20 @@ class TickSummary:
 
 
 class Controller:
-    def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
-                 elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
-                 facility: FacilityReader | None = None, liveness: Liveness | None = None,
-                 power_driver: PowerDriver | None = None, gpu_signals: GpuSignalReader | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        kube: ControllerKube,
+        power: PowerReader,
+        metrics: Metrics | None = None,
+        elector: LeaderElector | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        facility: FacilityReader | None = None,
+        liveness: Liveness | None = None,
+        power_driver: PowerDriver | None = None,
+        gpu_signals: GpuSignalReader | None = None,
+        receipts: ReceiptReader | None = None,
+    ):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -111,6 +138,11 @@ class Controller:
         self.liveness = liveness
         self.power_driver = power_driver
         self.gpu_signals = gpu_signals
+        self.receipts = receipts
+        self.book = ReceiptBook()
+        self.window_start_s: float | None = None
+        """When the open receipts window began (None: the first tick opens it)."""
+        self.receipt_health = Outage("Prometheus (energy receipts; the window stays open meanwhile)", log)
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
@@ -124,17 +156,24 @@ class Controller:
         """Poll facility metrics when due (first tick, then every FACILITY_POLL_INTERVAL)."""
         if self.facility_reader is None:
             return
-        if self._facility_polled is not None and (
-                now - self._facility_polled).total_seconds() < self.settings.facility.poll_interval_s:
+        if (
+            self._facility_polled is not None
+            and (now - self._facility_polled).total_seconds() < self.settings.facility.poll_interval_s
+        ):
             return
         self._facility_polled = now
         f = self.facility = self.facility_reader.read()
         ratio = pue(f)
-        log.info("[facility] ambient=%s itPower=%.0f cooling=%s pue=%s zones=%d racks=%d inlets=%d",
-                 "unknown" if f.outdoor_ambient_c is None else f"{f.outdoor_ambient_c:.1f}", f.it_power_w,
-                 "unknown" if f.cooling_power_w is None else f"{f.cooling_power_w:.0f}",
-                 "unknown" if ratio is None else f"{ratio:.3f}", len(f.zone_ambient_c), len(f.rack_power_w),
-                 len(f.node_inlet_c))
+        log.info(
+            "[facility] ambient=%s itPower=%.0f cooling=%s pue=%s zones=%d racks=%d inlets=%d",
+            "unknown" if f.outdoor_ambient_c is None else f"{f.outdoor_ambient_c:.1f}",
+            f.it_power_w,
+            "unknown" if f.cooling_power_w is None else f"{f.cooling_power_w:.0f}",
+            "unknown" if ratio is None else f"{ratio:.3f}",
+            len(f.zone_ambient_c),
+            len(f.rack_power_w),
+            len(f.node_inlet_c),
+        )
         self.metrics.record_facility(f, ratio)
 
     def _lead(self) -> bool:
@@ -167,14 +206,86 @@ class Controller:
         report = self.kube.write(result.writes, self.settings.nodes.profile_label)
         report.failures += self.carry_out(result.power, now)
         self.metrics.record_tick(result)
+        if self.receipts is not None:
+            report.failures += self.close_receipts(snap, now)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         if result.plan is not None:
             plan_text = ",".join(f"{o.node}={'draining' if o.draining else o.profile}" for o in result.outcomes[:20])
-            log.info("assigned profiles policy=%s nodes=%d writes=%d plan=%s%s", result.plan.policy_name,
-                     len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
+            log.info(
+                "assigned profiles policy=%s nodes=%d writes=%d plan=%s%s",
+                result.plan.policy_name,
+                len(result.outcomes),
+                report.writes,
+                plan_text,
+                ",…" if len(result.outcomes) > 20 else "",
+            )
         return TickSummary(True, result, report.writes, report.failures)
+
+    def close_receipts(self, snap: Snapshot, now: datetime) -> int:
+        """Bring the energy receipts up to date once RECEIPT_WINDOW has passed (``reconcile.receipts``): read
+        the window from Prometheus, split it, export it, write the changed annotations and one Event per
+        finished Pod. Returns the Pod writes that failed (retried at the next window). Prometheus failing
+        keeps the window open: the next close covers it all."""
+        assert self.receipts is not None
+        now_s = now.timestamp()
+        started = {pod_key(p): p.started_at for p in snap.pods if p.started_at is not None}
+        ended = self.book.see(snap.pods, now_s, started)
+        start = self.window_start_s
+        if start is None or now_s - start < self.settings.reconcile.receipt_window_s:
+            self.window_start_s = now_s if start is None else start
+            return 0
+        if not self.receipt_health.due():
+            return 0
+        for key in ended:
+            ns, _, name = key.partition("/")
+            try:
+                at = self.kube.pod_finished_at(ns, name)
+            except (ApiException, urllib3.exceptions.HTTPError) as err:
+                log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
+                at = None
+            self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
+        views = self.memory.views
+        facts = {
+            n: NodeFacts(v.cpu_cores, package_idle_w(v.cpu_max_w_per_socket) * v.cpu_sockets, board_idle_w(v.gpu_max_w))
+            for n, v in views.items()
+        }
+        try:
+            inputs = self.receipts.read(start, now_s, facts)
+        except PrometheusError as err:
+            self.receipt_health.failed(err)
+            return 0
+        self.receipt_health.ok()
+        for problem in inputs.problems:
+            log.warning("energy receipts: %s", problem)
+        twins = {t.spec.node_name: t.spec for t in snap.twins.values() if t.spec is not None}
+        cond = conditions(self.book.spans, inputs.gpus, twins, views, self.memory.job_estimates)
+        window = Window(start, now_s, inputs.energies, inputs.gpus, inputs.cpu_used, cond)
+        closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.window_start_s = now_s
+        for node in closed.skipped:
+            log.warning(
+                "energy receipts: node %s has no energy meter in Prometheus for this window; its Pods are "
+                "billed nothing for it",
+                node,
+            )
+        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
+        failures = 0
+        for w in closed.writes:
+            ns, _, name = w.pod.partition("/")
+            try:
+                present = self.kube.annotate_receipt(ns, name, w.annotation)
+                if present and w.finished:
+                    self.kube.receipt_event(ns, name, receipt_summary(w.receipt, w.node), now)
+            except KubeWriteError as err:
+                failures += 1
+                log.error("pod %s: energy receipt not written, retried next window: %s", w.pod, err)
+                continue
+            self.book.wrote(w)
+        for gone in self.book.finished_unbilled(now_s):
+            log.warning("pod %s finished with no energy billed (its node had no meter): no receipt", gone)
+        return failures
 
     def carry_out(self, actions: Sequence[PowerAction], now: datetime | None = None) -> int:
         """The power policy's actions, in order; returns how many failed (each logged). A refused off/on
@@ -198,8 +309,9 @@ class Controller:
             except (KubeWriteError, PowerDriverError) as err:
                 failures += 1
                 if a.action in ("off", "on"):
-                    self.power_errors[a.node] = refused_again(self.power_errors.get(a.node), a.action, str(err),
-                                                              now or self.clock.now())
+                    self.power_errors[a.node] = refused_again(
+                        self.power_errors.get(a.node), a.action, str(err), now or self.clock.now()
+                    )
                 log.error("node %s: power %s failed, the node is left as it is: %s", a.node, a.action, err)
         return failures
 

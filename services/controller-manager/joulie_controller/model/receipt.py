@@ -303,3 +303,14 @@ def annotation(r: Receipt, node: str, finished: bool, counterfactual_method: str
         f"{METHOD}; counterfactual:{counterfactual_method}",
         updated,
     )
+
+
+def receipt_summary(r: Receipt, node: str) -> str:
+    """One line for the finished Pod's Event: what it used, by device kind, and what the caps saved it."""
+    kwh = 3.6e6
+    return (
+        f"used {r.total_j / kwh:.3f} kWh on node {node} over {r.held_s / 3600:.2f} h (GPU {r.gpu_j / kwh:.3f}, "
+        f"CPU busy {r.cpu_busy_j / kwh:.3f}, CPU idle {r.cpu_idle_j / kwh:.3f}, platform {r.platform_j / kwh:.3f} "
+        f"kWh); the caps saved {r.saved_j / kwh:.3f} kWh [{r.saved_low_j / kwh:.3f}, {r.saved_high_j / kwh:.3f}] "
+        f"and added {r.added_s:.0f} s (method {METHOD}; the receipt is the Pod's joulie.io/energy-receipt annotation)"
+    )

@@ -14,7 +14,7 @@ from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_api.names import TAINT_SUSPENDED, TAINT_SUSPENDED_EFFECT
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps
-from joulie_controller.model.hardware import NodeInfo, Taint
+from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint
 from joulie_controller.model.jobestimate import GpuSample, JobEstimate
 from joulie_controller.policies.plan import PolicyPlan
 from joulie_controller.power.history import PowerHistory
@@ -62,6 +62,8 @@ class Memory:
     """The last tick's warm-pool needs (forecast_suspend_v1), for ``TickResult.warm``."""
     job_estimates: dict[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (dropped when the Pod is gone)."""
+    views: dict[str, HardwareView] = field(default_factory=dict)
+    """The last tick's hardware of each managed node (the energy receipts' idle draws and limits)."""
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,18 @@ def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> S
         for n in snap.nodes
     ]
     nodes = [apply_power_action(n, result.power) for n in nodes]
-    return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
-                    snap.no_data_source, snap.bmc, snap.gpu_samples)
+    return Snapshot(
+        snap.now,
+        nodes,
+        snap.pods,
+        snap.hardware,
+        twins,
+        snap.measurements,
+        snap.facility,
+        snap.no_data_source,
+        snap.bmc,
+        snap.gpu_samples,
+    )
 
 
 SUSPENDED_TAINT = Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT)

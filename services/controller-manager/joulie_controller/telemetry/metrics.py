@@ -2,61 +2,145 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from joulie_api.names import POWER_STATES
 from joulie_controller.model.fsm import State
+from joulie_controller.model.receipt import Receipt
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.snapshot import TickResult
+from joulie_telemetry.vocabulary import (
+    ENERGY_DEVICE,
+    ENERGY_DEVICES,
+    K8S_NAMESPACE_NAME,
+    K8S_NODE_NAME,
+    K8S_POD_NAME,
+    NODE_ENERGY_UNALLOCATED,
+    POD_ENERGY,
+    POD_ENERGY_SAVED,
+    POD_TIME_ADDED,
+    MetricSpec,
+)
 
 STATES = (State.ACTIVE_PERFORMANCE, State.DRAINING_PERFORMANCE, State.ACTIVE_ECO)
 PROFILES = ("performance", "eco")
+RECEIPT_SERIES_KEPT_WINDOWS: Final = 5
+"""Windows a finished Pod's receipt series are still exported (five scrapes at the least at a 1m window)."""
+
+
+def _counter(spec: MetricSpec) -> str:
+    """A receipt metric's name as Prometheus' OTLP translation spells it, less the ``_total`` the client adds:
+    the same series whether a collector routes the OTel metric or Prometheus scrapes this endpoint."""
+    return spec.prometheus_name().removesuffix("_total")
+
+
+def _label(attribute: str) -> str:
+    return attribute.replace(".", "_")
 
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.node_state = Gauge("joulie_policy_node_state", "1 for the node's active FSM state.",
-                                ["node", "state"], registry=r)
-        self.node_profile = Gauge("joulie_policy_node_profile_label", "1 for the node's active profile label.",
-                                  ["node", "profile"], registry=r)
-        self.transitions = Counter("joulie_policy_state_transitions", "FSM transitions, applied or deferred.",
-                                   ["node", "from_state", "to_state", "result"], registry=r)
-        self.family_nodes = Gauge("joulie_policy_family_nodes", "Eligible nodes per hardware family.",
-                                  ["family"], registry=r)
-        self.family_perf = Gauge("joulie_policy_family_performance_nodes",
-                                 "Performance (not draining) nodes per hardware family.", ["family"], registry=r)
-        self.reconcile_duration = Histogram("joulie_policy_reconcile_duration_seconds",
-                                            "Wall time of one reconcile tick (read, plan, write).", registry=r)
+        self.node_state = Gauge(
+            "joulie_policy_node_state", "1 for the node's active FSM state.", ["node", "state"], registry=r
+        )
+        self.node_profile = Gauge(
+            "joulie_policy_node_profile_label",
+            "1 for the node's active profile label.",
+            ["node", "profile"],
+            registry=r,
+        )
+        self.transitions = Counter(
+            "joulie_policy_state_transitions",
+            "FSM transitions, applied or deferred.",
+            ["node", "from_state", "to_state", "result"],
+            registry=r,
+        )
+        self.family_nodes = Gauge(
+            "joulie_policy_family_nodes", "Eligible nodes per hardware family.", ["family"], registry=r
+        )
+        self.family_perf = Gauge(
+            "joulie_policy_family_performance_nodes",
+            "Performance (not draining) nodes per hardware family.",
+            ["family"],
+            registry=r,
+        )
+        self.reconcile_duration = Histogram(
+            "joulie_policy_reconcile_duration_seconds",
+            "Wall time of one reconcile tick (read, plan, write).",
+            registry=r,
+        )
         self.writes = Counter("joulie_policy_writes", "API writes made (spec, label, status).", registry=r)
         self.write_failures = Counter("joulie_policy_write_failures", "Nodes whose writes failed.", registry=r)
         self.is_leader = Gauge("joulie_policy_leader", "1 while this replica holds the lease.", registry=r)
-        self.facility_ambient = Gauge("joulie_twin_facility_ambient_temperature_celsius",
-                                      "Outdoor ambient temperature read from the facility, °C.", registry=r)
+        self.facility_ambient = Gauge(
+            "joulie_twin_facility_ambient_temperature_celsius",
+            "Outdoor ambient temperature read from the facility, °C.",
+            registry=r,
+        )
         self.facility_it = Gauge("joulie_twin_facility_it_power_watts", "Total IT power, W.", registry=r)
         self.facility_cooling = Gauge("joulie_twin_facility_cooling_power_watts", "Cooling power, W.", registry=r)
         self.facility_pue = Gauge("joulie_twin_facility_pue", "(IT + cooling) / IT power.", registry=r)
-        self.facility_zone = Gauge("joulie_twin_facility_zone_ambient_temperature_celsius",
-                                   "Ambient temperature per cooling zone, °C.", ["zone"], registry=r)
-        self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"],
-                                   registry=r)
-        self.power_nodes = Gauge("joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"],
-                                 registry=r)
-        self.power_actions = Counter("joulie_power_actions", "Power policy actions decided, by action.", ["action"],
-                                     registry=r)
-        self.forecast_rate = Gauge("joulie_power_forecast_arrivals_per_minute",
-                                   "The demand forecast: Pods expected per minute, per pool (forecast_suspend_v1).",
-                                   ["pool"], registry=r)
-        self.warm_cores = Gauge("joulie_power_warm_pool_cores", "Free cores the pool keeps powered (the warm pool).",
-                                ["pool"], registry=r)
-        self.warm_gpus = Gauge("joulie_power_warm_pool_gpus", "Free GPUs the pool keeps powered (the warm pool).",
-                               ["pool"], registry=r)
-        self.warm_boot = Gauge("joulie_power_pool_boot_seconds",
-                               "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
-                               ["pool"], registry=r)
+        self.facility_zone = Gauge(
+            "joulie_twin_facility_zone_ambient_temperature_celsius",
+            "Ambient temperature per cooling zone, °C.",
+            ["zone"],
+            registry=r,
+        )
+        self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"], registry=r)
+        self.power_nodes = Gauge(
+            "joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"], registry=r
+        )
+        self.power_actions = Counter(
+            "joulie_power_actions", "Power policy actions decided, by action.", ["action"], registry=r
+        )
+        self.forecast_rate = Gauge(
+            "joulie_power_forecast_arrivals_per_minute",
+            "The demand forecast: Pods expected per minute, per pool (forecast_suspend_v1).",
+            ["pool"],
+            registry=r,
+        )
+        self.warm_cores = Gauge(
+            "joulie_power_warm_pool_cores", "Free cores the pool keeps powered (the warm pool).", ["pool"], registry=r
+        )
+        self.warm_gpus = Gauge(
+            "joulie_power_warm_pool_gpus", "Free GPUs the pool keeps powered (the warm pool).", ["pool"], registry=r
+        )
+        self.warm_boot = Gauge(
+            "joulie_power_pool_boot_seconds",
+            "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
+            ["pool"],
+            registry=r,
+        )
+        pod_labels = [_label(K8S_NAMESPACE_NAME), _label(K8S_POD_NAME), _label(K8S_NODE_NAME)]
+        self.pod_energy = Counter(
+            _counter(POD_ENERGY),
+            POD_ENERGY.description + " (docs/energy-receipts.md).",
+            [*pod_labels, _label(ENERGY_DEVICE)],
+            registry=r,
+        )
+        self.pod_saved = Counter(
+            _counter(POD_ENERGY_SAVED),
+            POD_ENERGY_SAVED.description + " (windows where "
+            "they cost energy are not subtracted: the signed total is on the Pod's receipt).",
+            pod_labels,
+            registry=r,
+        )
+        self.pod_added = Counter(_counter(POD_TIME_ADDED), POD_TIME_ADDED.description + ".", pod_labels, registry=r)
+        self.node_unallocated = Counter(
+            _counter(NODE_ENERGY_UNALLOCATED),
+            NODE_ENERGY_UNALLOCATED.description + ".",
+            [_label(K8S_NODE_NAME)],
+            registry=r,
+        )
         self._nodes: set[str] = set()
         self._families: set[str] = set()
+        self._receipt_series: dict[tuple[str, str, str], int] = {}
+        """Each finished Pod's series, by (namespace, name, node): the windows they are still exported for."""
 
     def record_tick(self, result: TickResult) -> None:
         if result.power_states:
@@ -97,6 +181,38 @@ class Metrics:
         for name, (count, perf) in families.items():
             self.family_nodes.labels(name).set(count)
             self.family_perf.labels(name).set(perf)
+
+    def record_receipts(
+        self,
+        parts: Mapping[str, tuple[str, Receipt]],
+        unallocated: Mapping[str, Receipt],
+        finished: Iterable[str],
+        keep_windows: int = RECEIPT_SERIES_KEPT_WINDOWS,
+    ) -> None:
+        """One window's receipts: each Pod's part (``namespace/name`` -> (node, receipt)) and each node's
+        unallocated part. A finished Pod's series stay ``keep_windows`` more windows, so a scrape between
+        sees its last increment, then go (a Pod's series would otherwise be kept for ever)."""
+        for key, (node, r) in parts.items():
+            ns, _, name = key.partition("/")
+            for device, j in zip(ENERGY_DEVICES, (r.gpu_j, r.cpu_busy_j, r.cpu_idle_j, r.platform_j), strict=True):
+                self.pod_energy.labels(ns, name, node, device).inc(max(j, 0.0))
+            self.pod_saved.labels(ns, name, node).inc(max(r.saved_j, 0.0))
+            self.pod_added.labels(ns, name, node).inc(max(r.added_s, 0.0))
+            self._receipt_series.setdefault((ns, name, node), -1)
+        for node, r in unallocated.items():
+            self.node_unallocated.labels(node).inc(max(r.total_j, 0.0))
+        done = set(finished)
+        for series, left in list(self._receipt_series.items()):
+            if left < 0 and f"{series[0]}/{series[1]}" in done:
+                left = keep_windows
+            if left == 0:
+                for device in ENERGY_DEVICES:
+                    self.pod_energy.remove(*series, device)
+                self.pod_saved.remove(*series)
+                self.pod_added.remove(*series)
+                del self._receipt_series[series]
+            else:
+                self._receipt_series[series] = left - 1 if left > 0 else left
 
     def record_facility(self, f: Facility, pue: float | None) -> None:
         """Unknown readings are NaN (not 0: a 0 W facility would look healthy); zones/racks are replaced."""

@@ -19,6 +19,7 @@ import httpx
 
 from joulie_api.outage import Outage
 from joulie_controller.model.jobestimate import GpuSample
+from joulie_controller.model.receipt import NodeEnergy
 from joulie_controller.readings.facility import facility_queries, read_facility
 from joulie_controller.readings.gpusignals import (
     ALLOCATION,
@@ -31,6 +32,13 @@ from joulie_controller.readings.gpusignals import (
 )
 from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
 from joulie_controller.readings.ratewarmup import RateWarmup
+from joulie_controller.readings.receiptinputs import (
+    NodeFacts,
+    node_energies,
+    pod_boards,
+    pod_cpu_seconds,
+    receipt_queries,
+)
 from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
 from joulie_controller.settings import Settings, parse_duration_s
 
@@ -48,8 +56,9 @@ class PowerReading:
     error: str | None = None
 
 
-def instant_query(client: httpx.Client, address: str, promql: str, expect: str = "vector",
-                  at_s: float | None = None) -> list[Mapping[str, Any]]:
+def instant_query(
+    client: httpx.Client, address: str, promql: str, expect: str = "vector", at_s: float | None = None
+) -> list[Mapping[str, Any]]:
     """The result of one instant query: an instant vector, or a ``matrix`` for a range selector (the raw
     samples with their timestamps), evaluated at ``at_s`` (Unix seconds; None: Prometheus' now)."""
     params = {"query": promql} if at_s is None else {"query": promql, "time": f"{at_s:.3f}"}
@@ -86,13 +95,17 @@ def start_time(client: httpx.Client, address: str) -> str | None:
 class PowerReader:
     """Reads node power with the settings' metric naming and label promotion."""
 
-    def __init__(self, settings: Settings, client: httpx.Client | None = None,
-                 monotonic: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, settings: Settings, client: httpx.Client | None = None, monotonic: Callable[[], float] = time.monotonic
+    ):
         self.settings = settings
         self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
         self.queries: PowerQueries = power_queries(
-            MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
-            settings.prometheus.node_attribute_promoted, settings.prometheus.rate_window)
+            MetricNaming.from_setting(settings.prometheus.metric_naming),
+            settings.prometheus.node_attribute,
+            settings.prometheus.node_attribute_promoted,
+            settings.prometheus.rate_window,
+        )
         self.monotonic = monotonic
         self.health = Outage("Prometheus (measured power; every node neutral meanwhile)", log, monotonic)
         self.warmup = RateWarmup(parse_duration_s("NODE_POWER_RATE_WINDOW", settings.prometheus.rate_window))
@@ -108,8 +121,10 @@ class PowerReader:
             return reading
         q = self.queries
         host = [("energyRate", q.energy_rate), ("powerGauge", q.power_gauge)]
-        components = [("componentEnergyRate", q.component_energy_rate),
-                      ("componentPowerGauge", q.component_power_gauge)]
+        components = [
+            ("componentEnergyRate", q.component_energy_rate),
+            ("componentPowerGauge", q.component_power_gauge),
+        ]
         if s.prometheus.power_query:
             queries = [("powerRate", s.prometheus.power_query)]
         else:
@@ -137,9 +152,11 @@ class PowerReader:
             self.warmup.failed(now)
         self.health.ok()
         if self._warming_up(now):  # queried all the same: a failure meanwhile restarts the wait
-            return PowerReading(error=f"Prometheus restarted or was unreachable less than "
-                                      f"{s.prometheus.rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet "
-                                      f"covered")
+            return PowerReading(
+                error=f"Prometheus restarted or was unreachable less than "
+                f"{s.prometheus.rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet "
+                f"covered"
+            )
         for r in reading.rejected:
             log.warning("node %s: %s sample %s rejected: %s", r.node, r.field, r.raw, r.reason)
         return reading
@@ -149,9 +166,12 @@ class PowerReader:
         logs once when that starts and once when it ends."""
         left = self.warmup.remaining_s(now_s)
         if left > 0 and not self.warming:
-            log.warning("Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
-                        "rate window (NODE_POWER_RATE_WINDOW %s) is covered again", left,
-                        self.settings.prometheus.rate_window)
+            log.warning(
+                "Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
+                "rate window (NODE_POWER_RATE_WINDOW %s) is covered again",
+                left,
+                self.settings.prometheus.rate_window,
+            )
         elif left <= 0 and self.warming:
             log.warning("Prometheus rate window covered again: measured power in use")
         self.warming = left > 0
@@ -164,13 +184,13 @@ class GpuSignalReader:
     garbage means no samples this tick (every estimate stays where it was), logged once when it starts
     and once when it answers again."""
 
-    def __init__(self, settings: Settings, client: httpx.Client | None = None,
-                 wall: Callable[[], float] = time.time):
+    def __init__(self, settings: Settings, client: httpx.Client | None = None, wall: Callable[[], float] = time.time):
         p = settings.prometheus
         self.address = p.url
         self.client = client or httpx.Client(timeout=p.timeout_s)
-        self.queries = gpu_queries(MetricNaming.from_setting(p.metric_naming), p.node_attribute,
-                                   p.node_attribute_promoted)
+        self.queries = gpu_queries(
+            MetricNaming.from_setting(p.metric_naming), p.node_attribute, p.node_attribute_promoted
+        )
         self.wall = wall
         self.health = Outage("Prometheus (per-GPU signals; every job estimate held meanwhile)", log)
         self.problems: list[str] = []
@@ -186,13 +206,14 @@ class GpuSignalReader:
         problems: list[str] = []
         try:
             allocation = parse_allocation(
-                instant_query(self.client, self.address, self.queries.by_field[ALLOCATION], "matrix", now),
-                self.queries)
+                instant_query(self.client, self.address, self.queries.by_field[ALLOCATION], "matrix", now), self.queries
+            )
             if allocation:  # nobody holds a GPU (or the node side does not say who): the signals would go unused
                 for name, promql in self.queries.by_field.items():
                     if name != ALLOCATION:
-                        got, bad = parse_signal(instant_query(self.client, self.address, promql, "matrix", now),
-                                                self.queries)
+                        got, bad = parse_signal(
+                            instant_query(self.client, self.address, promql, "matrix", now), self.queries
+                        )
                         signals[name] = got
                         problems.extend(f"{name}: {b}" for b in bad)
         except PrometheusError as err:
@@ -203,6 +224,40 @@ class GpuSignalReader:
             log.warning("per-GPU signals: %s (logged again only when this changes)", "; ".join(problems)[:2000])
         self.problems = problems
         return samples_by_pod(signals, allocation, now)
+
+
+@dataclass
+class ReceiptInputs:
+    energies: dict[str, NodeEnergy] = field(default_factory=dict)
+    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    cpu_used: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+class ReceiptReader:
+    """The energy receipts' inputs over one window (``readings.receiptinputs``): four queries per window
+    for the whole cluster, evaluated at the window's end, on the node-power reader's address and timeout."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None):
+        p = settings.prometheus
+        self.address = p.url
+        self.naming = MetricNaming.from_setting(p.metric_naming)
+        self.node_attribute = p.node_attribute
+        self.client = client or httpx.Client(timeout=p.timeout_s)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def read(self, start_s: float, end_s: float, facts: Mapping[str, NodeFacts]) -> ReceiptInputs:
+        """Raises PrometheusError when a query fails (the window is then closed on the next try, longer)."""
+        window = end_s - start_s
+        q = receipt_queries(self.naming, self.node_attribute, f"{max(1, round(window))}s")
+
+        def ask(promql: str) -> list[Mapping[str, Any]]:
+            return instant_query(self.client, self.address, promql, at_s=end_s)
+
+        energies, problems = node_energies(ask(q.host_energy_j), ask(q.device_energy_j), q, window, facts)
+        return ReceiptInputs(energies, pod_boards(ask(q.allocation), q), pod_cpu_seconds(ask(q.pod_cpu_s)), problems)
 
 
 class FacilityReader:
