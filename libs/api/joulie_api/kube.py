@@ -157,15 +157,8 @@ class JoulieClient:
             # again (``self.server``); each retry in between only at debug: a 429 storm used to
             # log a warning per attempt (issue 23, api-throttle).
             self.server.failed(exc)
-            log.debug(
-                "%s %s/%s attempt %d failed (%s); retrying in %.0fs",
-                action,
-                kind,
-                name,
-                attempt,
-                server_message(exc),
-                delay,
-            )
+            log.debug("%s %s/%s attempt %d failed (%s); retrying in %.0fs", action, kind, name, attempt,
+                      server_message(exc), delay)
 
         try:
             result = retry(op, is_temporary=is_temporary, backoff=self.backoff, on_retry=on_retry)
@@ -237,15 +230,8 @@ class JoulieClient:
 
         def op() -> Any:
             return fn(
-                GROUP,
-                VERSION,
-                resource.plural,
-                name,
-                body,
-                field_manager=self.field_manager,
-                force=force,
-                _content_type=content_type,
-                _preload_content=False,
+                GROUP, VERSION, resource.plural, name, body,
+                field_manager=self.field_manager, force=force, _content_type=content_type, _preload_content=False,
             )
 
         verb = "apply" if content_type == APPLY_PATCH else "merge-patch"

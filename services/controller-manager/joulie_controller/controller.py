@@ -83,9 +83,8 @@ def _elector(settings: Settings, api: k8s.ApiClient, identity: str) -> LeaderEle
     """The Lease election (LEADER_ELECT), as ``identity``; none: this replica always leads."""
     if not settings.leader.elect:
         return None
-    return LeaderElector(
-        api, settings.pod_namespace, settings.leader.lease_name, identity, settings.leader.lease_duration_s
-    )
+    return LeaderElector(api, settings.pod_namespace, settings.leader.lease_name, identity,
+                         settings.leader.lease_duration_s)
 
 
 def _power_driver(settings: Settings, api: k8s.ApiClient) -> PowerDriver | None:
@@ -95,11 +94,8 @@ def _power_driver(settings: Settings, api: k8s.ApiClient) -> PowerDriver | None:
     if settings.suspend.power_policy == POLICY_NONE:
         return None
     driver = from_kube(k8s.CoreV1Api(api), settings.pod_namespace)
-    log.info(
-        "POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true in namespace %s",
-        settings.suspend.power_policy,
-        settings.pod_namespace,
-    )
+    log.info("POWER_POLICY=%s: BMCs from the Secrets labelled joulie.io/bmc-credentials=true in namespace %s",
+             settings.suspend.power_policy, settings.pod_namespace)
     return driver
 
 
@@ -112,20 +108,11 @@ class TickSummary:
 
 
 class Controller:
-    def __init__(
-        self,
-        settings: Settings,
-        kube: ControllerKube,
-        power: PowerReader,
-        metrics: Metrics | None = None,
-        elector: LeaderElector | None = None,
-        clock: Clock = SYSTEM_CLOCK,
-        facility: FacilityReader | None = None,
-        liveness: Liveness | None = None,
-        power_driver: PowerDriver | None = None,
-        gpu_signals: GpuSignalReader | None = None,
-        receipts: ReceiptReader | None = None,
-    ):
+    def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
+                 elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
+                 facility: FacilityReader | None = None, liveness: Liveness | None = None,
+                 power_driver: PowerDriver | None = None, gpu_signals: GpuSignalReader | None = None,
+                 receipts: ReceiptReader | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -156,24 +143,17 @@ class Controller:
         """Poll facility metrics when due (first tick, then every FACILITY_POLL_INTERVAL)."""
         if self.facility_reader is None:
             return
-        if (
-            self._facility_polled is not None
-            and (now - self._facility_polled).total_seconds() < self.settings.facility.poll_interval_s
-        ):
+        if self._facility_polled is not None and (
+                now - self._facility_polled).total_seconds() < self.settings.facility.poll_interval_s:
             return
         self._facility_polled = now
         f = self.facility = self.facility_reader.read()
         ratio = pue(f)
-        log.info(
-            "[facility] ambient=%s itPower=%.0f cooling=%s pue=%s zones=%d racks=%d inlets=%d",
-            "unknown" if f.outdoor_ambient_c is None else f"{f.outdoor_ambient_c:.1f}",
-            f.it_power_w,
-            "unknown" if f.cooling_power_w is None else f"{f.cooling_power_w:.0f}",
-            "unknown" if ratio is None else f"{ratio:.3f}",
-            len(f.zone_ambient_c),
-            len(f.rack_power_w),
-            len(f.node_inlet_c),
-        )
+        log.info("[facility] ambient=%s itPower=%.0f cooling=%s pue=%s zones=%d racks=%d inlets=%d",
+                 "unknown" if f.outdoor_ambient_c is None else f"{f.outdoor_ambient_c:.1f}", f.it_power_w,
+                 "unknown" if f.cooling_power_w is None else f"{f.cooling_power_w:.0f}",
+                 "unknown" if ratio is None else f"{ratio:.3f}", len(f.zone_ambient_c), len(f.rack_power_w),
+                 len(f.node_inlet_c))
         self.metrics.record_facility(f, ratio)
 
     def _lead(self) -> bool:
@@ -213,14 +193,8 @@ class Controller:
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         if result.plan is not None:
             plan_text = ",".join(f"{o.node}={'draining' if o.draining else o.profile}" for o in result.outcomes[:20])
-            log.info(
-                "assigned profiles policy=%s nodes=%d writes=%d plan=%s%s",
-                result.plan.policy_name,
-                len(result.outcomes),
-                report.writes,
-                plan_text,
-                ",…" if len(result.outcomes) > 20 else "",
-            )
+            log.info("assigned profiles policy=%s nodes=%d writes=%d plan=%s%s", result.plan.policy_name,
+                     len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
 
     def close_receipts(self, snap: Snapshot, now: datetime) -> int:
@@ -309,9 +283,8 @@ class Controller:
             except (KubeWriteError, PowerDriverError) as err:
                 failures += 1
                 if a.action in ("off", "on"):
-                    self.power_errors[a.node] = refused_again(
-                        self.power_errors.get(a.node), a.action, str(err), now or self.clock.now()
-                    )
+                    self.power_errors[a.node] = refused_again(self.power_errors.get(a.node), a.action, str(err),
+                                                              now or self.clock.now())
                 log.error("node %s: power %s failed, the node is left as it is: %s", a.node, a.action, err)
         return failures
 

@@ -175,10 +175,7 @@ class CapSettings:
     gpu_model_caps: Mapping[str, GpuModelCaps] = field(default_factory=dict)
     """GPU_MODEL_CAPS_JSON: {"<product>": {"minCapWatts": N, "maxCapWatts": M}}."""
     gpu_product_label_keys: tuple[str, ...] = (
-        "joulie.io/gpu.product",
-        "nvidia.com/gpu.product",
-        "amd.com/gpu.product",
-        "amd.com/gpu.family",
+        "joulie.io/gpu.product", "nvidia.com/gpu.product", "amd.com/gpu.product", "amd.com/gpu.family",
     )
     """GPU_PRODUCT_LABEL_KEYS, comma-separated."""
 
@@ -423,88 +420,42 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
     _one_of("NODE_POWER_SCOPE", s.prometheus.power_scope, POWER_SCOPES)
     _one_of("POWER_POLICY", s.suspend.power_policy, POWER_POLICIES)
     r, sus = s.reconcile, s.suspend
-    _within(
-        env, "reconcile.write_concurrency", r.write_concurrency, 1 <= r.write_concurrency <= 64, "1 to 64 Nodes at once"
-    )
-    _within(
-        env,
-        "reconcile.cache_resync_s",
-        r.cache_resync_s,
-        r.cache_resync_s >= 60,
-        "a duration of at least 1m (each resync LISTs every Node and Pod again)",
-    )
-    _within(
-        env,
-        "reconcile.receipt_window_s",
-        r.receipt_window_s,
-        r.receipt_window_s >= 10,
-        "a duration of at least 10s (each window is four Prometheus queries and a Pod write per running Pod)",
-    )
-    _within(
-        env, "reconcile.status_deadband_pct", r.status_deadband_pct, 0 <= r.status_deadband_pct <= 10, "0 to 10 percent"
-    )
+    _within(env, "reconcile.write_concurrency", r.write_concurrency, 1 <= r.write_concurrency <= 64,
+            "1 to 64 Nodes at once")
+    _within(env, "reconcile.cache_resync_s", r.cache_resync_s, r.cache_resync_s >= 60,
+            "a duration of at least 1m (each resync LISTs every Node and Pod again)")
+    _within(env, "reconcile.receipt_window_s", r.receipt_window_s, r.receipt_window_s >= 10,
+            "a duration of at least 10s (each window is four Prometheus queries and a Pod write per running Pod)")
+    _within(env, "reconcile.status_deadband_pct", r.status_deadband_pct, 0 <= r.status_deadband_pct <= 10,
+            "0 to 10 percent")
     _within(env, "suspend.min_powered", sus.min_powered, sus.min_powered >= 0, "0 or more nodes")
     _within(env, "suspend.max_concurrent", sus.max_concurrent, sus.max_concurrent >= 1, "at least 1 node")
     _within(env, "suspend.resume_retries", sus.resume_retries, sus.resume_retries >= 0, "0 or more retries")
-    _within(
-        env,
-        "suspend.warm_quantile_pct",
-        sus.warm_quantile_pct,
-        0 < sus.warm_quantile_pct < 100,
-        "more than 0 and under 100 percent",
-    )
+    _within(env, "suspend.warm_quantile_pct", sus.warm_quantile_pct, 0 < sus.warm_quantile_pct < 100,
+            "more than 0 and under 100 percent")
     _within(env, "suspend.forecast_day_s", sus.forecast_day_s, sus.forecast_day_s > 0, "a duration over 0")
-    _within(
-        env, "suspend.forecast_half_life_s", sus.forecast_half_life_s, sus.forecast_half_life_s > 0, "a duration over 0"
-    )
+    _within(env, "suspend.forecast_half_life_s", sus.forecast_half_life_s, sus.forecast_half_life_s > 0,
+            "a duration over 0")
     _within(env, "suspend.forecast_min_days", sus.forecast_min_days, sus.forecast_min_days >= 1, "1 or more days")
     for path in ("suspend.suspend_rate_per_min", "suspend.resume_rate_per_min"):
         _within(env, path, s.at(path), s.at(path) >= 0, "0 (no limit) or more nodes per minute")
-    _within(
-        env,
-        "suspend.max_cycles_per_day",
-        sus.max_cycles_per_day,
-        sus.max_cycles_per_day >= 0,
-        "0 (no cap) or more power-offs",
-    )
-    for path, v in (
-        ("caps.cpu_performance_pct", s.caps.cpu_performance_pct),
-        ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),
-        ("caps.gpu_performance_pct", s.caps.gpu_performance_pct),
-        ("caps.gpu_eco_pct", s.caps.gpu_eco_pct),
-        ("policy.budget_min_cap_pct", s.policy.budget_min_cap_pct),
-    ):
-        _within(
-            env,
-            path,
-            v,
-            not 0 < v < MIN_CAP_PCT,
-            f"0 for no cap, or at least {MIN_CAP_PCT:g}: below the {MIN_CAP_PCT:g} % of max the NodeTwin CRD "
-            f"accepts (what hardware enforces)",
-        )
+    _within(env, "suspend.max_cycles_per_day", sus.max_cycles_per_day, sus.max_cycles_per_day >= 0,
+            "0 (no cap) or more power-offs")
+    for path, v in (("caps.cpu_performance_pct", s.caps.cpu_performance_pct), ("caps.cpu_eco_pct", s.caps.cpu_eco_pct),
+                    ("caps.gpu_performance_pct", s.caps.gpu_performance_pct), ("caps.gpu_eco_pct", s.caps.gpu_eco_pct),
+                    ("policy.budget_min_cap_pct", s.policy.budget_min_cap_pct)):
+        _within(env, path, v, not 0 < v < MIN_CAP_PCT,
+                f"0 for no cap, or at least {MIN_CAP_PCT:g}: below the {MIN_CAP_PCT:g} % of max the NodeTwin CRD "
+                f"accepts (what hardware enforces)")
     for path, w in (("caps.performance_cap_w", s.caps.performance_cap_w), ("caps.eco_cap_w", s.caps.eco_cap_w)):
-        _within(
-            env,
-            path,
-            w,
-            MIN_PACKAGE_CAP_W <= w <= MAX_PACKAGE_CAP_W,
-            f"{MIN_PACKAGE_CAP_W:g} to {MAX_PACKAGE_CAP_W:g} watts: the NodeTwin CRD's packagePowerCapWatts bounds (the API "
-            f"server refuses a spec outside them)",
-        )
-    _within(
-        env,
-        "policy.max_slowdown_ceiling_pct",
-        s.policy.max_slowdown_ceiling_pct,
-        0 <= s.policy.max_slowdown_ceiling_pct <= 50,
-        "0 to 50 percent",
-    )
-    _within(
-        env,
-        "policy.power_budget_w",
-        s.policy.power_budget_w,
-        s.policy.type != "cluster_power_budget" or s.policy.power_budget_w > 0,
-        "more than 0 watts with POLICY_TYPE=cluster_power_budget",
-    )
+        _within(env, path, w, MIN_PACKAGE_CAP_W <= w <= MAX_PACKAGE_CAP_W,
+                f"{MIN_PACKAGE_CAP_W:g} to {MAX_PACKAGE_CAP_W:g} watts: the NodeTwin CRD's packagePowerCapWatts bounds (the API "
+                f"server refuses a spec outside them)")
+    _within(env, "policy.max_slowdown_ceiling_pct", s.policy.max_slowdown_ceiling_pct,
+            0 <= s.policy.max_slowdown_ceiling_pct <= 50, "0 to 50 percent")
+    _within(env, "policy.power_budget_w", s.policy.power_budget_w,
+            s.policy.type != "cluster_power_budget" or s.policy.power_budget_w > 0,
+            "more than 0 watts with POLICY_TYPE=cluster_power_budget")
 
 
 def selector_matches(selector: str, labels: Mapping[str, str]) -> bool:

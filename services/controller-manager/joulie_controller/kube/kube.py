@@ -87,16 +87,10 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
     status = obj.get("status") or {}
     alloc = status.get("allocatable") or {}
     gpus = sum(_quantity_int(v) for k, v in alloc.items() if k in GPU_RESOURCES or k.endswith("/gpu"))
-    taints = tuple(
-        Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect") or ""))
-        for t in spec.get("taints") or []
-        if isinstance(t, dict)
-    )
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-        if isinstance(c, dict)
-    )
+    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect") or ""))
+                   for t in spec.get("taints") or [] if isinstance(t, dict))
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [] if isinstance(c, dict))
     return NodeInfo(
         name=str(meta.get("name", "")),
         labels=dict(meta.get("labels") or {}),
@@ -114,11 +108,8 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo:
 def suspended_change(node: Mapping[str, Any], suspended: bool) -> dict[str, Any]:
     """The merge patch that cordons a Node and adds the joulie.io/suspended:NoSchedule taint, or
     uncordons it and removes the taint; other taints kept as they are."""
-    taints = [
-        t
-        for t in (node.get("spec") or {}).get("taints") or []
-        if isinstance(t, dict) and t.get("key") != TAINT_SUSPENDED
-    ]
+    taints = [t for t in (node.get("spec") or {}).get("taints") or []
+              if isinstance(t, dict) and t.get("key") != TAINT_SUSPENDED]
     if suspended:
         taints.append({"key": TAINT_SUSPENDED, "effect": TAINT_SUSPENDED_EFFECT})
     return {"spec": {"unschedulable": suspended or None, "taints": taints or None}}
@@ -128,18 +119,12 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     terms: list[tuple[Requirement, ...]] = []
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     for term in required.get("nodeSelectorTerms") or []:
-        terms.append(
-            tuple(
-                Requirement(
-                    str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ())
-                )
-                for e in (term or {}).get("matchExpressions") or []
-            )
-        )
+        terms.append(tuple(
+            Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+            for e in (term or {}).get("matchExpressions") or []))
     cpu = 0.0
     memory = 0.0
     gpus = 0
@@ -166,16 +151,9 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         cpu_request=cpu,
         gpu_request=gpus,
         memory_request_bytes=memory,
-        tolerations=tuple(
-            Toleration(
-                str(t.get("key") or ""),
-                str(t.get("operator") or "Equal"),
-                str(t.get("value") or ""),
-                str(t.get("effect") or ""),
-            )
-            for t in spec.get("tolerations") or []
-            if isinstance(t, dict)
-        ),
+        tolerations=tuple(Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"),
+                                     str(t.get("value") or ""), str(t.get("effect") or ""))
+                          for t in spec.get("tolerations") or [] if isinstance(t, dict)),
         daemonset=any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []),
         scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
         unschedulable=_gave_up(obj.get("status") or {}),
@@ -206,16 +184,12 @@ def finished_at(obj: Mapping[str, Any]) -> float | None:
 
 def _gave_up(status: Mapping[str, Any]) -> bool:
     """PodScheduled=False with reason Unschedulable: the scheduler tried every node and none fits."""
-    return any(
-        isinstance(c, dict)
-        and c.get("type") == "PodScheduled"
-        and c.get("status") == "False"
-        and c.get("reason") == "Unschedulable"
-        for c in status.get("conditions") or []
-    )
+    return any(isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("status") == "False"
+               and c.get("reason") == "Unschedulable" for c in status.get("conditions") or [])
 
 
 T = TypeVar("T")
+
 
 
 class _PodMeta(msgspec.Struct, omit_defaults=True):
@@ -321,11 +295,8 @@ def _by_field(body: bytes, decoder: msgspec.json.Decoder[Any]) -> Page:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return any_page(body)  # an odd shape: the full parse; the readers tolerate missing fields
     meta = page.metadata
-    return (
-        [msgspec.to_builtins(o) for o in page.items or ()],
-        (meta.continue_ if meta else None) or None,
-        (meta.resource_version if meta else None) or "",
-    )
+    return ([msgspec.to_builtins(o) for o in page.items or ()], (meta.continue_ if meta else None) or None,
+            (meta.resource_version if meta else None) or "")
 
 
 def pod_page(body: bytes) -> Page:
@@ -350,9 +321,8 @@ class KubeListError(RuntimeError):
     """A LIST that could not be completed."""
 
 
-def list_paged(
-    call: Callable[..., Any], decode: Callable[[bytes], tuple[list[Any], str | None]], **kwargs: Any
-) -> list[Any]:
+def list_paged(call: Callable[..., Any], decode: Callable[[bytes], tuple[list[Any], str | None]],
+               **kwargs: Any) -> list[Any]:
     """Every object of a LIST, page by page. A continue token that expired mid-list (410 Gone: the
     API server compacted past it) starts the list again, as client-go's pager does."""
     for _attempt in range(3):
@@ -412,35 +382,18 @@ def cluster_caches(api: k8s.ApiClient, resync_s: float, stop: threading.Event) -
     def crd(plural: str) -> Callable[..., Any]:
         return functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, plural)
 
-    return CachedCluster(
-        {
-            "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop, decode_page=node_page),
-            "pods": WatchCache(
-                "Pod",
-                core.list_pod_for_all_namespaces,
-                pod_info,
-                resync_s=resync_s,
-                stop=stop,
-                decode_page=pod_page,
-                field_selector=RUNNING_OR_PENDING,
-            ),
-            "hardware": WatchCache(
-                "NodeHardware", crd(NODE_HARDWARE.plural), hardware_of, resync_s=resync_s, stop=stop
-            ),
-            "twins": WatchCache("NodeTwin", crd(NODE_TWIN.plural), twin_of, resync_s=resync_s, stop=stop),
-        }
-    )
+    return CachedCluster({
+        "nodes": WatchCache("Node", core.list_node, node_info, resync_s=resync_s, stop=stop, decode_page=node_page),
+        "pods": WatchCache("Pod", core.list_pod_for_all_namespaces, pod_info, resync_s=resync_s, stop=stop,
+                           decode_page=pod_page, field_selector=RUNNING_OR_PENDING),
+        "hardware": WatchCache("NodeHardware", crd(NODE_HARDWARE.plural), hardware_of, resync_s=resync_s, stop=stop),
+        "twins": WatchCache("NodeTwin", crd(NODE_TWIN.plural), twin_of, resync_s=resync_s, stop=stop),
+    })
 
 
 class ControllerKube:
-    def __init__(
-        self,
-        api: k8s.ApiClient,
-        client: JoulieClient | None = None,
-        write_concurrency: int = 8,
-        cluster: CachedCluster | None = None,
-        sync_wait_s: float = 30.0,
-    ):
+    def __init__(self, api: k8s.ApiClient, client: JoulieClient | None = None, write_concurrency: int = 8,
+                 cluster: CachedCluster | None = None, sync_wait_s: float = 30.0):
         self.cluster = cluster  # None: LIST every tick
         self.sync_wait_s = sync_wait_s
         self.core = k8s.CoreV1Api(api)
@@ -473,40 +426,25 @@ class ControllerKube:
         if self.cluster is not None:
             return self._cached_snapshot(now, measurements, facility)
         nodes: list[NodeInfo] = list_paged(self.core.list_node, nodes_from_page)
-        pods: list[PodInfo] = list_paged(
-            self.core.list_pod_for_all_namespaces, pods_from_page, field_selector=RUNNING_OR_PENDING
-        )
-        return Snapshot(
-            now=now,
-            nodes=nodes,
-            pods=pods,
-            hardware=self.hardware(),
-            twins=self.twins(),
-            measurements=measurements,
-            facility=facility,
-        )
+        pods: list[PodInfo] = list_paged(self.core.list_pod_for_all_namespaces, pods_from_page,
+                                         field_selector=RUNNING_OR_PENDING)
+        return Snapshot(now=now, nodes=nodes, pods=pods, hardware=self.hardware(), twins=self.twins(),
+                        measurements=measurements, facility=facility)
 
-    def _cached_snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
+    def _cached_snapshot(self, now: datetime, measurements: Mapping[str, Measurement],
+                         facility: Facility) -> Snapshot:
         """The snapshot from the caches: waits until every one is synced (raises CacheNotSyncedError)."""
         assert self.cluster is not None
         self.cluster.wait_synced(self.sync_wait_s)
         hardware: dict[str, NodeHardware] = {h.spec.node_name: h for h in self.cluster.values("hardware")}
         twins: dict[str, NodeTwin] = {str((t.metadata or {}).get("name", "")): t for t in self.cluster.values("twins")}
-        return Snapshot(
-            now=now,
-            nodes=self.cluster.values("nodes"),
-            pods=self.cluster.values("pods"),
-            hardware=hardware,
-            twins=twins,
-            measurements=measurements,
-            facility=facility,
-        )
+        return Snapshot(now=now, nodes=self.cluster.values("nodes"), pods=self.cluster.values("pods"),
+                        hardware=hardware, twins=twins, measurements=measurements, facility=facility)
 
     def set_suspended(self, node: str, suspended: bool) -> None:
         """Cordon and taint joulie.io/suspended:NoSchedule, or the reverse (raises KubeWriteError)."""
-        self.client.update_node(
-            node, "cordon" if suspended else "uncordon", lambda obj: suspended_change(obj, suspended)
-        )
+        self.client.update_node(node, "cordon" if suspended else "uncordon",
+                                lambda obj: suspended_change(obj, suspended))
 
     def pod_finished_at(self, namespace: str, name: str) -> float | None | bool:
         """When the Pod's last container ended; None when it has not said (or still runs); False when the
@@ -570,9 +508,8 @@ class ControllerKube:
         if len(writes) <= 1 or self.write_concurrency == 1:
             outcomes = [self._write_node(w, profile_label) for w in writes]
         else:
-            with ThreadPoolExecutor(
-                max_workers=min(self.write_concurrency, len(writes)), thread_name_prefix="twin-write"
-            ) as pool:
+            with ThreadPoolExecutor(max_workers=min(self.write_concurrency, len(writes)),
+                                    thread_name_prefix="twin-write") as pool:
                 outcomes = list(pool.map(lambda w: self._write_node(w, profile_label), writes))
         for done, failed in outcomes:
             report.writes += done
@@ -584,9 +521,8 @@ class ControllerKube:
         done = 0
         try:
             if w.spec is not None:
-                self.client.apply(
-                    NODE_TWIN, w.object_name, {"spec": w.spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
-                )
+                self.client.apply(NODE_TWIN, w.object_name, {"spec": w.spec.model_dump(
+                    mode="json", by_alias=True, exclude_none=True)})
                 done += 1
             if w.label is not None:
                 self.client.patch_node_labels(w.node, {profile_label: w.label})

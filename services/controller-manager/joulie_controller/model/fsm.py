@@ -109,7 +109,7 @@ class PodInfo:
 
 
 def pod_key(pod: PodInfo) -> str:
-    """ "namespace/name": how per-Pod data (telemetry samples, estimates, decisions) names a Pod."""
+    """"namespace/name": how per-Pod data (telemetry samples, estimates, decisions) names a Pod."""
     return f"{pod.namespace}/{pod.name}"
 
 
@@ -125,9 +125,8 @@ def as_general(pod: PodInfo) -> PodInfo:
     profile, so it counts as general work of no kind (capped by the budget like the rest)."""
     return replace(
         pod,
-        annotations={
-            k: v for k, v in pod.annotations.items() if k not in (ANNOTATION_WORKLOAD_CLASS, LABEL_WORKLOAD_KIND)
-        },
+        annotations={k: v for k, v in pod.annotations.items()
+                     if k not in (ANNOTATION_WORKLOAD_CLASS, LABEL_WORKLOAD_KIND)},
         labels={k: v for k, v in pod.labels.items() if k != LABEL_WORKLOAD_KIND},
         node_selector={k: v for k, v in pod.node_selector.items() if k != LABEL_POWER_PROFILE},
         required_terms=tuple(tuple(r for r in term if r.key != LABEL_POWER_PROFILE) for term in pod.required_terms),
@@ -248,3 +247,4 @@ def transition_result(previous: State, new: State) -> str | None:
     if new == State.DRAINING_PERFORMANCE:
         return "deferred"
     return "applied"
+

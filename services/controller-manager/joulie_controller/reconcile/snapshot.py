@@ -129,18 +129,8 @@ def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> S
         for n in snap.nodes
     ]
     nodes = [apply_power_action(n, result.power) for n in nodes]
-    return Snapshot(
-        snap.now,
-        nodes,
-        snap.pods,
-        snap.hardware,
-        twins,
-        snap.measurements,
-        snap.facility,
-        snap.no_data_source,
-        snap.bmc,
-        snap.gpu_samples,
-    )
+    return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
+                    snap.no_data_source, snap.bmc, snap.gpu_samples)
 
 
 SUSPENDED_TAINT = Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT)

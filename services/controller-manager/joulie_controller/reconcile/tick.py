@@ -64,7 +64,6 @@ class _Staged:
     previous: fsm.State
     caps: Caps
 
-
 def managed(node: NodeInfo, s: Settings) -> bool:
     """Selected by NODE_SELECTOR and not reserved: the nodes the power policy looks after."""
     if node.labels.get(s.nodes.reserved_label_key, "").strip().lower() == "true":
@@ -119,9 +118,8 @@ def decide_power(snap: Snapshot, s: Settings, memory: Memory, log: list[str]) ->
         horizon = {p: hist.boot_of(p, sus) for p in {*pools.values(), ANY_POOL}}
         fcs = {p: forecast(hist.arrivals, since, snap.now, max(60.0, h), sus).get(p) for p, h in horizon.items()}
         warm = {p: warm_need(p, fcs[p], horizon[p], s) for p in sorted(horizon)}
-    inp = powerstate.PowerInput(
-        snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now), hist.cycles()
-    )
+    inp = powerstate.PowerInput(snap.now, nodes, snap.pods, snap.bmc, memory.idle_since, warm, hist.recent(snap.now),
+                                hist.cycles())
     decision = powerstate.decide(inp, s)
     hist.observe_power(snap.now, {n.info.name: n.status for n in nodes}, decision, pools, sus)
     memory.idle_since = decision.idle_since
@@ -141,11 +139,9 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
     mine = controllers_lock(existing)
     if existing is None:
         label = normalise_profile(n.labels.get(s.nodes.profile_label))
-        spec = NodeTwinSpec(
-            node_name=n.name,
-            profile=cast(Literal["performance", "eco"], label if label != "unknown" else PROFILE_ECO),
-            power=power_spec,
-        )
+        spec = NodeTwinSpec(node_name=n.name, profile=cast(Literal["performance", "eco"],
+                                                            label if label != "unknown" else PROFILE_ECO),
+                            power=power_spec)
         base = NodeTwinStatus()
     else:
         spec = owned_spec(existing.spec, mine).model_copy(update={"power": power_spec})
@@ -153,9 +149,8 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
     spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, mine) else spec
     status = base.model_copy(update={"power": power_status(power.status[n.name])})
     refresh_s = refresh_after_s(n.name, s.reconcile.status_refresh_s) if powerstate.tainted(n) else math.inf
-    if spec_write is None and not status_needs_write(
-        status, existing.status if existing else None, snap.now, refresh_s
-    ):
+    if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
+                                                     refresh_s):
         return None
     return NodeWrite(n.name, obj_name, spec_write, None, status.model_copy(update={"last_updated": snap.now}))
 
@@ -175,12 +170,12 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     perf_pods = fsm.count_performance_pods(snap.pods)
     views = memory.views = _hardware_views(nodes, snap, s, memory, log)
     measured: Measured = {n.name: _measured(n.name, snap, log) for n in nodes}
-    memory.job_estimates = update_estimates(
-        memory.job_estimates, snap.pods, views, snap.gpu_samples, s.trusted_namespaces
-    )
+    memory.job_estimates = update_estimates(memory.job_estimates, snap.pods, views, snap.gpu_samples,
+                                            s.trusted_namespaces)
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
     # Guard and caps first: rack power needs every node's capped budget.
-    staged = [_guard_and_caps(n, views[n.name], perf_pods.get(n.name, 0), decided, snap, s, memory, log) for n in nodes]
+    staged = [_guard_and_caps(n, views[n.name], perf_pods.get(n.name, 0), decided, snap, s, memory, log)
+              for n in nodes]
     rack_power = _rack_power(snap, staged, views, measured)
 
     live = {n.name for n in nodes}
@@ -191,9 +186,8 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     writes: list[NodeWrite] = []
     outcomes: list[NodeOutcome] = []
     for st in staged:
-        write, outcome = _node_tick(
-            st, views[st.node.name], measured[st.node.name], rack_power, decided, power_plan, snap, s, memory, log
-        )
+        write, outcome = _node_tick(st, views[st.node.name], measured[st.node.name], rack_power, decided,
+                                    power_plan, snap, s, memory, log)
         if write is not None:
             writes.append(write)
         outcomes.append(outcome)
@@ -219,41 +213,26 @@ def _warn_once(memory: Memory, log: list[str], key: tuple[str, str], line: str) 
         log.append(line)
 
 
-def _hardware_views(
-    nodes: list[NodeInfo], snap: Snapshot, s: Settings, memory: Memory, log: list[str]
-) -> dict[str, HardwareView]:
+def _hardware_views(nodes: list[NodeInfo], snap: Snapshot, s: Settings, memory: Memory,
+                    log: list[str]) -> dict[str, HardwareView]:
     """Each eligible node's hardware; a NodeHardware problem is logged once per node."""
     views: dict[str, HardwareView] = {}
     for n in nodes:
         hw = _hardware_view(n, snap, s, memory)
         for problem in hw.problems:
-            _warn_once(
-                memory, log, (n.name, problem), f"node {n.name}: NodeHardware {object_name_for_node(n.name)}: {problem}"
-            )
+            _warn_once(memory, log, (n.name, problem),
+                       f"node {n.name}: NodeHardware {object_name_for_node(n.name)}: {problem}")
         views[n.name] = hw
     return views
 
 
-def _plan(
-    nodes: list[NodeInfo],
-    views: dict[str, HardwareView],
-    measured: Measured,
-    performance_pods: int,
-    snap: Snapshot,
-    s: Settings,
-    memory: Memory,
-    log: list[str],
-) -> PolicyPlan:
+def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measured, performance_pods: int,
+          snap: Snapshot, s: Settings, memory: Memory, log: list[str]) -> PolicyPlan:
     """The policy's plan over the eligible nodes; keeps what the budget's caps shed in `memory`."""
-    policy_nodes = [
-        PolicyNode(n.name, views[n.name], normalise_profile(n.labels.get(s.nodes.profile_label)), n) for n in nodes
-    ]
+    policy_nodes = [PolicyNode(n.name, views[n.name], normalise_profile(n.labels.get(s.nodes.profile_label)), n)
+                    for n in nodes]
     inp = PolicyInput(
-        policy_nodes,
-        performance_pods,
-        snap.now.timestamp(),
-        s,
-        snap.pods,
+        policy_nodes, performance_pods, snap.now.timestamp(), s, snap.pods,
         measured_w={k: v for k, (v, _) in measured.items() if v is not None},
         trend_w_per_min={k: t.slope_w_per_min() for k, t in memory.trends.items()},
         trend_span_s={k: t.span_s() for k, t in memory.trends.items()},
@@ -277,45 +256,32 @@ def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float
     return out
 
 
-def _guard_and_caps(
-    n: NodeInfo,
-    hw: HardwareView,
-    performance_pods: int,
-    decided: PolicyPlan,
-    snap: Snapshot,
-    s: Settings,
-    memory: Memory,
-    log: list[str],
-) -> _Staged:
+def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decided: PolicyPlan, snap: Snapshot,
+                    s: Settings, memory: Memory, log: list[str]) -> _Staged:
     """The downgrade guard on the plan's profile for `n`, and the caps of the guarded profile (a
     draining node keeps performance caps)."""
     existing = snap.twins.get(object_name_for_node(n.name))
     if existing is not None:
-        previous = fsm.assignment_state(
-            existing.spec.profile, bool(existing.spec.scheduling and existing.spec.scheduling.draining)
-        )
+        previous = fsm.assignment_state(existing.spec.profile,
+                                        bool(existing.spec.scheduling and existing.spec.scheduling.draining))
     else:
         previous = fsm.assignment_state(normalise_profile(n.labels.get(s.nodes.profile_label)), False)
     desired = PROFILE_PERFORMANCE if n.name in decided.performance else PROFILE_ECO
     guarded = fsm.guard_downgrade(desired, previous, performance_pods)
     if guarded.draining:
-        log.append(
-            f"transition guarded node={n.name} desired=eco draining=true "
-            f"reason=running-performance-sensitive-pods count={guarded.performance_pods}"
-        )
+        log.append(f"transition guarded node={n.name} desired=eco draining=true "
+                   f"reason=running-performance-sensitive-pods count={guarded.performance_pods}")
     caps_profile = PROFILE_PERFORMANCE if guarded.draining else guarded.profile
     work = None if guarded.draining else decided.node_caps.get(n.name)
-    caps, warnings = compute_caps(
-        caps_profile, hw, s, decided.eco_cap_pct.get(n.name), (work.cpu_pct, work.gpu_pct) if work is not None else None
-    )
+    caps, warnings = compute_caps(caps_profile, hw, s, decided.eco_cap_pct.get(n.name),
+                                  (work.cpu_pct, work.gpu_pct) if work is not None else None)
     for w in warnings:
         _warn_once(memory, log, (n.name, w), f"node {n.name}: {w}")
     return _Staged(n, guarded, previous, caps)
 
 
-def _rack_power(
-    snap: Snapshot, staged: list[_Staged], views: dict[str, HardwareView], measured: Measured
-) -> dict[str, float]:
+def _rack_power(snap: Snapshot, staged: list[_Staged], views: dict[str, HardwareView],
+                measured: Measured) -> dict[str, float]:
     """Power per rack: the facility's rack meters, else the sum of what the rack's nodes draw (their
     capped budget when unmeasured)."""
     rack_power: dict[str, float] = dict(snap.facility.rack_power_w)
@@ -343,55 +309,35 @@ def _ambient_c(n: NodeInfo, snap: Snapshot) -> float | None:
     return ambient
 
 
-def _trend(
-    n: NodeInfo, hw: HardwareView, power_w: float | None, snap: Snapshot, memory: Memory, log: list[str]
-) -> float:
+def _trend(n: NodeInfo, hw: HardwareView, power_w: float | None, snap: Snapshot, memory: Memory,
+           log: list[str]) -> float:
     """The node's power trend with this tick's sample (0 without one); an implausible sample is logged once."""
     if power_w is None:
         return 0.0
     trend = memory.trends.setdefault(n.name, twin.PowerTrend()).add(snap.now, power_w)
     if twin.implausible_power(power_w, hw.budget().node_tdp_w):
-        _warn_once(
-            memory,
-            log,
-            (n.name, "implausible"),
-            f"node {n.name}: measuredNodePowerW={power_w:.0f} is more than twice nodeTdpW="
-            f"{hw.budget().node_tdp_w:.0f}; is the query a joules counter without rate()?",
-        )
+        _warn_once(memory, log, (n.name, "implausible"),
+                   f"node {n.name}: measuredNodePowerW={power_w:.0f} is more than twice nodeTdpW="
+                   f"{hw.budget().node_tdp_w:.0f}; is the query a joules counter without rate()?")
     return trend
 
 
-def _lock_to_write(
-    work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory, log: list[str]
-) -> float | None:
+def _lock_to_write(work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory,
+                   log: list[str]) -> float | None:
     """The SM clock lock the controller writes: the policy's, unless the node is draining or an
     operator's lock is in spec (then the operator's stays, and the policy's is dropped with a note)."""
     if work is None or work.gpu_lock_pct is None or draining:
         return None
     if operators_lock(existing):
-        _warn_once(
-            memory,
-            log,
-            (node, "operator-lock"),
-            f"node {node}: spec.gpu.clockLock is an operator's: "
-            f"kept, the policy's lock of {work.gpu_lock_pct:g} % not written",
-        )
+        _warn_once(memory, log, (node, "operator-lock"), f"node {node}: spec.gpu.clockLock is an operator's: "
+                   f"kept, the policy's lock of {work.gpu_lock_pct:g} % not written")
         return None
     return work.gpu_lock_pct
 
 
-def _node_tick(
-    st: _Staged,
-    hw: HardwareView,
-    measured: tuple[float | None, str],
-    rack_power: dict[str, float],
-    decided: PolicyPlan,
-    power_plan: PowerDecision,
-    snap: Snapshot,
-    s: Settings,
-    memory: Memory,
-    log: list[str],
-) -> tuple[NodeWrite | None, NodeOutcome]:
+def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str], rack_power: dict[str, float],
+               decided: PolicyPlan, power_plan: PowerDecision, snap: Snapshot, s: Settings, memory: Memory,
+               log: list[str]) -> tuple[NodeWrite | None, NodeOutcome]:
     """One eligible node's twin, the writes it needs (none when nothing changed) and its outcome."""
     n, guarded, caps = st.node, st.guarded, st.caps
     obj_name = object_name_for_node(n.name)
@@ -407,52 +353,34 @@ def _node_tick(
     power_w, source = measured
     trend = _trend(n, hw, power_w, snap, memory, log)
     rack = n.labels.get(LABEL_RACK, "")
-    out = twin.compute(
-        twin.TwinInput(
-            hardware=hw.budget(),
-            profile=guarded.profile,
-            draining=guarded.draining,
-            cpu_cap_pct=caps.cpu_pct_in_effect(hw),
-            gpu_cap_pct=caps.gpu_pct_in_effect(),
-            measured_node_power_w=power_w,
-            power_trend_w_per_min=trend,
-            ambient_c=_ambient_c(n, snap),
-            rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
-            cluster_power_w=snap.facility.it_power_w,
-        )
-    )
-    decision = (
-        cap_decision(work, s.policy.slowdown_budget_pct, lock) if work is not None and not guarded.draining else None
-    )
+    out = twin.compute(twin.TwinInput(
+        hardware=hw.budget(),
+        profile=guarded.profile,
+        draining=guarded.draining,
+        cpu_cap_pct=caps.cpu_pct_in_effect(hw),
+        gpu_cap_pct=caps.gpu_pct_in_effect(),
+        measured_node_power_w=power_w,
+        power_trend_w_per_min=trend,
+        ambient_c=_ambient_c(n, snap),
+        rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
+        cluster_power_w=snap.facility.it_power_w,
+    ))
+    decision = (cap_decision(work, s.policy.slowdown_budget_pct, lock)
+                if work is not None and not guarded.draining else None)
     node_power = power_plan.status.get(n.name)
-    status = status_content(
-        out, power_w, source, trend, decision, power_status(node_power) if node_power is not None else None
-    )
+    status = status_content(out, power_w, source, trend, decision,
+                            power_status(node_power) if node_power is not None else None)
     status_write = None
     held = existing.status if existing else None
     if spec_write is not None or status_needs_write(
-        status,
-        held,
-        snap.now,
-        refresh_after_s(n.name, s.reconcile.status_refresh_s),
-        s.reconcile.status_deadband_pct,
-        memory.reuse.held_status(obj_name, held),
-    ):
+            status, held, snap.now, refresh_after_s(n.name, s.reconcile.status_refresh_s),
+            s.reconcile.status_deadband_pct, memory.reuse.held_status(obj_name, held)):
         status_write = status.model_copy(update={"last_updated": snap.now})
-    write = (
-        NodeWrite(n.name, obj_name, spec_write, label_write, status_write)
-        if (spec_write or label_write or status_write)
-        else None
-    )
+    write = NodeWrite(n.name, obj_name, spec_write, label_write, status_write) if (
+        spec_write or label_write or status_write) else None
     outcome = NodeOutcome(
-        node=n.name,
-        profile=guarded.profile,
-        draining=guarded.draining,
-        previous_state=st.previous,
-        state=guarded.state,
-        transition=fsm.transition_result(st.previous, guarded.state),
-        performance_pods=guarded.performance_pods,
-        family=hw.family(n.name),
-        caps=caps,
+        node=n.name, profile=guarded.profile, draining=guarded.draining, previous_state=st.previous,
+        state=guarded.state, transition=fsm.transition_result(st.previous, guarded.state),
+        performance_pods=guarded.performance_pods, family=hw.family(n.name), caps=caps,
     )
     return write, outcome

@@ -45,77 +45,44 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.node_state = Gauge(
-            "joulie_policy_node_state", "1 for the node's active FSM state.", ["node", "state"], registry=r
-        )
-        self.node_profile = Gauge(
-            "joulie_policy_node_profile_label",
-            "1 for the node's active profile label.",
-            ["node", "profile"],
-            registry=r,
-        )
-        self.transitions = Counter(
-            "joulie_policy_state_transitions",
-            "FSM transitions, applied or deferred.",
-            ["node", "from_state", "to_state", "result"],
-            registry=r,
-        )
-        self.family_nodes = Gauge(
-            "joulie_policy_family_nodes", "Eligible nodes per hardware family.", ["family"], registry=r
-        )
-        self.family_perf = Gauge(
-            "joulie_policy_family_performance_nodes",
-            "Performance (not draining) nodes per hardware family.",
-            ["family"],
-            registry=r,
-        )
-        self.reconcile_duration = Histogram(
-            "joulie_policy_reconcile_duration_seconds",
-            "Wall time of one reconcile tick (read, plan, write).",
-            registry=r,
-        )
+        self.node_state = Gauge("joulie_policy_node_state", "1 for the node's active FSM state.",
+                                ["node", "state"], registry=r)
+        self.node_profile = Gauge("joulie_policy_node_profile_label", "1 for the node's active profile label.",
+                                  ["node", "profile"], registry=r)
+        self.transitions = Counter("joulie_policy_state_transitions", "FSM transitions, applied or deferred.",
+                                   ["node", "from_state", "to_state", "result"], registry=r)
+        self.family_nodes = Gauge("joulie_policy_family_nodes", "Eligible nodes per hardware family.",
+                                  ["family"], registry=r)
+        self.family_perf = Gauge("joulie_policy_family_performance_nodes",
+                                 "Performance (not draining) nodes per hardware family.", ["family"], registry=r)
+        self.reconcile_duration = Histogram("joulie_policy_reconcile_duration_seconds",
+                                            "Wall time of one reconcile tick (read, plan, write).", registry=r)
         self.writes = Counter("joulie_policy_writes", "API writes made (spec, label, status).", registry=r)
         self.write_failures = Counter("joulie_policy_write_failures", "Nodes whose writes failed.", registry=r)
         self.is_leader = Gauge("joulie_policy_leader", "1 while this replica holds the lease.", registry=r)
-        self.facility_ambient = Gauge(
-            "joulie_twin_facility_ambient_temperature_celsius",
-            "Outdoor ambient temperature read from the facility, °C.",
-            registry=r,
-        )
+        self.facility_ambient = Gauge("joulie_twin_facility_ambient_temperature_celsius",
+                                      "Outdoor ambient temperature read from the facility, °C.", registry=r)
         self.facility_it = Gauge("joulie_twin_facility_it_power_watts", "Total IT power, W.", registry=r)
         self.facility_cooling = Gauge("joulie_twin_facility_cooling_power_watts", "Cooling power, W.", registry=r)
         self.facility_pue = Gauge("joulie_twin_facility_pue", "(IT + cooling) / IT power.", registry=r)
-        self.facility_zone = Gauge(
-            "joulie_twin_facility_zone_ambient_temperature_celsius",
-            "Ambient temperature per cooling zone, °C.",
-            ["zone"],
-            registry=r,
-        )
-        self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"], registry=r)
-        self.power_nodes = Gauge(
-            "joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"], registry=r
-        )
-        self.power_actions = Counter(
-            "joulie_power_actions", "Power policy actions decided, by action.", ["action"], registry=r
-        )
-        self.forecast_rate = Gauge(
-            "joulie_power_forecast_arrivals_per_minute",
-            "The demand forecast: Pods expected per minute, per pool (forecast_suspend_v1).",
-            ["pool"],
-            registry=r,
-        )
-        self.warm_cores = Gauge(
-            "joulie_power_warm_pool_cores", "Free cores the pool keeps powered (the warm pool).", ["pool"], registry=r
-        )
-        self.warm_gpus = Gauge(
-            "joulie_power_warm_pool_gpus", "Free GPUs the pool keeps powered (the warm pool).", ["pool"], registry=r
-        )
-        self.warm_boot = Gauge(
-            "joulie_power_pool_boot_seconds",
-            "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
-            ["pool"],
-            registry=r,
-        )
+        self.facility_zone = Gauge("joulie_twin_facility_zone_ambient_temperature_celsius",
+                                   "Ambient temperature per cooling zone, °C.", ["zone"], registry=r)
+        self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"],
+                                   registry=r)
+        self.power_nodes = Gauge("joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"],
+                                 registry=r)
+        self.power_actions = Counter("joulie_power_actions", "Power policy actions decided, by action.", ["action"],
+                                     registry=r)
+        self.forecast_rate = Gauge("joulie_power_forecast_arrivals_per_minute",
+                                   "The demand forecast: Pods expected per minute, per pool (forecast_suspend_v1).",
+                                   ["pool"], registry=r)
+        self.warm_cores = Gauge("joulie_power_warm_pool_cores", "Free cores the pool keeps powered (the warm pool).",
+                                ["pool"], registry=r)
+        self.warm_gpus = Gauge("joulie_power_warm_pool_gpus", "Free GPUs the pool keeps powered (the warm pool).",
+                               ["pool"], registry=r)
+        self.warm_boot = Gauge("joulie_power_pool_boot_seconds",
+                               "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
+                               ["pool"], registry=r)
         pod_labels = [_label(K8S_NAMESPACE_NAME), _label(K8S_POD_NAME), _label(K8S_NODE_NAME)]
         self.pod_energy = Counter(
             _counter(POD_ENERGY),

@@ -56,9 +56,8 @@ class PowerReading:
     error: str | None = None
 
 
-def instant_query(
-    client: httpx.Client, address: str, promql: str, expect: str = "vector", at_s: float | None = None
-) -> list[Mapping[str, Any]]:
+def instant_query(client: httpx.Client, address: str, promql: str, expect: str = "vector",
+                  at_s: float | None = None) -> list[Mapping[str, Any]]:
     """The result of one instant query: an instant vector, or a ``matrix`` for a range selector (the raw
     samples with their timestamps), evaluated at ``at_s`` (Unix seconds; None: Prometheus' now)."""
     params = {"query": promql} if at_s is None else {"query": promql, "time": f"{at_s:.3f}"}
@@ -95,17 +94,13 @@ def start_time(client: httpx.Client, address: str) -> str | None:
 class PowerReader:
     """Reads node power with the settings' metric naming and label promotion."""
 
-    def __init__(
-        self, settings: Settings, client: httpx.Client | None = None, monotonic: Callable[[], float] = time.monotonic
-    ):
+    def __init__(self, settings: Settings, client: httpx.Client | None = None,
+                 monotonic: Callable[[], float] = time.monotonic):
         self.settings = settings
         self.client = client or httpx.Client(timeout=settings.prometheus.timeout_s)
         self.queries: PowerQueries = power_queries(
-            MetricNaming.from_setting(settings.prometheus.metric_naming),
-            settings.prometheus.node_attribute,
-            settings.prometheus.node_attribute_promoted,
-            settings.prometheus.rate_window,
-        )
+            MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
+            settings.prometheus.node_attribute_promoted, settings.prometheus.rate_window)
         self.monotonic = monotonic
         self.health = Outage("Prometheus (measured power; every node neutral meanwhile)", log, monotonic)
         self.warmup = RateWarmup(parse_duration_s("NODE_POWER_RATE_WINDOW", settings.prometheus.rate_window))
@@ -121,10 +116,8 @@ class PowerReader:
             return reading
         q = self.queries
         host = [("energyRate", q.energy_rate), ("powerGauge", q.power_gauge)]
-        components = [
-            ("componentEnergyRate", q.component_energy_rate),
-            ("componentPowerGauge", q.component_power_gauge),
-        ]
+        components = [("componentEnergyRate", q.component_energy_rate),
+                      ("componentPowerGauge", q.component_power_gauge)]
         if s.prometheus.power_query:
             queries = [("powerRate", s.prometheus.power_query)]
         else:
@@ -152,11 +145,9 @@ class PowerReader:
             self.warmup.failed(now)
         self.health.ok()
         if self._warming_up(now):  # queried all the same: a failure meanwhile restarts the wait
-            return PowerReading(
-                error=f"Prometheus restarted or was unreachable less than "
-                f"{s.prometheus.rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet "
-                f"covered"
-            )
+            return PowerReading(error=f"Prometheus restarted or was unreachable less than "
+                                      f"{s.prometheus.rate_window} (NODE_POWER_RATE_WINDOW) ago: rate window not yet "
+                                      f"covered")
         for r in reading.rejected:
             log.warning("node %s: %s sample %s rejected: %s", r.node, r.field, r.raw, r.reason)
         return reading
@@ -166,12 +157,9 @@ class PowerReader:
         logs once when that starts and once when it ends."""
         left = self.warmup.remaining_s(now_s)
         if left > 0 and not self.warming:
-            log.warning(
-                "Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
-                "rate window (NODE_POWER_RATE_WINDOW %s) is covered again",
-                left,
-                self.settings.prometheus.rate_window,
-            )
+            log.warning("Prometheus restarted or was unreachable: every node neutral for %.0f s more, until its "
+                        "rate window (NODE_POWER_RATE_WINDOW %s) is covered again", left,
+                        self.settings.prometheus.rate_window)
         elif left <= 0 and self.warming:
             log.warning("Prometheus rate window covered again: measured power in use")
         self.warming = left > 0
@@ -184,13 +172,13 @@ class GpuSignalReader:
     garbage means no samples this tick (every estimate stays where it was), logged once when it starts
     and once when it answers again."""
 
-    def __init__(self, settings: Settings, client: httpx.Client | None = None, wall: Callable[[], float] = time.time):
+    def __init__(self, settings: Settings, client: httpx.Client | None = None,
+                 wall: Callable[[], float] = time.time):
         p = settings.prometheus
         self.address = p.url
         self.client = client or httpx.Client(timeout=p.timeout_s)
-        self.queries = gpu_queries(
-            MetricNaming.from_setting(p.metric_naming), p.node_attribute, p.node_attribute_promoted
-        )
+        self.queries = gpu_queries(MetricNaming.from_setting(p.metric_naming), p.node_attribute,
+                                   p.node_attribute_promoted)
         self.wall = wall
         self.health = Outage("Prometheus (per-GPU signals; every job estimate held meanwhile)", log)
         self.problems: list[str] = []
@@ -206,14 +194,13 @@ class GpuSignalReader:
         problems: list[str] = []
         try:
             allocation = parse_allocation(
-                instant_query(self.client, self.address, self.queries.by_field[ALLOCATION], "matrix", now), self.queries
-            )
+                instant_query(self.client, self.address, self.queries.by_field[ALLOCATION], "matrix", now),
+                self.queries)
             if allocation:  # nobody holds a GPU (or the node side does not say who): the signals would go unused
                 for name, promql in self.queries.by_field.items():
                     if name != ALLOCATION:
-                        got, bad = parse_signal(
-                            instant_query(self.client, self.address, promql, "matrix", now), self.queries
-                        )
+                        got, bad = parse_signal(instant_query(self.client, self.address, promql, "matrix", now),
+                                                self.queries)
                         signals[name] = got
                         problems.extend(f"{name}: {b}" for b in bad)
         except PrometheusError as err:
