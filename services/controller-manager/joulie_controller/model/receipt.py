@@ -27,7 +27,7 @@ under which a Pod's bill does not depend on its neighbours' utilisation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -280,14 +280,6 @@ class Ledger:
         metered = sum(self.metered_j.values())
         billed = sum(r.total_j for r in self.pods.values()) + sum(r.total_j for r in self.unallocated.values())
         return abs(billed - metered) / metered if metered > 0 else 0.0
-
-
-def roll_up(receipts: Iterable[tuple[str, Receipt]]) -> dict[str, Receipt]:
-    """Receipts summed by key (a namespace, a team label, ``""`` for the cluster)."""
-    out: dict[str, Receipt] = {}
-    for key, r in receipts:
-        out[key] = out.get(key, Receipt()) + r
-    return out
 
 
 def annotation(r: Receipt, node: str, finished: bool, counterfactual_method: str, updated: str) -> EnergyReceipt:
