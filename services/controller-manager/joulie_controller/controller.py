@@ -215,7 +215,7 @@ class Controller:
         for key in ended:
             ns, _, name = key.partition("/")
             try:
-                at = self.kube.pod_finished_at(ns, name)
+                at = self.kube.pods.finished_at(ns, name)
             except (ApiException, urllib3.exceptions.HTTPError) as err:
                 log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
                 at = None
@@ -249,9 +249,9 @@ class Controller:
         for w in closed.writes:
             ns, _, name = w.pod.partition("/")
             try:
-                present = self.kube.annotate_receipt(ns, name, w.annotation)
+                present = self.kube.pods.annotate(ns, name, w.annotation)
                 if present and w.finished:
-                    self.kube.receipt_event(ns, name, receipt_summary(w.receipt, w.node), now)
+                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now)
             except KubeWriteError as err:
                 failures += 1
                 log.error("pod %s: energy receipt not written, retried next window: %s", w.pod, err)

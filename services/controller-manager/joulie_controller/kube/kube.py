@@ -31,17 +31,8 @@ from kubernetes.client.exceptions import ApiException
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
-from joulie_api.kube import (
-    MERGE_PATCH,
-    NODE_HARDWARE,
-    NODE_TWIN,
-    JoulieClient,
-    KubeWriteError,
-    ObjectDecodeError,
-    decode,
-)
+from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, decode
 from joulie_api.names import (
-    ANNOTATION_ENERGY_RECEIPT,
     FIELD_MANAGER_CONTROLLER_MANAGER,
     GROUP,
     TAINT_SUSPENDED,
@@ -50,6 +41,7 @@ from joulie_api.names import (
 )
 from joulie_api.quantity import QuantityError, parse_quantity
 from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
+from joulie_controller.kube.podreceipts import PodReceipts, unix_time
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.readings.values import Facility, Measurement
@@ -159,27 +151,6 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         unschedulable=_gave_up(obj.get("status") or {}),
         started_at=unix_time((obj.get("status") or {}).get("startTime")),
     )
-
-
-def unix_time(raw: object) -> float | None:
-    """An API timestamp (RFC 3339, ``2026-12-06T00:00:00Z``) in Unix seconds; None when absent or unreadable."""
-    if not isinstance(raw, str) or not raw:
-        return None
-    try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def finished_at(obj: Mapping[str, Any]) -> float | None:
-    """When a finished Pod's last container ended (``status.containerStatuses[].state.terminated.finishedAt``)."""
-    ends = [
-        unix_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
-        for c in (obj.get("status") or {}).get("containerStatuses") or []
-        if isinstance(c, dict)
-    ]
-    known = [e for e in ends if e is not None]
-    return max(known) if known else None
 
 
 def _gave_up(status: Mapping[str, Any]) -> bool:
@@ -403,6 +374,7 @@ class ControllerKube:
         # parallel. One at a time, a tick of 855 writes to a busy API server took over 7 minutes
         # (about half a second a round trip), and every twin waited for it.
         self.write_concurrency = max(1, write_concurrency)
+        self.pods = PodReceipts(self.core, self.client)
 
     def _list_custom(self, plural: str) -> list[dict[str, Any]]:
         try:
@@ -445,60 +417,6 @@ class ControllerKube:
         """Cordon and taint joulie.io/suspended:NoSchedule, or the reverse (raises KubeWriteError)."""
         self.client.update_node(node, "cordon" if suspended else "uncordon",
                                 lambda obj: suspended_change(obj, suspended))
-
-    def pod_finished_at(self, namespace: str, name: str) -> float | None | bool:
-        """When the Pod's last container ended; None when it has not said (or still runs); False when the
-        Pod is gone. A LIST by name, not a GET: the controller may list Pods already (no new verb)."""
-        body = _json(
-            self.core.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}", _preload_content=False)
-        )
-        items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        return finished_at(items[0]) if items else False
-
-    def annotate_receipt(self, namespace: str, name: str, value: str) -> bool:
-        """Merge-patch the Pod's ``joulie.io/energy-receipt`` annotation (raises KubeWriteError); False when the
-        Pod is gone."""
-        body = {"metadata": {"annotations": {ANNOTATION_ENERGY_RECEIPT: value}}}
-
-        def op() -> Any:
-            return self.core.patch_namespaced_pod(
-                name,
-                namespace,
-                body,
-                field_manager=FIELD_MANAGER_CONTROLLER_MANAGER,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
-
-        try:
-            self.client.call("annotate", "Pod", f"{namespace}/{name}", op)
-        except KubeWriteError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-    def receipt_event(self, namespace: str, name: str, message: str, now: datetime) -> None:
-        """One Normal Event, reason EnergyReceipt, on the finished Pod (raises KubeWriteError)."""
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body: Any = {
-            "metadata": {"generateName": f"{name}.receipt-", "namespace": namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name},
-            "reason": "EnergyReceipt",
-            "message": message[:1024],
-            "type": "Normal",
-            "source": {"component": FIELD_MANAGER_CONTROLLER_MANAGER},
-            "reportingComponent": FIELD_MANAGER_CONTROLLER_MANAGER,
-            "reportingInstance": FIELD_MANAGER_CONTROLLER_MANAGER,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-
-        def op() -> Any:
-            return self.core.create_namespaced_event(namespace, body, _preload_content=False)
-
-        self.client.call("create", "Event", f"{namespace}/{name}", op)
 
     def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
         """Spec first (it creates the object), then label, then status. A failure skips the node's
