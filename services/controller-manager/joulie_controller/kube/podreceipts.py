@@ -9,7 +9,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from joulie_api.kube import MERGE_PATCH, JoulieClient, KubeWriteError
+from joulie_api.kube import MERGE_PATCH, JoulieClient, KubeWriteError, response_json
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT, FIELD_MANAGER_CONTROLLER_MANAGER
 
 
