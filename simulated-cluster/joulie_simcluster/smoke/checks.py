@@ -52,6 +52,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S14": ("gpu-clock-lock", "an SM clock lock at 70 % of max on one NVIDIA Node's NodeTwin is reported applied at the "
             "ceiling every board of the emulator holds; after a device reset the agent reports the lost lock as drift and "
             "the boards hold it again; dropped from the spec, no board is locked"),
+    "S15": ("energy-receipts", "every load Pod running two receipt windows on a metered Node carries its "
+            "joulie.io/energy-receipt (running, its Node, energy > 0; its boards billed where hw.gpu.allocation says "
+            "who holds them, none where nothing does: the GPU case then skipped)"),
 }
 
 
