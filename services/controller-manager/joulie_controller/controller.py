@@ -41,7 +41,7 @@ from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, TickResult
 from joulie_controller.reconcile.tick import reconcile
-from joulie_controller.settings import Settings
+from joulie_controller.settings import Settings, selector_matches
 from joulie_controller.telemetry.metrics import Metrics
 from joulie_controller.telemetry.prometheus import (
     FacilityReader,
@@ -129,6 +129,7 @@ class Controller:
         self.book = ReceiptBook()
         self.window_start_s: float | None = None
         """When the open receipts window began (None: the first tick opens it)."""
+        self.receipt_skipped: list[str] = []
         self.receipt_health = Outage("Prometheus (energy receipts; the window stays open meanwhile)", log)
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
@@ -205,7 +206,8 @@ class Controller:
         assert self.receipts is not None
         now_s = now.timestamp()
         started = {pod_key(p): p.started_at for p in snap.pods if p.started_at is not None}
-        ended = self.book.see(snap.pods, now_s, started)
+        managed = {n.name for n in snap.nodes if selector_matches(self.settings.nodes.selector, n.labels)}
+        ended = self.book.see([p for p in snap.pods if p.node_name in managed], now_s, started)
         start = self.window_start_s
         if start is None or now_s - start < self.settings.reconcile.receipt_window_s:
             self.window_start_s = now_s if start is None else start
@@ -238,12 +240,10 @@ class Controller:
         window = Window(start, now_s, inputs.energies, inputs.gpus, inputs.cpu_used, cond)
         closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.window_start_s = now_s
-        for node in closed.skipped:
-            log.warning(
-                "energy receipts: node %s has no energy meter in Prometheus for this window; its Pods are "
-                "billed nothing for it",
-                node,
-            )
+        if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
+            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned) for node(s) "
+                        "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
+        self.receipt_skipped = closed.skipped
         self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
         failures = 0
         for w in closed.writes:
