@@ -217,7 +217,7 @@ class Controller:
             ns, _, name = key.partition("/")
             try:
                 at = self.kube.pods.finished_at(ns, name)
-            except ApiException as err:  # unreachable: the tick fails, the window stays open
+            except ApiException as err:  # an unreachable server fails the tick instead (the window stays open)
                 log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
                 at = None
             self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
