@@ -316,20 +316,19 @@ class Smoke:
         with urllib.request.urlopen(req, timeout=10) as resp:
             resp.read()
 
+    def prom_query(self, promql: str) -> list[Mapping[str, Any]]:
+        """An instant query to the cluster's Prometheus: the result vector."""
+        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
+        url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
+
     def prometheus_facility(self) -> dict[str, float | None]:
         """What the controller's facility poller reads (its own queries, this telemetry mode's naming)."""
         from joulie_controller.api import Settings, facility_queries, read_facility
 
-        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
         tmode = telemetry.mode(self.env.get("TELEMETRY", "otlp"))
-        q = facility_queries(Settings.from_env(tmode.joulie_env()))
-
-        def query(promql: str) -> list[Mapping[str, Any]]:
-            url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
-
-        f, _ = read_facility(q, query)
+        f, _ = read_facility(facility_queries(Settings.from_env(tmode.joulie_env())), self.prom_query)
         return {"ambient": f.outdoor_ambient_c, "itPower": f.it_power_w or None, "coolingPower": f.cooling_power_w}
 
     def step_facility(self) -> None:
@@ -352,14 +351,7 @@ class Smoke:
 
     def step_receipts(self) -> None:
         """S15 (smoke/receipts.py): the load Pods' energy receipts, as the controller manager writes them live."""
-        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
-
-        def query(promql: str) -> list[Mapping[str, Any]]:
-            url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
-
-        window = self.timing.receipt_window_s
+        query, window = self.prom_query, self.timing.receipt_window_s
         metered = {str(r["metric"].get("k8s_node_name", ""))
                    for r in query("count by (k8s_node_name) (hw_host_energy_joules_total)")}
         gpu_nodes = {n for n, t in self.truth().items() if t.get("gpus")}
