@@ -112,12 +112,14 @@ def test_running_pods_get_receipts_that_add_up_and_a_finished_one_its_last(
         assert billed + unallocated == pytest.approx(metered, rel=1e-9)
         assert billed == pytest.approx(ra.total_j + rb.total_j, rel=1e-3)
 
-        # b finishes; the next window gives it its final receipt and an Event, a keeps running.
+        # b finishes inside the next window (finishedAt has whole seconds: 2 s after the close, so it is not
+        # before it); that window gives it its final receipt and an Event, a keeps running.
+        time.sleep(2)
         end = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         core.patch_namespaced_pod_status(b, ns, {"status": {"phase": "Succeeded", "containerStatuses": [{
             "name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
             "state": {"terminated": {"exitCode": 0, "finishedAt": end}}}]}})
-        time.sleep(11)
+        time.sleep(9)
         ctl.tick()
         fa, fb = _receipt(core, ns, a), _receipt(core, ns, b)
         assert fb.state == "finished" and fb.total_j > rb.total_j
