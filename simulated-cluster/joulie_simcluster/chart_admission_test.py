@@ -260,6 +260,55 @@ def test_the_controller_changes_only_its_own_node_fields(
     assert _status(_label(kube_api, cp, "team"))[0] == 200
 
 
+def test_the_controller_changes_only_the_receipt_annotation_of_a_pod(
+    kube_api: k8s.ApiClient, control_plane: Any, installed: list[dict[str, Any]]
+) -> None:
+    core = k8s.CoreV1Api(kube_api)
+    name = f"job-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        "default",
+        k8s.V1Pod(
+            metadata=k8s.V1ObjectMeta(name=name, annotations={"team": "a"}),
+            spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="main", image="busybox")]),
+        ),
+    )
+    try:
+        ctl = k8s.CoreV1Api(_as(control_plane, "joulie-controller-manager"))
+
+        def annotate(annotations: dict[str, str | None]) -> Callable[[], Any]:
+            return lambda: ctl.patch_namespaced_pod(name, "default", {"metadata": {"annotations": annotations}})
+
+        status, body = _until_denied(annotate({"team": "b"}))
+        assert status == 403 and "only the joulie.io/energy-receipt annotation" in body, body
+        assert _status(annotate({"joulie.io/energy-receipt": '{"v":1}'}))[0] == 200
+        assert _status(annotate({"team": None}))[0] == 403  # removing another annotation: no
+        status, _ = _status(lambda: ctl.patch_namespaced_pod(name, "default", {"metadata": {"labels": {"x": "y"}}}))
+        assert status == 403
+        # It may create Events (the finished Pod's receipt), and still may not create Pods.
+        event = {
+            "metadata": {"generateName": "r-"},
+            "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"},
+            "reason": "EnergyReceipt",
+            "message": "m",
+            "type": "Normal",
+        }
+        assert _status(lambda: ctl.create_namespaced_event("default", event))[0] == 200
+        assert (
+            _status(
+                lambda: ctl.create_namespaced_pod(
+                    "default",
+                    k8s.V1Pod(
+                        metadata=k8s.V1ObjectMeta(name=f"{name}-x"),
+                        spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="main", image="busybox")]),
+                    ),
+                )
+            )[0]
+            == 403
+        )
+    finally:
+        core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+
+
 def test_the_controller_lists_bmc_secrets_but_gets_none_by_name(
     kube_api: k8s.ApiClient, control_plane: Any, installed: list[dict[str, Any]]
 ) -> None:

@@ -354,7 +354,9 @@ def test_rbac_rules_are_the_least_each_component_needs() -> None:
     }
     assert rules(one(docs, "ClusterRole", "joulie-controller-manager")) == {
         ("", "nodes"): {"get", "list", "watch", "patch"},
-        ("", "pods"): {"list", "watch"},
+        # patch pods (only the receipt annotation: the admission policy) and create events: ENERGY_RECEIPTS
+        ("", "pods"): {"list", "watch", "patch"},
+        ("", "events"): {"create"},
         ("joulie.io", "nodetwins"): {"get", "list", "watch", "create", "patch"},
         ("joulie.io", "nodetwins/status"): {"get", "patch"},
         ("joulie.io", "nodehardwares"): {"get", "list", "watch"},
@@ -364,6 +366,10 @@ def test_rbac_rules_are_the_least_each_component_needs() -> None:
         ("joulie.io", "nodehardwares"): {"get", "list", "watch"},
         ("", "nodes"): {"list", "watch"},  # the power-profile label for the eco rule (nodeCacheCapable)
     }
+    # Receipts off: the controller manager may neither change a Pod nor create an Event.
+    off = chart.render_chart(JOULIE, (), {"controllerManager.env.ENERGY_RECEIPTS": "false"})
+    off_rules = rules(one(off, "ClusterRole", "joulie-controller-manager"))
+    assert off_rules[("", "pods")] == {"list", "watch"} and ("", "events") not in off_rules
     for name in ("joulie-agent", "joulie-controller-manager", "joulie-scheduler-extender"):
         crb = one(docs, "ClusterRoleBinding", name)
         assert crb["roleRef"]["name"] == name

@@ -63,6 +63,12 @@ class Timing:
         return self
 
     @property
+    def receipt_window_s(self) -> float:
+        """RECEIPT_WINDOW of the controller manager: one rate window (at least the 10 s it allows), so each
+        window's increase() reads as many samples as the measured power's rate() does."""
+        return max(10.0, self.rate_window_s)
+
+    @property
     def settle_s(self) -> float:
         """How long after a change in power before the measured power reflects it fully: one rate
         window, one controller tick and one export interval."""

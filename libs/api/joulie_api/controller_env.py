@@ -19,6 +19,8 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile.write_concurrency": "WRITE_CONCURRENCY",
     "reconcile.watch_cluster": "WATCH_CLUSTER",
     "reconcile.cache_resync_s": "CACHE_RESYNC_INTERVAL",
+    "reconcile.receipts": "ENERGY_RECEIPTS",
+    "reconcile.receipt_window_s": "RECEIPT_WINDOW",
     "agent_lost_after_s": "AGENT_LOST_AFTER",
     "agent_lease_namespace": "AGENT_LEASE_NAMESPACE",
     "api_timeout_s": "KUBE_API_TIMEOUT",

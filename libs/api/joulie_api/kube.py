@@ -167,6 +167,11 @@ class JoulieClient:
         self.server.ok()
         return result
 
+    def call(self, action: str, kind: str, name: str, op: Callable[[], Any]) -> Any:
+        """Any other write ``op`` (a Pod annotation, an Event) with this client's retries and outage log;
+        raises KubeWriteError naming ``action``, ``kind`` and ``name``."""
+        return self._call(action, kind, name, op)
+
     def get(self, resource: Resource[M], name: str) -> M | None:
         """The object, or None when it does not exist."""
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,3 +100,51 @@ def parse_annotation(text: str) -> EnergyReceipt:
         str(body.get("method", "")),
         str(body.get("updated", "")),
     )
+
+
+@dataclass
+class ReceiptTotal:
+    """Receipts summed (a namespace, a team, the cluster): what an operator reports. The one roll-up of
+    receipts, for ``kubectl joulie receipts`` and the controller manager alike."""
+
+    pods: int = 0
+    running: int = 0
+    energy_j: dict[str, float] = field(default_factory=dict)
+    saved_j: float = 0.0
+    saved_low_j: float = 0.0
+    saved_high_j: float = 0.0
+    added_s: float = 0.0
+
+    @property
+    def total_j(self) -> float:
+        return sum(self.energy_j.values())
+
+    def add(self, r: EnergyReceipt) -> None:
+        self.pods += 1
+        self.running += r.state == "running"
+        for k, v in r.energy_j.items():
+            self.energy_j[k] = self.energy_j.get(k, 0.0) + v
+        self.saved_j += r.saved_j
+        self.saved_low_j += r.saved_range_j[0]
+        self.saved_high_j += r.saved_range_j[1]
+        self.added_s += r.added_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pods": self.pods,
+            "running": self.running,
+            "energyJ": {**self.energy_j, "total": self.total_j},
+            "savedJ": self.saved_j,
+            "savedRangeJ": [self.saved_low_j, self.saved_high_j],
+            "addedS": self.added_s,
+        }
+
+
+def roll_up(receipts: Iterable[tuple[str, EnergyReceipt]]) -> tuple[dict[str, ReceiptTotal], ReceiptTotal]:
+    """Receipts summed by key (a namespace, a team label), sorted by key, and all of them together."""
+    by_key: dict[str, ReceiptTotal] = {}
+    total = ReceiptTotal()
+    for key, r in receipts:
+        by_key.setdefault(key, ReceiptTotal()).add(r)
+        total.add(r)
+    return dict(sorted(by_key.items())), total

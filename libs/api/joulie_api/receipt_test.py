@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation
+from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation, roll_up
 
 RECEIPT = EnergyReceipt(
     "gpu-0",
@@ -47,3 +47,14 @@ def test_a_malformed_annotation_names_the_field_and_what_was_expected(
         parse_annotation(json.dumps(body))
     with pytest.raises(ReceiptFormatError, match="not JSON"):
         parse_annotation("{")
+
+
+def test_roll_up_sums_by_key_and_overall_and_counts_the_running() -> None:
+    running = EnergyReceipt("n", "running", 60.0, {"gpu": 10.0, "cpuIdle": 2.0}, -1.0, (-3.0, 1.0), 4.0)
+    by_team, total = roll_up([("b", RECEIPT), ("a", running), ("b", running)])
+    assert list(by_team) == ["a", "b"]
+    assert (by_team["b"].pods, by_team["b"].running) == (2, 1)
+    assert by_team["b"].energy_j["gpu"] == pytest.approx(2.1e6 + 10.0)
+    assert by_team["b"].saved_j == pytest.approx(1.2e5 - 1.0)  # a cost counts against the saving
+    assert total.total_j == pytest.approx(RECEIPT.total_j + 2 * running.total_j)
+    assert total.to_json()["savedRangeJ"] == [pytest.approx(4.0e4 - 6.0), pytest.approx(1.6e5 + 2.0)]

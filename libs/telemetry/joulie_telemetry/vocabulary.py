@@ -178,6 +178,6 @@ GPU_METRICS: Final = (GPU_UTILIZATION, GPU_SM_CLOCK, GPU_SM_CLOCK_MAX, GPU_SM_AC
 """Per-GPU signals a node exposes (issue 35). Not in ALL_METRICS until the agent and the simulator export
 them: ALL_METRICS is what dashboards and alerts may query (joulie_simcluster.metricnames)."""
 RECEIPT_METRICS: Final = (POD_ENERGY, POD_ENERGY_SAVED, POD_TIME_ADDED, NODE_ENERGY_UNALLOCATED)
-"""The energy receipts' metrics. Not in ALL_METRICS until the controller manager exports them (the receipts
-dashboard, charts/joulie/dashboards/joulie-receipts.json, queries them)."""
-ALL_METRICS: Final = NODE_METRICS + FACILITY_METRICS
+"""The energy receipts' metrics, exported by the controller manager's metrics endpoint (ENERGY_RECEIPTS) under
+these Prometheus names; the receipts dashboard (charts/joulie/dashboards/joulie-receipts.json) queries them."""
+ALL_METRICS: Final = NODE_METRICS + FACILITY_METRICS + RECEIPT_METRICS

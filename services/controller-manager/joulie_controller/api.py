@@ -42,7 +42,6 @@ from joulie_controller.model.receipt import (
     attribute,
     board_idle_w,
     package_idle_w,
-    roll_up,
 )
 from joulie_controller.model.twin import (
     NEUTRAL_COOLING_STRESS,
@@ -95,7 +94,6 @@ __all__ = [
     "pod_cpu_seconds",
     "conditions_for_kind",
     "counterfactual",
-    "roll_up",
     "NEUTRAL_COOLING_STRESS",
     "BmcReading",
     "BmcState",

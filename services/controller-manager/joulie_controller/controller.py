@@ -1,6 +1,6 @@
 """The controller manager's composition root and loop: ``compose`` wires the shells the settings ask
 for (Kubernetes, Prometheus, the Lease, the BMCs) to the pure core; ``Controller.tick`` is leader
-check, measure, snapshot, reconcile, write, record.
+check, measure, snapshot (with the running GPU Pods' per-board samples), reconcile, write, record.
 
 With a power driver (and POWER_POLICY other than none) every node's BMC is read into the snapshot
 before the tick, and the tick's power actions are carried out after its writes: cordon/uncordon
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from joulie_api.kube import JoulieClient, KubeWriteError
 from joulie_api.names import FIELD_MANAGER_LIVENESS
@@ -28,16 +29,26 @@ from joulie_controller.kube.informer import CachedCluster, HeapSettler
 from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
+from joulie_controller.model.fsm import pod_key
+from joulie_controller.model.receipt import board_idle_w, package_idle_w, receipt_summary
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import pue
+from joulie_controller.readings.receiptinputs import NodeFacts
 from joulie_controller.readings.values import Facility
-from joulie_controller.reconcile.snapshot import Memory, TickResult
+from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
+from joulie_controller.reconcile.snapshot import Memory, Snapshot, TickResult
 from joulie_controller.reconcile.tick import reconcile
-from joulie_controller.settings import Settings
+from joulie_controller.settings import Settings, selector_matches
 from joulie_controller.telemetry.metrics import Metrics
-from joulie_controller.telemetry.prometheus import FacilityReader, PowerReader
+from joulie_controller.telemetry.prometheus import (
+    FacilityReader,
+    GpuSignalReader,
+    PowerReader,
+    PrometheusError,
+    ReceiptReader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +67,8 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
         power_driver=_power_driver(settings, api),
         heap=HeapSettler() if settings.reconcile.watch_cluster else None,
+        gpu_signals=GpuSignalReader(settings) if settings.prometheus.url else None,
+        receipts=ReceiptReader(settings) if settings.prometheus.url and settings.reconcile.receipts else None,
     )
 
 
@@ -99,7 +112,8 @@ class Controller:
     def __init__(self, settings: Settings, kube: ControllerKube, power: PowerReader, metrics: Metrics | None = None,
                  elector: LeaderElector | None = None, clock: Clock = SYSTEM_CLOCK,
                  facility: FacilityReader | None = None, liveness: Liveness | None = None,
-                 power_driver: PowerDriver | None = None, heap: HeapSettler | None = None):
+                 power_driver: PowerDriver | None = None, heap: HeapSettler | None = None,
+                 gpu_signals: GpuSignalReader | None = None, receipts: ReceiptReader | None = None):
         self.settings = settings
         self.kube = kube
         self.power = power
@@ -113,6 +127,13 @@ class Controller:
         self.power_driver = power_driver
         # With the watch caches the cluster stays in memory: the heap is settled after each tick.
         self.heap = heap
+        self.gpu_signals = gpu_signals
+        self.receipts = receipts
+        self.book = ReceiptBook()
+        self.window_start_s: float | None = None
+        """When the open receipts window began (None: the first tick opens it)."""
+        self.receipt_skipped: list[str] = []
+        self.receipt_health = Outage("Prometheus (energy receipts; the window stays open meanwhile)", log)
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
         self._facility_polled: datetime | None = None
@@ -154,6 +175,8 @@ class Controller:
         snap = self.kube.snapshot(now, reading.measurements, self.facility)
         if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
+        if self.gpu_signals is not None:
+            snap = replace(snap, gpu_samples=self.gpu_signals.read())
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
             self.liveness.check(snap.twins, now, result.power_states, self.kube.heartbeats())
@@ -167,6 +190,8 @@ class Controller:
         report = self.kube.write(result.writes, self.settings.nodes.profile_label)
         report.failures += self.carry_out(result.power, now)
         self.metrics.record_tick(result)
+        if self.receipts is not None:
+            report.failures += self.close_receipts(snap, now)
         self.metrics.writes.inc(report.writes)
         self.metrics.write_failures.inc(report.failures)
         if self.heap is not None:
@@ -177,6 +202,69 @@ class Controller:
             log.info("assigned profiles policy=%s nodes=%d writes=%d plan=%s%s", result.plan.policy_name,
                      len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
+
+    def close_receipts(self, snap: Snapshot, now: datetime) -> int:
+        """Bring the energy receipts up to date once RECEIPT_WINDOW has passed (``reconcile.receipts``): read
+        the window from Prometheus, split it, export it, write the changed annotations and one Event per
+        finished Pod. Returns the Pod writes that failed (retried at the next window). Prometheus failing
+        keeps the window open: the next close covers it all."""
+        assert self.receipts is not None
+        now_s = now.timestamp()
+        started = {pod_key(p): p.started_at for p in snap.pods if p.started_at is not None}
+        managed = {n.name for n in snap.nodes if selector_matches(self.settings.nodes.selector, n.labels)}
+        ended = self.book.see([p for p in snap.pods if p.node_name in managed], now_s, started)
+        start = self.window_start_s
+        if start is None or now_s - start < self.settings.reconcile.receipt_window_s:
+            self.window_start_s = now_s if start is None else start
+            return 0
+        if not self.receipt_health.due():
+            return 0
+        for key in ended:
+            ns, _, name = key.partition("/")
+            try:
+                at = self.kube.pods.finished_at(ns, name)
+            except ApiException as err:  # an unreachable server fails the tick instead (the window stays open)
+                log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
+                at = None
+            self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
+        views = self.memory.views
+        facts = {
+            n: NodeFacts(v.cpu_cores, package_idle_w(v.cpu_max_w_per_socket) * v.cpu_sockets, board_idle_w(v.gpu_max_w))
+            for n, v in views.items()
+        }
+        try:
+            inputs = self.receipts.read(start, now_s, facts)
+        except PrometheusError as err:
+            self.receipt_health.failed(err)
+            return 0
+        self.receipt_health.ok()
+        for problem in inputs.problems:
+            log.warning("energy receipts: %s", problem)
+        twins = {t.spec.node_name: t.spec for t in snap.twins.values() if t.spec is not None}
+        cond = conditions(self.book.spans, inputs.gpus, twins, views, self.memory.job_estimates)
+        window = Window(start, now_s, inputs.energies, inputs.gpus, inputs.cpu_used, cond)
+        closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.window_start_s = now_s
+        if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
+            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned) for node(s) "
+                        "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
+        self.receipt_skipped = closed.skipped
+        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
+        failures = 0
+        for w in closed.writes:
+            ns, _, name = w.pod.partition("/")
+            try:
+                present = self.kube.pods.annotate(ns, name, w.annotation)
+                if present and w.finished:
+                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now)
+            except KubeWriteError as err:
+                failures += 1
+                log.error("pod %s: energy receipt not written, retried next window: %s", w.pod, err)
+                continue
+            self.book.wrote(w)
+        for gone in self.book.finished_unbilled(now_s):
+            log.warning("pod %s finished with no energy billed (its node had no meter): no receipt", gone)
+        return failures
 
     def carry_out(self, actions: Sequence[PowerAction], now: datetime | None = None) -> int:
         """The power policy's actions, in order; returns how many failed (each logged). A refused off/on

@@ -93,6 +93,14 @@ class ReconcileSettings:
     cache_resync_s: float = 600.0
     """CACHE_RESYNC_INTERVAL, default 10m (at least 1m): each watched cache lists its resource again this often,
     a safety net against a watch that silently stopped delivering (a 410 Gone relists at once, whatever this)."""
+    receipts: bool = True
+    """ENERGY_RECEIPTS, default true (with NODE_POWER_PROMETHEUS_ADDRESS set): every RECEIPT_WINDOW, split the
+    nodes' metered energy between the Pods that ran (docs/energy-receipts.md), annotate each running Pod with its
+    receipt (joulie.io/energy-receipt), once more when it finishes with one Event, and export the receipts'
+    metrics. false: none of it (the controller then patches no Pod and creates no Event)."""
+    receipt_window_s: float = 60.0
+    """RECEIPT_WINDOW, default 1m (at least 10s): how often the receipts are brought up to date; a running
+    Pod's annotation is written at most this often. Closed at the first tick after it has passed."""
 
 
 @dataclass(frozen=True)
@@ -464,6 +472,8 @@ def _validate(s: Settings, env: Mapping[str, str]) -> None:
             "1 to 64 Nodes at once")
     _within(env, "reconcile.cache_resync_s", r.cache_resync_s, r.cache_resync_s >= 60,
             "a duration of at least 1m (each resync LISTs every Node and Pod again)")
+    _within(env, "reconcile.receipt_window_s", r.receipt_window_s, r.receipt_window_s >= 10,
+            "a duration of at least 10s (each window is four Prometheus queries and a Pod write per running Pod)")
     _within(env, "reconcile.status_deadband_pct", r.status_deadband_pct, 0 <= r.status_deadband_pct <= 10,
             "0 to 10 percent")
     _within(env, "suspend.min_powered", sus.min_powered, sus.min_powered >= 0, "0 or more nodes")

@@ -334,6 +334,7 @@ def controller_command(plan: Plan, replica: int = 0) -> Command:
         "NODE_POWER_PROMETHEUS_ADDRESS": plan.prometheus_url,
         "NODE_POWER_RATE_WINDOW": duration(plan.timing.rate_window_s),
         "RECONCILE_INTERVAL": duration(plan.timing.controller_interval_s),
+        "RECEIPT_WINDOW": duration(plan.timing.receipt_window_s),
         "STATUS_REFRESH_INTERVAL": duration(plan.timing.status_refresh_s),
         "METRICS_ADDR": f"127.0.0.1:{port}",
         **plan.controller_env,

@@ -55,6 +55,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S15": ("gpu-pod-signals", "with the load's GPU Pods running, Prometheus holds hw.gpu.allocation naming each such Pod "
             "(namespace, name) on its NVIDIA Node (the agent's reading of the emulated kubelet's pod-resources API), "
             "exactly on the boards the Pod holds, and hw.gpu.dram.active within [0, 1] for each of those boards"),
+    "S16": ("energy-receipts", "every load Pod running two receipt windows on a metered Node carries its "
+            "joulie.io/energy-receipt (running, its Node, energy > 0; its boards billed where hw.gpu.allocation says "
+            "who holds them, none where nothing does: the GPU case then skipped)"),
 }
 
 

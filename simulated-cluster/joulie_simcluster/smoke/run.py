@@ -19,7 +19,9 @@ The sequence (caps as the smoke values set them: every Node performance, CPU and
    Prometheus and the NodeTwins' cooling stress against /debug/emulate's facility truth, then
    puts the ambient back;
 7. the GPU SM clock lock (S14, :mod:`joulie_simcluster.smoke.lockstep`): set on one NVIDIA Node's
-   NodeTwin, lost by a device reset, applied again, released.
+   NodeTwin, lost by a device reset, applied again, released;
+8. the energy receipts (S16, :mod:`joulie_simcluster.smoke.receipts`): the load Pods' annotations as the
+   controller manager writes them every RECEIPT_WINDOW.
 
 Each check is recorded even when an earlier one failed; an exception in a step records that step's
 checks as failed with the error, never a silent pass.
@@ -58,6 +60,7 @@ from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.smoke import checks, gpupodstep, lockstep
 from joulie_simcluster.smoke import load as smokeload
+from joulie_simcluster.smoke import receipts as smokereceipts
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
     Deadline,
@@ -219,6 +222,7 @@ class Smoke:
             (["S10", "S11", "S12"], self.step_pods),
             (["S13"], self.step_facility),
             (["S14"], self.step_clock_lock),
+            (["S16"], self.step_receipts),
         ]
         for ids, step in steps:
             try:
@@ -313,20 +317,19 @@ class Smoke:
         with urllib.request.urlopen(req, timeout=10) as resp:
             resp.read()
 
+    def prom_query(self, promql: str) -> list[Mapping[str, Any]]:
+        """An instant query to the cluster's Prometheus: the result vector."""
+        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
+        url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
+
     def prometheus_facility(self) -> dict[str, float | None]:
         """What the controller's facility poller reads (its own queries, this telemetry mode's naming)."""
         from joulie_controller.api import Settings, facility_queries, read_facility
 
-        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
         tmode = telemetry.mode(self.env.get("TELEMETRY", "otlp"))
-        q = facility_queries(Settings.from_env(tmode.joulie_env()))
-
-        def query(promql: str) -> list[Mapping[str, Any]]:
-            url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
-
-        f, _ = read_facility(q, query)
+        f, _ = read_facility(facility_queries(Settings.from_env(tmode.joulie_env())), self.prom_query)
         return {"ambient": f.outdoor_ambient_c, "itPower": f.it_power_w or None, "coolingPower": f.cooling_power_w}
 
     def step_facility(self) -> None:
@@ -354,6 +357,20 @@ class Smoke:
         """S14 (smoke/lockstep.py): a clock lock set, lost by a device reset and applied again, released."""
         nodes = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}
         self.record(lockstep.clock_lock(self, lockstep.lock_node(nodes)))
+
+    def step_receipts(self) -> None:
+        """S16 (smoke/receipts.py): the load Pods' energy receipts, as the controller manager writes them live."""
+        query, window = self.prom_query, self.timing.receipt_window_s
+        metered = {str(r["metric"].get("k8s_node_name", ""))
+                   for r in query("count by (k8s_node_name) (hw_host_energy_joules_total)")}
+        gpu_nodes = {n for n, t in self.truth().items() if t.get("gpus")}
+        allocation = bool(query("count(hw_gpu_allocation_ratio)"))
+
+        def evaluate() -> Assertion:
+            pods = kube.kube_list(self.state.kubeconfig, smokeload.PODS_PATH)
+            return smokereceipts.receipts_on_load_pods(pods, metered, gpu_nodes, allocation, time.time(), window)
+
+        self.record(self.until("S16", evaluate, 3 * window + 30))
 
     def step_pods(self) -> None:
         api = kube.core_api(self.state.kubeconfig)

@@ -69,8 +69,8 @@ def receipt_command(args: argparse.Namespace, pods: list[dict[str, Any]], out: C
     by_ns, cluster = model.receipt_totals(rows)
     if args.output == "json":
         out.print_json(json.dumps({"pods": [model.receipt_json(r) for r in rows],
-                                   "namespaces": {ns: model.total_json(t) for ns, t in by_ns.items()},
-                                   "total": model.total_json(cluster)}))
+                                   "namespaces": {ns: t.to_json() for ns, t in by_ns.items()},
+                                   "total": cluster.to_json()}))
     elif not rows:
         where = "any namespace" if args.all_namespaces else f"namespace {args.namespace!r}"
         out.print(f"No Pod in {where} carries a {ANNOTATION_ENERGY_RECEIPT} annotation.")

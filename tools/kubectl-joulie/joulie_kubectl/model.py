@@ -10,7 +10,7 @@ from typing import Any, Final
 from joulie_api.names import ANNOTATION_ENERGY_RECEIPT
 from joulie_api.powerreason import cause
 from joulie_api.quantity import QuantityError, parse_quantity
-from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, parse_annotation
+from joulie_api.receipt import EnergyReceipt, ReceiptFormatError, ReceiptTotal, parse_annotation, roll_up
 
 ANNOTATION_WORKLOAD_CLASS: Final = "joulie.io/workload-class"
 GPU_RESOURCES: Final = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")
@@ -384,43 +384,9 @@ def receipt_rows(pods: Iterable[Mapping[str, Any]]) -> list[ReceiptRow]:
     return sorted(out, key=lambda r: (r.namespace, r.name))
 
 
-@dataclass
-class ReceiptTotal:
-    """Receipts summed (a namespace, or the cluster): what an operator reports by team."""
-
-    pods: int = 0
-    running: int = 0
-    energy_j: dict[str, float] = field(default_factory=dict)
-    saved_j: float = 0.0
-    saved_low_j: float = 0.0
-    saved_high_j: float = 0.0
-    added_s: float = 0.0
-
-    @property
-    def total_j(self) -> float:
-        return sum(self.energy_j.values())
-
-    def add(self, r: EnergyReceipt) -> None:
-        self.pods += 1
-        self.running += r.state == "running"
-        for k, v in r.energy_j.items():
-            self.energy_j[k] = self.energy_j.get(k, 0.0) + v
-        self.saved_j += r.saved_j
-        self.saved_low_j += r.saved_range_j[0]
-        self.saved_high_j += r.saved_range_j[1]
-        self.added_s += r.added_s
-
-
 def receipt_totals(rows: Iterable[ReceiptRow]) -> tuple[dict[str, ReceiptTotal], ReceiptTotal]:
     """Per-namespace totals and the cluster's (over the rows given: one namespace, or all)."""
-    by_ns: dict[str, ReceiptTotal] = {}
-    cluster = ReceiptTotal()
-    for row in rows:
-        if row.receipt is None:
-            continue
-        by_ns.setdefault(row.namespace, ReceiptTotal()).add(row.receipt)
-        cluster.add(row.receipt)
-    return dict(sorted(by_ns.items())), cluster
+    return roll_up((row.namespace, row.receipt) for row in rows if row.receipt is not None)
 
 
 def receipt_json(row: ReceiptRow) -> dict[str, Any]:
@@ -431,11 +397,6 @@ def receipt_json(row: ReceiptRow) -> dict[str, Any]:
     return {"namespace": row.namespace, "name": row.name, "node": r.node, "state": r.state, "heldS": r.held_s,
             "energyJ": {**r.energy_j, "total": r.total_j}, "savedJ": r.saved_j, "savedRangeJ": list(r.saved_range_j),
             "addedS": r.added_s, "method": r.method, "updated": r.updated}
-
-
-def total_json(t: ReceiptTotal) -> dict[str, Any]:
-    return {"pods": t.pods, "running": t.running, "energyJ": {**t.energy_j, "total": t.total_j}, "savedJ": t.saved_j,
-            "savedRangeJ": [t.saved_low_j, t.saved_high_j], "addedS": t.added_s}
 
 
 @dataclass(frozen=True)

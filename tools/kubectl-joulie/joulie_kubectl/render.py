@@ -8,7 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from joulie_kubectl.model import JobRow, NodeRow, PodRow, ReceiptRow, ReceiptTotal, Summary
+from joulie_api.receipt import ReceiptTotal
+from joulie_kubectl.model import JobRow, NodeRow, PodRow, ReceiptRow, Summary
 from joulie_kubectl.powerview import PowerRow
 
 CLASS_STYLE = {"eco": "green", "performance": "magenta", "draining": "yellow", "unknown": "dim"}

@@ -42,6 +42,7 @@ from joulie_api.names import (
 from joulie_api.quantity import QuantityError, parse_quantity
 from joulie_controller.kube.heartbeats import HEARTBEAT_SELECTOR, heartbeat_of, latest_by_node
 from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
+from joulie_controller.kube.podreceipts import PodReceipts, unix_time
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint
 from joulie_controller.readings.values import Facility, Measurement
@@ -149,6 +150,7 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         daemonset=any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []),
         scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
         unschedulable=_gave_up(obj.get("status") or {}),
+        started_at=unix_time((obj.get("status") or {}).get("startTime")),
     )
 
 
@@ -183,6 +185,7 @@ class _PodSpec(msgspec.Struct, omit_defaults=True):
 class _Phase(msgspec.Struct, omit_defaults=True):
     phase: Any = None
     conditions: Any = None
+    startTime: Any = None
 
 
 class _Pod(msgspec.Struct, omit_defaults=True):
@@ -382,6 +385,7 @@ class ControllerKube:
         # parallel. One at a time, a tick of 855 writes to a busy API server took over 7 minutes
         # (about half a second a round trip), and every twin waited for it.
         self.write_concurrency = max(1, write_concurrency)
+        self.pods = PodReceipts(self.core, self.client)
 
     def _list_custom(self, plural: str) -> list[dict[str, Any]]:
         try:

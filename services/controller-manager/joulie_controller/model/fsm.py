@@ -91,6 +91,8 @@ class PodInfo:
     unschedulable: bool = False
     """The scheduler tried and gave up (condition PodScheduled=False, reason Unschedulable): only
     such a Pending Pod wakes or releases a node, not one still queued, gated or never tried."""
+    started_at: float | None = None
+    """status.startTime, Unix seconds (when the kubelet took the Pod on); None before."""
 
     @functools.cached_property
     def excludes_eco(self) -> bool:

@@ -27,7 +27,7 @@ under which a Pod's bill does not depend on its neighbours' utilisation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -282,14 +282,6 @@ class Ledger:
         return abs(billed - metered) / metered if metered > 0 else 0.0
 
 
-def roll_up(receipts: Iterable[tuple[str, Receipt]]) -> dict[str, Receipt]:
-    """Receipts summed by key (a namespace, a team label, ``""`` for the cluster)."""
-    out: dict[str, Receipt] = {}
-    for key, r in receipts:
-        out[key] = out.get(key, Receipt()) + r
-    return out
-
-
 def annotation(r: Receipt, node: str, finished: bool, counterfactual_method: str, updated: str) -> EnergyReceipt:
     """The receipt as the Pod's ``joulie.io/energy-receipt`` annotation carries it (``joulie_api.receipt``)."""
     return EnergyReceipt(
@@ -302,4 +294,15 @@ def annotation(r: Receipt, node: str, finished: bool, counterfactual_method: str
         r.added_s,
         f"{METHOD}; counterfactual:{counterfactual_method}",
         updated,
+    )
+
+
+def receipt_summary(r: Receipt, node: str) -> str:
+    """One line for the finished Pod's Event: what it used, by device kind, and what the caps saved it."""
+    kwh = 3.6e6
+    return (
+        f"used {r.total_j / kwh:.3f} kWh on node {node} over {r.held_s / 3600:.2f} h (GPU {r.gpu_j / kwh:.3f}, "
+        f"CPU busy {r.cpu_busy_j / kwh:.3f}, CPU idle {r.cpu_idle_j / kwh:.3f}, platform {r.platform_j / kwh:.3f} "
+        f"kWh); the caps saved {r.saved_j / kwh:.3f} kWh [{r.saved_low_j / kwh:.3f}, {r.saved_high_j / kwh:.3f}] "
+        f"and added {r.added_s:.0f} s (method {METHOD}; the receipt is the Pod's joulie.io/energy-receipt annotation)"
     )

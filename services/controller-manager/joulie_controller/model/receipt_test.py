@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from joulie_api.receipt import parse_annotation
+from joulie_api.receipt import parse_annotation, roll_up
 from joulie_controller.model.counterfactual import conditions_for_kind, counterfactual
 from joulie_controller.model.receipt import (
     Holding,
@@ -12,7 +12,6 @@ from joulie_controller.model.receipt import (
     Receipt,
     annotation,
     attribute,
-    roll_up,
 )
 
 GPU_NODE = NodeEnergy(
@@ -111,7 +110,15 @@ def test_the_ledger_keeps_a_running_total_and_closes_over_intervals() -> None:
     assert led.pods["ns/a"].held_s == 150.0
     assert led.pods["ns/a"].total_j > 2 * 60.0 * 600.0
     assert led.closure_error() < 1e-12
-    assert roll_up([("ns", led.pods["ns/a"]), ("ns", Receipt(gpu_j=5.0))])["ns"].gpu_j == 5.0
+    # The roll-up an operator reports by (joulie_api.receipt, shared with kubectl joulie receipts).
+    by_ns, total = roll_up(
+        [
+            ("ns", annotation(led.pods["ns/a"], "n", False, "m", "")),
+            ("ns", annotation(Receipt(gpu_j=5.0), "n", True, "m", "")),
+        ]
+    )
+    assert by_ns["ns"].energy_j["gpu"] == pytest.approx(led.pods["ns/a"].gpu_j + 5.0)
+    assert (by_ns["ns"].pods, by_ns["ns"].running, total.total_j) == (2, 1, by_ns["ns"].total_j)
 
 
 def test_an_uncapped_pod_saved_nothing_and_a_capped_one_saved_energy_for_time() -> None:

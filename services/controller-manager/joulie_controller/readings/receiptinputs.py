@@ -1,15 +1,17 @@
 """The energy receipts' inputs from Prometheus: each node's metered energy over a window, by device, and
 each Pod's CPU time. Pure: strings in, strings out; results in, ``NodeEnergy`` out.
 
-The live receipts step (not written yet: docs/energy-receipts.md, "What is left") queries these every
-window and hands the result to ``model.receipt.attribute``:
+The live receipts (``reconcile.receipts``, run by the controller every RECEIPT_WINDOW) query these at the
+window's end and hand the result to ``model.receipt.attribute``:
 
 - the node meter: ``increase`` of ``hw.host.energy`` per node (J over the window);
 - the devices: ``increase`` of ``hw.energy`` per node, ``hw.type`` and ``hw.id`` for ``cpu`` packages
   (``package-N``) and ``gpu`` boards (``gpu-N``, N the index the kubelet's pod-resources API maps a
   Pod's devices to), as the agent and the simulator export them;
 - each Pod's CPU time: ``increase`` of cAdvisor's ``container_cpu_usage_seconds_total`` per namespace and
-  Pod (core-seconds over the window; the busy CPU split by use, not requests).
+  Pod (core-seconds over the window; the busy CPU split by use, not requests);
+- the boards each Pod held: ``max_over_time`` of ``hw.gpu.allocation`` over the window, by namespace, Pod
+  and ``hw.id`` (a Pod that finished inside the window still counts).
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from typing import Any, Final
 
 from joulie_controller.model.receipt import NodeEnergy
 from joulie_controller.readings.promql import MetricNaming, quote_name
-from joulie_telemetry.vocabulary import COMPONENT_ENERGY, HOST_ENERGY, HW_CPU, HW_GPU, HW_ID, HW_TYPE
+from joulie_telemetry.vocabulary import (
+    COMPONENT_ENERGY,
+    GPU_ALLOCATION,
+    HOST_ENERGY,
+    HW_CPU,
+    HW_GPU,
+    HW_ID,
+    HW_TYPE,
+    K8S_NAMESPACE_NAME,
+    K8S_POD_NAME,
+)
 
 CPU_USAGE: Final = "container_cpu_usage_seconds_total"
 """cAdvisor's per-container CPU time counter (kubelet /metrics/cadvisor), seconds."""
@@ -38,6 +50,10 @@ class ReceiptQueries:
     host_energy_j: str
     device_energy_j: str
     pod_cpu_s: str
+    pod_label: str = ""
+    namespace_label: str = ""
+    allocation: str = ""
+    """The boards each Pod held at any time in the window (``hw.gpu.allocation``), by namespace, Pod, ``hw.id``."""
 
 
 def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> ReceiptQueries:
@@ -52,6 +68,8 @@ def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> R
         return "{" + ", ".join(x for x in (quote_name(metric), matchers) if x) + "}"
 
     devices = f'{quote_name(typ)}=~"{HW_CPU}|{HW_GPU}"'
+    pod, ns = naming.label(K8S_POD_NAME), naming.label(K8S_NAMESPACE_NAME)
+    alloc = sel(naming.series(GPU_ALLOCATION))
     return ReceiptQueries(
         node,
         typ,
@@ -62,6 +80,11 @@ def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> R
             f"(increase({sel(comp, devices)}[{window}]))"
         ),
         pod_cpu_s=f'sum by (namespace, pod) (increase({CPU_USAGE}{{container!=""}}[{window}]))',
+        pod_label=pod,
+        namespace_label=ns,
+        allocation=(
+            f"max by ({quote_name(ns)}, {quote_name(pod)}, {quote_name(hwid)}) (max_over_time({alloc}[{window}]))"
+        ),
     )
 
 
@@ -135,3 +158,16 @@ def pod_cpu_seconds(result: Iterable[Mapping[str, Any]]) -> dict[str, float]:
         if ns and pod and v is not None:
             out[f"{ns}/{pod}"] = v
     return out
+
+
+def pod_boards(result: Iterable[Mapping[str, Any]], q: ReceiptQueries) -> dict[str, tuple[int, ...]]:
+    """The boards each Pod held in the window, by ``namespace/name`` (the Pod's node is its own: the
+    allocation series need not carry the node)."""
+    out: dict[str, set[int]] = {}
+    for item in result:
+        metric = item.get("metric") or {}
+        ns, pod = str(metric.get(q.namespace_label, "")), str(metric.get(q.pod_label, ""))
+        m = _GPU_ID.match(str(metric.get(q.id_label, "")))
+        if ns and pod and m and _value(item) == 1.0:
+            out.setdefault(f"{ns}/{pod}", set()).add(int(m.group(1)))
+    return {k: tuple(sorted(v)) for k, v in out.items()}

@@ -6,7 +6,13 @@ import pytest
 
 from joulie_controller.model.receipt import Holding, attribute
 from joulie_controller.readings.promql import MetricNaming
-from joulie_controller.readings.receiptinputs import NodeFacts, node_energies, pod_cpu_seconds, receipt_queries
+from joulie_controller.readings.receiptinputs import (
+    NodeFacts,
+    node_energies,
+    pod_boards,
+    pod_cpu_seconds,
+    receipt_queries,
+)
 
 Q = receipt_queries(MetricNaming.from_setting("underscore-suffixes"), "k8s.node.name", "1m")
 
@@ -17,6 +23,9 @@ def test_queries_read_the_host_meter_the_devices_and_the_pods_cpu_time() -> None
         "sum by (k8s_node_name, hw_type, hw_id) " '(increase(hw_energy_joules_total{hw_type=~"cpu|gpu"}[1m]))'
     )
     assert Q.pod_cpu_s == 'sum by (namespace, pod) (increase(container_cpu_usage_seconds_total{container!=""}[1m]))'
+    assert Q.allocation == (
+        "max by (k8s_namespace_name, k8s_pod_name, hw_id) (max_over_time(hw_gpu_allocation_ratio[1m]))"
+    )
     utf8 = receipt_queries(MetricNaming.from_setting("utf8"), "k8s.node.name", "1m")
     assert utf8.device_energy_j == (
         'sum by ("k8s.node.name", "hw.type", "hw.id") ' '(increase({"hw.energy", "hw.type"=~"cpu|gpu"}[1m]))'
@@ -56,3 +65,20 @@ def test_pod_cpu_time_is_keyed_by_namespace_and_name() -> None:
         {"metric": {"namespace": "x", "pod": "y"}, "value": [0, "-1"]},
     ]
     assert pod_cpu_seconds(result) == {"ml/train": 420.5}
+
+
+def test_pod_boards_name_each_pods_boards_in_the_window() -> None:
+    def row(ns: str, pod: str, hwid: str, value: str = "1") -> dict[str, object]:
+        return {"metric": {"k8s_namespace_name": ns, "k8s_pod_name": pod, "hw_id": hwid}, "value": [0, value]}
+
+    got = pod_boards(
+        [
+            row("ml", "a", "gpu-1"),
+            row("ml", "a", "gpu-0"),
+            row("ml", "b", "gpu-2"),
+            row("ml", "c", "gpu-3", "0"),
+            row("ml", "d", "board"),
+        ],
+        Q,
+    )
+    assert got == {"ml/a": (0, 1), "ml/b": (2,)}

@@ -14,7 +14,7 @@ from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_api.names import TAINT_SUSPENDED, TAINT_SUSPENDED_EFFECT
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps
-from joulie_controller.model.hardware import NodeInfo, Taint
+from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint
 from joulie_controller.model.jobestimate import GpuSample, JobEstimate
 from joulie_controller.policies.plan import PolicyPlan
 from joulie_controller.power.history import PowerHistory
@@ -65,6 +65,8 @@ class Memory:
     implausible: dict[str, str] = field(default_factory=dict)
     """Eligible nodes whose measured power was last refuted (``readings.plausibility``), with the
     kind of refutation: logged when a node enters and when it leaves, not every tick."""
+    views: dict[str, HardwareView] = field(default_factory=dict)
+    """The last tick's hardware of each managed node (the energy receipts' idle draws and limits)."""
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
 
     perf_pods = fsm.count_performance_pods(snap.pods)
-    views = _hardware_views(nodes, snap, s, memory, log)
+    views = memory.views = _hardware_views(nodes, snap, s, memory, log)
     measured: Measured = {n.name: _measured(n.name, views[n.name], snap, memory, log) for n in nodes}
     for gone in [k for k in memory.implausible if k not in views]:
         del memory.implausible[gone]

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from joulie_api.names import POWER_STATES
 from joulie_controller.model.fsm import State
+from joulie_controller.model.receipt import Receipt
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.snapshot import TickResult
+from joulie_telemetry.vocabulary import (
+    ENERGY_DEVICE,
+    ENERGY_DEVICES,
+    K8S_NAMESPACE_NAME,
+    K8S_NODE_NAME,
+    K8S_POD_NAME,
+    NODE_ENERGY_UNALLOCATED,
+    POD_ENERGY,
+    POD_ENERGY_SAVED,
+    POD_TIME_ADDED,
+    MetricSpec,
+)
 
 STATES = (State.ACTIVE_PERFORMANCE, State.DRAINING_PERFORMANCE, State.ACTIVE_ECO)
 PROFILES = ("performance", "eco")
+RECEIPT_SERIES_KEPT_WINDOWS: Final = 5
+"""Windows a finished Pod's receipt series are still exported (five scrapes at the least at a 1m window)."""
+
+
+def _counter(spec: MetricSpec) -> str:
+    """A receipt metric's name as Prometheus' OTLP translation spells it, less the ``_total`` the client adds:
+    the same series whether a collector routes the OTel metric or Prometheus scrapes this endpoint."""
+    return spec.prometheus_name().removesuffix("_total")
+
+
+def _label(attribute: str) -> str:
+    return attribute.replace(".", "_")
 
 
 class Metrics:
@@ -61,8 +89,31 @@ class Metrics:
             "inconsistent with its own components; the node neutral meanwhile), by kind of refutation.",
             ["node", "kind"], registry=r)
         self._implausible: set[tuple[str, str]] = set()
+        pod_labels = [_label(K8S_NAMESPACE_NAME), _label(K8S_POD_NAME), _label(K8S_NODE_NAME)]
+        self.pod_energy = Counter(
+            _counter(POD_ENERGY),
+            POD_ENERGY.description + " (docs/energy-receipts.md).",
+            [*pod_labels, _label(ENERGY_DEVICE)],
+            registry=r,
+        )
+        self.pod_saved = Counter(
+            _counter(POD_ENERGY_SAVED),
+            POD_ENERGY_SAVED.description + " (windows where "
+            "they cost energy are not subtracted: the signed total is on the Pod's receipt).",
+            pod_labels,
+            registry=r,
+        )
+        self.pod_added = Counter(_counter(POD_TIME_ADDED), POD_TIME_ADDED.description + ".", pod_labels, registry=r)
+        self.node_unallocated = Counter(
+            _counter(NODE_ENERGY_UNALLOCATED),
+            NODE_ENERGY_UNALLOCATED.description + ".",
+            [_label(K8S_NODE_NAME)],
+            registry=r,
+        )
         self._nodes: set[str] = set()
         self._families: set[str] = set()
+        self._receipt_series: dict[tuple[str, str, str], int] = {}
+        """Each finished Pod's series, by (namespace, name, node): the windows they are still exported for."""
 
     def record_tick(self, result: TickResult) -> None:
         if result.power_states:
@@ -110,6 +161,38 @@ class Metrics:
         for name, (count, perf) in families.items():
             self.family_nodes.labels(name).set(count)
             self.family_perf.labels(name).set(perf)
+
+    def record_receipts(
+        self,
+        parts: Mapping[str, tuple[str, Receipt]],
+        unallocated: Mapping[str, Receipt],
+        finished: Iterable[str],
+        keep_windows: int = RECEIPT_SERIES_KEPT_WINDOWS,
+    ) -> None:
+        """One window's receipts: each Pod's part (``namespace/name`` -> (node, receipt)) and each node's
+        unallocated part. A finished Pod's series stay ``keep_windows`` more windows, so a scrape between
+        sees its last increment, then go (a Pod's series would otherwise be kept for ever)."""
+        for key, (node, r) in parts.items():
+            ns, _, name = key.partition("/")
+            for device, j in zip(ENERGY_DEVICES, (r.gpu_j, r.cpu_busy_j, r.cpu_idle_j, r.platform_j), strict=True):
+                self.pod_energy.labels(ns, name, node, device).inc(max(j, 0.0))
+            self.pod_saved.labels(ns, name, node).inc(max(r.saved_j, 0.0))
+            self.pod_added.labels(ns, name, node).inc(max(r.added_s, 0.0))
+            self._receipt_series.setdefault((ns, name, node), -1)
+        for node, r in unallocated.items():
+            self.node_unallocated.labels(node).inc(max(r.total_j, 0.0))
+        done = set(finished)
+        for series, left in list(self._receipt_series.items()):
+            if left < 0 and f"{series[0]}/{series[1]}" in done:
+                left = keep_windows
+            if left == 0:
+                for device in ENERGY_DEVICES:
+                    self.pod_energy.remove(*series, device)
+                self.pod_saved.remove(*series)
+                self.pod_added.remove(*series)
+                del self._receipt_series[series]
+            else:
+                self._receipt_series[series] = left - 1 if left > 0 else left
 
     def record_facility(self, f: Facility, pue: float | None) -> None:
         """Unknown readings are NaN (not 0: a 0 W facility would look healthy); zones/racks are replaced."""

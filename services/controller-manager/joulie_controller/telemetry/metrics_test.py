@@ -69,3 +69,25 @@ def test_a_node_whose_power_is_dropped_as_implausible_shows_while_it_lasts() -> 
     assert get("joulie_twin_power_implausible", {"node": "a", "kind": "below-components"}) == 1
     m.record_tick(TickResult([], [], None, []))
     assert get("joulie_twin_power_implausible", {"node": "a", "kind": "below-components"}) is None
+
+
+def test_receipts_are_exported_under_the_vocabulary_names_and_finished_pods_go_after_a_while() -> None:
+    from joulie_controller.model.receipt import Receipt
+    from joulie_telemetry.vocabulary import NODE_ENERGY_UNALLOCATED, POD_ENERGY, POD_ENERGY_SAVED, POD_TIME_ADDED
+
+    m = Metrics()
+    get = m.registry.get_sample_value
+    pod = {"k8s_namespace_name": "ml", "k8s_pod_name": "train", "k8s_node_name": "g1"}
+    part = Receipt(gpu_j=100.0, cpu_busy_j=10.0, cpu_idle_j=5.0, platform_j=20.0, saved_j=7.0, added_s=3.0)
+    m.record_receipts({"ml/train": ("g1", part)}, {"g1": Receipt(gpu_j=50.0)}, [])
+    m.record_receipts({"ml/train": ("g1", part)}, {"g1": Receipt(gpu_j=50.0)}, ["ml/train"], keep_windows=2)
+    assert get(POD_ENERGY.prometheus_name(), {**pod, "joulie_energy_device": "gpu"}) == 200.0
+    assert get(POD_ENERGY.prometheus_name(), {**pod, "joulie_energy_device": "cpu_idle"}) == 10.0
+    assert get(POD_ENERGY_SAVED.prometheus_name(), pod) == 14.0
+    assert get(POD_TIME_ADDED.prometheus_name(), pod) == 6.0
+    assert get(NODE_ENERGY_UNALLOCATED.prometheus_name(), {"k8s_node_name": "g1"}) == 100.0
+    # A cost (negative saving) is not subtracted from the counter.
+    m.record_receipts({"ml/train": ("g1", Receipt(saved_j=-5.0))}, {}, [])
+    assert get(POD_ENERGY_SAVED.prometheus_name(), pod) == 14.0
+    m.record_receipts({}, {}, [])
+    assert get(POD_ENERGY.prometheus_name(), {**pod, "joulie_energy_device": "gpu"}) is None

@@ -19,9 +19,27 @@ from typing import Any
 import httpx
 
 from joulie_api.outage import Outage
+from joulie_controller.model.jobestimate import GpuSample
+from joulie_controller.model.receipt import NodeEnergy
 from joulie_controller.readings.facility import facility_queries, read_facility
+from joulie_controller.readings.gpusignals import (
+    ALLOCATION,
+    Board,
+    Point,
+    gpu_queries,
+    parse_allocation,
+    parse_signal,
+    samples_by_pod,
+)
 from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
 from joulie_controller.readings.ratewarmup import RateWarmup
+from joulie_controller.readings.receiptinputs import (
+    NodeFacts,
+    node_energies,
+    pod_boards,
+    pod_cpu_seconds,
+    receipt_queries,
+)
 from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
 from joulie_controller.settings import PrometheusSettings, Settings, parse_duration_s
 
@@ -51,9 +69,13 @@ class PowerReading:
     error: str | None = None
 
 
-def instant_query(client: httpx.Client, address: str, promql: str) -> list[Mapping[str, Any]]:
+def instant_query(client: httpx.Client, address: str, promql: str, expect: str = "vector",
+                  at_s: float | None = None) -> list[Mapping[str, Any]]:
+    """The result of one instant query: an instant vector, or a ``matrix`` for a range selector (the raw
+    samples with their timestamps), evaluated at ``at_s`` (Unix seconds; None: Prometheus' now)."""
+    params = {"query": promql} if at_s is None else {"query": promql, "time": f"{at_s:.3f}"}
     try:
-        resp = client.get(f"{address.rstrip('/')}/api/v1/query", params={"query": promql})
+        resp = client.get(f"{address.rstrip('/')}/api/v1/query", params=params)
     except httpx.HTTPError as err:
         raise PrometheusError(f"query to {address} failed: {err.__class__.__name__}: {err}") from None
     if resp.status_code != 200:
@@ -65,8 +87,8 @@ def instant_query(client: httpx.Client, address: str, promql: str) -> list[Mappi
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(body, dict) or body.get("status") != "success" or not isinstance(data, dict):
         raise PrometheusError(f"query to {address} failed: {str(body)[:200]}")
-    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise PrometheusError(f"query to {address} returned {data.get('resultType')!r}, expected an instant vector")
+    if data.get("resultType") != expect or not isinstance(data.get("result"), list):
+        raise PrometheusError(f"query to {address} returned {data.get('resultType')!r}, expected {expect!r}")
     return [r for r in data["result"] if isinstance(r, Mapping)]
 
 
@@ -163,6 +185,87 @@ class PowerReader:
             log.warning("Prometheus rate window covered again: measured power in use")
         self.warming = left > 0
         return self.warming
+
+
+class GpuSignalReader:
+    """Each running GPU Pod's per-board samples (``readings.gpusignals``): one query per signal per tick
+    for the whole cluster, on the node-power reader's address and timeout. Prometheus down or answering
+    garbage means no samples this tick (every estimate stays where it was), logged once when it starts
+    and once when it answers again."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None,
+                 wall: Callable[[], float] = time.time):
+        p = settings.prometheus
+        self.address = p.url
+        self.client = client or httpx.Client(timeout=p.timeout_s)
+        self.queries = gpu_queries(MetricNaming.from_setting(p.metric_naming), p.node_attribute,
+                                   p.node_attribute_promoted)
+        self.wall = wall
+        self.health = Outage("Prometheus (per-GPU signals; every job estimate held meanwhile)", log)
+        self.problems: list[str] = []
+
+    def close(self) -> None:
+        self.client.close()
+
+    def read(self) -> dict[str, list[GpuSample]]:
+        if not self.address or not self.health.due():
+            return {}
+        now = self.wall()
+        signals: dict[str, dict[Board, Point]] = {}
+        problems: list[str] = []
+        try:
+            allocation = parse_allocation(
+                instant_query(self.client, self.address, self.queries.by_field[ALLOCATION], "matrix", now),
+                self.queries)
+            if allocation:  # nobody holds a GPU (or the node side does not say who): the signals would go unused
+                for name, promql in self.queries.by_field.items():
+                    if name != ALLOCATION:
+                        got, bad = parse_signal(instant_query(self.client, self.address, promql, "matrix", now),
+                                                self.queries)
+                        signals[name] = got
+                        problems.extend(f"{name}: {b}" for b in bad)
+        except PrometheusError as err:
+            self.health.failed(err)
+            return {}
+        self.health.ok()
+        if problems and problems != self.problems:
+            log.warning("per-GPU signals: %s (logged again only when this changes)", "; ".join(problems)[:2000])
+        self.problems = problems
+        return samples_by_pod(signals, allocation, now)
+
+
+@dataclass
+class ReceiptInputs:
+    energies: dict[str, NodeEnergy] = field(default_factory=dict)
+    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    cpu_used: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+class ReceiptReader:
+    """The energy receipts' inputs over one window (``readings.receiptinputs``): four queries per window
+    for the whole cluster, evaluated at the window's end, on the node-power reader's address and timeout."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None):
+        p = settings.prometheus
+        self.address = p.url
+        self.naming = MetricNaming.from_setting(p.metric_naming)
+        self.node_attribute = p.node_attribute
+        self.client = client or httpx.Client(timeout=p.timeout_s)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def read(self, start_s: float, end_s: float, facts: Mapping[str, NodeFacts]) -> ReceiptInputs:
+        """Raises PrometheusError when a query fails (the window is then closed on the next try, longer)."""
+        window = end_s - start_s
+        q = receipt_queries(self.naming, self.node_attribute, f"{max(1, round(window))}s")
+
+        def ask(promql: str) -> list[Mapping[str, Any]]:
+            return instant_query(self.client, self.address, promql, at_s=end_s)
+
+        energies, problems = node_energies(ask(q.host_energy_j), ask(q.device_energy_j), q, window, facts)
+        return ReceiptInputs(energies, pod_boards(ask(q.allocation), q), pod_cpu_seconds(ask(q.pod_cpu_s)), problems)
 
 
 class FacilityReader:

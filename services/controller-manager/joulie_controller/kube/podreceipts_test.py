@@ -1,0 +1,33 @@
+"""The Pod times the receipts read: when a Pod started and when a finished one ended."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from joulie_controller.kube.kube import pod_info
+from joulie_controller.kube.podreceipts import last_finish, unix_time
+
+
+def test_start_and_finish_times_from_the_pod_status() -> None:
+    t = datetime(2026, 12, 6, 0, 0, 10, tzinfo=UTC).timestamp()
+    assert unix_time("2026-12-06T00:00:10Z") == t
+    assert unix_time("yesterday") is None and unix_time(None) is None
+    pod = pod_info(
+        {
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {},
+            "status": {"phase": "Running", "startTime": "2026-12-06T00:00:10Z"},
+        }
+    )
+    assert pod.started_at == t
+    done = {
+        "status": {
+            "containerStatuses": [
+                {"state": {"terminated": {"finishedAt": "2026-12-06T00:05:00Z"}}},
+                {"state": {"terminated": {"finishedAt": "2026-12-06T00:06:00Z"}}},
+                {"state": {"running": {}}},
+            ]
+        }
+    }
+    assert last_finish(done) == t + 350
+    assert last_finish({"status": {}}) is None

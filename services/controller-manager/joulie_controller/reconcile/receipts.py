@@ -1,0 +1,241 @@
+"""Live energy receipts: what each Pod held over each window, split by ``model.receipt.attribute``, summed
+per Pod, and the annotations to write. Pure: the shell (``controller``) queries the window's energies
+and maps, looks up when finished Pods ended, writes what ``ReceiptBook.close`` returns and exports the
+per-window parts as metrics (docs/energy-receipts.md, "Live").
+
+Every RECEIPT_WINDOW the shell closes the window ``[start, end]``:
+
+- a Pod's part of the window is the overlap of ``[its start, its finish or now]`` with it (the
+  Pod's ``status.startTime``; its containers' latest ``finishedAt`` once it has finished);
+- the boards it held are the ones ``hw.gpu.allocation`` named it for inside the window;
+- its CPU time is cAdvisor's over the window where the node exports it (else its request counts);
+- each node's idle floors are learnt from the windows as the benchmark does (``IdleFloor``);
+- the counterfactual comes from the limits in force at the window's close (the NodeTwin spec) and the
+  Pod's estimate or its kind's prior (``Conditions``), when the shell has them.
+
+A running Pod's annotation is rewritten at most once a window and only when its receipt changed; a
+finished Pod's once more, marked finished, and then it is forgotten here (its series in the metrics
+stay a while: ``telemetry.metrics``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
+from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
+from joulie_controller.model.fsm import PodInfo, pod_key
+from joulie_controller.model.hardware import HardwareView
+from joulie_controller.model.jobestimate import JobEstimate
+from joulie_controller.model.receipt import Holding, IdleFloor, Ledger, NodeEnergy, Receipt, annotation, attribute
+
+
+@dataclass
+class Span:
+    """Where and when a Pod ran, as far as the receipts know."""
+
+    node: str
+    cores: float
+    kind: str
+    start_s: float
+    end_s: float | None = None
+    """When it finished; None while it runs."""
+    seen_s: float = 0.0
+    """When a tick last saw it running (its finish, where the Pod is gone before its finish was read)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window's inputs, as the shell read them."""
+
+    start_s: float
+    end_s: float
+    energies: Mapping[str, NodeEnergy]
+    """Each node's meters over the window (``readings.receiptinputs.node_energies``; the model's idle draws)."""
+    gpus: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """The boards each Pod held in the window, by Pod key (``hw.gpu.allocation``)."""
+    cpu_used: Mapping[str, float] = field(default_factory=dict)
+    """Each Pod's CPU time over the window, core-seconds (cAdvisor); a Pod absent: its request counts."""
+    conditions: Mapping[str, Conditions] = field(default_factory=dict)
+    """Each Pod's counterfactual conditions; a Pod absent: no counterfactual (nothing saved, no time added)."""
+
+
+@dataclass(frozen=True)
+class ReceiptWrite:
+    pod: str
+    """``namespace/name``."""
+    node: str
+    annotation: str
+    """The value of ``joulie.io/energy-receipt``."""
+    finished: bool
+    receipt: Receipt
+    """The whole receipt so far (the event's summary when finished)."""
+
+
+@dataclass(frozen=True)
+class Closed:
+    """What one window's close gives the shell."""
+
+    writes: list[ReceiptWrite]
+    parts: dict[str, tuple[str, Receipt]]
+    """Each Pod's part of this window (with its counterfactual), and its node: the metrics' increments."""
+    unallocated: dict[str, Receipt]
+    """Each node's unallocated part of this window."""
+    metered_j: dict[str, float]
+    """Each node's meter over the window."""
+    skipped: list[str]
+    """Nodes a Pod ran on whose meter the window did not have (their Pods billed nothing this window)."""
+
+
+@dataclass
+class ReceiptBook:
+    spans: dict[str, Span] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=Ledger)
+    floors: dict[str, IdleFloor] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+    """The last annotation written per Pod, without its ``updated`` time (written again only when it changes)."""
+
+    def see(self, pods: Iterable[PodInfo], now_s: float, started_s: Mapping[str, float]) -> list[str]:
+        """Record the running Pods (``started_s``: each one's ``status.startTime``, else now); returns the
+        Pods that ran and no longer do: the shell looks up when they finished (``finish``)."""
+        running: set[str] = set()
+        for pod in pods:
+            if pod.phase != "Running" or not pod.node_name:  # a deleting Pod runs until it is gone
+                continue
+            key = pod_key(pod)
+            running.add(key)
+            span = self.spans.get(key)
+            if span is None or span.end_s is not None or span.node != pod.node_name:
+                self.spans[key] = span = Span(
+                    pod.node_name, pod.cpu_request, pod.workload_kind, min(started_s.get(key, now_s), now_s)
+                )
+            span.seen_s = now_s
+        return sorted(k for k, s in self.spans.items() if s.end_s is None and k not in running)
+
+    def finish(self, pod: str, end_s: float) -> None:
+        span = self.spans.get(pod)
+        if span is not None and span.end_s is None:
+            span.end_s = max(end_s, span.start_s)
+
+    def close(self, w: Window, updated: str) -> Closed:
+        """Split the window between the Pods that ran in it; the annotations to write."""
+        t = w.end_s - w.start_s
+        by_node: dict[str, list[Holding]] = {}
+        for key, span in self.spans.items():
+            held = min(w.end_s, span.end_s if span.end_s is not None else w.end_s) - max(w.start_s, span.start_s)
+            if held > 0:
+                by_node.setdefault(span.node, []).append(
+                    Holding(key, min(held, t), w.gpus.get(key, ()), span.cores, w.cpu_used.get(key))
+                )
+        parts: dict[str, tuple[str, Receipt]] = {}
+        unallocated: dict[str, Receipt] = {}
+        metered: dict[str, float] = {}
+        for node, energy in sorted(w.energies.items()):
+            holdings = by_node.get(node, [])
+            floor = self.floors[node] = self.floors.get(node, IdleFloor()).learn(energy, holdings)
+            energy = floor.apply(energy)
+            split = attribute(energy, holdings)
+            cf = {p: counterfactual(r, w.conditions[p]) for p, r in split.pods.items() if p in w.conditions}
+            self.ledger.add(node, energy, split, cf)
+            for p, r in split.pods.items():
+                extra = cf.get(p, Receipt())
+                parts[p] = (
+                    node,
+                    replace(
+                        r,
+                        saved_j=extra.saved_j,
+                        saved_low_j=extra.saved_low_j,
+                        saved_high_j=extra.saved_high_j,
+                        added_s=extra.added_s,
+                    ),
+                )
+            unallocated[node] = split.unallocated
+            metered[node] = energy.node_j
+        writes: list[ReceiptWrite] = []
+        for key, span in sorted(self.spans.items()):
+            receipt = self.ledger.pods.get(key)
+            finished = span.end_s is not None and span.end_s <= w.end_s
+            if receipt is None:
+                continue
+            body = annotation(receipt, span.node, finished, COUNTERFACTUAL_METHOD, "")
+            text = body.to_annotation()
+            if text != self.written.get(key):
+                writes.append(
+                    ReceiptWrite(key, span.node, replace(body, updated=updated).to_annotation(), finished, receipt)
+                )
+        skipped = sorted(set(by_node) - set(w.energies))
+        return Closed(writes, parts, unallocated, metered, skipped)
+
+    def wrote(self, write: ReceiptWrite) -> None:
+        """The shell wrote ``write`` (or the Pod is gone): remember it; a finished Pod is forgotten."""
+        if write.finished:
+            self.forget(write.pod)
+            return
+        span = self.spans.get(write.pod)
+        if span is not None:
+            body = annotation(write.receipt, span.node, False, COUNTERFACTUAL_METHOD, "")
+            self.written[write.pod] = body.to_annotation()
+
+    def forget(self, pod: str) -> None:
+        self.spans.pop(pod, None)
+        self.written.pop(pod, None)
+        self.ledger.pods.pop(pod, None)
+
+    def finished_unbilled(self, end_s: float) -> list[str]:
+        """Finished Pods with nothing billed by ``end_s`` (their node had no meter): forgotten, named."""
+        gone = [
+            k for k, s in self.spans.items() if s.end_s is not None and s.end_s <= end_s and k not in self.ledger.pods
+        ]
+        for k in gone:
+            self.forget(k)
+        return gone
+
+
+def conditions(
+    spans: Mapping[str, Span],
+    gpus: Mapping[str, tuple[int, ...]],
+    twins: Mapping[str, NodeTwinSpec],
+    views: Mapping[str, HardwareView],
+    estimates: Mapping[str, JobEstimate],
+) -> dict[str, Conditions]:
+    """Each Pod's counterfactual conditions from the limits its node's NodeTwin spec sets (``twins`` by node)
+    and its estimate (a GPU Pod the controller has observed), else its kind's prior. A Pod on a node of
+    unknown hardware gets none (its receipt then claims no saving)."""
+    out: dict[str, Conditions] = {}
+    share: dict[str, list[tuple[str, float]]] = {}
+    for span in spans.values():
+        hw = views.get(span.node)
+        if hw is not None and hw.cpu_cores > 0:
+            share.setdefault(span.node, []).append((span.kind, span.cores / hw.cpu_cores))
+    for key, span in spans.items():
+        hw, spec = views.get(span.node), twins.get(span.node)
+        if hw is None:
+            continue
+        if gpus.get(key) and hw.gpu_max_w > 0:
+            g = spec.gpu if spec is not None else None
+            cap = g.power_cap if g is not None else None
+            ref = hw.gpu_default_w or hw.gpu_max_w
+            limit = ref
+            if cap is not None and cap.cap_watts_per_gpu is not None:
+                limit = cap.cap_watts_per_gpu
+            elif cap is not None and cap.cap_pct_of_max is not None:
+                limit = cap.cap_pct_of_max / 100.0 * hw.gpu_max_w
+            lock = g.clock_lock if g is not None else None
+            ratio = lock.pct_of_max / 100.0 if lock is not None and lock.pct_of_max is not None else 1.0
+            est = estimates.get(key)
+            if est is not None and est.observations > 0:
+                out[key] = Conditions("gpu", limit, ref, hw.gpu_max_w, est.c, est.u, est.c_sd, est.u_sd, ratio)
+            else:
+                out[key] = conditions_for_kind(span.kind, "gpu", limit, ref, hw.gpu_max_w, lock_ratio=ratio)
+        elif hw.cpu_max_w_per_socket > 0:
+            c = spec.cpu if spec is not None else None
+            ref = hw.cpu_max_w_per_socket
+            limit = ref
+            if c is not None and c.package_power_cap_watts is not None:
+                limit = c.package_power_cap_watts
+            elif c is not None and c.package_power_cap_pct_of_max is not None:
+                limit = c.package_power_cap_pct_of_max / 100.0 * ref
+            out[key] = conditions_for_kind(span.kind, "cpu", limit, ref, ref, package_busy(share.get(span.node, [])))
+    return out

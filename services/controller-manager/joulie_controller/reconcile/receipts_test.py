@@ -1,0 +1,95 @@
+"""Live receipts: Pods seen over windows, split, summed, and written when changed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_api.receipt import parse_annotation
+from joulie_controller.model.fsm import PodInfo
+from joulie_controller.model.hardware import HardwareView
+from joulie_controller.model.receipt import NodeEnergy
+from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
+
+
+def pod(name: str, node: str, cores: float = 4.0, phase: str = "Running", gpus: int = 0) -> PodInfo:
+    return PodInfo("team", name, node_name=node, phase=phase, cpu_request=cores, gpu_request=gpus)
+
+
+def cpu_node(node_j: float, cpu_j: float, t: float = 60.0) -> NodeEnergy:
+    return NodeEnergy(t, node_j, {}, cpu_j, 32.0, 100.0, 0.0)
+
+
+def test_two_cpu_pods_sharing_a_node_split_it_and_the_books_close() -> None:
+    book = ReceiptBook()
+    assert book.see([pod("a", "n1", 8), pod("b", "n1", 8), pod("wait", "", phase="Pending")], 0.0, {}) == []
+    got = book.close(Window(0.0, 60.0, {"n1": cpu_node(30_000, 12_000)}), "t1")
+    assert [w.pod for w in got.writes] == ["team/a", "team/b"]
+    a = parse_annotation(got.writes[0].annotation)
+    assert (a.state, a.node, a.held_s, a.updated) == ("running", "n1", 60.0, "t1")
+    billed = sum(r.total_j for _, r in got.parts.values()) + got.unallocated["n1"].total_j
+    assert billed == pytest.approx(30_000)
+    # Same requests, no CPU time: the same bill; a quarter of the cores each of idle, half unallocated.
+    assert got.parts["team/a"][1].total_j == pytest.approx(got.parts["team/b"][1].total_j)
+    assert got.parts["team/a"][1].cpu_idle_j == pytest.approx(6000 * 8 / 32)
+    for w in got.writes:
+        book.wrote(w)
+
+    # b finishes 15 s into the next window; a uses three times b's CPU time.
+    assert book.see([pod("a", "n1", 8)], 120.0, {}) == ["team/b"]
+    book.finish("team/b", 75.0)
+    got = book.close(
+        Window(60.0, 120.0, {"n1": cpu_node(28_000, 10_000)}, cpu_used={"team/a": 300.0, "team/b": 100.0}), "t2"
+    )
+    states = {w.pod: parse_annotation(w.annotation) for w in got.writes}
+    assert states["team/b"].state == "finished" and states["team/b"].held_s == pytest.approx(75.0)
+    assert got.parts["team/a"][1].cpu_busy_j == pytest.approx(3 * got.parts["team/b"][1].cpu_busy_j)
+    assert book.ledger.closure_error() < 1e-12
+    for w in got.writes:
+        book.wrote(w)
+    assert "team/b" not in book.spans and "team/b" not in book.ledger.pods
+
+
+def test_an_unchanged_receipt_is_not_written_again() -> None:
+    book = ReceiptBook()
+    book.see([pod("a", "n1")], 0.0, {"team/a": -30.0})
+    first = book.close(Window(0.0, 60.0, {"n1": cpu_node(30_000, 12_000)}), "t1").writes
+    assert parse_annotation(first[0].annotation).held_s == 60.0  # started before the window: all of it
+    book.wrote(first[0])
+    # The node's meter missing from the next window: nothing billed, nothing to write, the node named.
+    book.see([pod("a", "n1")], 120.0, {})
+    again = book.close(Window(60.0, 120.0, {}), "t2")
+    assert again.writes == [] and again.skipped == ["n1"]
+
+
+def test_a_gpu_pod_is_billed_its_boards_and_the_rest_is_unallocated() -> None:
+    book = ReceiptBook()
+    book.see([pod("train", "g1", 16, gpus=2)], 0.0, {"team/train": 0.0})
+    energy = NodeEnergy(60.0, 200_000, {0: 40_000, 1: 38_000, 2: 5_000, 3: 5_000}, 30_000, 64.0, 120.0, 80.0)
+    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={"team/train": (0, 1)}), "t1")
+    train = got.parts["team/train"][1]
+    assert train.gpu_j == pytest.approx(78_000)
+    assert got.unallocated["g1"].gpu_j == pytest.approx(10_000)
+    assert train.total_j + got.unallocated["g1"].total_j == pytest.approx(200_000)
+    body = json.loads(got.writes[0].annotation)
+    assert body["energyJ"]["gpu"] == 78_000.0
+
+
+def test_conditions_follow_the_twin_and_a_cap_claims_a_saving() -> None:
+    book = ReceiptBook()
+    book.see([pod("train", "g1", 16, gpus=1)], 0.0, {})
+    views = {"g1": HardwareView(cpu_cores=64, cpu_max_w_per_socket=300, gpu_count=4, gpu_max_w=700, gpu_default_w=700)}
+    capped = NodeTwinSpec.model_validate(
+        {"nodeName": "g1", "profile": "eco", "gpu": {"powerCap": {"scope": "perGpu", "capPctOfMax": 60}}}
+    )
+    cond = conditions(book.spans, {"team/train": (0,)}, {"g1": capped}, views, {})
+    assert cond["team/train"].limit_w == pytest.approx(420) and cond["team/train"].ref_w == 700
+    energy = NodeEnergy(60.0, 60_000, {0: 25_000}, 10_000, 64.0, 120.0, 80.0)
+    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={"team/train": (0,)}, conditions=cond), "t1")
+    r = got.parts["team/train"][1]
+    assert r.saved_low_j <= r.saved_j <= r.saved_high_j and r.added_s > 0
+    # No cap in force: nothing saved, no time added.
+    free = conditions(book.spans, {"team/train": (0,)}, {}, views, {})
+    assert free["team/train"].limit_w == free["team/train"].ref_w
