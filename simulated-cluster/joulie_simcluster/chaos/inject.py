@@ -24,11 +24,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kubernetes import client as k8s
 
 from joulie_simcluster.chaos.apifaults import ApiFault, ApiFaultKind
+from joulie_simcluster.chaos.bmcfaults import set_bmc_faults
 from joulie_simcluster.chaos.catalogue import Step, choose
 from joulie_simcluster.chaos.freezes import AgentLostWatch, FreezeClock, deadline_note
 from joulie_simcluster.deploy.processes import interpreter, python_env
@@ -317,26 +317,13 @@ def _prometheus_empty(state: StateDir, agent_nodes: list[str]) -> Injected:
     return Injected("prometheus", {"prometheus"}, watch=watch, note=note)
 
 
-def _bmc_faults(state: StateDir, failure_share: float) -> dict[str, Any]:
-    """``POST /debug/bmc/faults`` on the simulator: the share of power-ons its BMCs refuse from now on."""
-    url = f"http://{(state.read_deploy_env() or {})['SIMULATOR_HTTP']}/debug/bmc/faults"
-    body = json.dumps({"failureShare": failure_share, "hangShare": 0.0}).encode()
-    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            answer: dict[str, Any] = json.loads(resp.read())
-            return answer
-    except (OSError, ValueError) as e:
-        raise RuntimeFailure(f"chaos: POST {url} failed: {e}") from None
-
-
 def _bmc_refuse(state: StateDir) -> Injected:
     """Every power-on refused (HTTP 500) while the fault holds; the note says how many were."""
-    before = _bmc_faults(state, 1.0)["drawn"]
+    before = set_bmc_faults(state, 1.0)["drawn"]
     after: list[dict[str, int]] = []
 
     def clear() -> None:
-        after.append(_bmc_faults(state, 0.0)["drawn"])
+        after.append(set_bmc_faults(state, 0.0)["drawn"])
 
     def note() -> str:
         if not after:

@@ -58,9 +58,8 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks, gpupodstep, lockstep
+from joulie_simcluster.smoke import checks, gpupodstep, lockstep, receiptstep
 from joulie_simcluster.smoke import load as smokeload
-from joulie_simcluster.smoke import receipts as smokereceipts
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
     Deadline,
@@ -359,18 +358,8 @@ class Smoke:
         self.record(lockstep.clock_lock(self, lockstep.lock_node(nodes)))
 
     def step_receipts(self) -> None:
-        """S16 (smoke/receipts.py): the load Pods' energy receipts, as the controller manager writes them live."""
-        query, window = self.prom_query, self.timing.receipt_window_s
-        metered = {str(r["metric"].get("k8s_node_name", ""))
-                   for r in query("count by (k8s_node_name) (hw_host_energy_joules_total)")}
-        gpu_nodes = {n for n, t in self.truth().items() if t.get("gpus")}
-        allocation = bool(query("count(hw_gpu_allocation_ratio)"))
-
-        def evaluate() -> Assertion:
-            pods = kube.kube_list(self.state.kubeconfig, smokeload.PODS_PATH)
-            return smokereceipts.receipts_on_load_pods(pods, metered, gpu_nodes, allocation, time.time(), window)
-
-        self.record(self.until("S16", evaluate, 3 * window + 30))
+        """S16 (smoke/receiptstep.py): the load Pods' energy receipts, as the controller manager writes them live."""
+        self.record(receiptstep.receipts_step(self))
 
     def step_pods(self) -> None:
         api = kube.core_api(self.state.kubeconfig)
