@@ -285,7 +285,7 @@ def test_the_controller_changes_only_the_receipt_annotation_of_a_pod(
         status, _ = _status(lambda: ctl.patch_namespaced_pod(name, "default", {"metadata": {"labels": {"x": "y"}}}))
         assert status == 403
         # It may create Events (the finished Pod's receipt), and still may not create Pods.
-        event = {
+        event: Any = {
             "metadata": {"generateName": "r-"},
             "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"},
             "reason": "EnergyReceipt",

@@ -54,8 +54,9 @@ class Settings:
     heartbeat_s: AGENT_HEARTBEAT, how often each node's heartbeat Lease is renewed (30s; from the
         reconcile loop, so at the first tick after it is due).
     lease_namespace: AGENT_LEASE_NAMESPACE, where the heartbeat Leases are (default POD_NAMESPACE, the
-        agent's own); "" when neither is set: no Lease, and controlStatus.heartbeatAt, rewritten every
-        AGENT_HEARTBEAT, is the heartbeat as before issue 39.
+        agent's own); "" when neither is set or it is ``none`` (the chart's choice without its admission
+        policies): no Lease, and controlStatus.heartbeatAt, rewritten every AGENT_HEARTBEAT, is the
+        heartbeat as before issue 39.
     status_rewrite_s: AGENT_STATUS_REWRITE, with Leases: NodeTwin status.controlStatus is rewritten
         unchanged at most this often (10m; at once when it changes).
     twin_resync_s: TWIN_RESYNC; a NodeTwin spec the watch has not refreshed for this long is read again
@@ -159,7 +160,7 @@ class Settings:
             pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
             spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
             heartbeat_s=_duration_of_at_least(e, "AGENT_HEARTBEAT", 30.0, 1.0, "1s"),
-            lease_namespace=(e.get("AGENT_LEASE_NAMESPACE") or e.get("POD_NAMESPACE") or "").strip(),
+            lease_namespace=_lease_namespace(e),
             status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 600.0, 1.0, "1s"),
             twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 600.0),
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
@@ -227,3 +228,8 @@ def _dvfs(e: Mapping[str, str]) -> DvfsConfig:
         verify_interval_s=read_env(e, "DVFS_VERIFY_INTERVAL", parse_duration, 60.0),
         energy_window_s=read_env(e, "ENERGY_WINDOW", parse_duration, 5.0),
     )
+
+
+def _lease_namespace(e: Mapping[str, str]) -> str:
+    ns = (e.get("AGENT_LEASE_NAMESPACE") or e.get("POD_NAMESPACE") or "").strip()
+    return "" if ns == "none" else ns

@@ -69,3 +69,11 @@ def test_kubernetes_api_requests_have_a_deadline_by_default_and_take_kube_api_ti
     assert Settings.from_env({"NODE_NAME": "n1", "KUBE_API_TIMEOUT": "2s"}).api_timeout_s == 2.0
     with pytest.raises(SettingsError, match="KUBE_API_TIMEOUT"):
         Settings.from_env({"NODE_NAME": "n1", "KUBE_API_TIMEOUT": "0s"})
+
+
+def test_heartbeat_leases_default_to_the_pods_namespace_and_none_turns_them_off() -> None:
+    node = {"NODE_NAME": "n1"}
+    assert Settings.from_env({**node, "POD_NAMESPACE": "joulie-system"}).lease_namespace == "joulie-system"
+    off = {**node, "POD_NAMESPACE": "joulie-system", "AGENT_LEASE_NAMESPACE": "none"}
+    assert Settings.from_env(off).lease_namespace == ""
+    assert Settings.from_env(node).lease_namespace == ""

@@ -127,6 +127,8 @@ class Controller:
         self.power_driver = power_driver
         # With the watch caches the cluster stays in memory: the heap is settled after each tick.
         self.heap = heap
+        self.leases_unread = False
+        """The agents' heartbeat Leases could not be read last tick (logged once when that starts and ends)."""
         self.gpu_signals = gpu_signals
         self.receipts = receipts
         self.book = ReceiptBook()
@@ -179,7 +181,17 @@ class Controller:
             snap = replace(snap, gpu_samples=self.gpu_signals.read())
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
-            self.liveness.check(snap.twins, now, result.power_states, self.kube.heartbeats())
+            heartbeats = self.kube.heartbeats()
+            if heartbeats is None:  # Leases unreadable: no verdict on stale evidence; the caps go on
+                if not self.leases_unread:
+                    log.warning("agent heartbeat Leases unreadable (RBAC, or their watch down): agent-lost "
+                                "verdicts wait until they are read again")
+                self.leases_unread = True
+            else:
+                if self.leases_unread:
+                    log.warning("agent heartbeat Leases read again")
+                self.leases_unread = False
+                self.liveness.check(snap.twins, now, result.power_states, heartbeats)
         forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)
@@ -228,9 +240,9 @@ class Controller:
                 at = None
             self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
         views = self.memory.views
-        facts = {
+        facts = {  # a node whose measured power the tick refuted is billed nothing (its Pods skipped, logged)
             n: NodeFacts(v.cpu_cores, package_idle_w(v.cpu_max_w_per_socket) * v.cpu_sockets, board_idle_w(v.gpu_max_w))
-            for n, v in views.items()
+            for n, v in views.items() if n not in self.memory.implausible
         }
         try:
             inputs = self.receipts.read(start, now_s, facts)
@@ -246,7 +258,8 @@ class Controller:
         closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.window_start_s = now_s
         if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
-            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned) for node(s) "
+            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned; or its measured "
+                        "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
         self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
@@ -259,7 +272,12 @@ class Controller:
                     self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now)
             except KubeWriteError as err:
                 failures += 1
-                log.error("pod %s: energy receipt not written, retried next window: %s", w.pod, err)
+                if err.status is not None and 400 <= err.status < 500 and err.status not in (404, 408, 409, 429):
+                    # Refused for good (403, 422): writing it again every window would be refused again.
+                    log.error("pod %s: energy receipt refused (HTTP %d), not retried: %s", w.pod, err.status, err)
+                    self.book.wrote(w)
+                else:
+                    log.error("pod %s: energy receipt not written, retried next window: %s", w.pod, err)
                 continue
             self.book.wrote(w)
         for gone in self.book.finished_unbilled(now_s):

@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from joulie_controller.settings import PrometheusSettings, Settings
-from joulie_controller.telemetry.prometheus import PowerReader
+from joulie_controller.telemetry.prometheus import GpuSignalReader, PowerReader, PrometheusError, ReceiptReader
 from joulie_localcluster.certs import Pki, make_pki
 from joulie_localcluster.procs import ProcessGroup
 from joulie_localcluster.prometheus import Prometheus, PrometheusTls, start_prometheus
@@ -103,3 +103,16 @@ def test_only_a_client_certificate_of_the_operators_ca_can_push_or_read(
     assert with_cert.error is None and with_cert.measurements["honest"].power_w == 300.0
     without = reading().read()
     assert without.measurements == {} and without.error is not None  # refused: every node neutral
+
+    # The per-GPU and receipt readers go through the same authenticated client (a plain one would fail the
+    # handshake: estimates at their priors and no receipt, forever).
+    def settings(cert: str = "", key: str = "") -> Settings:
+        return Settings(prometheus=PrometheusSettings(
+            url=secured.url, rate_window="1m", ca_file=ca, client_cert_file=cert, client_key_file=key))
+
+    certified = settings(str(pki.admin_crt), str(pki.admin_key))
+    gpus = GpuSignalReader(certified)
+    assert gpus.read() == {} and not gpus.health.down  # answered (nobody holds a board): no outage
+    ReceiptReader(certified).read(time.time() - 60, time.time(), {})  # raises PrometheusError if refused
+    with pytest.raises(PrometheusError):
+        ReceiptReader(settings()).read(time.time() - 60, time.time(), {})

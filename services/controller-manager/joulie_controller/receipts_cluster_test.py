@@ -72,6 +72,7 @@ def _run_pod(core: k8s.CoreV1Api, ns: str, name: str, node: str, cpu: str) -> No
 
 def _receipt(core: k8s.CoreV1Api, ns: str, name: str) -> Any:
     pod = core.read_namespaced_pod(name, ns)
+    assert pod.metadata is not None
     text = (pod.metadata.annotations or {}).get(ANNOTATION_ENERGY_RECEIPT)
     return parse_annotation(text) if text else None
 

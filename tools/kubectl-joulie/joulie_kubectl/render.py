@@ -72,7 +72,8 @@ def power_table(rows: list[PowerRow], now: datetime) -> Table:
     for r in rows:
         reason = r.reason + (f" [BMC: {r.error}]" if r.error else "")
         table.add_row(r.node, Text(r.state, style=POWER_STYLE.get(r.state, "")), _age(r.since, now), r.cause,
-                      "-" if r.cycles_left is None else str(r.cycles_left), r.target or "-", str(r.boots), reason)
+                      "-" if r.cycles_left is None else str(r.cycles_left), r.target or "-", str(r.boots),
+                      Text(reason))  # a BMC's words, never rich markup
     return table
 
 

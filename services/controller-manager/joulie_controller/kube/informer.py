@@ -327,12 +327,14 @@ class CachedCluster:
             c.start()
         return self
 
-    def wait_synced(self, timeout_s: float) -> None:
-        """Returns once every cache is synced; raises CacheNotSyncedError naming those that are not."""
+    def wait_synced(self, timeout_s: float, optional: frozenset[str] = frozenset()) -> None:
+        """Returns once every cache but the ``optional`` ones is synced; raises CacheNotSyncedError naming
+        those that are not (an optional cache is read only when it is synced: ``synced``)."""
         deadline = time.monotonic() + timeout_s
-        for c in self.caches.values():
+        required = {name: c for name, c in self.caches.items() if name not in optional}
+        for c in required.values():
             c.synced.wait(max(0.0, deadline - time.monotonic()))
-        missing = [name for name, c in self.caches.items() if not c.synced.is_set()]
+        missing = [name for name, c in required.items() if not c.synced.is_set()]
         if missing:
             raise CacheNotSyncedError(
                 f"no complete view of {', '.join(missing)} after {timeout_s:g} s (listing, or the watch is down); "
@@ -346,3 +348,6 @@ class CachedCluster:
 
     def values(self, name: str) -> list[Any]:
         return self.caches[name].values()
+
+    def synced(self, name: str) -> bool:
+        return self.caches[name].synced.is_set()

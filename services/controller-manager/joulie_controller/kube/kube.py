@@ -29,6 +29,7 @@ import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from joulie_api.backoff import Backoff
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, decode
@@ -385,7 +386,9 @@ class ControllerKube:
         # parallel. One at a time, a tick of 855 writes to a busy API server took over 7 minutes
         # (about half a second a round trip), and every twin waited for it.
         self.write_concurrency = max(1, write_concurrency)
-        self.pods = PodReceipts(self.core, self.client)
+        # The receipts' Pod writes try once: the next window writes again, and a tick never waits out a
+        # throttled server's retries (up to a minute a write) for a receipt.
+        self.pods = PodReceipts(self.core, JoulieClient(api, FIELD_MANAGER_CONTROLLER_MANAGER, backoff=Backoff(delays_s=())))
 
     def _list_custom(self, plural: str) -> list[dict[str, Any]]:
         try:
@@ -405,15 +408,20 @@ class ControllerKube:
         twins = (twin_of(item) for item in self._list_custom(NODE_TWIN.plural))
         return {str((t.metadata or {}).get("name", "")): t for t in twins if t is not None}
 
-    def heartbeats(self) -> dict[str, datetime]:
-        """The latest heartbeat Lease renewal of each node, by node name: from the Lease cache (read
-        after ``snapshot``, which waited for it to sync), else a LIST (empty without a namespace)."""
+    def heartbeats(self) -> dict[str, datetime] | None:
+        """The latest heartbeat Lease renewal of each node, by node name: from the Lease cache, else a LIST
+        (empty without a namespace). None when the Leases cannot be read (the cache not synced: a 403 or
+        the watch down; the LIST failing): the liveness verdicts wait, the rest of the tick does not."""
         if self.cluster is not None and "leases" in self.cluster.caches:
-            return latest_by_node(self.cluster.values("leases"))
+            return latest_by_node(self.cluster.values("leases")) if self.cluster.synced("leases") else None
         if not self.lease_namespace:
             return {}
-        items = _json(self.coord.list_namespaced_lease(self.lease_namespace, label_selector=HEARTBEAT_SELECTOR,
-                                                       _preload_content=False)).get("items") or []
+        try:
+            items = _json(self.coord.list_namespaced_lease(self.lease_namespace, label_selector=HEARTBEAT_SELECTOR,
+                                                           _preload_content=False)).get("items") or []
+        except (ApiException, OSError, ValueError) as err:
+            log.warning("agent heartbeat Leases in %s unreadable: %s", self.lease_namespace, str(err)[:300])
+            return None
         return latest_by_node(b for b in (heartbeat_of(i) for i in items if isinstance(i, dict)) if b is not None)
 
     def snapshot(self, now: datetime, measurements: Mapping[str, Measurement], facility: Facility) -> Snapshot:
@@ -429,7 +437,8 @@ class ControllerKube:
                          facility: Facility) -> Snapshot:
         """The snapshot from the caches: waits until every one is synced (raises CacheNotSyncedError)."""
         assert self.cluster is not None
-        self.cluster.wait_synced(self.sync_wait_s)
+        # The agents' Leases only feed the liveness verdicts (``heartbeats``): never a reason to stop the tick.
+        self.cluster.wait_synced(self.sync_wait_s, optional=frozenset({"leases"}))
         hardware: dict[str, NodeHardware] = {h.spec.node_name: h for h in self.cluster.values("hardware")}
         twins: dict[str, NodeTwin] = {str((t.metadata or {}).get("name", "")): t for t in self.cluster.values("twins")}
         return Snapshot(now=now, nodes=self.cluster.values("nodes"), pods=self.cluster.values("pods"),

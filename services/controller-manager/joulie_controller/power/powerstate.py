@@ -334,7 +334,7 @@ def _restore_floor(tick: Tick, nodes: Sequence[PowerNode], bmc: Mapping[str, Bmc
             continue
         if tick.status[name].state == POWER_OFF and reading is not None and reading.state == POWER_OFF:
             if not tick.ramp_allows(n, f"the floor of pool {pool}"):
-                continue
+                break  # smallest boot step first: a larger one fits no better (and is not marked deferred)
             tick.ramp_take(n)
             tick.move(name, POWER_RESUMING, f"pool {pool} has {powered[pool]} powered nodes, under "
                       f"its floor {floor_of(pool, s)} ({floor_setting(pool, s)})", "on")

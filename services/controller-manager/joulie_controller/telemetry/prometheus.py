@@ -197,7 +197,7 @@ class GpuSignalReader:
                  wall: Callable[[], float] = time.time):
         p = settings.prometheus
         self.address = p.url
-        self.client = client or httpx.Client(timeout=p.timeout_s)
+        self.client = client or http_client(p)  # the authenticated path's CA and client certificate too
         self.queries = gpu_queries(MetricNaming.from_setting(p.metric_naming), p.node_attribute,
                                    p.node_attribute_promoted)
         self.wall = wall
@@ -251,7 +251,7 @@ class ReceiptReader:
         self.address = p.url
         self.naming = MetricNaming.from_setting(p.metric_naming)
         self.node_attribute = p.node_attribute
-        self.client = client or httpx.Client(timeout=p.timeout_s)
+        self.client = client or http_client(p)
 
     def close(self) -> None:
         self.client.close()
