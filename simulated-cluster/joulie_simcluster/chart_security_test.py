@@ -247,3 +247,30 @@ def test_a_read_only_root_still_gives_the_pex_an_unpacked_writable_root() -> Non
         assert {"name": "pex-root", "mountPath": "/pex-root"} in container(w)["volumeMounts"]
         assert _env(w)["PEX_ROOT"] == "/pex-root"
         assert {v["name"]: set(v) for v in _pod(w)["volumes"]}["pex-root"] == {"name", "emptyDir"}
+
+
+# --- without the admission policies -------------------------------------------------------------------
+
+
+def _rules(docs: list[dict[str, Any]], kind: str, name_part: str) -> list[dict[str, Any]]:
+    return [r for d in docs if d["kind"] == kind and name_part in d["metadata"]["name"] for r in d.get("rules") or []]
+
+
+def test_without_admission_policies_the_writes_they_guard_are_not_granted() -> None:
+    # The receipts' Pod patch is held to one annotation only by joulie-controller-pod-writes: without it,
+    # the render refuses rather than grant a patch of any Pod.
+    with pytest.raises(chart.ChartError) as err:
+        chart.render_chart(JOULIE, [ALL_OPTIONS], {"admissionPolicies.enabled": "false"})
+    assert "ENERGY_RECEIPTS" in str(err.value) and "admissionPolicies.enabled=false" in str(err.value)
+    off = {"admissionPolicies.enabled": "false", "controllerManager.env.ENERGY_RECEIPTS": "off"}
+    docs = chart.render_chart(JOULIE, [ALL_OPTIONS], off)
+    pod_verbs = {v for r in _rules(docs, "ClusterRole", "controller-manager") if "pods" in r.get("resources", [])
+                 for v in r["verbs"]}
+    assert "patch" not in pod_verbs and not any(
+        "events" in r.get("resources", []) for r in _rules(docs, "ClusterRole", "controller-manager"))
+    # Agents: no Lease rights (RBAC alone would let any agent patch the leader Lease), and they say so.
+    assert not [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-agent-heartbeat")]
+    for w in _agent_workloads(docs):
+        assert {"name": "AGENT_LEASE_NAMESPACE", "value": "none"} in container(w)["env"], w["metadata"]["name"]
+    with_policies = chart.render_chart(JOULIE, [ALL_OPTIONS], {})
+    assert [d for d in with_policies if d["kind"] == "Role" and d["metadata"]["name"].endswith("-agent-heartbeat")]
