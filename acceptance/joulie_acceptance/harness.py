@@ -63,6 +63,12 @@ class FakeKube:
         self.statuses.append((cpu, gpu))
         return True
 
+    def renew_lease(self, node: str) -> bool:
+        return False  # no heartbeat Leases here: the status heartbeat, as an agent without a namespace
+
+    def forget_lease(self, node: str) -> None:
+        pass
+
 
 def install_fakesmi(bin_dir: Path, node_dir: Path, host_root: Path, log: Path) -> None:
     """One executable per tool name running fakesmi in this interpreter, for the node at ``node_dir``."""
