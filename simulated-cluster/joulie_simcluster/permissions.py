@@ -96,7 +96,8 @@ def _grants(docs: Sequence[Mapping[str, Any]], account: str) -> tuple[Grant, ...
             for group in rule.get("apiGroups") or [""]:
                 for resource in rule.get("resources") or []:
                     out.append(Grant(scope, group, resource, tuple(sorted(rule["verbs"]))))
-    return tuple(sorted(set(out), key=lambda g: (g.scope, g.group, g.resource)))
+    # verbs in the key too: two Roles may grant one resource (an order left to set iteration would vary per run)
+    return tuple(sorted(set(out), key=lambda g: (g.scope, g.group, g.resource, g.verbs)))
 
 
 def _policies(
