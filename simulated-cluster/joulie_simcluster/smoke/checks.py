@@ -57,7 +57,7 @@ CHECKS: dict[str, tuple[str, str]] = {
             "exactly on the boards the Pod holds, and hw.gpu.dram.active within [0, 1] for each of those boards"),
     "S16": ("energy-receipts", "every load Pod running two receipt windows on a metered Node carries its "
             "joulie.io/energy-receipt (running, its Node, energy > 0; its boards billed where hw.gpu.allocation says "
-            "who holds them, none where nothing does: the GPU case then skipped)"),
+            "who holds them, none on a Node where nothing says who holds them)"),
 }
 
 

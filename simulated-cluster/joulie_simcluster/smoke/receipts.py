@@ -1,12 +1,13 @@
 """S16: the controller manager's live energy receipts on the smoke's load Pods. Pure: the Pods as the API
-server lists them, which Nodes Prometheus has a meter for, and whether the node side maps boards to Pods
-(``hw.gpu.allocation``) in; one Assertion out.
+server lists them, which Nodes Prometheus has a meter for, and on which Nodes the node side maps boards to
+Pods (``hw.gpu.allocation``) in; one Assertion out.
 
 Each load Pod (one per Node, pinned, holding every board and all but two cores; ``smoke/load.py``) that
 has run for two receipt windows on a metered Node must carry ``joulie.io/energy-receipt``: parseable,
 ``running``, naming its own Node, energy above zero. On a GPU Node its receipt bills the boards only where
-the node side says which Pod holds them; without ``hw.gpu.allocation`` its GPU part must be zero (the
-boards are unallocated) and the check says the GPU case was skipped.
+the node side says which Pod holds them; on a Node without ``hw.gpu.allocation`` (the emulated kubelet
+serves pod-resources for NVIDIA Nodes only) its GPU part must be zero (the boards are unallocated), and
+the check says how many GPU Pods were not billed their boards for that reason.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def receipts_on_load_pods(
     pods: Iterable[Mapping[str, Any]],
     metered: set[str],
     gpu_nodes: set[str],
-    allocation: bool,
+    allocated: set[str],
     now_s: float,
     window_s: float,
 ) -> Assertion:
     failures: list[str] = []
     checked: list[str] = []
-    gpu_billed = 0
+    gpu_billed = unmapped = 0
     for pod in pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         name, node = str(meta.get("name", "")), str(spec.get("nodeName") or "")
@@ -62,18 +63,18 @@ def receipts_on_load_pods(
         gpu = r.energy_j.get("gpu", 0.0)
         if r.state != "running" or r.node != node or r.total_j <= 0:
             failures.append(f"{name}: state {r.state}, node {r.node!r} (runs on {node}), {r.total_j:.0f} J")
-        elif node in gpu_nodes and allocation and gpu <= 0:
+        elif node in gpu_nodes and node in allocated and gpu <= 0:
             failures.append(f"{name} holds every board of {node} but its receipt bills no GPU energy")
-        elif not allocation and gpu > 0:
+        elif node not in allocated and gpu > 0:
             failures.append(
-                f"{name}: {gpu:.0f} J of GPU energy billed with no hw.gpu.allocation to say who holds a board"
+                f"{name}: {gpu:.0f} J of GPU energy billed with no hw.gpu.allocation on {node} to say who holds a board"
             )
         gpu_billed += node in gpu_nodes and gpu > 0
+        unmapped += node in gpu_nodes and node not in allocated
     if not checked:
         return Assertion("S16", "skipped", f"no load Pod ran {2 * window_s:.0f}s on a metered Node", CHECKS["S16"][1])
-    gpu_note = (
-        f"{gpu_billed} GPU Pod(s) billed their boards" if allocation else "GPU case skipped: no hw.gpu.allocation"
-    )
+    gpu_note = f"{gpu_billed} GPU Pod(s) billed their boards" + (
+        f"; {unmapped} on Nodes without hw.gpu.allocation billed none" if unmapped else "")
     if failures:
         return Assertion("S16", "fail", "; ".join(failures[:6]), CHECKS["S16"][1], float(len(checked) - len(failures)))
     return Assertion(

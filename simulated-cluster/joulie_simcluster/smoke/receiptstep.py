@@ -36,10 +36,11 @@ def receipts_step(c: Cluster) -> Assertion:
         for r in query("count by (k8s_node_name) (hw_host_energy_joules_total)")
     }
     gpu_nodes = {n for n, t in c.truth().items() if t.get("gpus")}
-    allocation = bool(query("count(hw_gpu_allocation_ratio)"))
+    allocated = {str(r["metric"].get("k8s_node_name", ""))
+                 for r in query("count by (k8s_node_name) (hw_gpu_allocation_ratio)")}
 
     def evaluate() -> Assertion:
         pods = kube.kube_list(c.state.kubeconfig, smokeload.PODS_PATH)
-        return smokereceipts.receipts_on_load_pods(pods, metered, gpu_nodes, allocation, time.time(), window)
+        return smokereceipts.receipts_on_load_pods(pods, metered, gpu_nodes, allocated, time.time(), window)
 
     return c.until("S16", evaluate, 3 * window + 30)
