@@ -35,6 +35,7 @@ from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, r
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import pue
+from joulie_controller.readings.gpuplausibility import gpus_by_node
 from joulie_controller.readings.receiptinputs import NodeFacts
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
@@ -178,7 +179,8 @@ class Controller:
         if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         if self.gpu_signals is not None:
-            snap = replace(snap, gpu_samples=self.gpu_signals.read())
+            snap = replace(snap, gpu_samples=self.gpu_signals.read(gpus_by_node(snap.hardware, snap.nodes)))
+            self.metrics.record_gpu_refuted(r.kind for r in self.gpu_signals.refuted.values())
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
             heartbeats = self.kube.heartbeats()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -10,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from joulie_api.names import POWER_STATES
 from joulie_controller.model.fsm import State
 from joulie_controller.model.receipt import Receipt
+from joulie_controller.readings.gpuplausibility import KINDS as GPU_REFUTATIONS
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.snapshot import TickResult
 from joulie_telemetry.vocabulary import (
@@ -89,6 +91,14 @@ class Metrics:
             "inconsistent with its own components; the node neutral meanwhile), by kind of refutation.",
             ["node", "kind"], registry=r)
         self._implausible: set[tuple[str, str]] = set()
+        # By kind only: a forged series names whatever node and board it likes.
+        self.gpu_implausible = Gauge(
+            "joulie_gpu_series_implausible_boards",
+            "Boards whose per-GPU series (power, activity ratios, hw.gpu.allocation) were dropped as implausible "
+            "on the last read, by kind of refutation; the estimate of a Pod holding one is held meanwhile.",
+            ["kind"], registry=r)
+        for kind in GPU_REFUTATIONS:
+            self.gpu_implausible.labels(kind).set(0)
         pod_labels = [_label(K8S_NAMESPACE_NAME), _label(K8S_POD_NAME), _label(K8S_NODE_NAME)]
         self.pod_energy = Counter(
             _counter(POD_ENERGY),
@@ -193,6 +203,12 @@ class Metrics:
                 del self._receipt_series[series]
             else:
                 self._receipt_series[series] = left - 1 if left > 0 else left
+
+    def record_gpu_refuted(self, kinds: Iterable[str]) -> None:
+        """The kinds of the boards the last per-GPU read refuted, one entry per board."""
+        counts = collections.Counter(kinds)
+        for kind in GPU_REFUTATIONS:
+            self.gpu_implausible.labels(kind).set(counts.get(kind, 0))
 
     def record_facility(self, f: Facility, pue: float | None) -> None:
         """Unknown readings are NaN (not 0: a 0 W facility would look healthy); zones/racks are replaced."""

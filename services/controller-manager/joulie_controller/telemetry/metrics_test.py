@@ -91,3 +91,17 @@ def test_receipts_are_exported_under_the_vocabulary_names_and_finished_pods_go_a
     assert get(POD_ENERGY_SAVED.prometheus_name(), pod) == 14.0
     m.record_receipts({}, {}, [])
     assert get(POD_ENERGY.prometheus_name(), {**pod, "joulie_energy_device": "gpu"}) is None
+
+
+def test_boards_whose_gpu_series_are_refuted_are_counted_by_kind_never_by_forged_name() -> None:
+    m = Metrics()
+    get = m.registry.get_sample_value
+    assert get("joulie_gpu_series_implausible_boards", {"kind": "unlisted-board"}) == 0  # present before any
+    m.record_gpu_refuted(["unlisted-board", "unlisted-board", "power-above-limit"])
+    assert get("joulie_gpu_series_implausible_boards", {"kind": "unlisted-board"}) == 2
+    assert get("joulie_gpu_series_implausible_boards", {"kind": "power-above-limit"}) == 1
+    m.record_gpu_refuted([])
+    assert get("joulie_gpu_series_implausible_boards", {"kind": "unlisted-board"}) == 0
+    exposed = {s.labels.get("kind") for f in m.registry.collect() if f.name == "joulie_gpu_series_implausible_boards"
+               for s in f.samples}
+    assert exposed == {"power-above-limit", "ratio-out-of-range", "unlisted-board"}

@@ -22,6 +22,7 @@ from joulie_api.outage import Outage
 from joulie_controller.model.jobestimate import GpuSample
 from joulie_controller.model.receipt import NodeEnergy
 from joulie_controller.readings.facility import facility_queries, read_facility
+from joulie_controller.readings.gpuplausibility import NodeGpus, Refuted, refute, without_refuted
 from joulie_controller.readings.gpusignals import (
     ALLOCATION,
     Board,
@@ -203,11 +204,15 @@ class GpuSignalReader:
         self.wall = wall
         self.health = Outage("Prometheus (per-GPU signals; every job estimate held meanwhile)", log)
         self.problems: list[str] = []
+        self.refuted: dict[Board, Refuted] = {}
+        """The boards whose series the hardware refuted on the last read (``readings.gpuplausibility``)."""
 
     def close(self) -> None:
         self.client.close()
 
-    def read(self) -> dict[str, list[GpuSample]]:
+    def read(self, gpus_by_node: Mapping[str, NodeGpus] | None = None) -> dict[str, list[GpuSample]]:
+        """``gpus_by_node``: what each node's NodeHardware says of its boards (by node name), for the
+        plausibility check; a Pod holding a board whose series it refutes gets no sample this tick."""
         if not self.address or not self.health.due():
             return {}
         now = self.wall()
@@ -231,7 +236,24 @@ class GpuSignalReader:
         if problems and problems != self.problems:
             log.warning("per-GPU signals: %s (logged again only when this changes)", "; ".join(problems)[:2000])
         self.problems = problems
-        return samples_by_pod(signals, allocation, now)
+        refuted = refute(signals, allocation, gpus_by_node or {}, bool(self.queries.node_label))
+        kept, held = without_refuted(allocation, refuted)
+        self._log_refuted(refuted, held)
+        return samples_by_pod(signals, kept, now)
+
+    def _log_refuted(self, refuted: Mapping[Board, Refuted], held: Mapping[str, Refuted]) -> None:
+        """One line when a board's series start being refuted (and which Pods' estimates that holds),
+        one when they are believed again; nothing while it goes on."""
+        started = [f"{r.reason} ({r.kind})" for b, r in sorted(refuted.items()) if self.refuted.get(b) != r]
+        ended = [f"{b[0]} {b[1]}" for b in sorted(self.refuted) if b not in refuted]
+        if started:
+            pods = sorted(p for p, r in held.items() if f"{r.reason} ({r.kind})" in started)
+            log.warning("per-GPU series dropped as implausible, the estimate of the Pod(s) holding the board held "
+                        "until plausible again: %s%s", "; ".join(started)[:2000],
+                        f"; held: {', '.join(pods)[:500]}" if pods else "")
+        if ended:
+            log.warning("per-GPU series plausible again (or gone): %s", ", ".join(ended)[:2000])
+        self.refuted = dict(refuted)
 
 
 @dataclass

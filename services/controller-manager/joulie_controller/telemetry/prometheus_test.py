@@ -160,3 +160,59 @@ def test_the_host_reading_carries_its_own_component_sum_for_the_plausibility_che
     got = r.read().measurements
     assert (got["n1"].power_w, got["n1"].components_w) == (500.0, 420.0)
     assert (got["n2"].power_w, got["n2"].components_w) == (300.0, None)  # no host series: the components are it
+
+
+class FakeGpuPrometheus:
+    """Per-GPU range queries: two Pods on node n1 (4 boards, 700 W each), each signal's samples by board."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.alloc = {"gpu-0": "train", "gpu-1": "train", "gpu-2": "serve"}
+        self.power = {"gpu-0": 400.0, "gpu-1": 410.0, "gpu-2": 150.0}
+        self.sm_active = {"gpu-0": 0.8, "gpu-1": 0.7, "gpu-2": 0.3}
+
+    def _matrix(self, by_board: dict[str, Any], **labels: str) -> list[dict[str, Any]]:
+        return [{"metric": {"k8s_node_name": "n1", "hw_id": b, **labels, **extra},
+                 "values": [[self.now - 5, json.dumps(v)]]} for b, (v, extra) in by_board.items()]
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        query = request.url.params["query"]
+        result: list[dict[str, Any]] = []
+        if query.startswith("hw_gpu_allocation"):
+            result = self._matrix({b: (1, {"k8s_namespace_name": "ml", "k8s_pod_name": p}) for b, p in self.alloc.items()})
+        elif query.startswith("hw_power"):
+            result = self._matrix({b: (w, {}) for b, w in self.power.items()})
+        elif query.startswith("hw_gpu_sm_active"):
+            result = self._matrix({b: (r, {}) for b, r in self.sm_active.items()})
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+def test_a_gpu_series_the_hardware_refutes_holds_its_pods_estimate_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from joulie_controller.readings.gpuplausibility import NodeGpus
+    from joulie_controller.telemetry.prometheus import GpuSignalReader
+
+    now = 1_000_000.0
+    prom = FakeGpuPrometheus(now)
+    r = GpuSignalReader(SETTINGS, httpx.Client(transport=httpx.MockTransport(prom.handle)), wall=lambda: now)
+    hw = {"n1": NodeGpus(4, 700.0)}
+    assert set(r.read(hw)) == {"ml/train", "ml/serve"} and r.refuted == {}
+    for forge in ({"power": {"gpu-1": 50_000.0}}, {"sm_active": {"gpu-1": 7.0}}, {"alloc": {"gpu-9": "train"}}):
+        prom = FakeGpuPrometheus(now)
+        for attr, boards in forge.items():
+            getattr(prom, attr).update(boards)
+        r = GpuSignalReader(SETTINGS, httpx.Client(transport=httpx.MockTransport(prom.handle)), wall=lambda: now)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            got = r.read(hw)
+            assert "ml/train" not in got, forge  # its estimate is held, not moved by the forged board
+            assert [s.power_w for s in got["ml/serve"]] == [150.0]  # the honest Pod keeps its sample
+            r.read(hw)
+        lines = [rec.getMessage() for rec in caplog.records if "implausible" in rec.getMessage()]
+        assert len(lines) == 1 and "held: ml/train" in lines[0], lines
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        prom.alloc.pop("gpu-9")
+        assert set(r.read(hw)) == {"ml/train", "ml/serve"}
+    assert any("plausible again" in rec.getMessage() for rec in caplog.records)
