@@ -57,6 +57,11 @@ class Settings:
     telemetry: str = field(default="otlp", metadata=_env("TELEMETRY"))
     """SIMCLUSTER_TELEMETRY: how node power reaches Prometheus, one of ``telemetry.MODES``, picked at
     ``up``. Default ``otlp``."""
+    telemetry_tls: bool = field(default=True, metadata=_env("TELEMETRY_TLS"))
+    """SIMCLUSTER_TELEMETRY_TLS: 1 runs the authenticated telemetry path (docs/security.md): ``up`` makes a
+    throwaway CA and certificates under ``<state>/telemetry-tls`` and starts Prometheus requiring a client
+    certificate of that CA on every endpoint; every pusher and reader gets its own. 0: plain HTTP, no
+    certificate. Process runtime only (the kubelet runtime's Pods keep plain HTTP). Default 1."""
     power_scope: PowerScope = field(default="auto", metadata=_env("POWER_SCOPE"))
     """SIMCLUSTER_POWER_SCOPE: ``host`` makes the controller manager read whole-host power only
     (NODE_POWER_SCOPE=host) where the telemetry mode carries it; ``auto`` leaves the mode's choice.
@@ -198,6 +203,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "hwemu": _one_of("fuse", "files"),
     "timing": _timing,
     "telemetry": _telemetry,
+    "telemetry_tls": _flag,
     "power_scope": _one_of("auto", "host"),
     "runtime": _one_of(*get_args(RuntimeName)),  # the runtimes the registry holds (a test keeps them equal)
     "keep": _flag,

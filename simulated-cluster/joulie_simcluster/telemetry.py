@@ -88,7 +88,7 @@ class Mode:
         return "host" if self.host_power else "components"
 
     def collector_settings(self, prometheus_url: str, health_endpoint: str, otlp_endpoint: str, simulator: str,
-                           interval: str = "5s") -> OtelcolSettings:
+                           interval: str = "5s", tls: tuple[str, str, str] | None = None) -> OtelcolSettings:
         """The Collector of this mode: OTLP in at `otlp_endpoint` (otel-collector), or the simulator's
         component /metrics at `simulator` (host:port) scraped every `interval` (otel-bridge)."""
         if self.collector is None:
@@ -97,7 +97,7 @@ class Mode:
         return OtelcolSettings(
             mode=self.collector, prometheus_url=prometheus_url, health_endpoint=health_endpoint,
             otlp_http_endpoint=None if bridge else otlp_endpoint, scrape_targets=(simulator,) if bridge else (),
-            scrape_interval=interval, metrics_path=BRIDGE_METRICS_PATH)
+            scrape_interval=interval, metrics_path=BRIDGE_METRICS_PATH, prometheus_tls=tls)
 
     def prometheus_settings(self, simulator: str = "<simulator>", interval: str = "5s") -> PrometheusSettings:
         """`simulator`: host:port of the simulator's HTTP server (scrape mode)."""

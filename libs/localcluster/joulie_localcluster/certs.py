@@ -123,3 +123,66 @@ def make_pki(directory: Path) -> Pki:
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     return pki
+
+
+TELEMETRY_CLIENTS = ("controller", "agent", "simulator", "collector", "harness")
+"""The client certificates of the authenticated telemetry path: who reads (controller, harness) and who
+pushes (agent, simulator, collector). One each, so a log or a revocation can tell them apart; Prometheus'
+web config itself cannot (any certificate of the CA may push and read)."""
+
+
+@dataclass(frozen=True)
+class TelemetryPki:
+    """A throwaway CA of its own (never the control plane's), Prometheus' serving certificate and one
+    client certificate per ``TELEMETRY_CLIENTS`` name: ``<dir>/<name>.crt`` / ``<name>.key``."""
+
+    directory: Path
+
+    @property
+    def ca_crt(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def server_crt(self) -> Path:
+        return self.directory / "prometheus.crt"
+
+    @property
+    def server_key(self) -> Path:
+        return self.directory / "prometheus.key"
+
+    def client(self, name: str) -> tuple[Path, Path]:
+        """(certificate, key) of one of ``TELEMETRY_CLIENTS``."""
+        if name not in TELEMETRY_CLIENTS:
+            raise ValueError(f"no telemetry client certificate {name!r}; known: {', '.join(TELEMETRY_CLIENTS)}")
+        return self.directory / f"{name}.crt", self.directory / f"{name}.key"
+
+    def complete(self) -> bool:
+        """Every file is there (an ``up`` that made it finished)."""
+        files = [self.ca_crt, self.server_crt, self.server_key, *(p for n in TELEMETRY_CLIENTS for p in self.client(n))]
+        return all(f.is_file() for f in files)
+
+
+def make_telemetry_pki(directory: Path) -> TelemetryPki:
+    """A fresh ``TelemetryPki`` in ``directory`` (the CA key is not kept: nothing is signed later)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = TelemetryPki(directory)
+    pem = serialization.Encoding.PEM
+    ca_key = _key()
+    ca_name = _name("joulie-telemetry-ca")
+    pki.ca_crt.write_bytes(_cert(ca_name, ca_key, ca_name, ca_key, ca=True).public_bytes(pem))
+    server_key = _key()
+    server = _cert(
+        _name("prometheus"), server_key, ca_name, ca_key, usage=[ExtendedKeyUsageOID.SERVER_AUTH],
+        sans=[x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+    )
+    pki.server_crt.write_bytes(server.public_bytes(pem))
+    _write_key(pki.server_key, server_key)
+    for name in TELEMETRY_CLIENTS:
+        crt, key_path = pki.client(name)
+        key = _key()
+        crt.write_bytes(
+            _cert(_name(f"joulie-telemetry-{name}"), key, ca_name, ca_key,
+                  usage=[ExtendedKeyUsageOID.CLIENT_AUTH]).public_bytes(pem)
+        )
+        _write_key(key_path, key)
+    return pki

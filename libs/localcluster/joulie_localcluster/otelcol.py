@@ -54,6 +54,9 @@ class OtelcolSettings:
     debug_verbosity: str | None = None
     """Also log every batch with the debug exporter ("basic", "normal", "detailed"); None: off."""
     log_level: str = "info"
+    prometheus_tls: tuple[str, str, str] | None = None
+    """(CA, client certificate, key) of the exporter to a Prometheus that requires client certificates
+    (its web config); None: plain HTTP."""
 
 
 def otelcol_config(s: OtelcolSettings) -> dict[str, Any]:
@@ -85,7 +88,8 @@ def otelcol_config(s: OtelcolSettings) -> dict[str, Any]:
     exporters: dict[str, Any] = {
         "otlphttp/prometheus": {
             "endpoint": s.prometheus_url.rstrip("/") + PROMETHEUS_OTLP_PATH,
-            "tls": {"insecure": True},
+            "tls": ({"insecure": True} if s.prometheus_tls is None else
+                    dict(zip(("ca_file", "cert_file", "key_file"), s.prometheus_tls, strict=True))),
             # Retry briefly (Prometheus restarts between modes), never queue for minutes.
             "retry_on_failure": {"enabled": True, "initial_interval": "1s", "max_interval": "5s",
                                  "max_elapsed_time": "60s"},

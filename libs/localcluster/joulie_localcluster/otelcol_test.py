@@ -170,3 +170,13 @@ def test_config_modes_are_pure_and_point_at_prometheus_otlp() -> None:
         otelcol_config(OtelcolSettings(mode="otel-collector", prometheus_url="x", health_endpoint="y"))
     with pytest.raises(ValueError, match="scrape_targets"):
         otelcol_config(OtelcolSettings(mode="otel-bridge", prometheus_url="x", health_endpoint="y"))
+
+
+def test_to_a_prometheus_requiring_client_certificates_the_exporter_presents_its_own() -> None:
+    base = {"mode": "otel-collector", "health_endpoint": "127.0.0.1:13133", "otlp_http_endpoint": "127.0.0.1:4318"}
+    plain = otelcol_config(OtelcolSettings(prometheus_url="http://127.0.0.1:9090", **base))  # type: ignore[arg-type]
+    assert plain["exporters"]["otlphttp/prometheus"]["tls"] == {"insecure": True}
+    tls = otelcol_config(OtelcolSettings(prometheus_url="https://127.0.0.1:9090", **base,  # type: ignore[arg-type]
+                                         prometheus_tls=("/t/ca.crt", "/t/collector.crt", "/t/collector.key")))
+    assert tls["exporters"]["otlphttp/prometheus"]["tls"] == {
+        "ca_file": "/t/ca.crt", "cert_file": "/t/collector.crt", "key_file": "/t/collector.key"}

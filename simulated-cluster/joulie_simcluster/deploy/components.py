@@ -144,6 +144,8 @@ class Plan:
     """The telemetry mode's controller-manager settings (simcluster.telemetry)."""
     agent_telemetry_env: Mapping[str, str] = field(default_factory=dict)
     """The telemetry mode's agent settings (the ``agent`` mode: POWER_EXPORT_ENDPOINT / _INTERVAL)."""
+    simulator_env: Mapping[str, str] = field(default_factory=dict)
+    """The simulator's OTLP exporter certificate (SIMCLUSTER_TELEMETRY_TLS, ``telemetrytls.push_env``)."""
     gpu_tool_timeout_s: float = 15.0
     """GPU_TOOL_TIMEOUT of the agents. A real node answers in well under the agent's 3 s default;
     here every agent, the control plane and the simulator share the machine's cores, so a tool
@@ -215,7 +217,7 @@ def simulator_command(plan: Plan) -> Command:
             "--power-time-scale", f"{plan.timing.power_time_scale:g}",
             *plan.simulator_extra_args,
         ],
-        env=dict(plan.python_path_env),
+        env={**plan.python_path_env, **plan.simulator_env},
         log=plan.log("simulator"),
         metrics_url=f"http://127.0.0.1:{plan.ports.simulator_http}/debug/emulate",
     )

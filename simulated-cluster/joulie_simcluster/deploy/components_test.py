@@ -106,6 +106,14 @@ def test_in_the_agent_telemetry_mode_every_agent_pushes_its_power(tmp_path: Path
     assert all("POWER_EXPORT_ENDPOINT" not in c.env for c in comp.commands(base) if c.component == "agent")
 
 
+def test_with_telemetry_certificates_the_simulator_pushes_with_its_own_and_nothing_else_leaks(tmp_path: Path) -> None:
+    base = plan(tmp_path)
+    cert = {"OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE": "/tls/simulator.crt"}
+    cmds = comp.commands(comp.Plan(**{**base.__dict__, "simulator_env": cert}))
+    assert cmds[0].name == "simulator" and cmds[0].env["OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE"] == "/tls/simulator.crt"
+    assert all("OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE" not in c.env for c in cmds[1:] if c.component != "agent")
+
+
 def test_pool_agents_share_the_nodes_by_shard_with_per_node_roots_and_tools(tmp_path: Path) -> None:
     base = plan(tmp_path)
     p = comp.Plan(**{**base.__dict__, "agent_shards": 2, "pool_selector": "sim.joulie.io/cluster=s,joulie.io/managed=true",

@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_localcluster.procs import ManagedProcess, free_port, tail
-from joulie_simcluster import telemetry
+from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import components as comp
@@ -204,6 +204,12 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         raise RuntimeFailure(f"values: {e}") from None
     ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports,
                        controller_replica_metrics=tuple(free_port() for _ in range(replicas - 1)))
+    try:  # the certificates of the authenticated telemetry path, when up made them
+        controller_tls = telemetrytls.controller_env(cluster)
+        agent_tls = telemetrytls.push_env(cluster, "agent")
+        simulator_tls = telemetrytls.push_env(cluster, "simulator")
+    except FileNotFoundError as e:
+        raise RuntimeFailure(str(e)) from None
     python = interpreter()
     plan = comp.Plan(
         state=state.root, binaries=binaries, kubeconfig=state.kubeconfig,
@@ -211,9 +217,12 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         ports=ports, agents=agents, values=values, python_path_env=python_env(), python=python,
         fakesmi_entry=pex_venv_entry(python, binaries["fakesmi"], python_env()) or "",
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
-        controller_env=tmode.joulie_env(settings.power_scope),
-        agent_telemetry_env=tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),
+        controller_env={**tmode.joulie_env(settings.power_scope), **controller_tls},
+        agent_telemetry_env={**tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),
+                             **agent_tls},
         otlp_endpoint=_otlp_endpoint(tmode, cluster), controller_replicas=replicas,
+        # Only a push straight into Prometheus needs the certificate (the Collector's receiver is plain).
+        simulator_env=simulator_tls if _otlp_endpoint(tmode, cluster) is None else {},
     )
     if settings.api_proxy:
         plan = _with_api_proxy(plan, cluster)

@@ -26,10 +26,10 @@ from joulie_localcluster.controlplane import ControlPlane, start_control_plane
 from joulie_localcluster.kwok import start_kwok
 from joulie_localcluster.otelcol import Otelcol, start_otelcol
 from joulie_localcluster.procs import ManagedProcess, ProcessFailedError, ProcessGroup, free_port
-from joulie_localcluster.prometheus import PrometheusSettings, start_prometheus
+from joulie_localcluster.prometheus import PrometheusSettings, PrometheusTls, start_prometheus
 from joulie_localcluster.scheduler import ExtenderConfig, start_scheduler
 from joulie_localcluster.tools import ToolMissingError, load_tools
-from joulie_simcluster import telemetry
+from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.progress import Progress
@@ -103,7 +103,8 @@ def _port_of(argv: list[str], flag: str) -> str:
 
 
 def _start_processes(
-    state: StateDir, crd_dir: Path, progress: Callable[[str], None], telemetry_mode: str, timing: Timing
+    state: StateDir, crd_dir: Path, progress: Callable[[str], None], telemetry_mode: str, timing: Timing,
+    tls: bool = True,
 ) -> dict[str, str]:
     try:
         tools = load_tools()
@@ -114,7 +115,7 @@ def _start_processes(
     # A fresh control plane: old data and certificates would not match the new processes. The old
     # TSDB goes too: a previous run's series (another telemetry mode's target_info, say) inside the
     # lookback window would be joined with the new ones.
-    for stale in ("etcd-data", "pki", "tsdb"):
+    for stale in ("etcd-data", "pki", "tsdb", telemetrytls.DIR_NAME):
         shutil.rmtree(state.root / stale, ignore_errors=True)
     state.logs.mkdir(parents=True, exist_ok=True)
     cp: ControlPlane | None = None
@@ -134,10 +135,12 @@ def _start_processes(
         progress(f"kube-scheduler healthy (extender at 127.0.0.1:{extender_port})")
         start_kwok(tools, cp, timeout_s=60)
         progress("kwok healthy")
+        tls_env = _telemetry_pki(state, tls)
         prom = start_prometheus(tools, state.root, cp.group, _prometheus_settings(telemetry_mode, simulator_port, timing),
-                                timeout_s=60)
-        progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode})")
-        col = _start_collector(state, cp.group, telemetry_mode, prom.url, simulator_port, timing, progress)
+                                timeout_s=60, tls=_prometheus_tls(tls_env))
+        progress(f"prometheus ready at {prom.url} (OTLP receiver on, telemetry mode {telemetry_mode}"
+                 f"{', client certificates required' if tls_env else ''})")
+        col = _start_collector(state, cp.group, telemetry_mode, prom.url, simulator_port, timing, progress, tls_env)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         if cp is not None:
             cp.stop()
@@ -153,6 +156,7 @@ def _start_processes(
         "KUBE_SCHEDULER_PORT": _port_of(list(procs["kube-scheduler"].argv), "--secure-port"),
         "KWOK_PORT": _port_of(list(procs["kwok"].argv), "--server-address"),
         "PROMETHEUS_URL": prom.url,
+        **tls_env,
         "TELEMETRY": telemetry_mode,
         "SIMULATOR_HTTP_PORT": str(simulator_port),
         "EXTENDER_PORT": str(extender_port),
@@ -165,9 +169,23 @@ def _start_processes(
     return env
 
 
+def _telemetry_pki(state: StateDir, tls: bool) -> dict[str, str]:
+    """SIMCLUSTER_TELEMETRY_TLS: a fresh throwaway PKI under the state dir, as the cluster.env entry that
+    names it; {} for plain HTTP."""
+    if not tls:
+        return {}
+    pki = telemetrytls.make(state.root)
+    return {telemetrytls.TLS_DIR_KEY: str(pki.directory)}
+
+
+def _prometheus_tls(tls_env: Mapping[str, str]) -> PrometheusTls | None:
+    pki = telemetrytls.pki_of(tls_env)
+    return telemetrytls.prometheus_tls(pki) if pki is not None else None
+
+
 def _start_collector(
     state: StateDir, group: ProcessGroup, telemetry_mode: str, prometheus_url: str, simulator_port: int,
-    timing: Timing, progress: Callable[[str], None],
+    timing: Timing, progress: Callable[[str], None], tls_env: Mapping[str, str] | None = None,
 ) -> Otelcol | None:
     """The OpenTelemetry Collector of a mode that has one (config <state>/otelcol.yaml), else None."""
     m = telemetry.mode(telemetry_mode)
@@ -175,7 +193,7 @@ def _start_collector(
         return None
     settings = m.collector_settings(
         prometheus_url, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", f"127.0.0.1:{simulator_port}",
-        duration(timing.otlp_interval_s))
+        duration(timing.otlp_interval_s), telemetrytls.collector_files(tls_env or {}))
     col = start_otelcol(load_tools(), state.root, group, settings.mode, prometheus_url, settings=settings, timeout_s=60)
     where = (f"OTLP in at {col.otlp_url}" if settings.otlp_http_endpoint
              else f"scraping 127.0.0.1:{simulator_port}{settings.metrics_path}")
@@ -197,7 +215,8 @@ def _prometheus_settings(telemetry_mode: str, simulator_port: int, timing: Timin
 
 
 def _restart_telemetry(
-    state: StateDir, env: dict[str, str], telemetry_mode: str, timing: Timing, progress: Callable[[str], None]
+    state: StateDir, env: dict[str, str], telemetry_mode: str, timing: Timing, progress: Callable[[str], None],
+    tls: bool = True,
 ) -> None:
     """Another telemetry mode on a live cluster: Prometheus (and the Collector, if the mode has one)
     again with that mode's settings. A deploy afterwards points the simulator at the new path."""
@@ -207,17 +226,21 @@ def _restart_telemetry(
             if old.isdigit():
                 stop_pid(int(old), proc)
         state.write_cluster_env(env)
-    for key in ("OTELCOL_HEALTH_URL", "OTELCOL_OTLP_URL"):
+    for key in ("OTELCOL_HEALTH_URL", "OTELCOL_OTLP_URL", telemetrytls.TLS_DIR_KEY):
         env.pop(key, None)
     shutil.rmtree(state.root / "tsdb", ignore_errors=True)
+    shutil.rmtree(state.root / telemetrytls.DIR_NAME, ignore_errors=True)
     group = ProcessGroup()
     try:
+        tls_env = _telemetry_pki(state, tls)
         prom = start_prometheus(load_tools(), state.root, group,
                                 _prometheus_settings(telemetry_mode, int(env.get("SIMULATOR_HTTP_PORT") or 0), timing),
-                                timeout_s=60)
-        env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode})
+                                timeout_s=60, tls=_prometheus_tls(tls_env))
+        env.update({pid_key("prometheus"): str(prom.proc.pid), "PROMETHEUS_URL": prom.url, "TELEMETRY": telemetry_mode,
+                    **tls_env})
         env.update(_collector_env(_start_collector(state, group, telemetry_mode, prom.url,
-                                                   int(env.get("SIMULATOR_HTTP_PORT") or 0), timing, progress)))
+                                                   int(env.get("SIMULATOR_HTTP_PORT") or 0), timing, progress,
+                                                   tls_env)))
         record_cluster_commands(state, group.procs)
     except (ProcessFailedError, ToolMissingError, OSError) as e:
         group.stop_all()  # nothing unrecorded may outlive a failed restart
@@ -275,15 +298,16 @@ def up(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path = DEFAULT_CRD_DIR,
     if live and env is not None:
         progress(f"reusing the running cluster at {env.get('API_URL')} ({state.root})")
         reused = True
-        if env.get("TELEMETRY", "otlp") != telemetry_mode:
-            _restart_telemetry(state, env, telemetry_mode, timing, progress)
+        tls = ctx.settings.telemetry_tls
+        if env.get("TELEMETRY", "otlp") != telemetry_mode or bool(env.get(telemetrytls.TLS_DIR_KEY)) != tls:
+            _restart_telemetry(state, env, telemetry_mode, timing, progress, tls)
     else:
         progress(f"no live cluster in {state.root} ({why}); starting one")
         supervisor.stop(state)
         if env is not None:
             stop_recorded(state, env, progress)
             state.cluster_env.unlink(missing_ok=True)
-        env = _start_processes(state, crd_dir, progress, telemetry_mode, timing)
+        env = _start_processes(state, crd_dir, progress, telemetry_mode, timing, ctx.settings.telemetry_tls)
         reused = False
     env["SPEC_NAME"] = spec.name
     with changing(state.root):

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from joulie_controller.api import MetricNaming, power_queries
 from joulie_controller.api import Settings as ControllerSettings
-from joulie_simcluster import telemetry
+from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.chaos import observe as health
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy.reports import http_ok, runner_counts
@@ -55,6 +55,7 @@ class Looker:
         self.state, self.rendered = ctx.state, rendered
         cluster = self.state.read_cluster_env() or {}
         self.prometheus_url = cluster.get("PROMETHEUS_URL", "")
+        self.prometheus_context = telemetrytls.query_context(cluster)
         self.power_query = cluster_power_query(cluster.get("TELEMETRY", ctx.settings.telemetry),
                                                ctx.settings.power_scope, ctx.settings.timing)
 
@@ -74,7 +75,7 @@ class Looker:
 
     def prometheus_power_w(self) -> float | None:
         url = f"{self.prometheus_url}/api/v1/query?{urllib.parse.urlencode({'query': self.power_query})}"
-        with urllib.request.urlopen(url, timeout=10) as resp:
+        with urllib.request.urlopen(url, timeout=10, context=self.prometheus_context) as resp:
             result = json.loads(resp.read())["data"]["result"]
         return float(result[0]["value"][1]) if result else None
 

@@ -58,6 +58,9 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S16": ("energy-receipts", "every load Pod running two receipt windows on a metered Node carries its "
             "joulie.io/energy-receipt (running, its Node, energy > 0; its boards billed where hw.gpu.allocation says "
             "who holds them, none on a Node where nothing says who holds them)"),
+    "S17": ("telemetry-authenticated", "with SIMCLUSTER_TELEMETRY_TLS (the default) an OTLP push without a client "
+            "certificate, over TLS or plain HTTP, is refused and stores nothing, while the same push with a certificate "
+            "of the cluster's telemetry CA is stored (skipped with SIMCLUSTER_TELEMETRY_TLS=0)"),
 }
 
 
@@ -496,3 +499,25 @@ def facility_ambient_step(step_c: float, before: Mapping[str, Any] | None, after
                 f"worst error against truth {worst * 100:.2f} %; {neutral} at the neutral score (no TDP)") if not failures else ""
     return _result("S13", failures, observed, expected, worst)
 
+
+
+# --- S17 ----------------------------------------------------------------------------------------
+
+
+def telemetry_authenticated(
+    tls: bool, control_stored: bool, refused: Mapping[str, str], stored_without: Iterable[str]
+) -> Assertion:
+    """S17. ``control_stored``: the push with a certificate of the cluster's CA was stored (so the probe
+    could have been stored at all); ``refused``: each push without one (``tls``, ``http``) and how it
+    ended ("" when the receiver accepted it); ``stored_without``: those whose series Prometheus holds."""
+    expected = CHECKS["S17"][1]
+    if not tls:
+        return Assertion("S17", "skipped", "SIMCLUSTER_TELEMETRY_TLS=0: Prometheus takes plain-HTTP pushes", expected)
+    failures = [f"the push without a client certificate over {how} was accepted" for how, why in refused.items()
+                if not why]
+    failures += [f"the push without a client certificate over {how} was stored" for how in stored_without]
+    if not control_stored:
+        failures.append("the control push with a certificate of the cluster's CA was not stored either: the probe "
+                        "proves nothing")
+    return _result("S17", failures, "refused without a certificate (" + "; ".join(
+        f"{how}: {why}" for how, why in refused.items()) + "), nothing stored; stored with one", expected)

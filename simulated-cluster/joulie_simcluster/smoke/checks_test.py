@@ -215,3 +215,16 @@ def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_
     off = checks.facility_ambient_step(10.0, None, None, prom, t0, t1)
     assert off.status == "fail" and "no facility" in off.observed
 
+
+
+def test_s17_passes_only_when_every_uncertified_push_is_refused_and_the_control_is_stored() -> None:
+    refused = {"tls": "SSLError", "http": "export failed (refused by the receiver)"}
+    ok = checks.telemetry_authenticated(True, True, refused, [])
+    assert ok.status == "pass" and "tls: SSLError" in ok.observed
+    accepted = checks.telemetry_authenticated(True, True, {**refused, "http": ""}, ["http"])
+    assert accepted.status == "fail"
+    assert "over http was accepted" in accepted.observed and "over http was stored" in accepted.observed
+    # Nothing stored at all, not even with a certificate: the probe could not have failed, so it fails.
+    blind = checks.telemetry_authenticated(True, False, refused, [])
+    assert blind.status == "fail" and "proves nothing" in blind.observed
+    assert checks.telemetry_authenticated(False, False, {}, []).status == "skipped"

@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from joulie_simcluster import telemetry
+from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.runtimes import kube
 from joulie_simcluster.smoke import gpupods
 from joulie_simcluster.smoke.checks import Assertion
@@ -43,12 +43,13 @@ class Cluster(Protocol):
 def gpu_pod_signals(c: Cluster) -> Assertion:
     nvidia = c.nvidia_agent_nodes()
     api = kube.core_api(c.state.kubeconfig)
-    prom = (c.state.read_cluster_env() or {})["PROMETHEUS_URL"]
+    cluster = c.state.read_cluster_env() or {}
+    prom, context = cluster["PROMETHEUS_URL"], telemetrytls.query_context(cluster)
     escape = telemetry.mode(c.env.get("TELEMETRY", "otlp")).translation == "UnderscoreEscapingWithSuffixes"
 
     def series(name: str) -> list[tuple[Mapping[str, Any], float]]:
         q = urllib.parse.urlencode({"query": f'{{__name__="{name}"}}'})
-        with urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10) as resp:
+        with urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10, context=context) as resp:
             result = json.loads(resp.read())["data"]["result"]
         return [(r["metric"], float(r["value"][1])) for r in result]
 

@@ -44,7 +44,7 @@ from typing import Any, TextIO, cast
 
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simcluster import telemetry
+from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import onkubelet
@@ -58,7 +58,7 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks, gpupodstep, lockstep, receiptstep
+from joulie_simcluster.smoke import checks, gpupodstep, lockstep, receiptstep, telemetryauthstep
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
@@ -217,6 +217,7 @@ class Smoke:
         steps: list[tuple[list[str], Callable[[], None]]] = [
             (["S01", "S02", "S03", "S04", "S05", "S06", "S07"], lambda: self.step_phase1(excluded)),
             (["S15"], self.step_gpu_signals),
+            (["S17"], self.step_telemetry_authenticated),
             (["S08", "S09"], self.step_restart_and_lower),
             (["S10", "S11", "S12"], self.step_pods),
             (["S13"], self.step_facility),
@@ -318,9 +319,9 @@ class Smoke:
 
     def prom_query(self, promql: str) -> list[Mapping[str, Any]]:
         """An instant query to the cluster's Prometheus: the result vector."""
-        prom = (self.state.read_cluster_env() or {})["PROMETHEUS_URL"]
-        url = f"{prom}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-        with urllib.request.urlopen(url, timeout=10) as resp:
+        cluster = self.state.read_cluster_env() or {}
+        url = f"{cluster['PROMETHEUS_URL']}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        with urllib.request.urlopen(url, timeout=10, context=telemetrytls.query_context(cluster)) as resp:
             return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
 
     def prometheus_facility(self) -> dict[str, float | None]:
@@ -351,6 +352,11 @@ class Smoke:
     def step_gpu_signals(self) -> None:
         """S15 (smoke/gpupodstep.py): the load's GPU Pods on their boards in Prometheus."""
         self.record(gpupodstep.gpu_pod_signals(self))
+
+    def step_telemetry_authenticated(self) -> None:
+        """S17 (smoke/telemetryauthstep.py): a push without a client certificate stores nothing."""
+        self.record(telemetryauthstep.telemetry_authenticated_step(self.state.read_cluster_env() or {},
+                                                                   10 + 3 * self.timing.otlp_interval_s))
 
     def step_clock_lock(self) -> None:
         """S14 (smoke/lockstep.py): a clock lock set, lost by a device reset and applied again, released."""
