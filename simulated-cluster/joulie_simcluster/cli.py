@@ -3,6 +3,9 @@
 ``smoke``  up + deploy + the checks + run results + down (SIMCLUSTER_KEEP=1 keeps the cluster)
 ``suspend``  up + deploy (power policy on, no load) + an idle node suspended through its BMC and resumed by a
 Pod + runs/<UTC>-suspend/summary.json (its timeline) + down
+``tenants``  up + deploy (work_aware_v1 trusting namespace team, power policy on, no load) + issue 36's tenant
+cases, each beside its control (forged power, untrusted performance Pod, Pending Pods, 100 slow uploads to the
+extender) + runs/<UTC>-tenants/summary.json + down
 ``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
@@ -74,6 +77,7 @@ from joulie_simcluster.scenario import run as scenario_run
 from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke import suspend as suspend_check
+from joulie_simcluster.smoke import tenants as tenants_check
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
@@ -148,6 +152,12 @@ def _add_smoke_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Set
     su.add_argument("--values", type=Path, action="append",
                     help=f"values file (repeatable; default {suspend_check.DEFAULT_VALUES})")
     su.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
+    te = sub.add_parser("tenants", help="up, deploy trusting only namespace team, issue 36's tenant cases on the live "
+                        "cluster, each beside its control (runs/<UTC>-tenants/summary.json), down")
+    te.add_argument("--spec", type=Path, default=tenants_check.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
+    te.add_argument("--values", type=Path, action="append",
+                    help=f"values file (repeatable; default {tenants_check.DEFAULT_VALUES})")
+    te.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
 
 
 def _add_bench_live(sub: _SubParsers[argparse.ArgumentParser]) -> None:
@@ -276,6 +286,11 @@ def _suspend(args: argparse.Namespace, ctx: Context) -> int:
     return suspend_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
 
 
+def _tenants(args: argparse.Namespace, ctx: Context) -> int:
+    values = _values_files(ctx.settings, args.values, [tenants_check.DEFAULT_VALUES])
+    return tenants_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
+
+
 def _up(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
     rendered = RenderedSpec.load(args.spec)
@@ -331,7 +346,7 @@ def _chaos(args: argparse.Namespace, ctx: Context) -> int:
 
 
 _RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
-                     "suspend": _suspend, "scenario": _scenario,
+                     "suspend": _suspend, "tenants": _tenants, "scenario": _scenario,
                      "bench-live": _bench_live, "up": _up}
 
 
