@@ -21,6 +21,10 @@ team's memory-bound Pods, capped eco, and a spare the power policy suspends). No
    upload and send 1 KiB; every /filter the harness sends meanwhile is answered within 0.5 s, the
    extender's memory stays bounded, and once the body timeout frees the slots kube-scheduler's calls
    reach it again (its filter counter grows) and a Pod is bound.
+5. **pod-security-admission**: in namespaces enforcing Pod Security, the chart's controller manager and
+   extender Pods (every option on) are admitted under "restricted"; the agent's is refused under
+   "restricted" and "baseline" (privileged for the GPU tools; host paths of /sys even unprivileged) and
+   admitted under "privileged" (the control): server-side dry runs, nothing started.
 
 Results: ``runs/<UTC>-tenants/summary.json`` and the lines printed at the end.
 """
@@ -49,7 +53,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from joulie_api import names
-from joulie_simcluster import telemetrytls
+from joulie_simcluster import chart, telemetrytls
 from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy.processes import pid_key, stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
@@ -374,6 +378,60 @@ def extender_slow_uploads(live: Live) -> Result:
                 f"after the body timeout kube-scheduler called /filter again and team/after-uploads ran: {bound}")
 
 
+# --- 5. Pod Security admission ----------------------------------------------------------------
+
+ALL_OPTIONS = Path("charts/joulie/ci/all-options-values.yaml")
+
+
+def _admitted(live: Live, ns: str, name: str, template: Mapping[str, Any]) -> tuple[bool, str]:
+    """A server-side dry run of the Pod the workload would create, in ``ns``: (admitted, why not)."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": json.loads(json.dumps(template["spec"]))}
+    try:
+        live.api.create_namespaced_pod(ns, body, dry_run="All")  # type: ignore[arg-type]
+        return True, ""
+    except ApiException as e:
+        return False, f"HTTP {e.status}: {str(e.body)[:300]}"
+
+
+def pod_security(live: Live) -> Result:
+    """The chart's controller manager and extender Pods (every option on) admitted in a namespace that
+    enforces Pod Security "restricted"; the agent refused there, as it must be (privileged by default
+    for NVML and amd-smi, and host paths of /sys even unprivileged, which "baseline" forbids too): it
+    belongs in a namespace labelled "privileged", where the same Pod is admitted (the control)."""
+    docs = chart.render_chart(chart.CHART_DIR, [ALL_OPTIONS])
+    levels = {"joulie-psa-restricted": "restricted", "joulie-psa-baseline": "baseline",
+              "joulie-psa-privileged": "privileged"}
+    for ns, level in levels.items():
+        try:
+            live.api.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(
+                name=ns, labels={"pod-security.kubernetes.io/enforce": level})))
+        except ApiException as e:
+            if e.status != 409:
+                raise
+
+    def template(kind: str, name: str) -> Mapping[str, Any]:
+        found = chart.find(docs, kind, name)
+        if len(found) != 1:
+            raise KeyError(f"{kind}/{name} not rendered once from {ALL_OPTIONS}")
+        return cast(Mapping[str, Any], found[0]["spec"]["template"])
+
+    problems: list[str] = []
+    for name in ("joulie-controller-manager", "joulie-scheduler-extender"):
+        ok, why = _admitted(live, "joulie-psa-restricted", name, template("Deployment", name))
+        if not ok:
+            problems.append(f"{name} refused under restricted: {why}")
+    agent = template("DaemonSet", "joulie-agent")
+    refused = {level: _admitted(live, f"joulie-psa-{level}", "joulie-agent", agent) for level in ("restricted", "baseline")}
+    for level, (ok, why) in refused.items():
+        if ok or "violates PodSecurity" not in why:
+            problems.append(f"the privileged agent under {level}: {'admitted' if ok else why}")
+    control, why = _admitted(live, "joulie-psa-privileged", "joulie-agent", agent)
+    return case("pod-security-admission", problems, control,
+                "controller manager and extender admitted under restricted; the agent refused under restricted and "
+                "baseline (violates PodSecurity)", f"the agent admitted under privileged: {control} {why}".rstrip())
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -415,19 +473,20 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
             ("untrusted-performance-pod-uncaps-nothing", lambda: untrusted_performance_pod(live, eco)),
             ("pending-pods-release-and-wake-nothing", lambda: pending_pods(live, xeons, spare)),
             ("extender-answers-under-100-slow-uploads", lambda: extender_slow_uploads(live)),
+            ("pod-security-admission", lambda: pod_security(live)),
         ]
         for name, step in steps:
             progress(f"case {name}")
             try:
                 r = step()
-            except (OSError, ApiException, KeyError, StopIteration, RuntimeFailure) as e:
+            except (OSError, ApiException, KeyError, StopIteration, RuntimeFailure, chart.ChartError) as e:
                 r = (name, False, f"step failed: {type(e).__name__}: {e}")
             results.append(r)
             progress(f"{'PASS' if r[1] else 'FAIL'} {r[0]}: {r[2]}")
     except (RuntimeFailure, ApiException, OSError) as e:
         error = str(e)
         progress(f"aborted: {e}")
-    passed = not error and len(results) == 4 and all(ok for _, ok, _ in results)
+    passed = not error and len(results) == 5 and all(ok for _, ok, _ in results)
     summary = {
         "check": "tenants", "status": "pass" if passed else "fail", "spec": rendered.spec.name,
         "timing": settings.timing.name, "telemetryTls": settings.telemetry_tls, "commit": sha, "dirty": dirty,
