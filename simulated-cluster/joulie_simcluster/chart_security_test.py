@@ -19,6 +19,7 @@ __all__ = ["helm"]
 
 ALL_OPTIONS = JOULIE / "ci/all-options-values.yaml"
 READ_ONLY_SECRET = "joulie-bmc-readonly"
+TELEMETRY_AGENT_SECRET = "joulie-telemetry-agent"
 
 
 def _pod(workload: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,14 +53,15 @@ def _agent_workloads(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("values", [[ALL_OPTIONS], [ALL_OPTIONS, POOL_VALUES]], ids=["daemonset", "pool"])
 def test_agent_pods_mount_no_secret_that_powers_nodes(values: list[Path]) -> None:
     """With the power policy on (the controller's BMC Secrets in the namespace) and host power from the
-    BMCs, an agent Pod can read the read-only account's Secret and no other; without one, none."""
+    BMCs, an agent Pod can read the read-only account's Secret and its own push certificate's (the
+    authenticated telemetry path: it powers nothing) and no other; without them, none."""
     docs = chart.render_chart(JOULIE, values)
     agents = _agent_workloads(docs)
     assert agents, "the render has an agent"
     one(docs, "Role", "joulie-controller-manager-bmc-secrets")  # the power-control Secrets exist here
     for w in agents:
-        assert secrets_of(_pod(w)) == {READ_ONLY_SECRET}, w["metadata"]["name"]
-    bare = chart.render_chart(JOULIE, values, {"agent.powerExport.readOnlyBmcSecret": ""})
+        assert secrets_of(_pod(w)) == {READ_ONLY_SECRET, TELEMETRY_AGENT_SECRET}, w["metadata"]["name"]
+    bare = chart.render_chart(JOULIE, values, {"agent.powerExport.readOnlyBmcSecret": "", "telemetryTls.enabled": "false"})
     for w in _agent_workloads(bare):
         assert secrets_of(_pod(w)) == set(), w["metadata"]["name"]
         assert "BMC_SECRET_DIR" not in {e["name"] for e in container(w)["env"]}

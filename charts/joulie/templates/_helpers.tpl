@@ -70,6 +70,18 @@ runtimeClassName: {{ . }}
 {{- fail "agent.powerExport.bmcSecret was removed: the agent no longer mounts the BMC Secret that powers nodes (root on one node would be BMC control of the pool). Name a Secret of a read-only BMC account in agent.powerExport.readOnlyBmcSecret (docs/redfish.md \"Host power in the agent\")" }}
 {{- end }}
 {{- with $a.powerExport.endpoint }}
+{{- if $.Values.telemetryTls.enabled }}
+{{- include "joulie.telemetryTlsChecked" $ }}
+{{- if not (hasPrefix "https://" .) }}
+{{- fail (printf "telemetryTls.enabled: agent.powerExport.endpoint=%s must be https:// (Prometheus with a web config requiring client certificates serves only TLS)" .) }}
+{{- end }}
+- name: OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE
+  value: /etc/joulie/otlp-tls/ca.crt
+- name: OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE
+  value: /etc/joulie/otlp-tls/tls.crt
+- name: OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY
+  value: /etc/joulie/otlp-tls/tls.key
+{{- end }}
 - name: POWER_EXPORT_ENDPOINT
   value: {{ . | quote }}
 - name: POWER_EXPORT_INTERVAL
@@ -109,6 +121,11 @@ runtimeClassName: {{ . }}
   mountPath: /etc/joulie/bmc
   readOnly: true
 {{- end }}
+{{- if and .Values.agent.powerExport.endpoint .Values.telemetryTls.enabled }}
+- name: otlp-tls
+  mountPath: /etc/joulie/otlp-tls
+  readOnly: true
+{{- end }}
 {{- with .Values.agent.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -128,6 +145,13 @@ Secret leaves the agent on the labelled sum (one log line), not a pod that never
   secret:
     secretName: {{ .Values.agent.powerExport.readOnlyBmcSecret }}
     optional: true
+{{- end }}
+{{- if and .Values.agent.powerExport.endpoint .Values.telemetryTls.enabled }}
+{{- /* The agents' push certificate (telemetryTls): not optional, a push without it stores nothing. */}}
+- name: otlp-tls
+  secret:
+    secretName: {{ .Values.telemetryTls.agentSecret }}
+    defaultMode: 0440
 {{- end }}
 {{- with .Values.agent.extraVolumes }}
 {{ toYaml . }}
@@ -190,4 +214,16 @@ initContainers:
   mountPath: /tmp
 - name: pex-root
   mountPath: /pex-root
+{{- end -}}
+
+
+{{/* telemetryTls on: both Secrets named and distinct, else the render fails saying which. */}}
+{{- define "joulie.telemetryTlsChecked" -}}
+{{- $t := .Values.telemetryTls }}
+{{- if not (and $t.controllerSecret $t.agentSecret) }}
+{{- fail "telemetryTls.enabled needs telemetryTls.controllerSecret and telemetryTls.agentSecret (Secrets in the release namespace with ca.crt, tls.crt, tls.key; docs/security.md)" }}
+{{- end }}
+{{- if eq $t.controllerSecret $t.agentSecret }}
+{{- fail (printf "telemetryTls: controllerSecret and agentSecret are both %s: the agents' key is on every node, so the controller manager's certificate needs a Secret of its own" $t.controllerSecret) }}
+{{- end }}
 {{- end -}}
