@@ -326,7 +326,7 @@ def _slow_upload(addr: str, source_ip: str) -> socket.socket | None:
 
 
 def _filter_status(addr: str) -> tuple[int, float]:
-    body = json.dumps({"Pod": {"metadata": {"name": "probe", "namespace": "default"}}, "NodeNames": []}).encode()
+    body = json.dumps({"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["n1", "n2"]}).encode()  # as limits_test.py
     req = urllib.request.Request(f"http://{addr}/filter", data=body, headers={"Content-Type": "application/json"})
     started = time.monotonic()
     try:
