@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+import requests
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
@@ -29,6 +30,15 @@ from joulie_simcluster.smoke.checks import Assertion, telemetry_authenticated
 
 PROBE_METRIC = "joulie.smoke.probe"
 PUSH_TIMEOUT_S = 5.0
+
+
+def exporter_session() -> requests.Session:
+    """A session that takes only the CA it is given: with ``trust_env`` (requests' default) a
+    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE in the harness's environment replaces the exporter's
+    certificate_file (docs/security.md), and a proxy setting would route loopback through a proxy."""
+    session = requests.Session()
+    session.trust_env = False
+    return session
 
 
 def _push(endpoint: str, probe: str, ca: Path | None, cert: Path | None = None, key: Path | None = None) -> str:
@@ -49,6 +59,7 @@ def _push(endpoint: str, probe: str, ca: Path | None, cert: Path | None = None, 
     exporter = OTLPMetricExporter(
         endpoint=endpoint, timeout=PUSH_TIMEOUT_S, certificate_file=str(ca) if ca else None,
         client_certificate_file=str(cert) if cert else None, client_key_file=str(key) if key else None,
+        session=exporter_session(),
     )
     try:
         result = exporter.export(data, timeout_millis=PUSH_TIMEOUT_S * 1000)

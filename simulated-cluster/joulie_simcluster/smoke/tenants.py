@@ -62,6 +62,7 @@ from joulie_simcluster.nodes import KWOK_TAINT_KEY
 from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.smoke.results import Tee, git_state
+from joulie_simcluster.smoke.telemetryauthstep import exporter_session
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/tenants.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/tenants-values.yaml")
@@ -197,7 +198,7 @@ def _forge(cluster: Mapping[str, str], node: str, stop: threading.Event) -> str:
     exporter = OTLPMetricExporter(
         endpoint=f"{cluster['PROMETHEUS_URL']}/api/v1/otlp/v1/metrics", timeout=5,
         certificate_file=str(pki.ca_crt) if pki else None, client_certificate_file=str(crt) if crt else None,
-        client_key_file=str(key) if key else None)
+        client_key_file=str(key) if key else None, session=exporter_session())
     reader = PeriodicExportingMetricReader(exporter, export_interval_millis=1000)
     provider = MeterProvider(resource=Resource.create({
         "service.name": "joulie-agent", "service.instance.id": f"forger-{node}", "k8s.node.name": node,
