@@ -3,8 +3,10 @@ that does move, so a case that passes only because nothing would ever move is ca
 
 Its own command, like ``simcluster suspend``: it needs its own controller settings
 (``values/tenants-values.yaml``: work_aware_v1 trusting only namespace ``team``, the power policy on, a
-budget honest power never reaches) and a small cluster (``specs/tenants.yaml``: three Xeons running a
-team's memory-bound Pods, capped eco, and a spare the power policy suspends). No workload runner.
+budget that binds) and a small cluster (``specs/tenants.yaml``: three Xeons running a team's memory-bound
+Pods, capped eco, and a spare the power policy suspends). No workload runner. Cases 2 to 5 run first;
+then the components are deployed again with ``values/tenants-forged-values.yaml`` over those (a budget
+honest power never reaches, so a forged reading would be what binds it) for case 1.
 
 1. **forged-power**: a node holding the agents' push certificate (root on one node reads it) pushes a
    second ``hw.host.energy`` counter for one Xeon growing by 50 kJ/s (50 kW on the controller's
@@ -66,6 +68,7 @@ from joulie_simcluster.smoke.telemetryauthstep import exporter_session
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/tenants.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/tenants-values.yaml")
+FORGED_VALUES = Path("simulated-cluster/values/tenants-forged-values.yaml")
 TEAM, TENANT = "team", "tenant"
 PERF = {names.ANNOTATION_WORKLOAD_CLASS: "performance"}
 MEMORY_BOUND = {"joulie.io/workload-kind": "cpu-memory"}
@@ -216,11 +219,14 @@ def _forge(cluster: Mapping[str, str], node: str, stop: threading.Event) -> str:
     return ""
 
 
-def forged_power(live: Live, eco: list[str], xeons: list[str]) -> Result:
+def forged_power(live: Live, eco: list[str]) -> Result:
+    """Caps compared on the nodes capped eco when it starts (the budget's shed lands on them); the family's
+    performance node may change meanwhile as the spare is suspended again after the redeploy."""
     cluster = live.ctx.state.read_cluster_env() or {}
-    if not eco:
-        return "forged-power-moves-no-cap", False, "no capped eco Xeon to forge for"
+    if len(eco) < 2:
+        return "forged-power-moves-no-cap", False, f"needs two capped eco Xeons, had {eco}"
     target = eco[0]
+    xeons = eco
     before = live.caps(xeons)
     stop = threading.Event()
     t = threading.Thread(target=_forge, args=(cluster, target, stop), daemon=True)
@@ -433,6 +439,21 @@ def pod_security(live: Live) -> Result:
                 "baseline (violates PodSecurity)", f"the agent admitted under privileged: {control} {why}".rstrip())
 
 
+def forged_phase(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any],
+                 live: Live, xeons: list[str]) -> Result:
+    """Case 1 after the others: the components again with the non-binding budget, the test Pods gone
+    but the team's memory-bound work, then the forgery."""
+    for ns, name in ((TEAM, "fits"), (TEAM, "wake"), *((TEAM, f"filler-{n}") for n in xeons)):
+        live.delete(ns, name)
+    deploy(ctx, rendered, DeployOptions([*values_files, FORGED_VALUES], daemonset, workload=False))
+    live.wait("two capped eco Xeons under the non-binding budget", lambda: sum(
+        p == "eco" for p in live.profiles(xeons).values()) >= 2, 120)
+    live.ticks(3)
+    eco = sorted(n for n, p in live.profiles(xeons).items() if p == "eco")
+    live.progress(f"profiles {live.profiles(xeons)}, caps {live.caps(xeons)}")
+    return forged_power(live, eco)
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -470,11 +491,11 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         eco = sorted(n for n, p in live.profiles(xeons).items() if p == "eco")
         progress(f"profiles {live.profiles([*xeons, spare])}, caps {live.caps(xeons)}")
         steps: list[tuple[str, Callable[[], Result]]] = [
-            ("forged-power-moves-no-cap", lambda: forged_power(live, eco, xeons)),
             ("untrusted-performance-pod-uncaps-nothing", lambda: untrusted_performance_pod(live, eco)),
             ("pending-pods-release-and-wake-nothing", lambda: pending_pods(live, xeons, spare)),
             ("extender-answers-under-100-slow-uploads", lambda: extender_slow_uploads(live)),
             ("pod-security-admission", lambda: pod_security(live)),
+            ("forged-power-moves-no-cap", lambda: forged_phase(ctx, rendered, values_files, daemonset, live, xeons)),
         ]
         for name, step in steps:
             progress(f"case {name}")
