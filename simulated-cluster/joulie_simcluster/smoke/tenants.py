@@ -446,8 +446,8 @@ def forged_phase(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Pa
     for ns, name in ((TEAM, "fits"), (TEAM, "wake"), *((TEAM, f"filler-{n}") for n in xeons)):
         live.delete(ns, name)
     deploy(ctx, rendered, DeployOptions([*values_files, FORGED_VALUES], daemonset, workload=False))
-    # The redeploy restarts the simulator, which powers the spare on: suspended again before the caps are
-    # read, or the family's performance node moves to a Xeon mid-case (run 2 read that as a cap moved).
+    # The spare is on (case 3's wake control woke it): suspended again before the caps are read, or the
+    # family's performance node moves to a Xeon mid-case (run 2 read that as a cap that moved).
     live.wait(f"{spare} suspended again", lambda: live.power_state(spare) == names.POWER_OFF, 240)
     live.wait("two capped eco Xeons under the non-binding budget", lambda: sum(
         p == "eco" for p in live.profiles(xeons).values()) >= 2, 120)
