@@ -1,7 +1,7 @@
 """The emulated BMC failing on demand (issue 37): a share of power-ons refused or hung.
 
-Pure apart from its lock. The benchmark draws the same two faults (``joulie_bench.bmcfaults``); this is
-the live cluster's: ``joulie-simulator emulate --bmc-failure-share/--bmc-hang-share`` (and ``simcluster``
+Pure apart from its lock. The benchmark draws the same two faults through this class
+(``joulie_bench.bmcfaults``, through ``joulie_simulator.api``); the live cluster's: ``joulie-simulator emulate --bmc-failure-share/--bmc-hang-share`` (and ``simcluster``
 through ``SIMCLUSTER_BMC_FAILURE_SHARE`` / ``SIMCLUSTER_BMC_HANG_SHARE``):
 
 - refused: the power-on is answered HTTP 500 (``InternalError``), as a busy BMC does, and the node stays
@@ -33,12 +33,15 @@ class PowerOnFaults:
     seed: int = 0
     nodes: frozenset[str] = frozenset()
     """The nodes whose power-ons the shares apply to; empty: every node."""
+    stream: str = "bmc-power-on"
+    """Names the generator with the seed: the benchmark draws its own stream (``bmc-faults``), kept so that
+    its recorded runs draw the same answers since it calls this class instead of a copy of it."""
     drawn: dict[str, int] = field(default_factory=lambda: {"ok": 0, "refused": 0, "hung": 0})
     """How many power-ons got each answer (the debug server's and the scenario's count)."""
 
     def __post_init__(self) -> None:
         _check(self.failure_share, self.hang_share)
-        self._rng = random.Random(f"bmc-power-on-{self.seed}")
+        self._rng = random.Random(f"{self.stream}-{self.seed}")
         self._lock = threading.Lock()
 
     def set_shares(self, failure_share: float, hang_share: float, nodes: frozenset[str] = frozenset()) -> None:
