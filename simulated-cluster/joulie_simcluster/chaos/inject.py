@@ -331,7 +331,11 @@ def _bmc_fault(state: StateDir, *, refuse: bool) -> Injected:
     kind = "refused" if refuse else "hung"
     before = set_bmc_faults(state, 1.0 if refuse else 0.0, 0.0 if refuse else 1.0)["drawn"]
     started = time.monotonic()
-    off = sorted(n for n, t in _truth(state).items() if (t.get("power") or {}).get("state") == "off")
+    # Off nodes the policy may wake: a node it failed stays off for an operator and is never woken again,
+    # so a probe that fitted only failed nodes would wait forever whatever the fault did.
+    failed_before = set(_failed_nodes(state))
+    off = sorted(n for n, t in _truth(state).items()
+                 if (t.get("power") or {}).get("state") == "off" and n not in failed_before)
     probe = _bmc_probe_pod(state, off) if off else None
     after: list[dict[str, int]] = []
 
@@ -344,7 +348,7 @@ def _bmc_fault(state: StateDir, *, refuse: bool) -> Injected:
         count = after[0][kind] - before[kind]
         head = f"power-ons {kind} in the window: {count}"
         if probe is None:
-            return head + "; no node was off, so nothing asked for a power-on"
+            return head + f"; no node was off and not failed ({len(failed_before)} failed), so nothing asked for a power-on"
         core = kube.core_api(state.kubeconfig)
         node, bound_s = "", None
         while time.monotonic() - started < BMC_PROBE_WAIT_S:
@@ -355,15 +359,23 @@ def _bmc_fault(state: StateDir, *, refuse: bool) -> Injected:
             time.sleep(2.0)
         with contextlib.suppress(Exception):
             core.delete_namespaced_pod(probe, PROBE_NAMESPACE, grace_period_seconds=0)
-        failed = {t["spec"]["nodeName"]: ((t.get("status") or {}).get("power") or {}).get("reason", "")
-                  for t in kube.kube_list(state.kubeconfig, kube.NODETWINS)
-                  if ((t.get("status") or {}).get("power") or {}).get("state") == "failed"}
+        failed = {n: r for n, r in _failed_nodes(state).items() if n not in failed_before}
         where = (f"probe Pod (fits {', '.join(off)}) bound on {node} {bound_s:.0f} s after the fault began"
                  if bound_s is not None else f"probe Pod (fits {', '.join(off)}) not bound within {BMC_PROBE_WAIT_S:.0f} s")
-        gone = "; ".join(f"{n} failed: {r[:160]}" for n, r in sorted(failed.items())) or "no node failed"
+        gone = "; ".join(f"{n} failed: {r[:160]}" for n, r in sorted(failed.items())) or "no node newly failed"
         return f"{head}; {where}; {gone}"
 
     return Injected("bmcs", clear=clear, note=note)
+
+
+def _failed_nodes(state: StateDir) -> dict[str, str]:
+    """Node -> the reason of each NodeTwin whose power state is ``failed``."""
+    out: dict[str, str] = {}
+    for t in kube.kube_list(state.kubeconfig, kube.NODETWINS):
+        power = (t.get("status") or {}).get("power") or {}
+        if power.get("state") == "failed":
+            out[t["spec"]["nodeName"]] = str(power.get("reason", ""))
+    return out
 
 
 def _truth(state: StateDir) -> dict[str, dict[str, Any]]:
