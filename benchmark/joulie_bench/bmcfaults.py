@@ -1,7 +1,9 @@
 """The emulated BMC failing on demand (``--bmc-failure-rate``, ``--bmc-hang-rate``; issue 37).
 
 A share of power-ons fail, drawn from a generator seeded by the run's seed, so every arm of a seed sees
-the same sequence of answers for the same sequence of power-ons:
+the same sequence of answers for the same sequence of power-ons. The draw is the live emulator's
+(``joulie_simulator.api.PowerOnFaults``, on its own stream ``bmc-faults``: the draws of the runs recorded
+before it was shared are unchanged):
 - refused: the BMC answers the power-on with an error (an HTTP 500 from a busy BMC) and the node stays
   off; the controller's shell records the refusal as the live controller does (``refused_again`` on a
   failed action, the refusal handed to the policy with the node's reading, ``forget_settled`` once the
@@ -14,12 +16,12 @@ A node that failed stays failed; the benchmark checks that no Pod is lost or stu
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from joulie_controller.api import BmcReading, BmcState, Refusal, forget_settled, refused_again
+from joulie_simulator.api import PowerOnFaults
 
 Answer = Literal["ok", "refused", "hung"]
 
@@ -42,22 +44,24 @@ class BmcFaults:
         for name, rate in (("--bmc-failure-rate", self.failure_rate), ("--bmc-hang-rate", self.hang_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{name}: {rate:g} is not a share between 0 and 1")
-        self._rng = random.Random(f"bmc-faults-{self.seed}")
+        if self.failure_rate + self.hang_rate > 1.0:
+            raise ValueError(f"--bmc-failure-rate {self.failure_rate:g} + --bmc-hang-rate {self.hang_rate:g} is "
+                             "more than every power-on")
+        self._draws = PowerOnFaults(self.failure_rate, self.hang_rate, self.seed, stream="bmc-faults")
 
     def power_on(self, node: str, now: datetime) -> Answer:
         """The BMC's answer to one power-on of ``node``; a refusal is recorded as the shell records it."""
         self.power_ons += 1
-        draw = self._rng.random()
-        if draw < self.failure_rate:
+        answer = self._draws.draw(node)
+        if answer == "refused":
             self.refused_count += 1
             reason = f"node {node}: On: HTTP 500 Internal Server Error (emulated BMC fault)"
             self.refusals[node] = refused_again(self.refusals.get(node), "on", reason, now)
             return "refused"
         self.refusals.pop(node, None)
-        if draw < self.failure_rate + self.hang_rate:
+        if answer == "hung":
             self.hung.add(node)
-            return "hung"
-        return "ok"
+        return answer
 
     def summary(self) -> str:
         """For the run's line: the faults that happened (empty without any configured)."""

@@ -27,6 +27,24 @@ def test_the_answers_are_drawn_from_the_seed() -> None:
         BmcFaults(1.5)
 
 
+def test_the_shared_draw_gives_the_answers_the_benchmark_recorded_before_it_was_shared() -> None:
+    """The benchmark draws through the live emulator's PowerOnFaults; its runs of 2026-12-05/06 were drawn
+    by its own copy: ``random.Random(f"bmc-faults-{seed}")``, refused below the failure rate, hung below
+    the failure plus hang rate. The same answers, or the recorded results would no longer replay."""
+    import random
+
+    for seed, fail, hang in ((1011, 0.1, 0.0), (1012, 0.1, 0.0), (3, 0.5, 0.0), (5, 0.3, 0.1)):
+        rng = random.Random(f"bmc-faults-{seed}")
+        before = []
+        for _ in range(200):
+            x = rng.random()
+            before.append("refused" if x < fail else "hung" if x < fail + hang else "ok")
+        f = BmcFaults(fail, hang, seed)
+        assert [f.power_on(f"n{i % 4}", T0) for i in range(200)] == before
+    with pytest.raises(ValueError, match="more than every power-on"):
+        BmcFaults(0.7, 0.5)
+
+
 @pytest.mark.parametrize("arm", ["S", "SF"])
 def test_refused_power_ons_are_retried_and_every_pod_is_bound_within_the_resume_timeout(arm: str) -> None:
     nodes = parse_nodes("intel-xeon-2s-rapl*4")

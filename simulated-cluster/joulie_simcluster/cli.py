@@ -6,6 +6,8 @@ Pod + runs/<UTC>-suspend/summary.json (its timeline) + down
 ``tenants``  up + deploy (work_aware_v1 trusting namespace team, power policy on, no load) + issue 36's tenant
 cases, each beside its control (forged power, untrusted performance Pod, Pending Pods, 100 slow uploads to the
 extender) + runs/<UTC>-tenants/summary.json + down
+``suspend-live``  up + deploy (forecast_suspend_v1, no load) + a refused power-on retried then given up, the
+Pod bound elsewhere + a node resumed ahead of a daily burst + runs/<UTC>-suspend-live/summary.json + down
 ``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
@@ -78,6 +80,7 @@ from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, reso
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke import suspend as suspend_check
 from joulie_simcluster.smoke import tenants as tenants_check
+from joulie_simcluster.smoke import suspendliverun
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
@@ -158,6 +161,13 @@ def _add_smoke_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Set
     te.add_argument("--values", type=Path, action="append",
                     help=f"values file (repeatable; default {tenants_check.DEFAULT_VALUES})")
     te.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
+    sl = sub.add_parser("suspend-live", help="up, deploy with forecast_suspend_v1: a BMC refusing power-ons retried "
+                        "then given up with the Pod bound elsewhere, and a node resumed ahead of a daily burst "
+                        "(runs/<UTC>-suspend-live/summary.json), down")
+    sl.add_argument("--spec", type=Path, default=suspendliverun.DEFAULT_SPEC, help="cluster spec (default %(default)s)")
+    sl.add_argument("--values", type=Path, action="append",
+                    help=f"values file (repeatable; default {suspendliverun.DEFAULT_VALUES})")
+    sl.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
 
 
 def _add_bench_live(sub: _SubParsers[argparse.ArgumentParser]) -> None:
@@ -281,6 +291,11 @@ def _smoke(args: argparse.Namespace, ctx: Context) -> int:
         values_files=values, daemonset=daemonset_for(values), crd_dir=args.crds, break_component=args.break_component))
 
 
+def _suspend_live(args: argparse.Namespace, ctx: Context) -> int:
+    values = _values_files(ctx.settings, args.values, [suspendliverun.DEFAULT_VALUES])
+    return suspendliverun.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
+
+
 def _suspend(args: argparse.Namespace, ctx: Context) -> int:
     values = _values_files(ctx.settings, args.values, [suspend_check.DEFAULT_VALUES])
     return suspend_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
@@ -346,7 +361,7 @@ def _chaos(args: argparse.Namespace, ctx: Context) -> int:
 
 
 _RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
-                     "suspend": _suspend, "tenants": _tenants, "scenario": _scenario,
+                     "suspend": _suspend, "suspend-live": _suspend_live, "tenants": _tenants, "scenario": _scenario,
                      "bench-live": _bench_live, "up": _up}
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from joulie_simulator.emulation.emulator import Emulator
 from joulie_simulator.emulation.hwsemconv import components
+from joulie_simulator.emulation.powerfaults import PowerOnFaults
 from joulie_simulator.facility import node_nameplate_w, pue
 from joulie_simulator.facility.live import FacilityLive
 from joulie_simulator.physics.gpu import Phase, board_operating_point
@@ -52,7 +53,7 @@ from joulie_simulator.workload.engine import Engine, JobRun, job_phases, lock_ra
 
 __all__ = [
     "ActivityTraits", "CALIBRATED", "Emulator", "Engine", "FacilityLive", "GpuSignals", "JobRun", "Load", "NodeState",
-    "Phase", "PhysicsVariant", "QUIET", "TelemetryNoise", "VARIANTS", "board_operating_point", "board_signals",
+    "Phase", "PhysicsVariant", "PowerOnFaults", "QUIET", "TelemetryNoise", "VARIANTS", "board_operating_point", "board_signals",
     "components", "draw_traits", "initial_state", "job_phases", "lock_ratio", "mean_compute_share",
     "node_nameplate_w", "physics_variant", "pue", "speed_from_state", "variant_jobs", "variant_profile",
 ]

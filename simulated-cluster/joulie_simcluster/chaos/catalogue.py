@@ -50,7 +50,11 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "(inject.py), so what it shows is not a pure skew", hold_s=60.0),
     Fault("bmc-refuse", "every emulated BMC refuses power-ons (HTTP 500) for 60 s, then accepts them again "
           "(POST /debug/bmc/faults); under a power policy a resume in the window is retried after "
-          "RESUME_RETRY_BACKOFF, then failed past RESUME_RETRIES", hold_s=60.0),
+          "RESUME_RETRY_BACKOFF, then failed past RESUME_RETRIES; with a node off, a probe Pod that fits only the "
+          "off nodes asks for a resume in the window", hold_s=60.0),
+    Fault("bmc-hang", "every emulated BMC accepts power-ons but the node never boots (a firmware hang) for 60 s; "
+          "with a node off, a probe Pod that fits only the off nodes asks for a resume in the window: the hung node "
+          "fails at RESUME_TIMEOUT and the Pod goes to the next one", hold_s=60.0),
     # 30 s: three times the clients' 10 s request deadline (joulie_api.kubeconfig DEFAULT_TIMEOUT_S), so
     # a tick that waited without one would hang through it (issue 36: 61 s, nothing logged).
     Fault("apiserver-freeze", "SIGSTOP kube-apiserver for 30 s (beyond the clients' 10 s request deadline), "
@@ -66,8 +70,8 @@ DEFAULT_FAULTS = ("agent-kill", "controller-kill", "simulator-kill", "apiserver-
                   "prometheus-freeze", "extender-kill", "limit-reset", "write-refused", "extender-slow",
                   "prometheus-empty", "tool-timeout", "apiserver-freeze", "agent-freeze")
 """The default run: what works on any deployed cluster (leader-failover needs two replicas, the
-api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode; bmc-refuse shows only
-under a power policy, which the default deploy does not run)."""
+api-* faults the API proxy, clock-skew libfaketime, sysfs-garbage files mode; bmc-refuse and bmc-hang show
+only under a power policy, which the default deploy does not run)."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from joulie_simcluster.context import RenderedSpec
 from joulie_simcluster.deploy.reports import component_reports
-from joulie_simcluster.runtimes import kube
+from joulie_simcluster.runtimes import kube, power
 from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.runtimes.supervision.processes import watched
 from joulie_simcluster.smoke import checks
@@ -107,15 +107,19 @@ def _pods(state: StateDir) -> tuple[int, int]:
 
 
 def look(state: StateDir, rendered: RenderedSpec) -> Health:
-    dead = tuple(w.name for w in watched(state) if not w.alive)
+    # A node powered off through its BMC (a power policy's suspend) has its agent stopped on purpose,
+    # as a real node's kubelet and agent stop: neither a dead process nor a component not reporting,
+    # and no cap to compare (runtimes/power.py takes it down and up).
+    off = set(power.read_powered_off(state.root))
+    dead = tuple(w.name for w in watched(state) if not w.alive and w.name.removeprefix("agent-") not in off)
     restarts = supervisor.restarts(state)
     if not kube.api_ready(state.kubeconfig):
         return Health(dead, False, (), 0, "", (), 0, 0, restarts)
     env = state.read_deploy_env() or {}
     try:
         reports = component_reports(state, env, rendered.managed)
-        not_reporting = tuple(r.name for r in reports if not r.ok)
-        agents = set(env.get("AGENT_NODES", "").split(",")) - {""}
+        not_reporting = tuple(r.name for r in reports if not r.ok and r.name.removeprefix("agent-") not in off)
+        agents = set(env.get("AGENT_NODES", "").split(",")) - {"", *off}
         twins = {n: t for n, t in _by_node(state, kube.NODETWINS).items() if n in agents}
         caps = checks.caps_match("S04", twins, _by_node(state, kube.NODEHARDWARES), truth(state))
         drift = tuple(sorted(n for n, t in twins.items()

@@ -296,3 +296,45 @@ def test_post_debug_bmc_faults_switches_refusals_on_and_off_for_a_running_fleet(
             assert emu.power_state("xeon-0") == "booting"
     finally:
         server.stop()
+
+
+def test_post_debug_bmc_faults_for_named_nodes_refuses_theirs_and_lets_the_others_boot(emu: Emulator) -> None:
+    """``simcluster suspend-live``'s refused node: one node's every power-on refused while another boots."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from joulie_simulator.serving.http_debug import DebugServer
+
+    auth = (CREDS.username, CREDS.password)
+    faults = PowerOnFaults()
+    for n in ("xeon-0", "xeon-1"):
+        emu.power_off(n, graceful=False)
+    server = DebugServer(emu, bmc_faults=faults)
+    server.start()
+
+    def post(body: bytes) -> tuple[int, dict[str, object]]:
+        req = urllib.request.Request(f"{server.url}/debug/bmc/faults", data=body, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status, json.load(resp)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+    def power_on(node: str, addresses: dict[str, str]) -> int:
+        url = f"{addresses[node]}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+        return requests.post(url, json={"ResetType": "On"}, auth=auth, timeout=5).status_code
+
+    try:
+        with running_fleet(emu, CREDS, faults=faults) as f:
+            code, answer = post(b'{"failureShare": 1, "nodes": ["xeon-0"]}')
+            assert code == 200 and answer["nodes"] == ["xeon-0"]
+            assert [power_on("xeon-0", f.addresses) for _ in range(3)] == [500, 500, 500]
+            assert power_on("xeon-1", f.addresses) == 204
+            assert (emu.power_state("xeon-0"), emu.power_state("xeon-1")) == ("off", "booting")
+            assert post(b'{"failureShare": 1, "nodes": "xeon-0"}')[0] == 400  # a list of names, not a string
+            code, answer = post(b'{"failureShare": 0}')
+            assert code == 200 and answer["nodes"] == [] and answer["drawn"] == {"ok": 1, "refused": 3, "hung": 0}
+            assert power_on("xeon-0", f.addresses) == 204
+    finally:
+        server.stop()

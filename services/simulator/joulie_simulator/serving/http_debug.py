@@ -171,25 +171,30 @@ def set_ambient(facility: FacilityLive | None, body: bytes) -> tuple[int, dict[s
 
 def set_bmc_faults(faults: PowerOnFaults | None, body: bytes) -> tuple[int, dict[str, Any]]:
     """``POST /debug/bmc/faults`` ``{"failureShare": 0.5, "hangShare": 0}``: the share of power-ons the
-    emulated BMCs refuse or hang from now on (``emulation/powerfaults.py``; 0 and 0 clear it); the answer says the
-    shares now and the answers drawn so far."""
+    emulated BMCs refuse or hang from now on (``emulation/powerfaults.py``; 0 and 0 clear it), of the BMCs
+    of ``"nodes": [...]`` only when given; the answer says the shares now and the answers drawn so far."""
     if faults is None:
         return 404, {"error": "no emulated BMCs in this simulator (--bmc)"}
     try:
         req = json.loads(body or b"{}")
     except ValueError as e:
         return 400, {"error": f"body: not JSON: {e}"}
-    if not isinstance(req, dict) or set(req) - {"failureShare", "hangShare"}:
-        return 400, {"error": 'body: expected {"failureShare": share, "hangShare": share} (0 to 1 each)'}
+    if not isinstance(req, dict) or set(req) - {"failureShare", "hangShare", "nodes"}:
+        return 400, {"error": 'body: expected {"failureShare": share, "hangShare": share} (0 to 1 each) '
+                              'and optionally "nodes": [node names]'}
+    nodes = req.get("nodes", [])
+    if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
+        return 400, {"error": f"nodes: {nodes!r} is not a list of node names"}
     values = {k: req.get(k, 0.0) for k in ("failureShare", "hangShare")}
     for k, v in values.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return 400, {"error": f"{k}: {v!r} is not a number between 0 and 1"}
     try:
-        faults.set_shares(float(values["failureShare"]), float(values["hangShare"]))
+        faults.set_shares(float(values["failureShare"]), float(values["hangShare"]), frozenset(nodes))
     except ValueError as e:
         return 400, {"error": str(e)}
-    return 200, {"failureShare": faults.failure_share, "hangShare": faults.hang_share, "drawn": dict(faults.drawn)}
+    return 200, {"failureShare": faults.failure_share, "hangShare": faults.hang_share,
+                 "nodes": sorted(faults.nodes), "drawn": dict(faults.drawn)}
 
 
 class QuietServer(ThreadingHTTPServer):

@@ -187,7 +187,7 @@ def _add_system(app: FastAPI, bmc: _Bmc) -> None:
             action = rf.reset_action(body, bmc.power_state())
             if isinstance(action, rf.RedfishFailure):
                 return _fail(action)
-            answer = bmc.faults.draw() if action == "power_on" and bmc.faults is not None else "ok"
+            answer = bmc.faults.draw(node) if action == "power_on" and bmc.faults is not None else "ok"
             if answer == "refused":
                 return _fail(rf.RedfishFailure(500, "InternalError", "The request failed due to an internal service "
                                                "error (emulated fault: --bmc-failure-share). The service is still operational."))
