@@ -79,8 +79,8 @@ from joulie_simcluster.scenario import run as scenario_run
 from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
 from joulie_simcluster.settings import Settings, SettingsError
 from joulie_simcluster.smoke import suspend as suspend_check
-from joulie_simcluster.smoke import tenants as tenants_check
 from joulie_simcluster.smoke import suspendliverun
+from joulie_simcluster.smoke import tenants as tenants_check
 from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
