@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from joulie_api.kubeconfig import api_client
     from joulie_controller.controller import compose
     from joulie_controller.settings import Settings, SettingsError
+    from joulie_controller.suspendsettings import cautions
 
     try:
         _configure_logging(os.environ.get("LOG_LEVEL", "info"))
@@ -55,6 +56,8 @@ def _run(args: argparse.Namespace) -> int:
         "%s %s starting: policy=%s power_policy=%s leader_elect=%s reconcile_interval=%gs",
         NAME, service_version(__package__ or "joulie_controller"), settings.policy.type,
         settings.suspend.power_policy, settings.leader.elect, settings.reconcile.interval_s)
+    for caution in cautions(settings.suspend):
+        logging.getLogger(NAME).warning("%s", caution)
     controller = compose(settings, api_client(args.kubeconfig, timeout_s=settings.api_timeout_s), _identity())
     if args.once:
         return 0 if controller.tick().failures == 0 else 1

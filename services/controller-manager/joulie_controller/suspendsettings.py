@@ -70,3 +70,21 @@ class SuspendSettings:
     max_cycles_per_day: int = 0
     """MAX_POWER_CYCLES_PER_DAY, default 0 (no cap): power-offs per node in any FORECAST_DAY; a node
     at the cap is not suspended (wear levelling; the longest-off node is also the first woken)."""
+
+
+def retry_schedule_s(s: SuspendSettings) -> float:
+    """Seconds from the first refused power-on to the last retry: RESUME_RETRY_BACKOFF doubled per retry."""
+    return s.resume_retry_backoff_s * (2**s.resume_retries - 1)
+
+
+def cautions(s: SuspendSettings) -> list[str]:
+    """Settings that are valid alone but defeat each other; logged at start, not refused (a cluster whose
+    BMCs never refuse loses nothing by them)."""
+    out: list[str] = []
+    if s.power_policy != "none" and s.resume_retries > 0 and s.resume_timeout_s <= retry_schedule_s(s):
+        out.append(
+            f"RESUME_TIMEOUT ({s.resume_timeout_s:g}s) is not longer than the retry schedule "
+            f"(RESUME_RETRY_BACKOFF {s.resume_retry_backoff_s:g}s doubled over RESUME_RETRIES {s.resume_retries}: "
+            f"{retry_schedule_s(s):g}s): a node whose BMC refuses power-on is failed by the timeout before its "
+            f"last retry; raise RESUME_TIMEOUT or lower the retries")
+    return out
