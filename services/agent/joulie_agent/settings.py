@@ -53,6 +53,9 @@ class Settings:
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT, how often each node's heartbeat Lease is renewed (30s; from the
         reconcile loop, so at the first tick after it is due).
+    lease_renew_s: AGENT_LEASE_RENEW, how often the heartbeat Lease is renewed while the node's reconcile
+        time is being pushed with its power (POWER_EXPORT_ENDPOINT; the controller manager reads it),
+        10m; at least AGENT_HEARTBEAT, which applies whenever it is not (issue 39).
     lease_namespace: AGENT_LEASE_NAMESPACE, where the heartbeat Leases are (default POD_NAMESPACE, the
         agent's own); "" when neither is set or it is ``none`` (the chart's choice without its admission
         policies): no Lease, and controlStatus.heartbeatAt, rewritten every AGENT_HEARTBEAT, is the
@@ -100,6 +103,7 @@ class Settings:
     pool_list_interval_s: float = 60.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
+    lease_renew_s: float = 600.0
     lease_namespace: str = ""
     status_rewrite_s: float = 600.0
     twin_resync_s: float = 600.0
@@ -160,6 +164,7 @@ class Settings:
             pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
             spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
             heartbeat_s=_duration_of_at_least(e, "AGENT_HEARTBEAT", 30.0, 1.0, "1s"),
+            lease_renew_s=_duration_of_at_least(e, "AGENT_LEASE_RENEW", 600.0, 1.0, "1s"),
             lease_namespace=_lease_namespace(e),
             status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 600.0, 1.0, "1s"),
             twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 600.0),
