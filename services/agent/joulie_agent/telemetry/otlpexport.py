@@ -332,6 +332,7 @@ class PowerExporter:
         with self._lock:
             self._nodes.pop(node, None)
             self._reconciled.pop(node, None)
+            self._pushed = self._pushed - {node}
             self._resources.pop(node, None)
             reader = self._host_power.pop(node, None)
         if reader is not None:
@@ -339,22 +340,31 @@ class PowerExporter:
 
     def collect(self) -> MetricsData:
         with self._lock:
-            nodes = sorted(self._nodes.items())
+            sources = dict(self._nodes)
             reconciled = dict(self._reconciled)
         now_ns = time.time_ns()
         out = []
-        for name, src in nodes:
-            try:
-                t_s = self._monotonic()
-                sample = NodeSample((), 0.0, None) if self.gpu_only else src.sample(t_s)
-                boards, held = src.gpu_report(t_s)
-            except Exception as err:  # one node's unreadable file must not stop the others
-                log.warning("power export: node %s: %s", name, err)
-                continue
-            extra = gpu_metrics(boards, held, self.start_ns, now_ns)
+        # Every reconciled node carries its reconcile time, one with nothing else to export too
+        # (POWER_EXPORT_METRICS=gpu on a CPU node, a node without counters): its Lease is then rare.
+        for name in sorted(sources.keys() | reconciled.keys()):
+            src = sources.get(name)
+            sample, extra = NodeSample((), 0.0, None), []
+            if src is not None:
+                try:
+                    t_s = self._monotonic()
+                    if not self.gpu_only:
+                        sample = src.sample(t_s)
+                    boards, held = src.gpu_report(t_s)
+                    extra = gpu_metrics(boards, held, self.start_ns, now_ns)
+                except Exception as err:  # one node's unreadable file must not stop the others
+                    log.warning("power export: node %s: %s", name, err)
+                    sample, extra = NodeSample((), 0.0, None), []
             if name in reconciled:
                 extra.append(metric(AGENT_RECONCILE_TIME, [point(reconciled[name], self.start_ns, now_ns)]))
-            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name), extra)
+            resource = self._resources.get(name)
+            if resource is None:
+                resource = self._resources[name] = node_resource(name)
+            rm = resource_metrics(name, sample, self.start_ns, now_ns, resource, extra)
             if rm is not None:
                 out.append(rm)
         return MetricsData(out)

@@ -317,3 +317,15 @@ def test_the_reconcile_time_is_pushed_per_node_and_pushed_says_while_it_succeeds
     assert ex.export_once() and ex.pushed("n1")
     fake.result = MetricExportResult.FAILURE
     assert not ex.export_once() and not ex.pushed("n1")  # a failed export ends it at once
+
+
+def test_a_node_with_nothing_else_to_export_still_pushes_its_reconcile_time(tmp_path: Path) -> None:
+    # A CPU node under POWER_EXPORT_METRICS=gpu, or one without counters: its heartbeat is pushed all the same.
+    fake = FakeExporter()
+    ex = PowerExporter(fake, 10.0, gpu_only=True)
+    assert ex.set_node("cpu-node", HostPaths.under(tmp_path), facts_of(tmp_path), lambda: None) is None
+    ex.reconciled("cpu-node", 1796299200.0)
+    assert ex.export_once() and points(fake.sent[-1]) == {("joulie.agent.reconcile.time", "host"): 1796299200.0}
+    assert ex.pushed("cpu-node")
+    ex.remove_node("cpu-node")
+    assert ex.export_once() and not ex.pushed("cpu-node")
