@@ -4,6 +4,7 @@ within a share of the descriptor limit), otherwise swapped in whole (``swap.swap
 never sees two lengths or half a JSON document."""
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 from dataclasses import dataclass
@@ -28,8 +29,8 @@ class Shown:
     atomic: bool = False
     # Kept open for in-place rewrites (one pwrite a tick instead of open, write, close); -1: not open.
     fd: int = -1
-    # Counters change every tick and are kept open; current frequencies (hundreds a node, settled
-    # most of the time) are not, so they do not spend the descriptors.
+    # Counters change every tick and are kept open, as is the one inode a socket's current-frequency
+    # files share (``Publisher.publish_linked``); within the descriptor budget.
     keep_open: bool = True
 
 
@@ -79,6 +80,37 @@ class Publisher:
         swap_in(f.tmp, f.path, data, f.mode)
         f.text = text
 
+    def publish_linked(self, files: list[Shown], text: str) -> None:
+        """New contents for files that are hard links to one inode (``link_to``): one in-place write
+        through the first when the length is kept and it can be opened for writing; otherwise a new
+        inode, linked into each file's place by a rename (atomic per file)."""
+        first = files[0]
+        data = text.encode()
+        if not first.atomic and len(data) == len(first.text):
+            self.publish(first, text)
+            if not first.atomic:
+                for f in files:
+                    f.text = text
+                return
+        if first.fd >= 0:
+            os.close(first.fd)
+            first.fd = -1
+            self._fds_left += 1
+        new = first.tmp + ".new"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(new)
+        fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, first.mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        try:
+            for f in files:
+                link_to(new, f.path, first.tmp + ".link", check=False)
+                f.text = text
+        finally:
+            os.unlink(new)
+
     def close(self) -> None:
         """Close the descriptors kept open (the files stay)."""
         for f in self._open:
@@ -87,3 +119,20 @@ class Publisher:
                 f.fd = -1
         self._open.clear()
         self._fds_left = fd_budget()
+
+
+def link_to(target: str, path: str, tmp: str, check: bool = True) -> None:
+    """Make ``path`` a hard link to ``target`` (same filesystem), replacing what is there in one
+    rename through ``tmp``. ``check``: nothing to do when it already is one (a resumed tree)."""
+    if check:
+        try:
+            if os.path.samefile(target, path):
+                return
+        except FileNotFoundError:
+            pass
+    try:
+        os.link(target, tmp)
+    except FileExistsError:  # left by an interrupted run
+        os.unlink(tmp)
+        os.link(target, tmp)
+    os.replace(tmp, path)
