@@ -49,53 +49,70 @@ class Publisher:
         self._open: list[Shown] = []
         self._fds_left = fd_budget()
 
+    def _fd(self, f: Shown) -> int:
+        """A descriptor to write ``f`` in place (kept open within the budget), or -1 when this
+        process may not open it for writing (``f`` is then published atomically from now on)."""
+        if f.fd >= 0:
+            return f.fd
+        try:
+            fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
+        except PermissionError:
+            # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
+            f.atomic = True
+            return -1
+        if f.keep_open and self._fds_left > 0:
+            f.fd = fd
+            self._fds_left -= 1
+            self._open.append(f)
+        return fd
+
+    def _done(self, f: Shown, fd: int) -> None:
+        if f.fd < 0:
+            os.close(fd)
+
+    def _drop_fd(self, f: Shown) -> None:
+        """The file is about to be replaced: a kept descriptor would write to the old one."""
+        if f.fd >= 0:
+            os.close(f.fd)
+            f.fd = -1
+            self._fds_left += 1
+
     def publish(self, f: Shown, text: str) -> None:
         data = text.encode()
         if not f.atomic and len(data) == len(f.text):
-            fd = f.fd
-            if fd < 0:
-                try:
-                    fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
-                except PermissionError:
-                    # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
-                    f.atomic = True
-                else:
-                    if f.keep_open and self._fds_left > 0:
-                        f.fd = fd
-                        self._fds_left -= 1
-                        self._open.append(f)
+            fd = self._fd(f)
             if fd >= 0:
                 try:
                     os.pwrite(fd, data, 0)
                 finally:
-                    if f.fd < 0:
-                        os.close(fd)
+                    self._done(f, fd)
                 f.text = text
                 return
-        if f.fd >= 0:
-            # The file is about to be replaced: a kept descriptor would write to the old one.
-            os.close(f.fd)
-            f.fd = -1
-            self._fds_left += 1
+        self._drop_fd(f)
         swap_in(f.tmp, f.path, data, f.mode)
         f.text = text
 
     def publish_linked(self, files: list[Shown], text: str) -> None:
-        """New contents for files that are hard links to one inode (``link_to``): one in-place write
-        through the first when the length is kept and it can be opened for writing; otherwise a new
-        inode, linked into each file's place by a rename (atomic per file)."""
+        """New contents for files that are hard links to one inode (``link_to``), a number and a
+        newline: one write in place through the first when the length moves by at most one
+        character (longer: one ``pwrite``; shorter: the old number loses its newline, then the new one
+        is written; a reader sees the old or the new value either way); otherwise, or when this
+        process may not open it for writing, a new inode linked into each file's place by a rename
+        (atomic per file, one directory event each)."""
         first = files[0]
         data = text.encode()
-        if not first.atomic and len(data) == len(first.text):
-            self.publish(first, text)
-            if not first.atomic:
-                for f in files:
-                    f.text = text
-                return
-        if first.fd >= 0:
-            os.close(first.fd)
-            first.fd = -1
-            self._fds_left += 1
+        fd = self._fd(first) if not first.atomic and abs(len(data) - len(first.text)) <= 1 else -1
+        if fd >= 0:
+            try:
+                if len(data) < len(first.text):
+                    os.ftruncate(fd, len(data))
+                os.pwrite(fd, data, 0)
+            finally:
+                self._done(first, fd)
+            for f in files:
+                f.text = text
+            return
+        self._drop_fd(first)
         new = first.tmp + ".new"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(new)

@@ -14,7 +14,6 @@ from joulie_simulator.physics.model import Load, NodeState, initial_state
 from joulie_simulator.views.files import changes
 from joulie_simulator.views.files.fanotify import FanWatch
 from joulie_simulator.views.files.ledger import TreeConflict, load_states
-from joulie_simulator.views.files.publish import Shown
 from joulie_simulator.views.files.trees import FileTrees
 
 PKG0 = "sys/class/powercap/intel-rapl:0"
@@ -308,24 +307,17 @@ def test_a_sockets_current_frequency_is_one_write_seen_by_every_policy_of_the_so
     socket_of = {f"policy{p.id}": p.socket for p in policies(profile)}
     before = _cur_freqs(tmp_path)
     assert len({ino for _, ino in before.values()}) == profile.cpu.sockets
-    writes: list[str] = []
-    orig = trees.publisher.publish
-
-    def counted(f: Shown, text: str) -> None:
-        writes.append(f.path)
-        orig(f, text)
-
-    trees.publisher.publish = counted  # type: ignore[method-assign]
     emu.set_load("node-a", Load(cpu_util=1.0))
-    for khz in (1_234_567, 987_654, 2_000_001):  # the same length, shorter, longer: each reaches every policy
+    # the same length, shorter by one, longer by one (in place), much shorter (a new inode): every policy sees each
+    for khz in (1_234_567, 987_654, 2_000_001, 45_678):
         st = emu.nodes["node-a"].state
         emu.nodes["node-a"].state = replace(st, sockets=tuple(replace(s, eff_khz=khz + s.socket) for s in st.sockets))
         trees.flush()
         now = _cur_freqs(tmp_path)
         assert {pol: int(text) for pol, (text, _) in now.items()} == {pol: khz + socket_of[pol] for pol in now}
         assert len({ino for _, ino in now.values()}) == profile.cpu.sockets  # still one inode a socket
-    cur_writes = [w for w in writes if w.endswith("scaling_cur_freq")]
-    assert len(cur_writes) <= profile.cpu.sockets  # the same-length change: one write a socket
+        if khz != 45_678:  # written in place: the same inodes
+            assert {pol: ino for pol, (_, ino) in now.items()} == {pol: ino for pol, (_, ino) in before.items()}
     trees.close()
     # A restart resumes the tree, links and all.
     _emu2, trees2 = _start(tmp_path)
