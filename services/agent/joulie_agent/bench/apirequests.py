@@ -19,6 +19,7 @@ import argparse
 import collections
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -59,8 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ticks", type=int, default=90)
     ap.add_argument("--no-push", action="store_true", help="no power export (the Lease every AGENT_HEARTBEAT)")
     args = ap.parse_args(argv)
-    n, ticks, warm = args.nodes, args.ticks, 10
     work = Path(tempfile.mkdtemp(prefix="joulie-requestsbench-"))
+    try:
+        return _run(args.nodes, args.ticks, args.no_push, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(n: int, ticks: int, no_push: bool, work: Path) -> int:
+    warm = 10
     nodes = [f"node-{i}" for i in range(n)]
     for node in nodes:
         testtrees.rapl_node(work / node)
@@ -110,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     api.rest_client.request = request  # type: ignore[method-assign,assignment]
     settings = Settings(mode="pool", root=str(work / "{node}"), tool_path=str(work / "no-bin"),
                         lease_namespace="joulie-system", metrics_addr="",
-                        power_export_endpoint="" if args.no_push else "http://sink")
+                        power_export_endpoint="" if no_push else "http://sink")
     clock = FakeClock(t=1000.0)
-    exporter = None if args.no_push else PowerExporter(Sink(), 10.0, monotonic=clock.monotonic)
+    exporter = None if no_push else PowerExporter(Sink(), 10.0, monotonic=clock.monotonic)
     kube = agent_kube(api, settings, clock, watched=True, exporter=exporter)
     assert kube.twins is not None
     cache_ref[0] = kube.twins
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         clock.advance(20.0)
     sim_s = ticks * 20.0
     total = sum(counts.values())
-    print(f"nodes={n} push={'no' if args.no_push else 'yes'} simulated={sim_s:.0f}s (after {warm * 20} s of warm-up)")
+    print(f"nodes={n} push={'no' if no_push else 'yes'} simulated={sim_s:.0f}s (after {warm * 20} s of warm-up)")
     per_node = 0
     for (verb, res), k in sorted(counts.items(), key=lambda kv: -kv[1]):
         if (verb, res) == ("LIST", "nodes"):
