@@ -23,6 +23,7 @@ CONTROLLER_ENV: Final[Mapping[str, str]] = {
     "reconcile.receipt_window_s": "RECEIPT_WINDOW",
     "agent_lost_after_s": "AGENT_LOST_AFTER",
     "agent_lease_namespace": "AGENT_LEASE_NAMESPACE",
+    "agent_liveness_window_s": "AGENT_LIVENESS_WINDOW",
     "api_timeout_s": "KUBE_API_TIMEOUT",
     "metrics_addr": "METRICS_ADDR",
     "trusted_namespaces": "TRUSTED_NAMESPACES",

@@ -120,6 +120,14 @@ GPU_ALLOCATION: Final = MetricSpec(
     "Kept apart from the power and energy series so a Pod's arrival never starts a new counter series",
 )
 
+# The agent's own liveness (issue 39): per node, when its reconcile last completed; the controller
+# manager reads it as a heartbeat beside the agent's Lease (joulie_controller.kube.heartbeats).
+AGENT_RECONCILE_TIME: Final = MetricSpec(
+    "joulie.agent.reconcile.time", "s", "gauge",
+    "Unix time of the agent's last completed reconcile of the node (its heartbeat; the Lease is renewed rarely "
+    "while this is pushed)",
+)
+
 # The facility; the first three names are the controller's FACILITY_*_METRIC defaults.
 FACILITY_AMBIENT: Final = MetricSpec(
     "joulie.facility.ambient.temperature", "Cel", "gauge", "Outdoor ambient temperature"

@@ -44,8 +44,8 @@ def main_loop(settings: Settings, once: bool = False) -> int:
     if catalog is None:
         return 2
     api = api_client(timeout_s=settings.api_timeout_s)
-    kube = agent_kube(api, settings, clock, watched=not once)
     exporter = None if once else start_power_export(settings, metrics)
+    kube = agent_kube(api, settings, clock, watched=not once, exporter=exporter)
     agent = Agent(settings, kube, catalog, clock, metrics,
                   open_nvml() if settings.mode == "daemonset" else None, exporter)
     stop, wake = stop_on_signals()
@@ -76,12 +76,18 @@ def operator_catalog(settings: Settings) -> Catalog | None:
         return None
 
 
-def agent_kube(api: Any, settings: Settings, clock: Clock, watched: bool = False) -> AgentKube:
-    """The agent's Kubernetes calls; ``watched``: with the cache the NodeTwin watch fills (twincache)."""
+def agent_kube(api: Any, settings: Settings, clock: Clock, watched: bool = False,
+               exporter: PowerExporter | None = None) -> AgentKube:
+    """The agent's Kubernetes calls; ``watched``: with the cache the NodeTwin watch fills (twincache);
+    ``exporter``: the power export, whose pushed reconcile times let the Leases be renewed rarely."""
     # No retries inside a call: the loop's outage backoff decides when to try again, and
     # enforcement must not wait 54 s on a write to an API server that is down.
     twins = TwinSpecCache(clock.monotonic, settings.twin_resync_s) if watched else None
-    leases = (LeaseHeartbeat(api, settings.lease_namespace, settings.heartbeat_s, clock.now, clock.monotonic)
+    pushed = exporter.pushed if exporter is not None else (lambda node: False)
+    # A renewal may come a reconcile (and its slowest API calls) late: its promise allows two of them.
+    slack_s = 2 * max(settings.reconcile_interval_s, settings.api_timeout_s)
+    leases = (LeaseHeartbeat(api, settings.lease_namespace, settings.heartbeat_s, clock.now, clock.monotonic,
+                             settings.lease_renew_s, pushed, slack_s)
               if settings.lease_namespace else None)
     return AgentKube(JoulieClient(api, FIELD_MANAGER_AGENT, Backoff(delays_s=())), clock, settings.hardware_rewrite_s,
                      settings.heartbeat_s, twins, leases, settings.status_rewrite_s)

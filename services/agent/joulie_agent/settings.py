@@ -44,7 +44,8 @@ class Settings:
     sys_root: HOST_SYS, where the node's /sys is (default /host-sys in daemonset mode when it
         exists, else <root>/sys).
     reconcile_interval_s: RECONCILE_INTERVAL, seconds (default 20).
-    hardware_rewrite_s: NodeHardware is rewritten unchanged at most this often (300 s).
+    hardware_rewrite_s: NodeHardware is rewritten unchanged at most this often (1800 s; nothing reads its
+        updatedAt, and every rewrite is a request: issue 39 counts them at 1000 Nodes).
     simulate_only: SIMULATE_ONLY, resolve everything but write no host file and run no set command.
     metrics_addr: METRICS_ADDR, host:port of /metrics (default 127.0.0.1:8080; "" disables).
     pool_selector: POOL_NODE_SELECTOR (default joulie.io/managed=true); pool_shards: POOL_SHARDS (1);
@@ -53,14 +54,17 @@ class Settings:
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT, how often each node's heartbeat Lease is renewed (30s; from the
         reconcile loop, so at the first tick after it is due).
+    lease_renew_s: AGENT_LEASE_RENEW, how often the heartbeat Lease is renewed while the node's reconcile
+        time is being pushed with its power (POWER_EXPORT_ENDPOINT; the controller manager reads it),
+        10m; at least AGENT_HEARTBEAT, which applies whenever it is not (issue 39).
     lease_namespace: AGENT_LEASE_NAMESPACE, where the heartbeat Leases are (default POD_NAMESPACE, the
         agent's own); "" when neither is set or it is ``none`` (the chart's choice without its admission
         policies): no Lease, and controlStatus.heartbeatAt, rewritten every AGENT_HEARTBEAT, is the
         heartbeat as before issue 39.
     status_rewrite_s: AGENT_STATUS_REWRITE, with Leases: NodeTwin status.controlStatus is rewritten
-        unchanged at most this often (10m; at once when it changes).
+        unchanged at most this often (30m; at once when it changes; 10m before issue 39's pushed heartbeat).
     twin_resync_s: TWIN_RESYNC; a NodeTwin spec the watch has not refreshed for this long is read again
-        by a GET (10m; 0 GETs every tick, as before the watch cache).
+        by a GET (30m, a safety net: the watch resumes and relists; 0 GETs every tick, as before the watch cache).
     tool_timeout_s: GPU_TOOL_TIMEOUT, per GPU tool command (3 s; a duration, at least 100ms).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
@@ -91,7 +95,7 @@ class Settings:
     root: str = "/"
     sys_root: str = ""
     reconcile_interval_s: float = 20.0
-    hardware_rewrite_s: float = 300.0
+    hardware_rewrite_s: float = 1800.0
     simulate_only: bool = False
     metrics_addr: str = "127.0.0.1:8080"
     pool_selector: str = "joulie.io/managed=true"
@@ -100,9 +104,10 @@ class Settings:
     pool_list_interval_s: float = 60.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
+    lease_renew_s: float = 600.0
     lease_namespace: str = ""
-    status_rewrite_s: float = 600.0
-    twin_resync_s: float = 600.0
+    status_rewrite_s: float = 1800.0
+    twin_resync_s: float = 1800.0
     tool_timeout_s: float = 3.0
     tool_path: str = ""
     power_export_endpoint: str = ""
@@ -160,9 +165,10 @@ class Settings:
             pool_shards=int(read_env(e, "POOL_SHARDS", _number(1), 1.0)), pool_shard_id=_pool_shard_id(e),
             spec_read_timeout_s=read_env(e, "SPEC_READ_TIMEOUT", parse_duration, 300.0),
             heartbeat_s=_duration_of_at_least(e, "AGENT_HEARTBEAT", 30.0, 1.0, "1s"),
+            lease_renew_s=_duration_of_at_least(e, "AGENT_LEASE_RENEW", 600.0, 1.0, "1s"),
             lease_namespace=_lease_namespace(e),
-            status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 600.0, 1.0, "1s"),
-            twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 600.0),
+            status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 1800.0, 1.0, "1s"),
+            twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 1800.0),
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
             tool_path=e.get("GPU_TOOL_PATH", ""),

@@ -65,7 +65,8 @@ def compose(settings: Settings, api: k8s.ApiClient, identity: str) -> Controller
         metrics,
         _elector(settings, api, identity),
         facility=FacilityReader(settings) if settings.facility.enabled else None,
-        liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry),
+        liveness=Liveness(JoulieClient(api, FIELD_MANAGER_LIVENESS), settings.agent_lost_after_s, metrics.registry,
+                          settings.agent_liveness_window_s),
         power_driver=_power_driver(settings, api),
         heap=HeapSettler() if settings.reconcile.watch_cluster else None,
         gpu_signals=GpuSignalReader(settings) if settings.prometheus.url else None,
@@ -193,7 +194,7 @@ class Controller:
                 if self.leases_unread:
                     log.warning("agent heartbeat Leases read again")
                 self.leases_unread = False
-                self.liveness.check(snap.twins, now, result.power_states, heartbeats)
+                self.liveness.check(snap.twins, now, result.power_states, heartbeats, self.power.agent_times())
         forget_settled(self.power_errors, result.power_states)
         for line in result.log:
             log.info("%s", line)

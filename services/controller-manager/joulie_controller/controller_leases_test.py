@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
+from joulie_controller.kube.heartbeats import Heartbeat
 from joulie_controller.kube.liveness import Liveness
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
@@ -22,7 +22,7 @@ class UnreadableLeases(MemoryKube):
         super().__init__([NodeInfo("a", {"joulie.io/managed": "true"})], [PodInfo("ns", "job", node_name="a")])
         self.readable = False
 
-    def heartbeats(self) -> dict[str, datetime] | None:  # type: ignore[override]
+    def heartbeats(self) -> dict[str, Heartbeat] | None:  # type: ignore[override]
         return dict(self.leases) if self.readable else None
 
 
@@ -38,7 +38,7 @@ def test_unreadable_leases_hold_the_verdicts_and_the_tick_still_writes(caplog: p
     assert "a" in kube.snap.twins  # the node's twin was written: the tick went on
     assert liveness.states == {}  # no verdict on evidence it could not read
     assert sum("Leases unreadable" in r.getMessage() for r in caplog.records) == 1  # once, not every tick
-    kube.readable, kube.leases = True, {"a": clock.now()}
+    kube.readable, kube.leases = True, {"a": Heartbeat("a", clock.now())}
     ctl.tick()
     assert liveness.states["a"] == "alive"
     assert any("read again" in r.getMessage() for r in caplog.records)

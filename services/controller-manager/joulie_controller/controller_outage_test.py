@@ -33,6 +33,9 @@ class NoPower:
     def read(self) -> PowerReading:
         return PowerReading()
 
+    def agent_times(self) -> None:
+        return None
+
 
 def test_a_long_outage_logs_one_line_and_a_bug_after_it_one_traceback(caplog: pytest.LogCaptureFixture) -> None:
     stop = threading.Event()

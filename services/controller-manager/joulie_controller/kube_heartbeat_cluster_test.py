@@ -72,7 +72,12 @@ def renew(api: k8s.ApiClient, ns: str, node: str, at: datetime) -> None:
 
 def seen_renewal(ctl: Controller, node: str, at: datetime) -> None:
     """Waits until the controller's Lease cache holds the renewal at ``at``."""
-    eventually(lambda: (ctl.kube.heartbeats() or {}).get(node) == at, timeout_s=10)
+
+    def renewed() -> datetime | None:
+        beat = (ctl.kube.heartbeats() or {}).get(node)
+        return beat.renewed if beat is not None else None
+
+    eventually(lambda: renewed() == at, timeout_s=10)
 
 
 def state(cm: JoulieClient, node: str) -> str | None:

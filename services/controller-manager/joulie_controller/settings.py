@@ -272,6 +272,11 @@ class Settings:
     """AGENT_LOST_AFTER, default 2m (four agent heartbeats): a node whose agent's heartbeat (the
     renewTime of its Lease, or controlStatus.heartbeatAt when that is later) is older than this is
     marked agent-lost (status.agent)."""
+    agent_liveness_window_s: float = 900.0
+    """AGENT_LIVENESS_WINDOW, default 15m: how far back the agents' reported reconcile times
+    (``joulie.agent.reconcile.time``, pushed with their power) are read each tick, and the most a
+    heartbeat Lease's own duration counts (``kube/heartbeats.py``): a reported time is believed only
+    while its node's Lease is that fresh, so a forged series hides a dead agent for at most this long."""
     agent_lease_namespace: str = ""
     """AGENT_LEASE_NAMESPACE, default empty: POD_NAMESPACE. Where the agents' heartbeat Leases
     (labelled joulie.io/agent-heartbeat=true) are watched; the agents' setting of the same name."""

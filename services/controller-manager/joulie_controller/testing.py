@@ -12,6 +12,7 @@ from typing import Any
 
 from joulie_api.generated.nodetwin import PowerStatus
 from joulie_api.kube import KubeWriteError
+from joulie_controller.kube.heartbeats import Heartbeat
 from joulie_controller.kube.kube import WriteReport
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
@@ -28,13 +29,13 @@ class MemoryKube:
     def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]):
         self.snap = Snapshot(T0, nodes, pods, {}, {}, {})
         self.refuse_cordon = False
-        self.leases: dict[str, datetime] = {}
+        self.leases: dict[str, Heartbeat] = {}
         """The agents' heartbeat Lease renewals by node name, as ``ControllerKube.heartbeats`` reads them."""
 
     def snapshot(self, now: datetime, *_: Any) -> Snapshot:
         return replace(self.snap, now=now)
 
-    def heartbeats(self) -> dict[str, datetime]:
+    def heartbeats(self) -> dict[str, Heartbeat]:
         return dict(self.leases)
 
     def write(self, writes: list[NodeWrite], profile_label: str) -> WriteReport:
@@ -66,3 +67,6 @@ class NoPower:
 
     def read(self) -> PowerReading:
         return PowerReading()
+
+    def agent_times(self) -> dict[str, datetime] | None:
+        return None

@@ -213,7 +213,9 @@ class Agent:
         written = True
         if exists:
             written = self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
-        # After the reconcile, not on a timer: a renewed Lease says this node's loop works.
+        # After the reconcile, not on a timer: a renewed Lease (or a pushed reconcile time) says this
+        # node's loop works.
+        self._reconciled(name)
         renewed = self._api_write(lambda: self.kube.renew_lease(name))
         return published and written and renewed
 
@@ -230,8 +232,14 @@ class Agent:
             self.refusals[name] = refused
             log.error("node %s: %s; the last accepted cap stays enforced", name, refused)
         self._api_write(lambda: self.kube.write_control_status(name, cpu, gpu))
-        self._api_write(lambda: self.kube.renew_lease(name))  # the agent works; the twin is what is wrong
+        self._reconciled(name)  # the agent works; the twin is what is wrong
+        self._api_write(lambda: self.kube.renew_lease(name))
         return False  # not reconciled with the cluster's intent: counted as a failed node
+
+    def _reconciled(self, name: str) -> None:
+        """The node's heartbeat in the power export (its Lease is then renewed rarely: kube.heartbeat)."""
+        if self.exporter is not None:
+            self.exporter.reconciled(name, self.clock.now().timestamp())
 
     def _enforce_last_intent(self, name: str, c: NodeController, now: float) -> None:
         """Keep enforcing the last intent read; past spec_read_timeout_s relax every cap (no

@@ -119,7 +119,11 @@ def test_a_node_without_energy_counters_says_so_in_nodehardware_when_exporting(t
     assert metal is not None and metal.quality is not None and NO_COUNTERS_REASON not in (metal.quality.warnings or [])
     agent.exporter.export_once()  # type: ignore[union-attr]
     (data,) = fake.sent
-    assert [rm.resource.attributes["k8s.node.name"] for rm in data.resource_metrics] == ["metal-0"]
+    # The node without counters sends no power, only its agent's reconcile time (issue 39: its heartbeat)
+    sent = {str(rm.resource.attributes["k8s.node.name"]): {m.name for sm in rm.scope_metrics for m in sm.metrics}
+            for rm in data.resource_metrics}
+    assert sent["vm-0"] == {"joulie.agent.reconcile.time"}
+    assert {"hw.host.energy", "joulie.agent.reconcile.time"} <= sent["metal-0"]
 
 
 def test_a_node_is_read_from_its_json_with_labels_allocatable_and_capacity() -> None:

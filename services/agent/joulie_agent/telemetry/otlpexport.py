@@ -17,6 +17,10 @@ node does not have is left out, never sent as 0); and `hw.gpu.allocation` = 1 fo
 holds as the kubelet's pod-resources API lists it (`k8s.pod.name`, `k8s.namespace.name`,
 `k8s.container.name`; the API has no Pod UID, so there is no `k8s.pod.uid`), no point for a free board.
 
+Per node too, `joulie.agent.reconcile.time` (gauge, s): the Unix time of the agent's last reconcile
+of the node, its heartbeat (issue 39). While a node is being pushed (``pushed``), its heartbeat
+Lease is renewed rarely (`kube.heartbeat`): the controller manager reads this time every tick.
+
 Host power from a BMC comes from a `HostPowerReader` (`bmcpower.py`), which reads the BMC in a
 thread of its own: the export only takes its latest fresh reading, so a BMC that hangs or fails
 never delays an export; the host is then the sum of the components, labelled as such.
@@ -67,6 +71,7 @@ from joulie_common.periodic import Periodic
 from joulie_telemetry import otlp
 from joulie_telemetry.otlp import metric, point
 from joulie_telemetry.vocabulary import (
+    AGENT_RECONCILE_TIME,
     COMPONENT_ENERGY,
     COMPONENT_POWER,
     GPU_ALLOCATION,
@@ -87,6 +92,7 @@ from joulie_telemetry.vocabulary import (
     HW_TYPE,
     K8S_CONTAINER_NAME,
     K8S_NAMESPACE_NAME,
+    K8S_NODE_NAME,
     K8S_POD_NAME,
     SCHEMA_URL,
     MetricSpec,
@@ -215,7 +221,8 @@ def gpu_metrics(boards: list[BoardActivity], held: list[BoardHolder], start_ns: 
 
 def resource_metrics(node: str, sample: NodeSample, start_ns: int, now_ns: int,
                      resource: Resource | None = None, gpus: list[Metric] | None = None) -> ResourceMetrics | None:
-    """One node's OTLP resource metrics; None when nothing was measured."""
+    """One node's OTLP resource metrics; None when nothing was measured. ``gpus``: its GPU series,
+    and any other series of the node's (its reconcile time), sent even when no power was measured."""
     if not sample.measured:
         if not gpus:
             return None
@@ -264,6 +271,23 @@ class PowerExporter:
         self._loop = Periodic(interval_s, self.export_once, "power-export")
         self._last_ok: bool | None = None
         self.start_ns = time.time_ns()
+        # Each node's last reconcile (Unix s, from the agent loop), and which nodes the last
+        # successful export carried it for, and when (monotonic s).
+        self._reconciled: dict[str, float] = {}
+        self._pushed: frozenset[str] = frozenset()
+        self._pushed_at: float | None = None
+
+    def reconciled(self, node: str, unix_s: float) -> None:
+        """The agent loop finished a reconcile of ``node`` at ``unix_s``: the next export says so."""
+        with self._lock:
+            self._reconciled[node] = unix_s
+
+    def pushed(self, node: str) -> bool:
+        """Whether ``node``'s reconcile time is being pushed: the last export carried it and
+        succeeded no longer than two intervals ago (an export that hangs or fails ends it)."""
+        with self._lock:
+            at = self._pushed_at
+            return at is not None and node in self._pushed and self._monotonic() - at <= 2 * self.interval_s + 5
 
     def set_node(self, node: str, paths: HostPaths, facts: HostFacts, read_gpus: GpuReader,
                  read_activity: ActivityReader | None = None, read_holders: HoldersReader | None = None) -> str | None:
@@ -307,6 +331,8 @@ class PowerExporter:
     def remove_node(self, node: str) -> None:
         with self._lock:
             self._nodes.pop(node, None)
+            self._reconciled.pop(node, None)
+            self._pushed = self._pushed - {node}
             self._resources.pop(node, None)
             reader = self._host_power.pop(node, None)
         if reader is not None:
@@ -314,19 +340,31 @@ class PowerExporter:
 
     def collect(self) -> MetricsData:
         with self._lock:
-            nodes = sorted(self._nodes.items())
+            sources = dict(self._nodes)
+            reconciled = dict(self._reconciled)
         now_ns = time.time_ns()
         out = []
-        for name, src in nodes:
-            try:
-                t_s = self._monotonic()
-                sample = NodeSample((), 0.0, None) if self.gpu_only else src.sample(t_s)
-                boards, held = src.gpu_report(t_s)
-            except Exception as err:  # one node's unreadable file must not stop the others
-                log.warning("power export: node %s: %s", name, err)
-                continue
-            rm = resource_metrics(name, sample, self.start_ns, now_ns, self._resources.get(name),
-                                  gpu_metrics(boards, held, self.start_ns, now_ns))
+        # Every reconciled node carries its reconcile time, one with nothing else to export too
+        # (POWER_EXPORT_METRICS=gpu on a CPU node, a node without counters): its Lease is then rare.
+        for name in sorted(sources.keys() | reconciled.keys()):
+            src = sources.get(name)
+            sample, extra = NodeSample((), 0.0, None), []
+            if src is not None:
+                try:
+                    t_s = self._monotonic()
+                    if not self.gpu_only:
+                        sample = src.sample(t_s)
+                    boards, held = src.gpu_report(t_s)
+                    extra = gpu_metrics(boards, held, self.start_ns, now_ns)
+                except Exception as err:  # one node's unreadable file must not stop the others
+                    log.warning("power export: node %s: %s", name, err)
+                    sample, extra = NodeSample((), 0.0, None), []
+            if name in reconciled:
+                extra.append(metric(AGENT_RECONCILE_TIME, [point(reconciled[name], self.start_ns, now_ns)]))
+            resource = self._resources.get(name)
+            if resource is None:
+                resource = self._resources[name] = node_resource(name)
+            rm = resource_metrics(name, sample, self.start_ns, now_ns, resource, extra)
             if rm is not None:
                 out.append(rm)
         return MetricsData(out)
@@ -340,6 +378,11 @@ class PowerExporter:
         except Exception as err:
             log.debug("power export failed: %s", err)
             ok = False
+        carried = frozenset(
+            str(rm.resource.attributes.get(K8S_NODE_NAME, "")) for rm in data.resource_metrics
+            if any(m.name == AGENT_RECONCILE_TIME.name for sm in rm.scope_metrics for m in sm.metrics))
+        with self._lock:
+            self._pushed, self._pushed_at = (carried, self._monotonic()) if ok else (frozenset(), None)
         if ok != self._last_ok:
             (log.info if ok else log.warning)("power export to OTLP %s", "succeeds" if ok else "fails; retrying each interval")
             self._last_ok = ok

@@ -297,3 +297,35 @@ def test_gpu_only_export_sends_the_gpu_series_and_no_power(tmp_path: Path) -> No
     (rm,) = fake.sent[-1].resource_metrics
     names = {m.name for m in rm.scope_metrics[0].metrics}
     assert names and all(n.startswith("hw.gpu.") for n in names) and "hw.gpu.allocation" in names
+
+
+def test_the_reconcile_time_is_pushed_per_node_and_pushed_says_while_it_succeeds(tmp_path: Path) -> None:
+    # Issue 39: the agent's heartbeat travels with its power; its Lease is renewed rarely only
+    # while this export succeeds for the node (kube.heartbeat).
+    testtrees.rapl_node(tmp_path, sockets=1)
+    clock = Clock()
+    fake = FakeExporter()
+    ex = PowerExporter(fake, 10.0, monotonic=clock)
+    ex.set_node("n1", HostPaths.under(tmp_path), facts_of(tmp_path), lambda: None)
+    assert ex.export_once() and ("joulie.agent.reconcile.time", "host") not in points(fake.sent[-1])
+    assert not ex.pushed("n1")  # no reconcile yet: nothing said about the agent
+    ex.reconciled("n1", 1796299200.0)
+    assert ex.export_once() and points(fake.sent[-1])[("joulie.agent.reconcile.time", "host")] == 1796299200.0
+    assert ex.pushed("n1") and not ex.pushed("other")
+    clock.t = 26.0  # two intervals and more without a successful export: no longer pushed
+    assert not ex.pushed("n1")
+    assert ex.export_once() and ex.pushed("n1")
+    fake.result = MetricExportResult.FAILURE
+    assert not ex.export_once() and not ex.pushed("n1")  # a failed export ends it at once
+
+
+def test_a_node_with_nothing_else_to_export_still_pushes_its_reconcile_time(tmp_path: Path) -> None:
+    # A CPU node under POWER_EXPORT_METRICS=gpu, or one without counters: its heartbeat is pushed all the same.
+    fake = FakeExporter()
+    ex = PowerExporter(fake, 10.0, gpu_only=True)
+    assert ex.set_node("cpu-node", HostPaths.under(tmp_path), facts_of(tmp_path), lambda: None) is None
+    ex.reconciled("cpu-node", 1796299200.0)
+    assert ex.export_once() and points(fake.sent[-1]) == {("joulie.agent.reconcile.time", "host"): 1796299200.0}
+    assert ex.pushed("cpu-node")
+    ex.remove_node("cpu-node")
+    assert ex.export_once() and not ex.pushed("cpu-node")

@@ -41,7 +41,7 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
-from joulie_controller.kube.heartbeats import HEARTBEAT_SELECTOR, heartbeat_of, latest_by_node
+from joulie_controller.kube.heartbeats import HEARTBEAT_SELECTOR, Heartbeat, heartbeat_of, latest_by_node
 from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
 from joulie_controller.kube.podreceipts import PodReceipts, unix_time
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
@@ -408,7 +408,7 @@ class ControllerKube:
         twins = (twin_of(item) for item in self._list_custom(NODE_TWIN.plural))
         return {str((t.metadata or {}).get("name", "")): t for t in twins if t is not None}
 
-    def heartbeats(self) -> dict[str, datetime] | None:
+    def heartbeats(self) -> dict[str, Heartbeat] | None:
         """The latest heartbeat Lease renewal of each node, by node name: from the Lease cache, else a LIST
         (empty without a namespace). None when the Leases cannot be read (the cache not synced: a 403 or
         the watch down; the LIST failing): the liveness verdicts wait, the rest of the tick does not."""

@@ -1,5 +1,6 @@
 """Whether each node's agent is alive, from its heartbeat: the renewTime of the node's agent Lease
-(``heartbeats``, issue 39), or controlStatus.heartbeatAt when that is later (an agent without Leases).
+and the reconcile time the agent reports through its OTLP push (weighed by ``heartbeats.evidence``,
+issue 39), or controlStatus.heartbeatAt when that is later (an agent without Leases).
 
 Issue 23: a dead agent's twin still said "applied" (the controller kept the twin fresh), and the
 only hint was a node drawing 256 W against a 165 W cap. Now the controller manager marks a node
@@ -32,6 +33,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from joulie_api.generated.nodetwin import AgentLiveness, NodeTwin, NodeTwinStatus
 from joulie_api.kube import NODE_TWIN, JoulieClient
+from joulie_controller.kube.heartbeats import Heartbeat, evidence
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +70,6 @@ def agent_state(heartbeat: datetime | None, first_seen: datetime, now: datetime,
     return Verdict("agent-lost" if silent_s > lost_after_s else "alive", silent_s, heartbeat)
 
 
-def _later(a: datetime | None, b: datetime | None) -> datetime | None:
-    return b if a is None else a if b is None else max(a, b)
-
-
 def _drift(twin: NodeTwin) -> dict[str, bool]:
     cs = twin.status.control_status if twin.status is not None else None
     return {"cpu": bool(cs and cs.cpu and cs.cpu.drift), "gpu": bool(cs and cs.gpu and cs.gpu.drift)}
@@ -84,6 +82,8 @@ class Liveness:
     client: JoulieClient | None
     lost_after_s: float
     registry: CollectorRegistry
+    trust_max_s: float = 900.0
+    """AGENT_LIVENESS_WINDOW: the most a Lease's duration counts (``heartbeats.evidence``)."""
     first_seen: dict[str, datetime] = field(default_factory=dict)
     states: dict[str, AgentState] = field(default_factory=dict)
     powered_down_at: dict[str, datetime] = field(default_factory=dict)
@@ -105,23 +105,28 @@ class Liveness:
 
     def check(self, twins: Mapping[str, NodeTwin], now: datetime,
               power_states: Mapping[str, str] | None = None,
-              heartbeats: Mapping[str, datetime] | None = None) -> dict[str, Verdict]:
+              heartbeats: Mapping[str, Heartbeat] | None = None,
+              reported: Mapping[str, datetime] | None = None) -> dict[str, Verdict]:
         """Verdicts by node name; writes status.agent of the twins whose state changed. ``power_states``:
         the power policy's state of each node after the tick (empty under POWER_POLICY=none);
-        ``heartbeats``: the last renewal of each node's agent Lease, by node name."""
+        ``heartbeats``: the last renewal of each node's agent Lease, by node name; ``reported``: the
+        last reconcile time each node's agent reported through Prometheus (empty: none read)."""
         power_states = power_states or {}
         heartbeats = heartbeats or {}
+        reported = reported or {}
         out: dict[str, Verdict] = {}
         seen: set[str] = set()
         for obj_name, twin in twins.items():
             node = twin.spec.node_name
             seen.add(node)
             cs = twin.status.control_status if twin.status is not None else None
-            heartbeat = _later(heartbeats.get(node), cs.heartbeat_at if cs is not None else None)
+            ev = evidence(heartbeats.get(node), reported.get(node), cs.heartbeat_at if cs is not None else None,
+                          now, self.lost_after_s, self.trust_max_s)
+            heartbeat = ev.last
             power = power_states.get(node)
             if power in POWERED_DOWN:
                 self.powered_down_at[node] = now
-            v = agent_state(heartbeat, self.first_seen.setdefault(node, now), now, self.lost_after_s, power,
+            v = agent_state(heartbeat, self.first_seen.setdefault(node, now), now, ev.allowed_s, power,
                             self.powered_down_at.get(node))
             out[node] = v
             self.lost.labels(node).set(1 if v.state == "agent-lost" else 0)

@@ -15,6 +15,7 @@ from joulie_api.generated.nodetwin import (
     NodeTwinSpec,
     NodeTwinStatus,
 )
+from joulie_controller.kube.heartbeats import Heartbeat
 from joulie_controller.kube.liveness import AgentState, Liveness, agent_state
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
@@ -103,14 +104,14 @@ def test_a_renewed_lease_keeps_the_agent_alive_at_the_same_timing_as_the_status_
     stale_status = _twin(T0)  # controlStatus written at T0, not since
     for t in range(30, 600, 30):  # a Lease renewed every 30 s
         now = T0 + timedelta(seconds=t)
-        assert lv.check({"n1": stale_status}, now, heartbeats={"n1": now})["n1"].state == "alive", t
+        assert lv.check({"n1": stale_status}, now, heartbeats={"n1": Heartbeat("n1", now)})["n1"].state == "alive", t
     last = T0 + timedelta(seconds=570)
-    assert lv.check({"n1": stale_status}, last + timedelta(seconds=120), heartbeats={"n1": last})["n1"].state == "alive"
-    v = lv.check({"n1": stale_status}, last + timedelta(seconds=121), heartbeats={"n1": last})["n1"]
+    assert lv.check({"n1": stale_status}, last + timedelta(seconds=120), heartbeats={"n1": Heartbeat("n1", last)})["n1"].state == "alive"
+    v = lv.check({"n1": stale_status}, last + timedelta(seconds=121), heartbeats={"n1": Heartbeat("n1", last)})["n1"]
     assert (v.state, v.silent_s, v.last_heartbeat) == ("agent-lost", 121, last)
     # a newer controlStatus heartbeat (an agent without Leases) counts as well
     assert lv.check({"n1": _twin(last + timedelta(seconds=100))}, last + timedelta(seconds=200),
-                    heartbeats={"n1": last})["n1"].state == "alive"
+                    heartbeats={"n1": Heartbeat("n1", last)})["n1"].state == "alive"
 
 
 def test_heartbeat_leases_are_read_by_holder_and_the_latest_renewal_counts() -> None:
@@ -122,7 +123,7 @@ def test_heartbeat_leases_are_read_by_holder_and_the_latest_renewal_counts() -> 
     a = heartbeat_of(lease("n1.example", "2026-12-03T12:00:30.000000Z"))
     b = heartbeat_of(lease("n1.example", "2026-12-03T12:01:00.000000Z"))
     assert a is not None and b is not None and a.renewed == T0 + timedelta(seconds=30)
-    assert latest_by_node([b, a]) == {"n1.example": T0 + timedelta(seconds=60)}
+    assert latest_by_node([b, a]) == {"n1.example": b}
     assert heartbeat_of(lease("", "2026-12-03T12:00:30.000000Z")) is None  # emptied: says nothing
     assert heartbeat_of(lease("n1", None)) is None
     assert heartbeat_of(lease("n1", "yesterday")) is None

@@ -12,9 +12,17 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from joulie_telemetry.vocabulary import COMPONENT_ENERGY, COMPONENT_POWER, HOST_ENERGY, HOST_POWER, MetricSpec
+from joulie_telemetry.vocabulary import (
+    AGENT_RECONCILE_TIME,
+    COMPONENT_ENERGY,
+    COMPONENT_POWER,
+    HOST_ENERGY,
+    HOST_POWER,
+    MetricSpec,
+)
 
 _LEGACY_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _NOT_LEGACY_CHAR = re.compile(r"[^a-zA-Z0-9_:]")
@@ -102,6 +110,17 @@ def power_queries(naming: MetricNaming, node_attribute: str, promoted: bool, rat
     )
 
 
+def agent_reconcile_query(naming: MetricNaming, node_attribute: str, promoted: bool, window_s: float) -> str:
+    """Per node, the latest reconcile time its agent reported within ``window_s`` (issue 39). Over a
+    window, not the last sample: a dead agent's series must stay read as long as its Lease is
+    believed (``kube.heartbeats.evidence``), past Prometheus' 5-minute staleness."""
+    q_label = quote_name(naming.label(node_attribute))
+    expr = f"max_over_time({_selector(naming.series(AGENT_RECONCILE_TIME))}[{int(window_s)}s])"
+    if not promoted:
+        expr = f"({expr} * on (job, instance) group_left ({q_label}) {_selector('target_info')})"
+    return f"max by ({q_label}) ({expr})"
+
+
 @dataclass(frozen=True)
 class Sample:
     node: str
@@ -140,3 +159,29 @@ def parse_vector(result: Iterable[Mapping[str, Any]], node_label: str, field: st
         else:
             samples.append(Sample(node, watts))
     return samples, rejected
+
+
+def parse_reported_times(result: Iterable[Mapping[str, Any]], node_label: str) -> tuple[dict[str, datetime], list[Rejected]]:
+    """The agents' reported reconcile times (Unix seconds) per node; a value that is not a finite,
+    positive time is rejected (it says nothing about the agent)."""
+    times: dict[str, datetime] = {}
+    rejected: list[Rejected] = []
+    for item in result:
+        metric = item.get("metric") or {}
+        node = str(metric.get(node_label, "")) if isinstance(metric, Mapping) else ""
+        value = item.get("value")
+        raw = str(value[1]) if isinstance(value, (list, tuple)) and len(value) == 2 else repr(value)
+        field = "agentReconcileTime"
+        if not node:
+            rejected.append(Rejected("(no node label)", field, raw, f"series has no {node_label!r} label"))
+            continue
+        try:
+            t = float(raw)
+        except ValueError:
+            rejected.append(Rejected(node, field, raw, "not a number"))
+            continue
+        if not math.isfinite(t) or t <= 0 or t > 1e11:
+            rejected.append(Rejected(node, field, raw, "not a time (Unix seconds)"))
+            continue
+        times[node] = datetime.fromtimestamp(t, UTC)
+    return times, rejected

@@ -50,3 +50,27 @@ def test_component_scope_sums_hw_power_per_node() -> None:
                       rate_window="2m")
     assert q.component_energy_rate == "sum by (k8s_node_name) (rate(hw_energy_joules_total[2m]))"
     assert q.component_power_gauge == "sum by (k8s_node_name) (hw_power_watts)"
+
+
+def test_the_agents_reported_reconcile_times_are_read_over_the_window_per_node() -> None:
+    from joulie_controller.readings.promql import agent_reconcile_query
+
+    naming = MetricNaming.from_setting("underscore-suffixes")
+    assert agent_reconcile_query(naming, "k8s.node.name", True, 900.0) == (
+        "max by (k8s_node_name) (max_over_time(joulie_agent_reconcile_time_seconds[900s]))")
+    assert agent_reconcile_query(MetricNaming.from_setting("utf8"), "k8s.node.name", True, 60.0) == (
+        'max by ("k8s.node.name") (max_over_time({"joulie.agent.reconcile.time"}[60s]))')
+
+
+def test_reported_times_that_are_not_times_are_rejected() -> None:
+    from datetime import UTC, datetime
+
+    from joulie_controller.readings.promql import parse_reported_times
+
+    def item(node: str, v: str) -> dict[str, object]:
+        return {"metric": {"k8s_node_name": node} if node else {}, "value": [0, v]}
+
+    times, rejected = parse_reported_times([item("a", "1796299200.5"), item("b", "NaN"), item("c", "-1"),
+                                            item("d", "x"), item("", "1")], "k8s_node_name")
+    assert times == {"a": datetime(2026, 12, 3, 12, 0, 0, 500000, tzinfo=UTC)}
+    assert sorted(r.node for r in rejected) == ["(no node label)", "b", "c", "d"]

@@ -14,6 +14,7 @@ import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -32,7 +33,15 @@ from joulie_controller.readings.gpusignals import (
     parse_signal,
     samples_by_pod,
 )
-from joulie_controller.readings.promql import MetricNaming, PowerQueries, Rejected, parse_vector, power_queries
+from joulie_controller.readings.promql import (
+    MetricNaming,
+    PowerQueries,
+    Rejected,
+    agent_reconcile_query,
+    parse_reported_times,
+    parse_vector,
+    power_queries,
+)
 from joulie_controller.readings.ratewarmup import RateWarmup
 from joulie_controller.readings.receiptinputs import (
     NodeFacts,
@@ -119,6 +128,11 @@ class PowerReader:
         self.health = Outage("Prometheus (measured power; every node neutral meanwhile)", log, monotonic)
         self.warmup = RateWarmup(parse_duration_s("NODE_POWER_RATE_WINDOW", settings.prometheus.rate_window))
         self.warming = False
+        self.agent_query = agent_reconcile_query(
+            MetricNaming.from_setting(settings.prometheus.metric_naming), settings.prometheus.node_attribute,
+            settings.prometheus.node_attribute_promoted, settings.agent_liveness_window_s)
+        self.agent_times_health = Outage("Prometheus (agents' reported reconcile times; their Leases alone "
+                                         "meanwhile)", log, monotonic)
 
     def close(self) -> None:
         self.client.close()
@@ -173,6 +187,24 @@ class PowerReader:
         for r in reading.rejected:
             log.warning("node %s: %s sample %s rejected: %s", r.node, r.field, r.raw, r.reason)
         return reading
+
+    def agent_times(self) -> dict[str, datetime] | None:
+        """Each node's last reconcile time its agent reported (``joulie.agent.reconcile.time``), or None
+        when there is no Prometheus or it did not answer: the agents' Leases then decide alone, each
+        allowed its own duration (``kube.heartbeats.evidence``)."""
+        url = self.settings.prometheus.url
+        if not url or not self.agent_times_health.due():
+            return None
+        try:
+            result = instant_query(self.client, url, self.agent_query)
+        except PrometheusError as err:
+            self.agent_times_health.failed(err)
+            return None
+        self.agent_times_health.ok()
+        times, rejected = parse_reported_times(result, self.queries.node_label)
+        for r in rejected:
+            log.warning("node %s: reported agent reconcile time %s rejected: %s", r.node, r.raw, r.reason)
+        return times
 
     def _warming_up(self, now_s: float) -> bool:
         """Whether the rate window is still partly covered since the last failure or restart;

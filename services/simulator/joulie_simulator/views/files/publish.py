@@ -4,6 +4,7 @@ within a share of the descriptor limit), otherwise swapped in whole (``swap.swap
 never sees two lengths or half a JSON document."""
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 from dataclasses import dataclass
@@ -28,8 +29,8 @@ class Shown:
     atomic: bool = False
     # Kept open for in-place rewrites (one pwrite a tick instead of open, write, close); -1: not open.
     fd: int = -1
-    # Counters change every tick and are kept open; current frequencies (hundreds a node, settled
-    # most of the time) are not, so they do not spend the descriptors.
+    # Counters change every tick and are kept open, as is the one inode a socket's current-frequency
+    # files share (``Publisher.publish_linked``); within the descriptor budget.
     keep_open: bool = True
 
 
@@ -48,36 +49,84 @@ class Publisher:
         self._open: list[Shown] = []
         self._fds_left = fd_budget()
 
+    def _fd(self, f: Shown) -> int:
+        """A descriptor to write ``f`` in place (kept open within the budget), or -1 when this
+        process may not open it for writing (``f`` is then published atomically from now on)."""
+        if f.fd >= 0:
+            return f.fd
+        try:
+            fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
+        except PermissionError:
+            # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
+            f.atomic = True
+            return -1
+        if f.keep_open and self._fds_left > 0:
+            f.fd = fd
+            self._fds_left -= 1
+            self._open.append(f)
+        return fd
+
+    def _done(self, f: Shown, fd: int) -> None:
+        if f.fd < 0:
+            os.close(fd)
+
+    def _drop_fd(self, f: Shown) -> None:
+        """The file is about to be replaced: a kept descriptor would write to the old one."""
+        if f.fd >= 0:
+            os.close(f.fd)
+            f.fd = -1
+            self._fds_left += 1
+
     def publish(self, f: Shown, text: str) -> None:
         data = text.encode()
         if not f.atomic and len(data) == len(f.text):
-            fd = f.fd
-            if fd < 0:
-                try:
-                    fd = os.open(f.path, os.O_WRONLY | os.O_CLOEXEC)
-                except PermissionError:
-                    # Not root: a 0444 file cannot be opened for writing; rename is still allowed.
-                    f.atomic = True
-                else:
-                    if f.keep_open and self._fds_left > 0:
-                        f.fd = fd
-                        self._fds_left -= 1
-                        self._open.append(f)
+            fd = self._fd(f)
             if fd >= 0:
                 try:
                     os.pwrite(fd, data, 0)
                 finally:
-                    if f.fd < 0:
-                        os.close(fd)
+                    self._done(f, fd)
                 f.text = text
                 return
-        if f.fd >= 0:
-            # The file is about to be replaced: a kept descriptor would write to the old one.
-            os.close(f.fd)
-            f.fd = -1
-            self._fds_left += 1
+        self._drop_fd(f)
         swap_in(f.tmp, f.path, data, f.mode)
         f.text = text
+
+    def publish_linked(self, files: list[Shown], text: str) -> None:
+        """New contents for files that are hard links to one inode (``link_to``), a number and a
+        newline: one write in place through the first when the length moves by at most one
+        character (longer: one ``pwrite``; shorter: the old number loses its newline, then the new one
+        is written; a reader sees the old or the new value either way); otherwise, or when this
+        process may not open it for writing, a new inode linked into each file's place by a rename
+        (atomic per file, one directory event each)."""
+        first = files[0]
+        data = text.encode()
+        fd = self._fd(first) if not first.atomic and abs(len(data) - len(first.text)) <= 1 else -1
+        if fd >= 0:
+            try:
+                if len(data) < len(first.text):
+                    os.ftruncate(fd, len(data))
+                os.pwrite(fd, data, 0)
+            finally:
+                self._done(first, fd)
+            for f in files:
+                f.text = text
+            return
+        self._drop_fd(first)
+        new = first.tmp + ".new"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(new)
+        fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, first.mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        try:
+            for f in files:
+                link_to(new, f.path, first.tmp + ".link", check=False)
+                f.text = text
+        finally:
+            os.unlink(new)
 
     def close(self) -> None:
         """Close the descriptors kept open (the files stay)."""
@@ -87,3 +136,20 @@ class Publisher:
                 f.fd = -1
         self._open.clear()
         self._fds_left = fd_budget()
+
+
+def link_to(target: str, path: str, tmp: str, check: bool = True) -> None:
+    """Make ``path`` a hard link to ``target`` (same filesystem), replacing what is there in one
+    rename through ``tmp``. ``check``: nothing to do when it already is one (a resumed tree)."""
+    if check:
+        try:
+            if os.path.samefile(target, path):
+                return
+        except FileNotFoundError:
+            pass
+    try:
+        os.link(target, tmp)
+    except FileExistsError:  # left by an interrupted run
+        os.unlink(tmp)
+        os.link(target, tmp)
+    os.replace(tmp, path)

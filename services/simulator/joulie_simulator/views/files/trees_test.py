@@ -287,3 +287,39 @@ def test_a_burst_of_writes_past_the_kernel_queue_is_drained_without_a_scan(tmp_p
     assert seen is not None, "the kernel's queue overflowed: every writable file would be scanned"
     assert {w.path.rpartition("/")[0].rpartition("/")[2] for w in seen["node-a"]} == {p.name for p in policies}
     trees.close()
+
+
+def _cur_freqs(root: Path) -> dict[str, tuple[str, int]]:
+    """Each policy's scaling_cur_freq: (text, inode)."""
+    out = {}
+    for p in sorted((root / "node-a/sys/devices/system/cpu/cpufreq").glob("policy*/scaling_cur_freq")):
+        out[p.parent.name] = (p.read_text(), p.stat().st_ino)
+    return out
+
+
+def test_a_sockets_current_frequency_is_one_write_seen_by_every_policy_of_the_socket(tmp_path: Path) -> None:
+    # Issue 39: a write per policy file was 192 a socket; the first tick at 1000 Nodes wrote 250 000
+    # files and took seconds. Every policy of a socket now shows one inode.
+    emu, trees = _start(tmp_path)
+    profile = emu.nodes["node-a"].profile
+    from joulie_simulator.physics.model import policies
+
+    socket_of = {f"policy{p.id}": p.socket for p in policies(profile)}
+    before = _cur_freqs(tmp_path)
+    assert len({ino for _, ino in before.values()}) == profile.cpu.sockets
+    emu.set_load("node-a", Load(cpu_util=1.0))
+    # the same length, shorter by one, longer by one (in place), much shorter (a new inode): every policy sees each
+    for khz in (1_234_567, 987_654, 2_000_001, 45_678):
+        st = emu.nodes["node-a"].state
+        emu.nodes["node-a"].state = replace(st, sockets=tuple(replace(s, eff_khz=khz + s.socket) for s in st.sockets))
+        trees.flush()
+        now = _cur_freqs(tmp_path)
+        assert {pol: int(text) for pol, (text, _) in now.items()} == {pol: khz + socket_of[pol] for pol in now}
+        assert len({ino for _, ino in now.values()}) == profile.cpu.sockets  # still one inode a socket
+        if khz != 45_678:  # written in place: the same inodes
+            assert {pol: ino for pol, (_, ino) in now.items()} == {pol: ino for pol, (_, ino) in before.items()}
+    trees.close()
+    # A restart resumes the tree, links and all.
+    _emu2, trees2 = _start(tmp_path)
+    assert len({ino for _, ino in _cur_freqs(tmp_path).values()}) == profile.cpu.sockets
+    trees2.close()
