@@ -232,13 +232,14 @@ class Controller:
         if not self.receipt_health.due():
             return 0
         for key in ended:
-            ns, _, name = key.partition("/")
+            span = self.book.spans[key]
+            ns, _, name = span.pod.partition("/")
             try:
-                at = self.kube.pods.finished_at(ns, name)
+                at = self.kube.pods.finished_at(ns, name, span.uid)
             except ApiException as err:  # an unreachable server fails the tick instead (the window stays open)
                 log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
                 at = None
-            self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
+            self.book.finish(key, at if isinstance(at, float) else span.seen_s)
         views = self.memory.views
         facts = {  # a node whose measured power the tick refuted is billed nothing (its Pods skipped, logged)
             n: NodeFacts(v.cpu_cores, package_idle_w(v.cpu_max_w_per_socket) * v.cpu_sockets, board_idle_w(v.gpu_max_w))
@@ -267,9 +268,9 @@ class Controller:
         for w in closed.writes:
             ns, _, name = w.pod.partition("/")
             try:
-                present = self.kube.pods.annotate(ns, name, w.annotation)
+                present = self.kube.pods.annotate(ns, name, w.annotation, w.uid)
                 if present and w.finished:
-                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now)
+                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now, w.uid)
             except KubeWriteError as err:
                 failures += 1
                 if err.status is not None and 400 <= err.status < 500 and err.status not in (404, 408, 409, 429):
