@@ -259,7 +259,7 @@ class Controller:
         closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.window_start_s = now_s
         if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
-            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned; or its measured "
+            log.warning("energy receipts: no energy meter in Prometheus (or no NodeHardware; or its measured "
                         "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
