@@ -29,9 +29,15 @@ request, the true idle draws, the rate windows' edges), never by a choice of con
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
+
+HISTORY: Final = 1800
+"""Readings kept per node and per Pod for questions about a past instant (``PodTruth.at``): half an hour at
+the runner's 1 s tick, enough for a check that compares two of the controller's windows."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,12 @@ class PodEnergy:
 
     def __add__(self, other: PodEnergy) -> PodEnergy:
         return PodEnergy(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def scaled(self, k: float) -> PodEnergy:
+        return PodEnergy(*(getattr(self, f.name) * k for f in fields(self)))
+
+    def __sub__(self, other: PodEnergy) -> PodEnergy:
+        return self + other.scaled(-1.0)
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,10 @@ class PodTruth:
     since_s: dict[str, float] = field(default_factory=dict)
     """Each node's first reading (its totals count from there)."""
     last: dict[str, Meters] = field(default_factory=dict)
+    pod_history: dict[str, deque[tuple[float, PodEnergy]]] = field(default_factory=dict)
+    """Each Pod's running total after each reading (from a zero at the start of its first interval)."""
+    node_history: dict[str, deque[tuple[float, float, float]]] = field(default_factory=dict)
+    """Each node's (time, metered, unallocated) running totals after each reading."""
 
     def read(self, node: str, meters: Meters, shape: NodeShape, holders: Iterable[Holder]) -> None:
         """A new reading of ``node``; ``holders``: the Pods whose load it ran since the previous reading. A
@@ -139,21 +155,51 @@ class PodTruth:
         before = self.last.get(node)
         self.last[node] = meters
         if before is None or meters.at_s <= before.at_s or meters.host_j < before.host_j:
-            self.since_s.setdefault(node, meters.at_s)
+            if node not in self.since_s:
+                self.since_s[node] = meters.at_s
+                self.node_history[node] = deque([(meters.at_s, 0.0, 0.0)], maxlen=HISTORY)
             return
         got = split(before, meters, shape, holders)
         for pod, e in got.pods.items():
+            if pod not in self.pods:
+                self.pod_history[pod] = deque([(before.at_s, PodEnergy())], maxlen=HISTORY)
             self.pods[pod] = self.pods.get(pod, PodEnergy()) + e
             self.node_of[pod] = node
+            self.pod_history[pod].append((meters.at_s, self.pods[pod]))
         self.unallocated_j[node] = self.unallocated_j.get(node, 0.0) + got.unallocated_j
         self.metered_j[node] = self.metered_j.get(node, 0.0) + got.metered_j
+        self.node_history[node].append((meters.at_s, self.metered_j[node], self.unallocated_j[node]))
+
+    def at(self, t_s: float) -> PodTruth:
+        """The running totals as they stood at ``t_s`` (linear between the readings around it: the load, hence
+        the power, is steady between two readings). Raises ``TruthFormatError`` for an instant after the
+        last reading or before the readings kept."""
+        latest = max((m.at_s for m in self.last.values()), default=0.0)
+        if t_s > latest:
+            raise TruthFormatError(f"pod truth: {t_s:.3f} is after the last reading ({latest:.3f}); ask again later")
+        out = PodTruth()
+        for node, hist in self.node_history.items():
+            if t_s < hist[0][0] and self.since_s[node] < hist[0][0]:
+                raise TruthFormatError(f"pod truth: {t_s:.3f} is before the readings kept of node {node}")
+            metered, unallocated = _interpolate(hist, t_s, lambda v: (v[1], v[2]))
+            out.since_s[node] = self.since_s[node]
+            out.metered_j[node], out.unallocated_j[node] = metered, unallocated
+            out.last[node] = Meters(min(t_s, self.last[node].at_s), 0.0, (), 0.0)
+        for pod, ph in self.pod_history.items():
+            if t_s <= ph[0][0]:
+                continue
+            (e,) = _interpolate(ph, t_s, lambda v: (v[1],))
+            out.pods[pod], out.node_of[pod] = e, self.node_of[pod]
+        return out
 
     def document(self) -> dict[str, Any]:
         """The ``/debug/pod-truth`` answer (``parse_document`` reads it back)."""
         return {
             "definition": "joulie_simulator.workload.podtruth (docs/energy-receipts.md, 'The emulator's truth')",
+            "latestS": max((m.at_s for m in self.last.values()), default=0.0),
             "pods": {
-                p: {"node": self.node_of[p], "heldS": e.held_s, "energyJ": _energies(e)} for p, e in sorted(self.pods.items())
+                p: {"node": self.node_of[p], "heldS": e.held_s, "energyJ": _energies(e)}
+                for p, e in sorted(self.pods.items())
             },
             "nodes": {
                 n: {
@@ -165,6 +211,22 @@ class PodTruth:
                 for n in sorted(self.since_s)
             },
         }
+
+
+def _interpolate(hist: deque[Any], t_s: float, values: Any) -> tuple[Any, ...]:
+    """``values`` of the entry at ``t_s``, linear between the entries around it (the last one after them)."""
+    times = [h[0] for h in hist]
+    i = bisect_right(times, t_s)
+    if i == 0:
+        return tuple(v.scaled(0.0) if isinstance(v, PodEnergy) else 0.0 for v in values(hist[0]))
+    if i == len(hist):
+        return tuple(values(hist[-1]))
+    (t0, *_), (t1, *_) = hist[i - 1], hist[i]
+    k = (t_s - t0) / (t1 - t0) if t1 > t0 else 1.0
+    return tuple(
+        a + (b - a).scaled(k) if isinstance(a, PodEnergy) else a + (b - a) * k
+        for a, b in zip(values(hist[i - 1]), values(hist[i]), strict=True)
+    )
 
 
 def _energies(e: PodEnergy) -> dict[str, float]:
@@ -186,8 +248,13 @@ def parse_document(doc: Mapping[str, Any]) -> dict[str, tuple[str, PodEnergy]]:
             e = body["energyJ"]
             out[str(name)] = (
                 str(body["node"]),
-                PodEnergy(float(e["gpu"]), float(e["cpuBusy"]), float(e["cpuIdle"]), float(e["platform"]),
-                          float(body["heldS"])),
+                PodEnergy(
+                    float(e["gpu"]),
+                    float(e["cpuBusy"]),
+                    float(e["cpuIdle"]),
+                    float(e["platform"]),
+                    float(body["heldS"]),
+                ),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise TruthFormatError(f"pod truth: pod {name}: {err!r}") from None

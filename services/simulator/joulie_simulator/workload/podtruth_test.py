@@ -45,3 +45,20 @@ def test_two_pods_on_one_cpu_node_split_the_busy_part_by_use_and_a_meter_reset_b
     assert got["etl/x"][0] == "c1" and got["etl/x"][1].total_j == pytest.approx(truth.pods["etl/x"].total_j)
     with pytest.raises(TruthFormatError, match="etl/x"):
         parse_document({"pods": {"etl/x": {"node": "c1"}}})
+
+
+def test_the_truth_at_a_past_instant_lies_between_the_readings_around_it() -> None:
+    shape = NodeShape(cores=32.0, boards=0, idle_cpu_w=60.0)
+    truth = PodTruth()
+    h = [Holder("etl/x", 16.0, 16.0)]
+    for t in range(4):  # 1 kW host, 500 W packages, steady
+        truth.read("c1", Meters(100.0 + 10 * t, 1_000.0 * 10 * t, (), 500.0 * 10 * t), shape, h)
+    mid = truth.at(115.0)
+    assert mid.metered_j["c1"] == pytest.approx(15_000.0)
+    assert mid.pods["etl/x"].held_s == pytest.approx(15.0)
+    assert (truth.at(130.0).pods["etl/x"] - mid.pods["etl/x"]).total_j == pytest.approx(
+        truth.pods["etl/x"].scaled(0.5).total_j
+    )
+    assert "etl/x" not in truth.at(100.0).pods and truth.at(100.0).metered_j["c1"] == 0.0
+    with pytest.raises(TruthFormatError, match="after the last reading"):
+        truth.at(131.0)

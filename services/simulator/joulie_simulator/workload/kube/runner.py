@@ -269,10 +269,11 @@ class WorkloadRunner:
                 shape = NodeShape(float(p.node.cpu), len(t.gpus), p.physics.cpu.idle_pkg_w * len(packages))
                 self.truth.read(name, meters, shape, self._holders.get(name, ()))
 
-    def truth_document(self) -> dict[str, Any]:
-        """The per-Pod truth so far (``/debug/pod-truth``)."""
+    def truth_document(self, at_s: float | None = None) -> dict[str, Any]:
+        """The per-Pod truth so far, or as it stood at ``at_s`` (Unix seconds; ``/debug/pod-truth?at=``).
+        Raises ``TruthFormatError`` for an instant it cannot answer for."""
         with self.truth_lock:
-            return self.truth.document()
+            return (self.truth if at_s is None else self.truth.at(at_s)).document()
 
     def run(self, stop: threading.Event | None = None, timeout_s: float = 0.0) -> bool:
         """Tick until every job is done (True), ``stop`` is set or ``timeout_s`` wall seconds pass (False)."""
