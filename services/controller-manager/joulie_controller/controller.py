@@ -263,7 +263,8 @@ class Controller:
                         "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
-        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
+        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished],
+                                     window_end_s=now_s)
         failures = 0
         for w in closed.writes:
             ns, _, name = w.pod.partition("/")
