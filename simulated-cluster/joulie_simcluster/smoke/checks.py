@@ -58,6 +58,10 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S16": ("energy-receipts", "every load Pod running two receipt windows on a metered Node carries its "
             "joulie.io/energy-receipt (running, its Node, energy > 0; its boards billed where hw.gpu.allocation says "
             "who holds them, none on a Node where nothing says who holds them)"),
+    "S17": ("energy-receipts-accuracy", "over the controller's receipt windows, every Node's Pod receipts plus its "
+            "unallocated energy within 1 % of its true meter, and each workload Pod's receipt within 3 % of the "
+            "emulator's per-Pod truth (two shared Nodes of two Pods each included; Pods on Nodes without "
+            "hw.gpu.allocation shown apart)"),
 }
 
 

@@ -21,7 +21,7 @@ The job of Node ``N`` (``smoke-load-N``):
 Two Nodes are **shared** (``shared_nodes``: the first NVIDIA Node and the first Node without GPUs): their
 load is two jobs, ``smoke-load-N`` and ``smoke-load-N-b``, splitting the same cores 2:1 and the boards 3:1
 (6 and 2 of 8, on different boards: the engine gives each the lowest free ones), so the energy receipts
-are checked on Pods sharing a Node (S16b).
+are checked on Pods sharing a Node (S17).
 
 The engine turns a bound job into ``cpu_util = requests.cpu * 1.0 / allocatable CPU`` (so just
 under 1: 93/95 on a 95-core Node, 6/8 on the 8-core VM) and 1.0 on each board the job holds.

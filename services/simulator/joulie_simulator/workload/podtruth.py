@@ -2,7 +2,7 @@
 knowledge of who held what. Pure: meter readings and holdings in, per-Pod energy out.
 
 The controller's energy receipts (docs/energy-receipts.md) estimate the same thing from what a cluster
-exposes; this is what they are checked against (the smoke's S16, the benchmark). **Only checks and the
+exposes; this is what they are checked against (the smoke's S17, the benchmark). **Only checks and the
 benchmark read it**: the workload runner serves it on its own debug address (``/debug/pod-truth``,
 ``commands/workload.py``), which no Joulie component is configured with, and it is never exported as a
 metric (Prometheus, which the controller reads, never sees it).
