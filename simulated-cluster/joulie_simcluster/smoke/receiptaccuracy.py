@@ -12,7 +12,11 @@ controller's own windows, not the check's clock):
   which board (no ``hw.gpu.allocation``: the emulated kubelet serves pod-resources for NVIDIA Nodes only)
   is billed none of its boards by design; its error is shown apart and not judged.
 
-The detail names the mean and worst errors and each shared Node's Pods (``smoke.load.shared_nodes``).
+The detail names the mean and worst errors, each Node's closure, and each shared Node's Pods
+(``smoke.load.shared_nodes``). The controller's books close exactly on what it reads (``Ledger``), so a
+Node's closure error is how far its meter as read (Prometheus' ``increase`` per window) is from the meter
+itself; a Pod's error less its Node's (its *split* error: receipt over truth, divided by billed over
+metered) is what the attribution adds.
 """
 
 from __future__ import annotations
@@ -118,6 +122,8 @@ def receipt_accuracy(
         closure.append((node, billed / true_j - 1.0))
     judged: list[tuple[str, float]] = []
     apart: list[tuple[str, float]] = []
+    split: list[tuple[str, float]] = []
+    node_ratio = {n: 1.0 + e for n, e in closure}
     for pod, (node, e_b) in sorted(truth_b.pods.items()):
         true_j = e_b - truth_a.pods.get(pod, (node, 0.0))[1]
         if node not in metered or true_j <= 0:
@@ -127,6 +133,8 @@ def receipt_accuracy(
             continue
         got = b.pods[pod][1] - a.pods.get(pod, (node, 0.0))[1]
         (apart if node in unmapped else judged).append((pod, got / true_j - 1.0))
+        if node not in unmapped and node in node_ratio:
+            split.append((pod, got / true_j / node_ratio[node] - 1.0))
     for node, err in closure:
         if abs(err) > CLOSURE_TOLERANCE:
             failures.append(f"{node}: receipts + unallocated {_pct(err)} off its meter")
@@ -135,6 +143,7 @@ def receipt_accuracy(
             failures.append(f"{pod}: receipt {_pct(err)} off its truth")
     c_mean, c_worst, c_at = _stats(closure)
     p_mean, p_worst, p_at = _stats(judged)
+    s_mean, s_worst, s_at = _stats(split)
     errors = dict(judged + apart)
     shared_text = "; ".join(
         f"{node}: " + ", ".join(f"{p.split('/', 1)[1]} {_pct(e)}" for p, e in sorted(errors.items())
@@ -144,7 +153,9 @@ def receipt_accuracy(
     detail = (
         f"over {span:.1f}s of receipt windows: closure on {len(closure)} Nodes mean {c_mean * 100:.2f} %, "
         f"worst {_pct(c_worst)} ({c_at}); receipts vs truth on {len(judged)} Pods mean {p_mean * 100:.2f} %, "
-        f"worst {_pct(p_worst)} ({p_at}); shared Nodes: {shared_text or 'none'}"
+        f"worst {_pct(p_worst)} ({p_at}); of which the split (Pod less its Node's reading) mean "
+        f"{s_mean * 100:.2f} %, worst {_pct(s_worst)} ({s_at}); shared Nodes: {shared_text or 'none'}; "
+        f"closure by Node: " + ", ".join(f"{n} {_pct(e)}" for n, e in closure)
         + ("; not judged (no hw.gpu.allocation: boards unallocated): "
            + ", ".join(f"{p} {_pct(e)}" for p, e in apart) if apart else "")
     )

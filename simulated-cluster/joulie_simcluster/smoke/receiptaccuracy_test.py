@@ -40,6 +40,9 @@ def test_receipts_that_close_on_the_meter_and_match_the_truth_pass_and_say_by_ho
     assert r.status == "pass", r.observed
     assert "closure on 1 Nodes mean 0.33 %" in r.observed and "worst +1.01 % (sim/a)" in r.observed
     assert "g1: a +1.01 %, b -0.99 %" in r.observed and "over 30.0s" in r.observed
+    # The node read 0.33 % low: what the split itself adds is a's error beyond that.
+    assert "closure by Node: g1 -0.33 %" in r.observed and "split (Pod less its Node's reading)" in r.observed
+    assert "worst +1.35 % (sim/a)" in r.observed
 
 
 def test_a_pod_off_its_truth_or_a_node_off_its_meter_fails_and_is_named() -> None:

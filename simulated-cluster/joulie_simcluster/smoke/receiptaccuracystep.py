@@ -18,9 +18,9 @@ from joulie_simcluster.smoke import receiptaccuracy as accuracy
 from joulie_simcluster.smoke.checks import CHECKS, Assertion
 from joulie_simcluster.timing import Timing
 
-SPAN_WINDOWS: Final = 3
+SPAN_WINDOWS: Final = 5
 """Receipt windows between the two readings: a span long enough that Prometheus' extrapolation at each
-window's edges averages out, short enough for the smoke's wall time (3 x 20 s with the ci timing)."""
+window's edges averages out, short enough for the smoke's wall time (5 x 12-15 s with the ci timing)."""
 TRUTH_PATH: Final = "/debug/pod-truth"
 
 
