@@ -35,9 +35,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
-HISTORY: Final = 1800
-"""Readings kept per node and per Pod for questions about a past instant (``PodTruth.at``): half an hour at
-the runner's 1 s tick, enough for a check that compares two of the controller's windows."""
+HISTORY: Final = 300
+"""Readings kept per node and per running Pod for questions about a past instant (``PodTruth.at``): five
+minutes at the runner's 1 s tick, enough for a check that compares a few of the controller's windows, and
+bounded (a thousand running Pods keep about 45 MB). A Pod that stopped running keeps only its last total."""
+PRUNE_EVERY_S: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ class PodTruth:
     """Each Pod's running total after each reading (from a zero at the start of its first interval)."""
     node_history: dict[str, deque[tuple[float, float, float]]] = field(default_factory=dict)
     """Each node's (time, metered, unallocated) running totals after each reading."""
+    pruned_s: float = 0.0
 
     def read(self, node: str, meters: Meters, shape: NodeShape, holders: Iterable[Holder]) -> None:
         """A new reading of ``node``; ``holders``: the Pods whose load it ran since the previous reading. A
@@ -169,6 +172,18 @@ class PodTruth:
         self.unallocated_j[node] = self.unallocated_j.get(node, 0.0) + got.unallocated_j
         self.metered_j[node] = self.metered_j.get(node, 0.0) + got.metered_j
         self.node_history[node].append((meters.at_s, self.metered_j[node], self.unallocated_j[node]))
+        if meters.at_s - self.pruned_s >= PRUNE_EVERY_S:  # once in a while, not per node and reading
+            self.pruned_s = meters.at_s
+            self._forget_stopped(meters.at_s - HISTORY)
+
+    def _forget_stopped(self, before_s: float) -> None:
+        """A Pod whose last reading is older than the history kept answers every question with its last
+        total: its other readings go (a long trace's finished Pods would otherwise keep theirs for ever)."""
+        for hist in self.pod_history.values():
+            if len(hist) > 1 and hist[-1][0] < before_s:
+                last = hist[-1]
+                hist.clear()
+                hist.append(last)
 
     def at(self, t_s: float) -> PodTruth:
         """The running totals as they stood at ``t_s`` (linear between the readings around it: the load, hence

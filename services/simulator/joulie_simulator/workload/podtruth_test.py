@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from joulie_simulator.workload.podtruth import Holder, Meters, NodeShape, PodTruth, TruthFormatError, parse_document
+from joulie_simulator.workload.podtruth import (
+    HISTORY,
+    Holder,
+    Meters,
+    NodeShape,
+    PodTruth,
+    TruthFormatError,
+    parse_document,
+)
 
 GPU_NODE = NodeShape(cores=64.0, boards=4, idle_cpu_w=100.0)
 
@@ -62,3 +70,13 @@ def test_the_truth_at_a_past_instant_lies_between_the_readings_around_it() -> No
     assert "etl/x" not in truth.at(100.0).pods and truth.at(100.0).metered_j["c1"] == 0.0
     with pytest.raises(TruthFormatError, match="after the last reading"):
         truth.at(131.0)
+
+
+def test_a_pod_that_stopped_long_ago_keeps_only_its_total() -> None:
+    shape = NodeShape(cores=32.0, boards=0, idle_cpu_w=60.0)
+    truth = PodTruth()
+    for t in range(HISTORY + 20):  # x runs for 10 s, then the node runs empty
+        holders = [Holder("etl/x", 16.0, 16.0)] if t <= 10 else []
+        truth.read("c1", Meters(float(t), 1_000.0 * t, (), 500.0 * t), shape, holders)
+    assert len(truth.pod_history["etl/x"]) == 1 and truth.pod_history["etl/x"][0][0] == 10.0
+    assert truth.at(float(HISTORY)).pods["etl/x"] == truth.pods["etl/x"]
