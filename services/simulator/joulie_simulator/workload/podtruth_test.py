@@ -75,7 +75,7 @@ def test_the_truth_at_a_past_instant_lies_between_the_readings_around_it() -> No
 def test_a_pod_that_stopped_long_ago_keeps_only_its_total() -> None:
     shape = NodeShape(cores=32.0, boards=0, idle_cpu_w=60.0)
     truth = PodTruth()
-    for t in range(HISTORY + 20):  # x runs for 10 s, then the node runs empty
+    for t in range(HISTORY + 40):  # x runs for 10 s, then the node runs empty (pruned every 10 s)
         holders = [Holder("etl/x", 16.0, 16.0)] if t <= 10 else []
         truth.read("c1", Meters(float(t), 1_000.0 * t, (), 500.0 * t), shape, holders)
     assert len(truth.pod_history["etl/x"]) == 1 and truth.pod_history["etl/x"][0][0] == 10.0
