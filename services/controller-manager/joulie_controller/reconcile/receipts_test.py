@@ -108,8 +108,8 @@ def test_a_pod_created_again_under_its_name_inside_a_window_gets_a_receipt_of_it
     got = book.close(Window(60.0, 120.0, {"n1": cpu_node(30_000, 12_000)}), "t2")
     by_uid = {w.uid: (w.pod, parse_annotation(w.annotation)) for w in got.writes}
     assert by_uid["u1"][0] == by_uid["u2"][0] == "team/a"
-    assert (by_uid["u1"][1].state, by_uid["u1"][1].held_s) == ("finished", pytest.approx(90.0))
-    assert (by_uid["u2"][1].state, by_uid["u2"][1].held_s) == ("running", pytest.approx(20.0))
+    assert by_uid["u1"][1].state == "finished" and by_uid["u1"][1].held_s == pytest.approx(90.0)
+    assert by_uid["u2"][1].state == "running" and by_uid["u2"][1].held_s == pytest.approx(20.0)
     # The metrics name Pods by name: the two parts of this window add up under it.
     assert got.parts["team/a"][1].held_s == pytest.approx(30.0 + 20.0)
     for w in got.writes:
