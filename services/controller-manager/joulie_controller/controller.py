@@ -235,13 +235,14 @@ class Controller:
         if not self.receipt_health.due():
             return 0
         for key in ended:
-            ns, _, name = key.partition("/")
+            span = self.book.spans[key]
+            ns, _, name = span.pod.partition("/")
             try:
-                at = self.kube.pods.finished_at(ns, name)
+                at = self.kube.pods.finished_at(ns, name, span.uid)
             except ApiException as err:  # an unreachable server fails the tick instead (the window stays open)
                 log.warning("pod %s: finish time unreadable, its last sighting counts: %s", key, err)
                 at = None
-            self.book.finish(key, at if isinstance(at, float) else self.book.spans[key].seen_s)
+            self.book.finish(key, at if isinstance(at, float) else span.seen_s)
         views = self.memory.views
         facts = {  # a node whose measured power the tick refuted is billed nothing (its Pods skipped, logged)
             n: NodeFacts(v.cpu_cores, package_idle_w(v.cpu_max_w_per_socket) * v.cpu_sockets, board_idle_w(v.gpu_max_w))
@@ -261,18 +262,19 @@ class Controller:
         closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.window_start_s = now_s
         if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
-            log.warning("energy receipts: no energy meter in Prometheus (or no hardware view: cordoned; or its measured "
+            log.warning("energy receipts: no energy meter in Prometheus (or no NodeHardware; or its measured "
                         "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
-        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished])
+        self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished],
+                                     window_end_s=now_s)
         failures = 0
         for w in closed.writes:
             ns, _, name = w.pod.partition("/")
             try:
-                present = self.kube.pods.annotate(ns, name, w.annotation)
+                present = self.kube.pods.annotate(ns, name, w.annotation, w.uid)
                 if present and w.finished:
-                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now)
+                    self.kube.pods.event(ns, name, receipt_summary(w.receipt, w.node), now, w.uid)
             except KubeWriteError as err:
                 failures += 1
                 if err.status is not None and 400 <= err.status < 500 and err.status not in (404, 408, 409, 429):

@@ -11,6 +11,7 @@ from joulie_simcluster.deploy.start import with_workload
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import render_nodes
 from joulie_simcluster.settings import HwemuMode
+from joulie_simcluster.smoke.load import shared_nodes
 from joulie_simcluster.spec import load_spec
 from joulie_simcluster.timing import timing
 from joulie_workload.gen import GenOptions, generate
@@ -145,7 +146,8 @@ def test_deploy_runs_a_users_trace_or_the_smokes_and_refuses_a_bad_trace_naming_
     nodes = render_nodes(load_spec(SMOKE_SPEC))
     smoke = with_workload(base, "smoke", nodes, None)
     assert smoke.cluster == "smoke" and smoke.ports.workload_metrics > 0
-    assert len(load_trace(smoke.workload_trace)) == len(nodes)  # one pinned job per Node
+    # one pinned job per Node, two on each shared Node (smoke/load.py)
+    assert len(load_trace(smoke.workload_trace)) == len(nodes) + len(shared_nodes(nodes))
     mine = tmp_path / "mine.jsonl"
     write_trace(mine, generate(GenOptions(jobs=7, seed=3)))
     assert [j.job_id for j in load_trace(with_workload(base, "smoke", nodes, mine).workload_trace)] == \

@@ -61,6 +61,10 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S17": ("telemetry-authenticated", "with SIMCLUSTER_TELEMETRY_TLS (the default) an OTLP push without a client "
             "certificate, over TLS or plain HTTP, is refused and stores nothing, while the same push with a certificate "
             "of the cluster's telemetry CA is stored (skipped with SIMCLUSTER_TELEMETRY_TLS=0)"),
+    "S18": ("energy-receipts-accuracy", "over the controller's receipt windows, every Node's Pod receipts plus its "
+            "unallocated energy within 1 % of its true meter, and each workload Pod's receipt within 3 % of the "
+            "emulator's per-Pod truth (two shared Nodes of two Pods each included; Pods on Nodes without "
+            "hw.gpu.allocation shown apart)"),
 }
 
 

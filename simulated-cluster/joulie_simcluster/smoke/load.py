@@ -18,6 +18,11 @@ The job of Node ``N`` (``smoke-load-N``):
 - utilisation 1.0 (CPU and GPU), submitted at offset 0, with work no smoke finishes (1e12 core- and
   GPU-seconds: the runner never deletes the Pod).
 
+Two Nodes are **shared** (``shared_nodes``: the first NVIDIA Node and the first Node without GPUs): their
+load is two jobs, ``smoke-load-N`` and ``smoke-load-N-b``, splitting the same cores 2:1 and the boards 3:1
+(6 and 2 of 8, on different boards: the engine gives each the lowest free ones), so the energy receipts
+are checked on Pods sharing a Node (S17).
+
 The engine turns a bound job into ``cpu_util = requests.cpu * 1.0 / allocatable CPU`` (so just
 under 1: 93/95 on a 95-core Node, 6/8 on the 8-core VM) and 1.0 on each board the job holds.
 :func:`expected_loads` asks the engine itself, so the smoke expects exactly what the runner sends.
@@ -74,6 +79,25 @@ def job_id(node: str) -> str:
     return f"smoke-load-{node}"
 
 
+def second_job_id(node: str) -> str:
+    """The second job of a shared Node."""
+    return f"{job_id(node)}-b"
+
+
+def shared_nodes(nodes: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The Nodes whose load is two Pods: the first with NVIDIA GPUs (its agent maps boards to Pods) and the
+    first without GPUs and with at least 4 cores for the jobs (``render_nodes`` order)."""
+    gpu = cpu = ""
+    for node in nodes:
+        resource, gpus = node_gpus(node)
+        cores = cpu_cores(node["status"]["allocatable"]["cpu"]) - CPU_HEADROOM
+        if not gpu and resource == names.RESOURCE_NVIDIA_GPU and gpus >= 2:
+            gpu = node["metadata"]["name"]
+        elif not cpu and gpus == 0 and cores >= 4:
+            cpu = node["metadata"]["name"]
+    return tuple(n for n in (gpu, cpu) if n)
+
+
 def tolerations(node: Mapping[str, Any]) -> list[dict[str, str]]:
     """A toleration per taint of the Node but KWOK's (the runner's Pods tolerate that one already)."""
     out = []
@@ -87,23 +111,31 @@ def tolerations(node: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def smoke_jobs(nodes: Iterable[Mapping[str, Any]]) -> list[Job]:
-    """The smoke trace: one job per Node (``render_nodes`` order), validated as the runner will read it."""
+    """The smoke trace: one job per Node (``render_nodes`` order), two on each shared Node, validated as the
+    runner will read it."""
+    nodes = list(nodes)
+    shared = shared_nodes(nodes)
     jobs = []
     for node in nodes:
         name = node["metadata"]["name"]
         resource, gpus = node_gpus(node)
         cpu = max(1.0, cpu_cores(node["status"]["allocatable"]["cpu"]) - CPU_HEADROOM)
-        jobs.append(Job.model_validate({
-            "type": "job",
-            "jobId": job_id(name),
-            "submitTimeOffsetSec": 0,
-            "class": "general",
-            "requests": {"cpu": cpu, "gpu": gpus, "gpuResource": resource},
-            "work": {"cpuUnits": NEVER_DONE, "gpuUnits": NEVER_DONE if gpus else 0.0},
-            "utilization": {"cpu": 1.0, "gpu": 1.0},
-            "nodeSelector": {HOSTNAME_LABEL: name},
-            "tolerations": tolerations(node),
-        }))
+        parts = [(job_id(name), cpu, gpus)]
+        if name in shared:
+            first_cpu, first_gpus = round(cpu * 2 / 3), gpus - gpus // 4
+            parts = [(job_id(name), first_cpu, first_gpus), (second_job_id(name), cpu - first_cpu, gpus - first_gpus)]
+        for jid, cores, boards in parts:
+            jobs.append(Job.model_validate({
+                "type": "job",
+                "jobId": jid,
+                "submitTimeOffsetSec": 0,
+                "class": "general",
+                "requests": {"cpu": cores, "gpu": boards, "gpuResource": resource},
+                "work": {"cpuUnits": NEVER_DONE, "gpuUnits": NEVER_DONE if boards else 0.0},
+                "utilization": {"cpu": 1.0, "gpu": 1.0},
+                "nodeSelector": {HOSTNAME_LABEL: name},
+                "tolerations": tolerations(node),
+            }))
     return jobs
 
 

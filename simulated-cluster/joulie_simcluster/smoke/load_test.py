@@ -22,12 +22,18 @@ def _nodes() -> list[dict[str, Any]]:
 
 def test_one_general_job_per_node_pinned_to_it_leaving_two_cores() -> None:
     jobs = {j.job_id: j for j in smokeload.smoke_jobs(_nodes())}
-    assert sorted(jobs) == sorted(f"smoke-load-{n['metadata']['name']}" for n in _nodes())
-    intel = jobs["smoke-load-intel-0"]
-    assert intel.node_selector == {"kubernetes.io/hostname": "intel-0"}
-    assert (intel.workload_class, intel.submit_s, intel.requests.cpu, intel.requests.gpu) == ("general", 0.0, 93.0, 0)
+    shared = ("h100-nvl-0", "intel-0")
+    assert smokeload.shared_nodes(_nodes()) == shared
+    assert sorted(jobs) == sorted([f"smoke-load-{n['metadata']['name']}" for n in _nodes()]
+                                  + [f"smoke-load-{n}-b" for n in shared])
+    intel, second = jobs["smoke-load-intel-0"], jobs["smoke-load-intel-0-b"]
+    assert intel.node_selector == second.node_selector == {"kubernetes.io/hostname": "intel-0"}
+    assert (intel.workload_class, intel.submit_s, intel.requests.cpu, intel.requests.gpu) == ("general", 0.0, 62.0, 0)
+    assert second.requests.cpu == 31.0  # the two share the 93 cores one job would take
     assert (intel.utilization.cpu, intel.utilization.gpu) == (1.0, 1.0)
     assert jobs["smoke-load-vm-0"].requests.cpu == 6.0  # allocatable 8
+    nvl = (jobs["smoke-load-h100-nvl-0"].requests.gpu, jobs["smoke-load-h100-nvl-0-b"].requests.gpu)
+    assert nvl == (6, 2)
 
 
 def test_every_gpu_is_asked_for_as_the_resource_the_node_offers() -> None:

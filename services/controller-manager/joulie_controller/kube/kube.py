@@ -152,6 +152,7 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
         unschedulable=_gave_up(obj.get("status") or {}),
         started_at=unix_time((obj.get("status") or {}).get("startTime")),
+        uid=str(meta.get("uid") or ""),
     )
 
 
@@ -167,6 +168,7 @@ T = TypeVar("T")
 
 class _PodMeta(msgspec.Struct, omit_defaults=True):
     name: Any = None
+    uid: Any = None
     namespace: Any = None
     deletionTimestamp: Any = None
     annotations: Any = None

@@ -34,24 +34,42 @@ def last_finish(obj: Mapping[str, Any]) -> float | None:
     return max(known) if known else None
 
 
+def finish_of(items: list[dict[str, Any]], uid: str) -> float | bool | None:
+    """``PodReceipts.finished_at`` of the Pods a LIST by name returned: False when none is the Pod ``uid``
+    (gone; a Pod of the same name created since is another Pod), else its last container's finish."""
+    mine = [i for i in items if not uid or str((i.get("metadata") or {}).get("uid") or "") == uid]
+    return last_finish(mine[0]) if mine else False
+
+
+def receipt_patch_metadata(value: str, uid: str) -> dict[str, Any]:
+    """The metadata of the receipt's merge patch: the annotation, and the Pod's UID where known (a patch that
+    would change it is refused, so the write lands on this Pod or on none)."""
+    meta: dict[str, Any] = {"annotations": {ANNOTATION_ENERGY_RECEIPT: value}}
+    if uid:
+        meta["uid"] = uid
+    return meta
+
+
 class PodReceipts:
     def __init__(self, core: k8s.CoreV1Api, client: JoulieClient):
         self.core = core
         self.client = client
 
-    def finished_at(self, namespace: str, name: str) -> float | None | bool:
+    def finished_at(self, namespace: str, name: str, uid: str = "") -> float | bool | None:
         """When the Pod's last container ended; None when it has not said (or still runs); False when the
-        Pod is gone. A LIST by name, not a GET: the controller may list Pods already (no new verb)."""
+        Pod is gone (a Pod of that name with another ``uid`` is a later one: this one is gone). A LIST by
+        name, not a GET: the controller may list Pods already (no new verb)."""
         body = response_json(
             self.core.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}", _preload_content=False)
         )
         items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        return last_finish(items[0]) if items else False
+        return finish_of(items, uid)
 
-    def annotate(self, namespace: str, name: str, value: str) -> bool:
+    def annotate(self, namespace: str, name: str, value: str, uid: str = "") -> bool:
         """Merge-patch the Pod's ``joulie.io/energy-receipt`` annotation (raises KubeWriteError); False when the
-        Pod is gone."""
-        body = {"metadata": {"annotations": {ANNOTATION_ENERGY_RECEIPT: value}}}
+        Pod is gone. With ``uid`` the patch carries it: the API server refuses a patch that would change a
+        Pod's UID (422, metadata.uid is immutable), so a receipt never lands on a later Pod of the same name."""
+        body = {"metadata": receipt_patch_metadata(value, uid)}
 
         def op() -> Any:
             return self.core.patch_namespaced_pod(
@@ -66,17 +84,20 @@ class PodReceipts:
         try:
             self.client.call("annotate", "Pod", f"{namespace}/{name}", op)
         except KubeWriteError as err:
-            if err.status == 404:
-                return False
+            if err.status == 404 or (uid and err.status in (409, 422) and "uid" in str(err).lower()):
+                return False  # gone, or a later Pod of the same name stands there now
             raise
         return True
 
-    def event(self, namespace: str, name: str, message: str, now: datetime) -> None:
+    def event(self, namespace: str, name: str, message: str, now: datetime, uid: str = "") -> None:
         """One Normal Event, reason EnergyReceipt, on the finished Pod (raises KubeWriteError)."""
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+        if uid:
+            involved["uid"] = uid
         body: Any = {
             "metadata": {"generateName": f"{name}.receipt-", "namespace": namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name},
+            "involvedObject": involved,
             "reason": "EnergyReceipt",
             "message": message[:1024],
             "type": "Normal",

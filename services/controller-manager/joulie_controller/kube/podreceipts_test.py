@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from joulie_controller.kube.kube import pod_info
-from joulie_controller.kube.podreceipts import last_finish, unix_time
+from joulie_controller.kube.podreceipts import finish_of, last_finish, receipt_patch_metadata, unix_time
 
 
 def test_start_and_finish_times_from_the_pod_status() -> None:
@@ -31,3 +31,15 @@ def test_start_and_finish_times_from_the_pod_status() -> None:
     }
     assert last_finish(done) == t + 350
     assert last_finish({"status": {}}) is None
+
+
+def test_a_pod_of_the_same_name_created_since_is_not_the_one_that_finished() -> None:
+    old = {"metadata": {"name": "p", "uid": "u-old"}, "status": {}}
+    new = {"metadata": {"name": "p", "uid": "u-new"}, "status": {"phase": "Running"}}
+    assert pod_info({"metadata": {"name": "p", "namespace": "ns", "uid": "u-new"}, "spec": {}}).uid == "u-new"
+    # The Pod the receipt is for is gone; a LIST by name finds its successor only.
+    assert finish_of([new], "u-old") is False
+    assert finish_of([old], "u-old") is None and finish_of([new], "") is None
+    # The receipt's patch names its Pod: the API server refuses it on another Pod (metadata.uid is immutable).
+    assert receipt_patch_metadata("{}", "u-old")["uid"] == "u-old"
+    assert "uid" not in receipt_patch_metadata("{}", "")

@@ -93,6 +93,8 @@ class PodInfo:
     such a Pending Pod wakes or releases a node, not one still queued, gated or never tried."""
     started_at: float | None = None
     """status.startTime, Unix seconds (when the kubelet took the Pod on); None before."""
+    uid: str = ""
+    """metadata.uid: tells a Pod from a later one of the same name (the energy receipts key on it)."""
 
     @functools.cached_property
     def excludes_eco(self) -> bool:

@@ -12,6 +12,7 @@ from joulie_controller.readings.receiptinputs import (
     pod_boards,
     pod_cpu_seconds,
     receipt_queries,
+    window_range,
 )
 
 Q = receipt_queries(MetricNaming.from_setting("underscore-suffixes"), "k8s.node.name", "1m")
@@ -82,3 +83,11 @@ def test_pod_boards_name_each_pods_boards_in_the_window() -> None:
         Q,
     )
     assert got == {"ml/a": (0, 1), "ml/b": (2,)}
+
+
+def test_the_energy_read_covers_the_whole_window_billed() -> None:
+    # The controller closes a window at its first tick past RECEIPT_WINDOW: 20.4 s, not 20 s.
+    assert window_range(20.4) == "20400ms" and window_range(60.0) == "60000ms"
+    assert window_range(0.0) == "1ms"
+    assert "[20400ms]" in receipt_queries(MetricNaming.from_setting("underscore-suffixes"), "k8s.node.name",
+                                          window_range(20.4)).host_energy_j

@@ -16,6 +16,12 @@ Every RECEIPT_WINDOW the shell closes the window ``[start, end]``:
 A running Pod's annotation is rewritten at most once a window and only when its receipt changed; a
 finished Pod's once more, marked finished, and then it is forgotten here (its series in the metrics
 stay a while: ``telemetry.metrics``).
+
+A receipt belongs to one Pod object: the book keys its spans and totals by the Pod's UID (``span_key``),
+so a Pod deleted and created again under the same name inside a window gets a receipt of its own
+instead of the two merging. What Prometheus says of a Pod (its boards, its CPU time) is labelled by
+namespace and name only, so two Pods of one name inside one window both read those; and the metrics
+are labelled the same way, so their parts add up under that name.
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ from joulie_controller.model.jobestimate import JobEstimate
 from joulie_controller.model.receipt import Holding, IdleFloor, Ledger, NodeEnergy, Receipt, annotation, attribute
 
 
+def span_key(pod: PodInfo) -> str:
+    """The book's key of a Pod: its UID (a later Pod of the same name is another receipt); ``namespace/name``
+    where the UID is unknown (a Pod built without one, as the benchmark's)."""
+    return pod.uid or pod_key(pod)
+
+
 @dataclass
 class Span:
     """Where and when a Pod ran, as far as the receipts know."""
@@ -44,6 +56,9 @@ class Span:
     """When it finished; None while it runs."""
     seen_s: float = 0.0
     """When a tick last saw it running (its finish, where the Pod is gone before its finish was read)."""
+    pod: str = ""
+    """``namespace/name`` (how Prometheus and the API server name it)."""
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,11 +70,13 @@ class Window:
     energies: Mapping[str, NodeEnergy]
     """Each node's meters over the window (``readings.receiptinputs.node_energies``; the model's idle draws)."""
     gpus: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    """The boards each Pod held in the window, by Pod key (``hw.gpu.allocation``)."""
+    """The boards each Pod held in the window, by ``namespace/name`` (``hw.gpu.allocation``)."""
     cpu_used: Mapping[str, float] = field(default_factory=dict)
-    """Each Pod's CPU time over the window, core-seconds (cAdvisor); a Pod absent: its request counts."""
+    """Each Pod's CPU time over the window by ``namespace/name``, core-seconds (cAdvisor); a Pod absent: its
+    request counts."""
     conditions: Mapping[str, Conditions] = field(default_factory=dict)
-    """Each Pod's counterfactual conditions; a Pod absent: no counterfactual (nothing saved, no time added)."""
+    """Each Pod's counterfactual conditions by the book's key (``conditions``); a Pod absent: no counterfactual
+    (nothing saved, no time added)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,10 @@ class ReceiptWrite:
     finished: bool
     receipt: Receipt
     """The whole receipt so far (the event's summary when finished)."""
+    key: str = ""
+    """The book's key of the Pod (``span_key``)."""
+    uid: str = ""
+    """The Pod's UID, where known: the write must land on this Pod, not a later one of the same name."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +101,8 @@ class Closed:
 
     writes: list[ReceiptWrite]
     parts: dict[str, tuple[str, Receipt]]
-    """Each Pod's part of this window (with its counterfactual), and its node: the metrics' increments."""
+    """Each Pod's part of this window (with its counterfactual), and its node, by ``namespace/name``: the
+    metrics' increments (two Pods of one name in the window: their sum)."""
     unallocated: dict[str, Receipt]
     """Each node's unallocated part of this window."""
     metered_j: dict[str, float]
@@ -98,18 +120,20 @@ class ReceiptBook:
     """The last annotation written per Pod, without its ``updated`` time (written again only when it changes)."""
 
     def see(self, pods: Iterable[PodInfo], now_s: float, started_s: Mapping[str, float]) -> list[str]:
-        """Record the running Pods (``started_s``: each one's ``status.startTime``, else now); returns the
-        Pods that ran and no longer do: the shell looks up when they finished (``finish``)."""
+        """Record the running Pods (``started_s``: each one's ``status.startTime`` by ``namespace/name``, else
+        now); returns the book's keys of the Pods that ran and no longer do: the shell looks up when they
+        finished (``finish``; ``spans[key].pod`` and ``.uid`` name them)."""
         running: set[str] = set()
         for pod in pods:
             if pod.phase != "Running" or not pod.node_name:  # a deleting Pod runs until it is gone
                 continue
-            key = pod_key(pod)
+            key = span_key(pod)
             running.add(key)
             span = self.spans.get(key)
             if span is None or span.end_s is not None or span.node != pod.node_name:
+                start = min(started_s.get(pod_key(pod), now_s), now_s)
                 self.spans[key] = span = Span(
-                    pod.node_name, pod.cpu_request, pod.workload_kind, min(started_s.get(key, now_s), now_s)
+                    pod.node_name, pod.cpu_request, pod.workload_kind, start, pod=pod_key(pod), uid=pod.uid
                 )
             span.seen_s = now_s
         return sorted(k for k, s in self.spans.items() if s.end_s is None and k not in running)
@@ -126,8 +150,9 @@ class ReceiptBook:
         for key, span in self.spans.items():
             held = min(w.end_s, span.end_s if span.end_s is not None else w.end_s) - max(w.start_s, span.start_s)
             if held > 0:
+                name = span.pod or key
                 by_node.setdefault(span.node, []).append(
-                    Holding(key, min(held, t), w.gpus.get(key, ()), span.cores, w.cpu_used.get(key))
+                    Holding(key, min(held, t), w.gpus.get(name, ()), span.cores, w.cpu_used.get(name))
                 )
         parts: dict[str, tuple[str, Receipt]] = {}
         unallocated: dict[str, Receipt] = {}
@@ -141,16 +166,17 @@ class ReceiptBook:
             self.ledger.add(node, energy, split, cf)
             for p, r in split.pods.items():
                 extra = cf.get(p, Receipt())
-                parts[p] = (
-                    node,
-                    replace(
-                        r,
-                        saved_j=extra.saved_j,
-                        saved_low_j=extra.saved_low_j,
-                        saved_high_j=extra.saved_high_j,
-                        added_s=extra.added_s,
-                    ),
+                part = replace(
+                    r,
+                    saved_j=extra.saved_j,
+                    saved_low_j=extra.saved_low_j,
+                    saved_high_j=extra.saved_high_j,
+                    added_s=extra.added_s,
                 )
+                name = self.spans[p].pod or p
+                if name in parts:  # an earlier Pod of the same name, in this window too
+                    part = parts[name][1] + part
+                parts[name] = (node, part)
             unallocated[node] = split.unallocated
             metered[node] = energy.node_j
         writes: list[ReceiptWrite] = []
@@ -163,20 +189,29 @@ class ReceiptBook:
             text = body.to_annotation()
             if text != self.written.get(key):
                 writes.append(
-                    ReceiptWrite(key, span.node, replace(body, updated=updated).to_annotation(), finished, receipt)
+                    ReceiptWrite(
+                        span.pod or key,
+                        span.node,
+                        replace(body, updated=updated).to_annotation(),
+                        finished,
+                        receipt,
+                        key,
+                        span.uid,
+                    )
                 )
         skipped = sorted(set(by_node) - set(w.energies))
         return Closed(writes, parts, unallocated, metered, skipped)
 
     def wrote(self, write: ReceiptWrite) -> None:
         """The shell wrote ``write`` (or the Pod is gone): remember it; a finished Pod is forgotten."""
+        key = write.key or write.pod
         if write.finished:
-            self.forget(write.pod)
+            self.forget(key)
             return
-        span = self.spans.get(write.pod)
+        span = self.spans.get(key)
         if span is not None:
             body = annotation(write.receipt, span.node, False, COUNTERFACTUAL_METHOD, "")
-            self.written[write.pod] = body.to_annotation()
+            self.written[key] = body.to_annotation()
 
     def forget(self, pod: str) -> None:
         self.spans.pop(pod, None)
@@ -200,7 +235,8 @@ def conditions(
     views: Mapping[str, HardwareView],
     estimates: Mapping[str, JobEstimate],
 ) -> dict[str, Conditions]:
-    """Each Pod's counterfactual conditions from the limits its node's NodeTwin spec sets (``twins`` by node)
+    """Each Pod's counterfactual conditions (by the book's key; ``gpus`` by ``namespace/name``) from the limits
+    its node's NodeTwin spec sets (``twins`` by node)
     and its estimate (a GPU Pod the controller has observed), else its kind's prior. A Pod on a node of
     unknown hardware gets none (its receipt then claims no saving)."""
     out: dict[str, Conditions] = {}
@@ -213,7 +249,7 @@ def conditions(
         hw, spec = views.get(span.node), twins.get(span.node)
         if hw is None:
             continue
-        if gpus.get(key) and hw.gpu_max_w > 0:
+        if gpus.get(span.pod or key) and hw.gpu_max_w > 0:
             g = spec.gpu if spec is not None else None
             cap = g.power_cap if g is not None else None
             ref = hw.gpu_default_w or hw.gpu_max_w
@@ -224,7 +260,7 @@ def conditions(
                 limit = cap.cap_pct_of_max / 100.0 * hw.gpu_max_w
             lock = g.clock_lock if g is not None else None
             ratio = lock.pct_of_max / 100.0 if lock is not None and lock.pct_of_max is not None else 1.0
-            est = estimates.get(key)
+            est = estimates.get(span.pod or key)
             if est is not None and est.observations > 0:
                 out[key] = Conditions("gpu", limit, ref, hw.gpu_max_w, est.c, est.u, est.c_sd, est.u_sd, ratio)
             else:

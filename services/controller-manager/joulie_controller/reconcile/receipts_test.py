@@ -93,3 +93,25 @@ def test_conditions_follow_the_twin_and_a_cap_claims_a_saving() -> None:
     # No cap in force: nothing saved, no time added.
     free = conditions(book.spans, {"team/train": (0,)}, {}, views, {})
     assert free["team/train"].limit_w == free["team/train"].ref_w
+
+
+def test_a_pod_created_again_under_its_name_inside_a_window_gets_a_receipt_of_its_own() -> None:
+    book = ReceiptBook()
+    first = PodInfo("team", "a", node_name="n1", cpu_request=8, uid="u1")
+    book.see([first], 0.0, {"team/a": 0.0})
+    for w in book.close(Window(0.0, 60.0, {"n1": cpu_node(30_000, 12_000)}), "t1").writes:
+        book.wrote(w)
+    # Deleted at 90 s, created again (same name, same node) at 100 s: the tick sees only the new one.
+    second = PodInfo("team", "a", node_name="n1", cpu_request=8, uid="u2")
+    assert book.see([second], 110.0, {"team/a": 100.0}) == ["u1"]
+    book.finish("u1", 90.0)
+    got = book.close(Window(60.0, 120.0, {"n1": cpu_node(30_000, 12_000)}), "t2")
+    by_uid = {w.uid: (w.pod, parse_annotation(w.annotation)) for w in got.writes}
+    assert by_uid["u1"][0] == by_uid["u2"][0] == "team/a"
+    assert by_uid["u1"][1].state == "finished" and by_uid["u1"][1].held_s == pytest.approx(90.0)
+    assert by_uid["u2"][1].state == "running" and by_uid["u2"][1].held_s == pytest.approx(20.0)
+    # The metrics name Pods by name: the two parts of this window add up under it.
+    assert got.parts["team/a"][1].held_s == pytest.approx(30.0 + 20.0)
+    for w in got.writes:
+        book.wrote(w)
+    assert set(book.spans) == {"u2"}

@@ -346,3 +346,18 @@ def test_a_zero_deadband_writes_every_tenth_of_a_watt() -> None:
     _, snap = tick(replace(cluster(1), measurements={"node-0": Measurement(400.0)}), s, mem)
     moved, _ = tick(replace(snap, now=T0 + timedelta(seconds=60), measurements={"node-0": Measurement(400.2)}), s, mem)
     assert moved.write_count == 1
+
+
+def test_a_cordoned_nodes_hardware_is_kept_for_the_energy_receipts() -> None:
+    # A Pod still runs and draws on a node cordoned for drain: its receipt needs the node's idle draws.
+    snap = cluster(2)
+    cordoned = replace(snap, nodes=[snap.nodes[0], replace(snap.nodes[1], unschedulable=True)],
+                       pods=[PodInfo("default", "job", node_name="node-1", cpu_request=4.0)])
+    mem = Memory()
+    result = reconcile(cordoned, Settings(), mem)
+    assert [o.node for o in result.outcomes] == ["node-0"]  # no caps planned for it
+    assert set(mem.views) == {"node-0", "node-1"} and mem.views["node-1"].cpu_max_w_per_socket == 300
+    # Every node cordoned: no plan, the views still kept.
+    all_cordoned = replace(cordoned, nodes=[replace(n, unschedulable=True) for n in cordoned.nodes])
+    reconcile(all_cordoned, Settings(), mem)
+    assert set(mem.views) == {"node-0", "node-1"}

@@ -66,7 +66,8 @@ class Memory:
     """Eligible nodes whose measured power was last refuted (``readings.plausibility``), with the
     kind of refutation: logged when a node enters and when it leaves, not every tick."""
     views: dict[str, HardwareView] = field(default_factory=dict)
-    """The last tick's hardware of each managed node (the energy receipts' idle draws and limits)."""
+    """The last tick's hardware of each managed node, cordoned ones included (the energy receipts' idle draws
+    and limits)."""
 
 
 @dataclass(frozen=True)

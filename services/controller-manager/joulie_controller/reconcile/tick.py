@@ -181,12 +181,15 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     nodes = sorted((n for n in snap.nodes if eligible(n, s)), key=lambda n: n.name)
     power_writes = _power_only_writes(snap, s, power_plan, {n.name for n in nodes})
     power_states: dict[str, str] = {k: v.state for k, v in power_plan.status.items()}
+    # The energy receipts bill the Pods of every managed node, cordoned ones too: a Pod still runs (and
+    # draws) on a node cordoned for drain or for suspend, and its node's meter still counts.
+    memory.views = {n.name: _hardware_view(n, snap, s, memory) for n in snap.nodes if managed(n, s)}
     if not nodes:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
         return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
 
     perf_pods = fsm.count_performance_pods(snap.pods)
-    views = memory.views = _hardware_views(nodes, snap, s, memory, log)
+    views = _hardware_views(nodes, snap, s, memory, log)
     measured: Measured = {n.name: _measured(n.name, views[n.name], snap, memory, log) for n in nodes}
     for gone in [k for k in memory.implausible if k not in views]:
         del memory.implausible[gone]

@@ -120,6 +120,12 @@ class Metrics:
             [_label(K8S_NODE_NAME)],
             registry=r,
         )
+        self.receipt_window_end = Gauge(
+            "joulie_receipt_window_end_timestamp_seconds",
+            "When the energy receipts' last window closed, Unix seconds: the receipt counters cover up to it "
+            "(a check comparing them with a meter aligns its readings on it).",
+            registry=r,
+        )
         self._nodes: set[str] = set()
         self._families: set[str] = set()
         self._receipt_series: dict[tuple[str, str, str], int] = {}
@@ -178,6 +184,7 @@ class Metrics:
         unallocated: Mapping[str, Receipt],
         finished: Iterable[str],
         keep_windows: int = RECEIPT_SERIES_KEPT_WINDOWS,
+        window_end_s: float | None = None,
     ) -> None:
         """One window's receipts: each Pod's part (``namespace/name`` -> (node, receipt)) and each node's
         unallocated part. A finished Pod's series stay ``keep_windows`` more windows, so a scrape between
@@ -191,6 +198,8 @@ class Metrics:
             self._receipt_series.setdefault((ns, name, node), -1)
         for node, r in unallocated.items():
             self.node_unallocated.labels(node).inc(max(r.total_j, 0.0))
+        if window_end_s is not None:
+            self.receipt_window_end.set(window_end_s)
         done = set(finished)
         for series, left in list(self._receipt_series.items()):
             if left < 0 and f"{series[0]}/{series[1]}" in done:

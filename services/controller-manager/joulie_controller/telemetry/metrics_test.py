@@ -89,8 +89,10 @@ def test_receipts_are_exported_under_the_vocabulary_names_and_finished_pods_go_a
     # A cost (negative saving) is not subtracted from the counter.
     m.record_receipts({"ml/train": ("g1", Receipt(saved_j=-5.0))}, {}, [])
     assert get(POD_ENERGY_SAVED.prometheus_name(), pod) == 14.0
-    m.record_receipts({}, {}, [])
+    m.record_receipts({}, {}, [], window_end_s=1_765_000_000.5)
     assert get(POD_ENERGY.prometheus_name(), {**pod, "joulie_energy_device": "gpu"}) is None
+    # Where the counters stand: a reader aligns its own meters on the last window's close.
+    assert get("joulie_receipt_window_end_timestamp_seconds") == 1_765_000_000.5
 
 
 def test_boards_whose_gpu_series_are_refuted_are_counted_by_kind_never_by_forged_name() -> None:

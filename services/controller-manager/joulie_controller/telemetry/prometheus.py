@@ -49,6 +49,7 @@ from joulie_controller.readings.receiptinputs import (
     pod_boards,
     pod_cpu_seconds,
     receipt_queries,
+    window_range,
 )
 from joulie_controller.readings.values import SOURCE_PROMETHEUS, Facility, Measurement
 from joulie_controller.settings import PrometheusSettings, Settings, parse_duration_s
@@ -313,7 +314,7 @@ class ReceiptReader:
     def read(self, start_s: float, end_s: float, facts: Mapping[str, NodeFacts]) -> ReceiptInputs:
         """Raises PrometheusError when a query fails (the window is then closed on the next try, longer)."""
         window = end_s - start_s
-        q = receipt_queries(self.naming, self.node_attribute, f"{max(1, round(window))}s")
+        q = receipt_queries(self.naming, self.node_attribute, window_range(window))
 
         def ask(promql: str) -> list[Mapping[str, Any]]:
             return instant_query(self.client, self.address, promql, at_s=end_s)

@@ -28,7 +28,9 @@ def add_parsers(sub: Any) -> None:
     wl.add_argument("--emulator", default="127.0.0.1:18081", help="the emulator's gRPC address (default 127.0.0.1:18081)")
     wl.add_argument("--tick", type=duration("--tick"), default=1.0, help="wall time per tick: seconds, or 500ms, 2s (default 1)")
     wl.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per wall second (default 1)")
-    wl.add_argument("--metrics", default="127.0.0.1:18082", help="address of /metrics ('' = off)")
+    wl.add_argument("--metrics", default="127.0.0.1:18082",
+                    help="address of /metrics and of /debug/pod-truth, the per-Pod energy truth for checks and "
+                         "benchmarks only: never give it to a Joulie component ('' = off)")
     wl.add_argument("--timeout", type=duration("--timeout"), default=0.0,
                     help="give up after this much wall time: seconds, or 90s, 1h30m (0 = never)")
     wl.add_argument("--no-class-constraints", action="store_true",
@@ -123,9 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    from prometheus_client import start_http_server
-
     from joulie_api.kubeconfig import api_client
+    from joulie_simulator.workload.kube.debugserver import serve
     from joulie_simulator.workload.kube.runner import JobMetrics, WorkloadRunner
 
     if not args.tick > 0 or not args.time_scale > 0:
@@ -134,14 +135,14 @@ def _workload(args: argparse.Namespace) -> int:
     # --kubeconfig defaults to $KUBECONFIG; without either, only the Pod's service account.
     api = api_client(args.kubeconfig or None, in_cluster_only=True)
     metrics = JobMetrics()
-    if args.metrics:
-        host, _, port = args.metrics.rpartition(":")
-        start_http_server(int(port), addr=host or "127.0.0.1", registry=metrics.registry)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     runner = WorkloadRunner(api, args.emulator, jobs, args.cluster, tick_s=args.tick, time_scale=args.time_scale,
                             class_constraints=not args.no_class_constraints, placement=args.placement, metrics=metrics)
+    if args.metrics:
+        host, _, port = args.metrics.rpartition(":")
+        serve(host or "127.0.0.1", int(port), metrics.registry, runner.truth_document)
     print(f"workload: {len(jobs)} jobs from {args.trace} on cluster {args.cluster} (emulator {args.emulator})"
           + ("; Pods without class constraints" if args.no_class_constraints else "")
           + ("; soft placement (only performance Pods constrained)" if args.placement == "soft" else ""), flush=True)

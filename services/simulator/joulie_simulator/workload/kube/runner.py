@@ -13,6 +13,9 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
    phases carries them (``NodeLoad.gpu_phases``, as the engine's ``Load.gpu_phases`` in the benchmark),
    so its power follows the phases rather than their mean draw; and each busy board names the job's Pod
    (``NodeLoad.gpu_jobs``: the emulated kubelet's pod-resources API lists it, the board's activity follows it).
+6. each node's meters read in step 3 are split between the Pods whose load it ran since the previous
+   reading (``podtruth``: the per-Pod energy truth, which the runner serves on its debug address as
+   ``/debug/pod-truth`` for the checks and the benchmark only).
 
 A tick that cannot reach the emulator or the API server is retried with backoff (1, 1, 2, 3, 5, 8,
 13, 21 s, then every 21 s; the next tick advances the jobs over the time in between), with one log
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -46,7 +49,8 @@ from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.model import Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
-from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest
+from joulie_simulator.workload.podtruth import Holder, Meters, NodeShape, PodTruth
+from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest, pod_name
 from joulie_workload.trace import Job
 
 pb: Any = _pb2  # generated without type stubs in this build
@@ -162,6 +166,11 @@ class WorkloadRunner:
         self._last_now = 0.0
         self._failing = 0
         self._retry_at = 0.0
+        self.truth = PodTruth()
+        self.truth_lock = threading.Lock()
+        self._holders: dict[str, list[Holder]] = {}
+        """The Pods whose load each node runs since the last SetNodeLoad (the truth's holders)."""
+        self._zones = _ZoneCounters()
 
     def now_s(self) -> float:
         if self._t0 is None:
@@ -207,6 +216,7 @@ class WorkloadRunner:
         dt = max(0.0, now - self._last_now)
         nodes = self.stub.ListNodes(pb.ListNodesRequest(), timeout=10).nodes
         truths = {t.node: t for t in nodes}
+        self._read_truth(truths)
         speeds = {name: speed_of(t) for name, t in truths.items()}
         for node in {r.node for r in self.engine.running()}:
             sp = speeds.get(node)
@@ -237,9 +247,33 @@ class WorkloadRunner:
                 continue
             self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=load_message(load)), timeout=10)
             self.last_load[name] = load
+        self._holders = holders(self.engine.running())
         running = self.engine.running()
         self.metrics.running.set(len(running))
         self.metrics.pending.set(sum(1 for r in self.engine.runs.values() if r.submitted and r.start_s is None))
+
+    def _read_truth(self, truths: Mapping[str, Any]) -> None:
+        """Step 6: each node's meters, split between the Pods whose load it ran since the last reading."""
+        with self.truth_lock:
+            for name, t in truths.items():
+                p = _profile(t.profile)
+                if p is None:
+                    continue
+                packages = [z for z in t.cpu_zones if z.name.startswith("package")]
+                meters = Meters(
+                    t.at.seconds + t.at.nanos / 1e9,
+                    t.host_energy_j,
+                    tuple(g.energy_mj / 1000 for g in t.gpus),
+                    sum(self._zones.joules(name, z.path, z.energy_uj, z.max_energy_range_uj) for z in packages),
+                )
+                shape = NodeShape(float(p.node.cpu), len(t.gpus), p.physics.cpu.idle_pkg_w * len(packages))
+                self.truth.read(name, meters, shape, self._holders.get(name, ()))
+
+    def truth_document(self, at_s: float | None = None) -> dict[str, Any]:
+        """The per-Pod truth so far, or as it stood at ``at_s`` (Unix seconds; ``/debug/pod-truth?at=``).
+        Raises ``TruthFormatError`` for an instant it cannot answer for."""
+        with self.truth_lock:
+            return (self.truth if at_s is None else self.truth.at(at_s)).document()
 
     def run(self, stop: threading.Event | None = None, timeout_s: float = 0.0) -> bool:
         """Tick until every job is done (True), ``stop`` is set or ``timeout_s`` wall seconds pass (False)."""
@@ -278,6 +312,38 @@ class WorkloadRunner:
 
     def close(self) -> None:
         self.channel.close()
+
+
+def holders(running: Any) -> dict[str, list[Holder]]:
+    """The truth's holders by node: each running job's Pod, its requested and busy cores and its boards."""
+    out: dict[str, list[Holder]] = {}
+    for r in running:
+        j = r.job
+        out.setdefault(r.node, []).append(
+            Holder(f"{j.namespace}/{pod_name(j.job_id)}", j.requests.cpu, j.requests.cpu * j.utilization.cpu,
+                   tuple(r.gpu_indices)))
+    return out
+
+
+class _ZoneCounters:
+    """RAPL energy counters in joules since first read, across their wraps (``max_energy_range_uj``)."""
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, str], int] = {}
+        self.total_j: dict[tuple[str, str], float] = {}
+
+    def joules(self, node: str, path: str, raw_uj: int, range_uj: int) -> float:
+        key = (node, path)
+        before = self.last.get(key)
+        self.last[key] = raw_uj
+        if before is None:
+            self.total_j[key] = raw_uj / 1e6
+        else:
+            step = raw_uj - before
+            if step < 0:
+                step += range_uj if range_uj > 0 else 0
+            self.total_j[key] += max(step, 0) / 1e6
+        return self.total_j[key]
 
 
 def _same_load(have: Any, want: Load) -> bool:

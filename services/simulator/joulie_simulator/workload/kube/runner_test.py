@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from joulie_simulator.workload.kube.runner import WorkloadRunner, pb, speed_of
@@ -110,3 +111,61 @@ def test_speed_of_slows_a_board_under_a_clock_lock_as_speed_from_state_does() ->
     locked, free = speed_of(nvl_truth(lock_mhz=892.5)), speed_of(nvl_truth())
     assert locked.gpu_locks[:2] == (0.5, 1.0) and free.gpu_locks[0] == 1.0
     assert locked.gpus[0] < free.gpus[0] and locked.gpus[1] == free.gpus[1] == free.gpus[0]
+
+
+# Issue 38: the per-Pod energy truth the runner keeps and serves to the checks.
+
+
+class MeteredEmulator(RecordingEmulator):
+    """An NVL node whose meters advance 10 s per reading: each board 100 W x (index + 1), packages 300 W,
+    host 5 kW."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def ListNodes(self, request: Any, timeout: float) -> Any:
+        t = 10.0 * self.reads
+        self.reads += 1
+        truth = nvl_truth()
+        for g in truth.gpus:
+            g.energy_mj = int(t * 100.0 * (g.index + 1) * 1000)
+        truth.host_energy_j = 5000.0 * t
+        truth.at.FromNanoseconds(int(t * 1e9))
+        truth.cpu_zones.extend(pb.CpuZoneTruth(path=f"p{i}", name=f"package-{i}", energy_uj=int(t * 150e6),
+                                               max_energy_range_uj=2**40) for i in range(2))
+        return pb.ListNodesResponse(nodes=[truth])
+
+
+def test_two_pods_on_one_gpu_node_each_get_their_own_boards_energy_as_truth() -> None:
+    import json
+    import urllib.request
+
+    from prometheus_client import CollectorRegistry
+
+    from joulie_simulator.workload.kube.debugserver import TRUTH_PATH, serve
+    from joulie_simulator.workload.podtruth import parse_document
+
+    jobs = [Job.model_validate({"jobId": f"j{i}", "submitTimeOffsetSec": 0, "requests": {"cpu": 4, "gpu": i + 1},
+                                "work": {"gpuUnits": 1e9}, "utilization": {"cpu": 0.5, "gpu": 0.9}}) for i in range(2)]
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", jobs, "c", tick_s=0.001, log=lambda _: None)
+    runner.core = CountingCore()  # type: ignore[assignment]
+    runner.stub = MeteredEmulator()
+    server = serve("127.0.0.1", 0, CollectorRegistry(), runner.truth_document)
+    try:
+        for _ in range(3):  # binds both (j0 on board 0, j1 on boards 1 and 2), then two 10 s readings
+            runner.tick()
+        url = f"http://127.0.0.1:{server.server_address[1]}{TRUTH_PATH}"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            doc = json.load(answer)
+        truth = parse_document(doc)
+        (n0, j0), (n1, j1) = truth["default/" + runner.record.created["j0"]], truth["default/" + runner.record.created["j1"]]
+        assert n0 == n1 == "node-a" and j0.held_s == j1.held_s == 20.0
+        assert j0.gpu_j == pytest.approx(20 * 100.0) and j1.gpu_j == pytest.approx(20 * (200.0 + 300.0))
+        assert j0.cpu_busy_j == pytest.approx(j1.cpu_busy_j)  # same busy cores
+        node = doc["nodes"]["node-a"]
+        assert node["meteredJ"] == pytest.approx(100_000.0)
+        assert j0.total_j + j1.total_j + node["unallocatedJ"] == pytest.approx(node["meteredJ"])
+    finally:
+        server.shutdown()
+        runner.close()
