@@ -207,14 +207,24 @@ def retag_agent_image(ctx: Context, indexes: Sequence[int], image: str, tag: str
 
 
 def _helm_upgrade_with(ctx: Context, update: Mapping[str, Any], name: str) -> Callable[[], float]:
-    """A ``helm upgrade`` of the recorded install with `update` over it (written to chart-values.<name>.yaml)."""
+    """A ``helm upgrade`` of the recorded install with `update` over it (written to chart-values.<name>.yaml);
+    once done, deploy.env's HELM_VALUES names that file too (a later upgrade, the lowered caps, keeps the
+    new tag instead of rolling the DaemonSet back) and its Pods as they run now."""
     env = ctx.state.read_deploy_env() or {}
     files = [Path(p) for p in env.get("HELM_VALUES", "").split(",") if p]
     if not files:
         raise RuntimeFailure(f"no chart install recorded in {ctx.state.deploy_env}")
     extra = kubelet_chart.chart_values_file(ctx.state).with_name(f"chart-values.{name}.yaml")
     extra.write_text(yaml.safe_dump(dict(update), sort_keys=False))
-    return lambda: kubelet_chart.helm_install(ctx.state, [*files, extra], ctx.progress)
+
+    def upgrade() -> float:
+        took = kubelet_chart.helm_install(ctx.state, [*files, extra], ctx.progress)
+        now = ctx.state.read_deploy_env() or env
+        urls = {k.removeprefix("URL_"): v for k, v in now.items() if k.startswith("URL_")}
+        ctx.state.write_deploy_env({**now, **kubelet_chart.record_pods(ctx.state, urls),
+                                    "HELM_VALUES": ",".join(str(p) for p in [*files, extra])})
+        return took
+    return upgrade
 
 
 def _roll(ctx: Context, sampler: Sampler, samples: list[Sample], new_tag: str) -> None:
