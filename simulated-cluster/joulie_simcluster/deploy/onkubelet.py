@@ -57,6 +57,23 @@ and a GPU tool's first call (a Python interpreter starting fakesmi) on two share
 
 
 
+def daemonset_agents(cluster: Mapping[str, str], agents: list[comp.AgentNode], progress: Callable[[str], None],
+                     ) -> list[comp.AgentNode]:
+    """The agents this deploy runs: with agent nodes (SIMCLUSTER_KUBELET_NODES > 1) the chart's DaemonSet
+    on them alone, none for the fake Nodes (the chart renders one agent mode per release); else all."""
+    on = agent_nodes_of(cluster)
+    if not on:
+        return agents
+    chosen = [a for a in agents if a.name in on]
+    missing = sorted(set(on) - {a.name for a in chosen})
+    if missing:
+        raise RuntimeFailure(f"agent nodes {', '.join(missing)} are not among the Nodes the agent DaemonSet reaches "
+                             "with these values (agents: simcluster agents --spec ...)")
+    progress(f"agent DaemonSet on the agent nodes {', '.join(on)}; the {len(agents) - len(chosen)} other eligible "
+             "(fake) Nodes get no agent")
+    return chosen
+
+
 def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Command]]:
     """(the host processes, the commands that become Pods), each in start order."""
     return [c for c in cmds if c.name in HOST_PROCESSES], [c for c in cmds if c.name not in HOST_PROCESSES]
@@ -200,12 +217,7 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
     values = kubelet_chart.chart_values_file(state)
-    on_agent_nodes = agent_nodes_of(cluster)
-    if on_agent_nodes:
-        # The agent DaemonSet (SIMCLUSTER_KUBELET_NODES > 1): one agent per agent node, none for the
-        # fake Nodes (the chart renders one agent mode per release).
-        pods = [c for c in pods if c.component != "agent" or c.node in on_agent_nodes]
-        progress(f"agent DaemonSet on the agent nodes {', '.join(on_agent_nodes)}; the fake Nodes get no agent")
+    on_agent_nodes = agent_nodes_of(cluster)  # the DaemonSet's (daemonset_agents chose the plan's agents)
     # The last deploy's ports where its Pods still hold them: an unchanged Pod keeps its spec, so
     # helm's upgrade leaves it running instead of recreating it on a newly chosen port.
     previous = ports_in_values(yaml.safe_load(values.read_text()) if values.is_file() else None)
