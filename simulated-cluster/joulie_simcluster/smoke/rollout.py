@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import shutil
 import sys
 import threading
 import time
@@ -53,6 +54,7 @@ from joulie_simcluster.runtimes.registry import runtime_for
 from joulie_simcluster.runtimes.runtime import KUBELET, UpRequest
 from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke.results import MemorySampler, Tee, git_state
+from joulie_simcluster.state import StateDir
 
 SAMPLE_S = 3.0
 """Seconds between two samples of the caps (a node's agent is gone for its Pod's restart: ~10-60 s here)."""
@@ -281,6 +283,18 @@ def _lower_caps(ctx: Context, sampler: Sampler) -> tuple[bool, str]:
         time.sleep(2.0)
 
 
+def _record_run(state: StateDir, run_dir: Path) -> None:
+    """The cluster's and the deploy's records into the run, and ``runs/latest`` pointed at it: ``down``
+    then copies the Pods' logs into ``run_dir/logs`` (it finds the run by its deploy.env), where
+    ``simcluster logs agent --node N`` reads them once the state dir is gone."""
+    for f in ("cluster.env", "deploy.env", "spec.yaml"):
+        if (state.root / f).is_file():
+            shutil.copy2(state.root / f, run_dir / f)
+    latest = state.runs / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(run_dir.name)
+
+
 def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any], crd_dir: Path) -> int:
     settings, state = ctx.settings, ctx.state
     if settings.runtime != KUBELET or settings.kubelet_nodes < 2:
@@ -342,6 +356,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    _record_run(state, run_dir)
     if not settings.keep:
         runtime.down(ctx, stop_deployed)
     print("", file=out)
