@@ -99,6 +99,12 @@ CASES: dict[str, tuple[Path, list[Path], dict[str, str]]] = {
     "all-options": (JOULIE, [ALL_OPTIONS_VALUES], {"schedulerExtender.tls.secretName": "extender-tls",
                                                   "schedulerExtender.tls.clientCA": "true"}),
     "name-override": (JOULIE, [EXTENDER_VALUES], {"nameOverride": "energy", "grafanaDashboard.enabled": "true"}),
+    # Several nodes on one host (the kubelet runtime's agent nodes): metrics on the node's address, each
+    # node's directory of one host path as /host-sys (chart_daemonset_hosts_test.py).
+    "daemonset-shared-host": (JOULIE, [SMOKE_VALUES], {
+        "agent.daemonset.hostNetwork": "true", "agent.daemonset.metricsOnHostIP": "true",
+        "agent.daemonset.privileged": "false", "agent.daemonset.hostSys": "/var/lib/joulie-hwemu",
+        "agent.daemonset.hostSysSubPathExpr": "$(NODE_NAME)/sys"}),
     "simulator-fuse": (SIMULATOR, [SIM_VALUES], {}),
     "simulator-files": (SIMULATOR, [SIM_VALUES], {"mode": "files"}),
 }

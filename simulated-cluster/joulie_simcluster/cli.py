@@ -8,6 +8,9 @@ cases, each beside its control (forged power, untrusted performance Pod, Pending
 extender) + runs/<UTC>-tenants/summary.json + down
 ``suspend-live``  up + deploy (forecast_suspend_v1, no load) + a refused power-on retried then given up, the
 Pod bound elsewhere + a node resumed ahead of a daily burst + runs/<UTC>-suspend-live/summary.json + down
+``daemonset``  kubelet runtime, SIMCLUSTER_KUBELET_NODES=2|3: up + deploy (the chart's agent DaemonSet on the
+agent nodes) + the caps sampled before, during and after a rolling update of it + runs/<UTC>-daemonset/summary.json
++ down (simulated-cluster/KUBELET.md "The agent DaemonSet")
 ``up [--spec FILE]``  start (or reuse) etcd, kube-apiserver, kube-scheduler, KWOK, Prometheus; apply the Nodes
 ``deploy``  simulator, extender, controller manager, one agent per eligible Node, the workload runner (one
 pinned Pod per Node: the load); waits until all report
@@ -78,6 +81,7 @@ from joulie_simcluster.runtimes.supervision import control as supervisor
 from joulie_simcluster.scenario import run as scenario_run
 from joulie_simcluster.scenario.schema import ScenarioError, load_scenario, resolve
 from joulie_simcluster.settings import Settings, SettingsError
+from joulie_simcluster.smoke import rollout as rollout_check
 from joulie_simcluster.smoke import suspend as suspend_check
 from joulie_simcluster.smoke import suspendliverun
 from joulie_simcluster.smoke import tenants as tenants_check
@@ -168,6 +172,12 @@ def _add_smoke_commands(sub: _SubParsers[argparse.ArgumentParser], settings: Set
     sl.add_argument("--values", type=Path, action="append",
                     help=f"values file (repeatable; default {suspendliverun.DEFAULT_VALUES})")
     sl.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
+    ds = sub.add_parser("daemonset", help="kubelet runtime with SIMCLUSTER_KUBELET_NODES=2|3: the agent DaemonSet on real "
+                        "kubelet nodes, a rolling update with the caps sampled throughout (runs/<UTC>-daemonset/summary.json)")
+    ds.add_argument("--spec", type=Path, default=env_spec or DEFAULT_SMOKE_SPEC,
+                    help="cluster spec (default $SIMCLUSTER_SPEC or %(default)s)")
+    ds.add_argument("--values", type=Path, action="append", help=f"values file (repeatable; default {DEFAULT_SMOKE_VALUES})")
+    ds.add_argument("--crds", type=Path, default=DEFAULT_CRD_DIR)
 
 
 def _add_bench_live(sub: _SubParsers[argparse.ArgumentParser]) -> None:
@@ -285,7 +295,22 @@ def _reload(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def _check_kubelet_nodes(settings: Settings, command: str) -> None:
+    """SIMCLUSTER_KUBELET_NODES > 1 means the kubelet runtime's agent nodes; refused where it would be ignored
+    (another runtime) or where the checks want an agent on every Node (the smoke)."""
+    if settings.kubelet_nodes == 1:
+        return
+    if settings.runtime != "kubelet":
+        raise RuntimeFailure(f"SIMCLUSTER_KUBELET_NODES={settings.kubelet_nodes} needs SIMCLUSTER_RUNTIME=kubelet "
+                             f"(the {settings.runtime} runtime has no kubelet nodes); unset it")
+    if command == "smoke":
+        raise RuntimeFailure(f"SIMCLUSTER_KUBELET_NODES={settings.kubelet_nodes}: the agent DaemonSet runs on the agent "
+                             "nodes only, and the smoke wants an agent on every Node; run ./simcluster daemonset, or "
+                             "unset it for the smoke")
+
+
 def _smoke(args: argparse.Namespace, ctx: Context) -> int:
+    _check_kubelet_nodes(ctx.settings, "smoke")
     values = _values_files(ctx.settings, args.values, [DEFAULT_SMOKE_VALUES])
     return run_smoke(ctx, RenderedSpec.load(args.spec), SmokeOptions(
         values_files=values, daemonset=daemonset_for(values), crd_dir=args.crds, break_component=args.break_component))
@@ -304,10 +329,15 @@ def _suspend(args: argparse.Namespace, ctx: Context) -> int:
 def _tenants(args: argparse.Namespace, ctx: Context) -> int:
     values = _values_files(ctx.settings, args.values, [tenants_check.DEFAULT_VALUES])
     return tenants_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
+def _daemonset(args: argparse.Namespace, ctx: Context) -> int:
+    values = _values_files(ctx.settings, args.values, [DEFAULT_SMOKE_VALUES])
+    _check_kubelet_nodes(ctx.settings, "daemonset")
+    return rollout_check.run(ctx, RenderedSpec.load(args.spec), values, daemonset_for(values), args.crds)
 
 
 def _up(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
+    _check_kubelet_nodes(settings, "up")
     rendered = RenderedSpec.load(args.spec)
 
     def eligible_agents() -> int:  # the agents the chart's DaemonSet would run (the k3s runtime sizes its pods by it)
@@ -361,7 +391,8 @@ def _chaos(args: argparse.Namespace, ctx: Context) -> int:
 
 
 _RUNTIME_COMMANDS = {"chaos": _chaos, "status": _status, "down": _down, "deploy": _deploy, "reload": _reload, "smoke": _smoke,
-                     "suspend": _suspend, "suspend-live": _suspend_live, "tenants": _tenants, "scenario": _scenario,
+                     "suspend": _suspend, "suspend-live": _suspend_live, "tenants": _tenants, "daemonset": _daemonset,
+                     "scenario": _scenario,
                      "bench-live": _bench_live, "up": _up}
 
 

@@ -98,6 +98,21 @@ def test_up_on_the_kubelet_runtime_refuses_fuse_mode_before_anything_starts(
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.parametrize(("command", "runtime", "said"), [
+    ("up", "process", "SIMCLUSTER_KUBELET_NODES=2 needs SIMCLUSTER_RUNTIME=kubelet"),
+    ("smoke", "kubelet", "the smoke wants an agent on every Node; run ./simcluster daemonset"),
+    ("daemonset", "process", "SIMCLUSTER_KUBELET_NODES=2 needs SIMCLUSTER_RUNTIME=kubelet"),
+])
+def test_kubelet_nodes_are_refused_where_they_would_be_ignored(
+        command: str, runtime: str, said: str, calls: Calls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "daemonset_for", lambda values: {"chart": "daemonset"})
+    env = _env(tmp_path, None, SIMCLUSTER_RUNTIME=runtime, SIMCLUSTER_HWEMU="files", SIMCLUSTER_KUBELET_NODES="2")
+    assert cli.main([command, "--spec", SMOKE], env) == 1
+    assert calls == []
+    assert said in capsys.readouterr().err
+
+
 def test_a_run_releases_its_cluster_through_the_recorded_runtime(calls: Calls, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from joulie_simcluster.smoke import results

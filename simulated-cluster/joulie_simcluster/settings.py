@@ -102,6 +102,11 @@ class Settings:
     api_proxy: bool = field(default=False, metadata=_env("API_PROXY"))
     """SIMCLUSTER_API_PROXY: 1 makes ``deploy`` put the chaos run's injecting proxy between the components
     and kube-apiserver (``chaos/apiproxy.py``; faults ``api-conflict-storm``, ``api-throttle``). Default 0."""
+    kubelet_nodes: int = field(default=1, metadata=_env("KUBELET_NODES"))
+    """SIMCLUSTER_KUBELET_NODES: how many real kubelet nodes the kubelet runtime's ``up`` starts, 1 to 3.
+    The first runs the controller manager and the extender; each further one takes over a CPU-capping
+    spec Node and runs the chart's agent DaemonSet (simulated-cluster/KUBELET.md "The agent DaemonSet").
+    Default 1."""
 
     @property
     def smoke_timeout_s(self) -> float:
@@ -191,6 +196,12 @@ def _telemetry(raw: str) -> str:
     return raw
 
 
+def _kubelet_nodes(raw: str) -> int:
+    if raw not in ("1", "2", "3"):
+        raise ValueError("1, 2 or 3")
+    return int(raw)
+
+
 def _paths(raw: str) -> tuple[Path, ...]:
     return tuple(Path(p) for p in raw.split(",") if p)
 
@@ -216,4 +227,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "agent_shards": _shards,
     "sim_extra_values": _paths,
     "api_proxy": _flag,
+    "kubelet_nodes": _kubelet_nodes,
 }

@@ -32,6 +32,7 @@ from joulie_simcluster.context import Context
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes.kubelet import chart as kubelet_chart
+from joulie_simcluster.runtimes.kubelet.agentnodes import agent_nodes_of, daemonset_values
 from joulie_simcluster.runtimes.kubelet.chart_values import (
     AgentPod,
     PodPlan,
@@ -54,6 +55,23 @@ POD_GPU_TOOL_TIMEOUT_S = 60.0
 and a GPU tool's first call (a Python interpreter starting fakesmi) on two shared cores outlasted
 15 s, so the agent published the datasheet's cap range and no GPU control."""
 
+
+
+def daemonset_agents(cluster: Mapping[str, str], agents: list[comp.AgentNode], progress: Callable[[str], None],
+                     ) -> list[comp.AgentNode]:
+    """The agents this deploy runs: with agent nodes (SIMCLUSTER_KUBELET_NODES > 1) the chart's DaemonSet
+    on them alone, none for the fake Nodes (the chart renders one agent mode per release); else all."""
+    on = agent_nodes_of(cluster)
+    if not on:
+        return agents
+    chosen = [a for a in agents if a.name in on]
+    missing = sorted(set(on) - {a.name for a in chosen})
+    if missing:
+        raise RuntimeFailure(f"agent nodes {', '.join(missing)} are not among the Nodes the agent DaemonSet reaches "
+                             "with these values (agents: simcluster agents --spec ...)")
+    progress(f"agent DaemonSet on the agent nodes {', '.join(on)}; the {len(agents) - len(chosen)} other eligible "
+             "(fake) Nodes get no agent")
+    return chosen
 
 
 def split(cmds: list[comp.Command]) -> tuple[list[comp.Command], list[comp.Command]]:
@@ -161,6 +179,12 @@ def choose_ports(agent_nodes: Sequence[str], seed: str, previous: Mapping[str, i
     return {n: chosen[f"agent-{n}"] for n in agent_nodes}, chosen[CONTROLLER]
 
 
+def daemonset_urls(cluster: Mapping[str, str], ports: Mapping[str, int]) -> dict[str, str]:
+    """Each DaemonSet agent's metrics URL: on its agent node's address (``NODE_IP_<i>``)."""
+    return {f"agent-{n}": f"http://{cluster[f'NODE_IP_{i}']}:{ports[n]}/metrics"
+            for i, n in enumerate(agent_nodes_of(cluster), start=1) if n in ports}
+
+
 def write_tool_hosts(plan: comp.Plan, pp: PodPlan) -> None:
     """Under the simulator's root (the agent Pods' hostPath): fakesmi and its wrapper, and each agent's
     tool host (what ``toolDelivery: mounted`` provides: one stub per file the GPU tools require; empty
@@ -193,17 +217,27 @@ def start(ctx: Context, plan: comp.Plan, host: list[comp.Command], pods: list[co
     first = [c for c in host if c.name != "workload"]
     last = [c for c in host if c.name == "workload"]
     values = kubelet_chart.chart_values_file(state)
+    on_agent_nodes = agent_nodes_of(cluster)  # the DaemonSet's (daemonset_agents chose the plan's agents)
     # The last deploy's ports where its Pods still hold them: an unchanged Pod keeps its spec, so
     # helm's upgrade leaves it running instead of recreating it on a newly chosen port.
     previous = ports_in_values(yaml.safe_load(values.read_text()) if values.is_file() else None)
-    ports, cm_port = choose_ports([c.node for c in pods if c.component == "agent"], str(state.root), previous,
+    agent_names = [c.node for c in pods if c.component == "agent"]
+    ports, cm_port = choose_ports(agent_names[:1] if on_agent_nodes else agent_names, str(state.root), previous,
                                   kubelet_chart.held_by_release(state))
+    if on_agent_nodes:  # one port for the DaemonSet: each agent binds it on its own node's address
+        ports = {n: next(iter(ports.values())) for n in agent_names}
     # what this runtime cannot deploy fails here, first
     pp, urls = pod_plan(plan, pods, cluster["NODE_IP"], ports, controller_port=cm_port)
+    if on_agent_nodes:
+        urls.update(daemonset_urls(cluster, ports))
     share_mount(plan.hwemu_root, progress)
     started = start_processes(ctx, first, env)
     write_tool_hosts(plan, pp)
-    values.write_text(yaml.safe_dump(chart_values(cluster, cluster["NODE_NAME"], pp), sort_keys=False))
+    chosen = chart_values(cluster, cluster["NODE_NAME"], pp)
+    if on_agent_nodes and pp.agents:
+        chosen["agent"] = daemonset_values(chosen["agent"]["image"], chosen["agent"]["env"], plan.hwemu_root,
+                                           pp.agents[0].metrics_port)
+    values.write_text(yaml.safe_dump(chosen, sort_keys=False))
     env["HELM_VALUES"] = ",".join(str(p) for p in [*values_files, values])
     env["CONTROLLER_METRICS"] = f"{cluster['NODE_IP']}:{pp.controller_metrics_port}"
     env["HELM_S"] = f"{kubelet_chart.helm_install(state, [*values_files, values], progress):.1f}"

@@ -147,3 +147,25 @@ def test_a_second_deploy_gives_unchanged_pods_the_same_values_so_helm_keeps_them
     assert ports_in_values(v3)[lost] != taken and len(set(ports_in_values(v3).values())) == len(nodes) + 1
     assert {k: p for k, p in ports_in_values(v3).items() if k != lost} == {
         k: p for k, p in ports_in_values(v1).items() if k != lost}
+
+
+def test_with_agent_nodes_the_daemonset_runs_there_alone_and_says_so() -> None:
+    agents = [comp.AgentNode(n, "none") for n in ("intel-0", "epyc-0", "intel-managed-0", "h100-nvl-0")]
+    said: list[str] = []
+    cluster = {"KUBELET_AGENT_NODES": "intel-0,intel-managed-0"}
+    chosen = onkubelet.daemonset_agents(cluster, agents, said.append)
+    assert [a.name for a in chosen] == ["intel-0", "intel-managed-0"]
+    assert said == ["agent DaemonSet on the agent nodes intel-0, intel-managed-0; the 2 other eligible (fake) Nodes "
+                    "get no agent"]
+    assert onkubelet.daemonset_agents({}, agents, said.append) == agents  # one kubelet node: every agent, as before
+
+
+def test_an_agent_node_the_daemonset_does_not_reach_is_refused() -> None:
+    with pytest.raises(RuntimeFailure, match="agent nodes intel-0 are not among the Nodes the agent DaemonSet reaches"):
+        onkubelet.daemonset_agents({"KUBELET_AGENT_NODES": "intel-0"}, [comp.AgentNode("epyc-0", "none")], print)
+
+
+def test_daemonset_agents_report_on_their_own_node_address() -> None:
+    cluster = {"KUBELET_AGENT_NODES": "intel-0,intel-managed-0", "NODE_IP_1": "10.89.7.8", "NODE_IP_2": "10.89.7.9"}
+    assert onkubelet.daemonset_urls(cluster, {"intel-0": 24000, "intel-managed-0": 24000}) == {
+        "agent-intel-0": "http://10.89.7.8:24000/metrics", "agent-intel-managed-0": "http://10.89.7.9:24000/metrics"}

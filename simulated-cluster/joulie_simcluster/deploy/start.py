@@ -111,6 +111,8 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
     progress(f"agents: {len(eligible)} of {len(rendered.nodes)} Nodes eligible" +
              "".join(f"; {n}: {why}" for n, why in excluded))
     agents = agent_nodes(rendered.spec, rendered.nodes, eligible, values)
+    if on_kubelet:  # with agent nodes, the DaemonSet's agents run there alone (KUBELET.md "The agent DaemonSet")
+        agents = onkubelet.daemonset_agents(cluster, agents, progress)
     plan = _plan(ctx, rendered, cluster, {c: b.path for c, b in binaries.items()}, values, agents)
     plan = dataclasses.replace(plan, simulator_extra_args=simvalues.extra_args(sim_values))
     if options.workload:

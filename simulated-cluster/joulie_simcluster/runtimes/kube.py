@@ -10,7 +10,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +95,16 @@ def _node_failure(state: StateDir, what: str) -> RuntimeFailure:
 
 
 def apply_nodes(
-    state: StateDir, rendered: RenderedSpec, progress: Callable[[str], None], ready_timeout_s: float = 120
+    state: StateDir, rendered: RenderedSpec, progress: Callable[[str], None], ready_timeout_s: float = 120,
+    real: Collection[str] = (),
 ) -> tuple[int, list[str], float]:
     """Applies the spec's Nodes, deletes simulated Nodes it no longer names, waits for Ready.
-    Returns (applied, deleted names, seconds until all Ready)."""
+    `real`: spec Nodes a real kubelet registers (the kubelet runtime's agent nodes), neither applied
+    nor deleted nor waited for here. Returns (applied, deleted names, seconds until all Ready)."""
     t0 = time.monotonic()
     api = core_api(state.kubeconfig)
-    spec, nodes = rendered.spec, rendered.nodes
+    spec = rendered.spec
+    nodes = [n for n in rendered.nodes if n["metadata"]["name"] not in real]
     wanted = {n["metadata"]["name"] for n in nodes}
     for node in nodes:
         body = {k: v for k, v in node.items() if k != "status"}
@@ -123,7 +126,7 @@ def apply_nodes(
     # Every simulated Node (any spec) the spec no longer names: another spec replaces the last one.
     deleted = []
     for listed_node in list_nodes(api, names.LABEL_SIM_CLUSTER):
-        if node_name(listed_node) not in wanted:
+        if node_name(listed_node) not in wanted and node_name(listed_node) not in real:
             api.delete_node(node_name(listed_node))
             deleted.append(node_name(listed_node))
     if deleted:

@@ -14,6 +14,7 @@ from typing import Any
 
 from joulie_localcluster.tools import ToolMissingError, load_tools
 from joulie_simcluster.runtimes.kube import kube_list
+from joulie_simcluster.runtimes.kubelet.agentnodes import agent_node_indexes
 from joulie_simcluster.runtimes.kubelet.chart_values import (
     container_id,
     pod_line,
@@ -79,11 +80,13 @@ def record_pods(state: StateDir, urls: Mapping[str, str]) -> dict[str, str]:
     """deploy.env entries of the chart's Pods that run: per component (named as the process runtime
     names its process) its container's first process here (PID_, START_), COMPONENT_, URL_ from
     `urls`, POD_. The smoke's liveness, PID and memory checks then see the containers' processes."""
-    paths = NodePaths.under(state.root)
-    r = ctr(paths, "tasks", "ls", timeout=30)
-    if r.returncode != 0:
-        raise KubeletFailure(f"ctr tasks ls failed: {(r.stdout + r.stderr).strip()[-400:]}")
-    pids = task_pids(r.stdout)
+    pids: dict[str, int] = {}
+    # Every node's containerd: the agent nodes' (SIMCLUSTER_KUBELET_NODES > 1) run the DaemonSet's Pods.
+    for i in [0, *agent_node_indexes(state.read_cluster_env() or {})]:
+        r = ctr(NodePaths.under(state.root, i), "tasks", "ls", timeout=30)
+        if r.returncode != 0:
+            raise KubeletFailure(f"ctr tasks ls failed: {(r.stdout + r.stderr).strip()[-400:]}")
+        pids.update(task_pids(r.stdout))
     out: dict[str, str] = {}
     for pod in kube_list(state.kubeconfig, f"/api/v1/namespaces/{NAMESPACE}/pods"):
         name, cid = pod_process_name(pod), container_id(pod)

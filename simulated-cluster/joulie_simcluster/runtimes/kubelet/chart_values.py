@@ -132,11 +132,13 @@ POD_COMPONENTS: Mapping[str, str] = {"controller-manager": "controller-manager",
 
 def pod_process_name(pod: Mapping[str, Any]) -> str | None:
     """The process runtime's name of the component a chart Pod runs (``agent-<node>`` for an
-    emulated agent), None for a Pod that is none of them."""
+    emulated agent or a DaemonSet's agent scheduled on <node>), None for a Pod that is none of them."""
     meta = pod.get("metadata") or {}
     component = POD_COMPONENTS.get((meta.get("labels") or {}).get("app.kubernetes.io/component", ""))
     if component == "agent":
         node = (meta.get("annotations") or {}).get("sim.joulie.io/node")
+        if not node and any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+            node = (pod.get("spec") or {}).get("nodeName")  # the DaemonSet's agent: its node's (agent nodes)
         return f"agent-{node}" if node else None
     return component
 

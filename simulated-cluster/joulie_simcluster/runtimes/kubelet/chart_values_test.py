@@ -85,6 +85,15 @@ def test_a_chart_pod_is_named_as_the_process_runtime_names_its_process() -> None
     assert pod_process_name(pod("something-else")) is None and pod_process_name({}) is None
 
 
+def test_a_daemonset_agent_is_named_after_the_node_it_was_scheduled_on() -> None:
+    # The agent DaemonSet on the agent nodes (SIMCLUSTER_KUBELET_NODES > 1): no emulated-Node annotation.
+    ds_pod = {"metadata": {"labels": {"app.kubernetes.io/component": "agent"}, "ownerReferences": [{"kind": "DaemonSet"}]},
+              "spec": {"nodeName": "intel-0"}}
+    assert pod_process_name(ds_pod) == "agent-intel-0"
+    unscheduled = {**ds_pod, "spec": {}}
+    assert pod_process_name(unscheduled) is None
+
+
 def test_the_running_container_and_its_task_pid() -> None:
     running = {"status": {"containerStatuses": [{"containerID": "containerd://abc", "state": {"running": {}}}]}}
     waiting = {"status": {"containerStatuses": [{"containerID": "containerd://old", "state": {"waiting": {}}}]}}

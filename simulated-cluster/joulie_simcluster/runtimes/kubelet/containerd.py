@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from joulie_localcluster.tools import cache_dir
@@ -100,11 +100,13 @@ def unpack_pex(pex: Path, pex_root: Path, progress: Callable[[str], None], *, cl
     return pex_root
 
 
-def import_service_images(paths: NodePaths, base: Path, dist: Path, progress: Callable[[str], None]) -> dict[str, str]:
-    """The chart's images from the PEXes in `dist` (SIMCLUSTER_DIST), those that are there; cluster.env
-    keys IMAGE_<COMPONENT> name each imported ref."""
+def import_service_images(paths: NodePaths, base: Path, dist: Path, progress: Callable[[str], None],
+                          components: Sequence[str] = SERVICE_COMPONENTS) -> dict[str, str]:
+    """The chart's images from the PEXes in `dist` (SIMCLUSTER_DIST), those that are there (of
+    `components`: an agent node imports the agent's alone); cluster.env keys IMAGE_<COMPONENT> name
+    each imported ref."""
     out = {}
-    for component in SERVICE_COMPONENTS:
+    for component in components:
         pex = pex_in_dist(dist, component)
         if not pex.is_file():
             progress(f"no image for {component}: {pex} is missing (./pants package services/{component}:bin)")

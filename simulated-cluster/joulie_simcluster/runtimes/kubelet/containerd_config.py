@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from joulie_simcluster.runtimes.kubelet.node import POD_SUBNET, NodePaths, NodeSettings
+from joulie_simcluster.runtimes.kubelet.node import NodePaths, NodeSettings
 
 
 def _toml_value(value: Any) -> str:
@@ -106,15 +106,15 @@ def cni_conflist(paths: NodePaths, node: NodeSettings) -> dict[str, Any]:
     network list; only Pods without hostNetwork call the plugins."""
     return {
         "cniVersion": "1.0.0",
-        "name": f"joulie-{node.cluster}",
+        "name": f"joulie-{node.cluster}" + (f"-{node.index}" if node.index else ""),
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": f"jl-{node.cluster}"[:15],
+                "bridge": node.bridge,  # one per node: two kubelets' Pods never share a bridge
                 "isGateway": True,
                 "ipMasq": False,
                 "hairpinMode": True,
-                "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]],
+                "ipam": {"type": "host-local", "ranges": [[{"subnet": node.pod_subnet}]],
                          "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(paths.cni_ipam_dir)},
             },
             {"type": "portmap", "capabilities": {"portMappings": True}},

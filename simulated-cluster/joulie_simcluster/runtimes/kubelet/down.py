@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from joulie_simcluster.runtimes import process
+from joulie_simcluster.runtimes.kubelet.agentnodes import agent_node_indexes
 from joulie_simcluster.runtimes.kubelet.chart import stop_host_processes
 from joulie_simcluster.runtimes.kubelet.containerd import remove_pods
 from joulie_simcluster.runtimes.kubelet.host import (
@@ -55,6 +56,29 @@ def clean_node(paths: NodePaths, cgroup_root: str, progress: Callable[[str], Non
             progress(f"could not remove cgroup {top}: {e}")
 
 
+def _down_agent_nodes(state: StateDir, env: Mapping[str, str], progress: Callable[[str], None]) -> int:
+    """Each agent node as the first: its kubelet, its containers, its containerd, then its mounts,
+    cgroups, address and bridge. Returns how many processes it stopped."""
+    stopped = 0
+    for i in agent_node_indexes(env):
+        paths = NodePaths.under(state.root, i)
+        pid = env.get(pid_key(f"kubelet-{i}"), "")
+        if pid.isdigit() and stop_pid(int(pid), "kubelet"):
+            stopped += 1
+            progress(f"stopped kubelet-{i} (pid {pid})")
+        remove_pods(paths, progress)
+        pid = env.get(pid_key(f"containerd-{i}"), "")
+        if pid.isdigit() and stop_pid(int(pid), NODE_PROCESSES["containerd"]):
+            stopped += 1
+            progress(f"stopped containerd-{i} (pid {pid})")
+        clean_node(paths, env.get(f"NODE_CGROUP_ROOT_{i}", ""), progress)
+        if env.get(f"NODE_IP_{i}"):
+            remove_node_ip(env[f"NODE_IP_{i}"])
+        if env.get(f"CNI_BRIDGE_{i}"):
+            subprocess.run(["ip", "link", "del", env[f"CNI_BRIDGE_{i}"]], capture_output=True)
+    return stopped
+
+
 def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]) -> int:
     """Removes the node's containers, stops the kubelet, containerd and kube-controller-manager, cleans
     mounts and cgroups, then the process runtime's ``down`` stops the rest. Returns how many ran."""
@@ -67,6 +91,7 @@ def down_kubelet(state: StateDir, *, keep: bool, progress: Callable[[str], None]
         stopped += 1
         progress(f"stopped kubelet (pid {kubelet_pid})")
     remove_pods(paths, progress)
+    stopped += _down_agent_nodes(state, env, progress)
     stop_host_processes(state, progress)
     unshare_mount(state.root / "hwemu")
     for proc in ("kube-proxy", "containerd", "node-lifecycle", "kube-controller-manager"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from joulie_simcluster.errors import RuntimeFailure
@@ -40,10 +40,22 @@ def node_name(cluster: str) -> str:
     return f"{cluster}-node"
 
 
-def node_ip(cluster: str) -> str:
-    """10.89.X.Y from the cluster's name, the same every time (Y in 1..254)."""
+def node_ip(cluster: str, index: int = 0) -> str:
+    """10.89.X.Y from the cluster's name, the same every time (Y in 1..254); node `index` (the agent
+    nodes of SIMCLUSTER_KUBELET_NODES, 1..) takes the next Y, so each kubelet has its own address."""
     h = hashlib.sha256(cluster.encode()).digest()
-    return f"{NODE_IP_NET}.{h[0]}.{1 + h[1] % 254}"
+    return f"{NODE_IP_NET}.{h[0]}.{1 + (h[1] + index) % 254}"
+
+
+MAX_KUBELET_NODES = 3
+"""SIMCLUSTER_KUBELET_NODES at most: each further node is a kubelet and a containerd (≈ 150 MiB, and
+its own import of the agent image)."""
+
+
+def node_dir(index: int) -> str:
+    """The node's directory under the state dir: ``kubelet`` for the first (the infrastructure node),
+    ``kubelet-<i>`` for each agent node."""
+    return NODE_DIR if index == 0 else f"{NODE_DIR}-{index}"
 
 
 class KubeletFailure(RuntimeFailure):
@@ -69,8 +81,8 @@ class NodePaths:
     root: Path
 
     @classmethod
-    def under(cls, state_root: Path) -> NodePaths:
-        return cls(state_root / NODE_DIR)
+    def under(cls, state_root: Path, index: int = 0) -> NodePaths:
+        return cls(state_root / node_dir(index))
 
     @property
     def containerd_root(self) -> Path:
@@ -148,16 +160,30 @@ class NodeSettings:
     runc: str
     cni_bin_dir: str  # where the CNI plugins are (Debian: /usr/lib/cni); may be missing
     snapshotter: str = "overlayfs"
+    index: int = 0
+    """0: the infrastructure node; 1..: an agent node (SIMCLUSTER_KUBELET_NODES), named as a spec Node."""
+    labels: Mapping[str, str] = field(default_factory=lambda: dict(NODE_LABELS))
+    """The kubelet's --node-labels."""
 
     @property
     def cgroup_root(self) -> str:
-        return self.cgroup_root_of(self.cluster)
+        return self.cgroup_root_of(self.cluster, self.index)
 
     @property
     def ip(self) -> str:
-        return node_ip(self.cluster)
+        return node_ip(self.cluster, self.index)
+
+    @property
+    def pod_subnet(self) -> str:
+        """The CNI bridge's subnet: 10.88.<index>.0/24, one per node (each has its own bridge)."""
+        return POD_SUBNET if self.index == 0 else f"10.88.{self.index}.0/24"
+
+    @property
+    def bridge(self) -> str:
+        """The CNI bridge's name (at most 15 characters): jl-<cluster>, jl<i>-<cluster> for agent nodes."""
+        return (f"jl-{self.cluster}" if self.index == 0 else f"jl{self.index}-{self.cluster}")[:15]
 
     @staticmethod
-    def cgroup_root_of(cluster: str) -> str:
+    def cgroup_root_of(cluster: str, index: int = 0) -> str:
         """The kubelet's cgroup parent: ours alone, so down removes exactly what this node made."""
-        return f"/joulie-{cluster}"
+        return f"/joulie-{cluster}" if index == 0 else f"/joulie-{cluster}-{index}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from joulie_simcluster.runtimes.kubelet.node import NODE_LABELS, POD_SUBNET, NodePaths, NodeSettings
+from joulie_simcluster.runtimes.kubelet.node import POD_SUBNET, NodePaths, NodeSettings
 
 
 def kubelet_config(paths: NodePaths, node: NodeSettings, ca_crt: Path) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def kubelet_config(paths: NodePaths, node: NodeSettings, ca_crt: Path) -> dict[s
 
 
 def kubelet_argv(kubelet: str, paths: NodePaths, node: NodeSettings) -> list[str]:
-    labels = ",".join(f"{k}={v}" for k, v in NODE_LABELS.items())
+    labels = ",".join(f"{k}={v}" for k, v in node.labels.items())
     return [
         kubelet,
         f"--config={paths.kubelet_config}",

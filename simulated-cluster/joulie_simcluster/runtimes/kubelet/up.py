@@ -14,6 +14,7 @@ spec's fake Nodes (KWOK) are applied as the process runtime applies them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,7 +36,14 @@ from joulie_localcluster.scheduler import ExtenderConfig, start_scheduler
 from joulie_localcluster.tools import ToolMissingError, Tools, cache_dir, load_tools
 from joulie_simcluster import telemetry
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.runtimes.kube import apply_nodes, core_api, node_ready
+from joulie_simcluster.runtimes.kube import FIELD_MANAGER, apply_nodes, core_api, node_ready
+from joulie_simcluster.runtimes.kubelet.agentnodes import (
+    CLUSTER_KEY,
+    agent_node_count,
+    agent_node_settings,
+    choose_agent_nodes,
+    real_node_object,
+)
 from joulie_simcluster.runtimes.kubelet.containerd import (
     base_rootfs_tarball,
     ctr,
@@ -71,7 +80,14 @@ from joulie_simcluster.runtimes.kubelet.images import (
     build_pause_archive,
     pex_in_dist,
 )
-from joulie_simcluster.runtimes.kubelet.node import KubeletFailure, NodePaths, NodeSettings, node_ip, node_name
+from joulie_simcluster.runtimes.kubelet.node import (
+    MAX_KUBELET_NODES,
+    KubeletFailure,
+    NodePaths,
+    NodeSettings,
+    node_ip,
+    node_name,
+)
 from joulie_simcluster.runtimes.kubelet.node_config import kubelet_argv, kubelet_config, node_kubeconfig
 from joulie_simcluster.runtimes.kubelet.node_processes import group_rss_kib, start_kube_proxy, start_node_lifecycle
 from joulie_simcluster.runtimes.runtime import KUBELET, RECORD_KEY
@@ -91,6 +107,8 @@ class _Prerequisites:
     k8s_version: str
     tools: Tools
     paths: NodePaths
+    agent_nodes: tuple[str, ...] = ()
+    """The spec Nodes real kubelets take over (SIMCLUSTER_KUBELET_NODES > 1), in index order 1, 2."""
 
 
 @dataclass(frozen=True)
@@ -109,15 +127,24 @@ class _Started:
     t_cp: float
     t_images: float
     t_node: float
+    agents: tuple[NodeSettings, ...] = ()
+    t_agents: float = 0.0
 
 
 def up_kubelet(ctx: Context, rendered: RenderedSpec, *, crd_dir: Path, telemetry_mode: str) -> str:
     """Brings up the control plane, the kubelet node and the spec's fake Nodes; returns the summary."""
     pre = _check_prerequisites(ctx, crd_dir, telemetry_mode)
+    count = agent_node_count(ctx.settings.kubelet_nodes)
+    if count:
+        agents = choose_agent_nodes(rendered.spec, rendered.nodes, count)
+        pre = dataclasses.replace(pre, agent_nodes=tuple(agents))
+        ctx.progress(f"SIMCLUSTER_KUBELET_NODES={ctx.settings.kubelet_nodes}: agent nodes {', '.join(agents)} "
+                     "(real kubelets under these spec Nodes' names, the agent DaemonSet on them)")
     _start_afresh(ctx.state, pre.paths, ctx.progress)
     ports = _Ports(extender=free_port(), simulator=free_port())
     env: dict[str, str] = {}  # cluster.env: the images the start records first
-    started = _start_guarded(ctx, pre, functools.partial(_start_everything, ctx, pre, ports, crd_dir, telemetry_mode, env))
+    started = _start_guarded(ctx, pre, functools.partial(_start_everything, ctx, pre, ports, crd_dir, telemetry_mode,
+                                                         env, rendered))
     _record_cluster(ctx.state, rendered, pre.paths, ports, telemetry_mode, started, env)
     return _apply_nodes_and_summarise(ctx, rendered, started, env)
 
@@ -153,12 +180,13 @@ def _start_afresh(state: StateDir, paths: NodePaths, progress: Callable[[str], N
         down_kubelet(state, keep=True, progress=progress)
     for stale in ("etcd-data", "pki", "tsdb"):
         shutil.rmtree(state.root / stale, ignore_errors=True)
-    # The node starts afresh but for containerd's root: its content store keeps the imported images.
-    if paths.root.is_dir():
-        for entry in paths.root.iterdir():
-            if entry.name != "containerd":
-                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
-        shutil.rmtree(paths.containerd_state, ignore_errors=True)
+    # Each node starts afresh but for containerd's root: its content store keeps the imported images.
+    for node_paths in [paths, *(NodePaths.under(state.root, i) for i in range(1, MAX_KUBELET_NODES))]:
+        if node_paths.root.is_dir():
+            for entry in node_paths.root.iterdir():
+                if entry.name != "containerd":
+                    shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+            shutil.rmtree(node_paths.containerd_state, ignore_errors=True)
     state.logs.mkdir(parents=True, exist_ok=True)
 
 
@@ -173,6 +201,9 @@ def _start_guarded(ctx: Context, pre: _Prerequisites,
             stop()
         clean_node(pre.paths, NodeSettings.cgroup_root_of(ctx.settings.name), ctx.progress)
         remove_node_ip(node_ip(ctx.settings.name))
+        for i in range(1, len(pre.agent_nodes) + 1):
+            clean_node(NodePaths.under(ctx.state.root, i), NodeSettings.cgroup_root_of(ctx.settings.name, i), ctx.progress)
+            remove_node_ip(node_ip(ctx.settings.name, i))
 
     try:
         return start(stops)
@@ -185,14 +216,19 @@ def _start_guarded(ctx: Context, pre: _Prerequisites,
 
 
 def _start_everything(ctx: Context, pre: _Prerequisites, ports: _Ports, crd_dir: Path, telemetry_mode: str,
-                      env: dict[str, str], stops: list[Callable[[], None]]) -> _Started:
-    """The control plane, containerd, the images, the kubelet and (when built) kube-proxy, in order."""
+                      env: dict[str, str], rendered: RenderedSpec, stops: list[Callable[[], None]]) -> _Started:
+    """The control plane, containerd, the images, the kubelet and (when built) kube-proxy, in order;
+    then each agent node."""
     cp, prom, t_cp = _start_control_plane(ctx, pre.tools, ports, crd_dir, telemetry_mode, stops)
     node = _start_containerd(ctx, pre, cp)
     t_images = _import_images(ctx, pre, node, env)
     t_node = _start_kubelet(ctx, pre, cp, node)
     _start_kube_proxy_if_built(ctx, cp, node)
-    return _Started(cp, prom, node, t_cp, t_images, t_node)
+    t0 = time.monotonic()
+    by_name = {n["metadata"]["name"]: n for n in rendered.nodes}
+    agents = tuple(_start_agent_node(ctx, pre, cp, node, i, name, by_name[name])
+                   for i, name in enumerate(pre.agent_nodes, start=1))
+    return _Started(cp, prom, node, t_cp, t_images, t_node, agents, time.monotonic() - t0)
 
 
 def _start_control_plane(ctx: Context, tools: Tools, ports: _Ports, crd_dir: Path, telemetry_mode: str,
@@ -217,23 +253,32 @@ def _start_control_plane(ctx: Context, tools: Tools, ports: _Ports, crd_dir: Pat
 
 def _start_containerd(ctx: Context, pre: _Prerequisites, cp: ControlPlane) -> NodeSettings:
     """The node's settings chosen, containerd's configuration and CNI network written, containerd serving."""
-    state, progress, paths = ctx.state, ctx.progress, pre.paths
     snapshotter = snapshotter_for(read_host_file("/proc/filesystems"))
     node = NodeSettings(
         name=node_name(ctx.settings.name), cluster=ctx.settings.name, kubelet_port=free_port(),
         healthz_port=free_port(), sandbox_image=f"joulie.local/pause:{pre.k8s_version}", runc=pre.host["runc"],
         cni_bin_dir="/usr/lib/cni", snapshotter=snapshotter)
+    _run_containerd(ctx, pre, cp, pre.paths, node)
+    return node
+
+
+def _proc_name(base: str, node: NodeSettings) -> str:
+    """The process's name in cluster.env: ``kubelet``, ``containerd`` for the first node, ``kubelet-<i>`` … after."""
+    return base if node.index == 0 else f"{base}-{node.index}"
+
+
+def _run_containerd(ctx: Context, pre: _Prerequisites, cp: ControlPlane, paths: NodePaths, node: NodeSettings) -> None:
+    state, progress = ctx.state, ctx.progress
     for d in (paths.containerd_root, paths.containerd_state, paths.cni_conf_dir, paths.cni_ipam_dir, paths.images,
               paths.kubelet_root, paths.pod_logs):
         d.mkdir(parents=True, exist_ok=True)
     paths.containerd_config.write_text(toml_text(containerd_config(paths, node)))
     (paths.cni_conf_dir / "10-joulie.conflist").write_text(json.dumps(cni_conflist(paths, node), indent=2) + "\n")
     t1 = time.monotonic()
-    containerd = cp.group.add(ManagedProcess("containerd", containerd_argv(pre.host["containerd"], paths),
-                                             state.log("containerd")).start())
+    name = _proc_name("containerd", node)
+    containerd = cp.group.add(ManagedProcess(name, containerd_argv(pre.host["containerd"], paths), state.log(name)).start())
     containerd.wait_until(lambda: ctr(paths, "version", timeout=5).returncode == 0, 60, "serving on its socket")
-    progress(f"containerd {snapshotter} ready on {paths.containerd_socket} ({time.monotonic() - t1:.1f}s)")
-    return node
+    progress(f"{name} {node.snapshotter} ready on {paths.containerd_socket} ({time.monotonic() - t1:.1f}s)")
 
 
 def _import_images(ctx: Context, pre: _Prerequisites, node: NodeSettings, env: dict[str, str]) -> float:
@@ -255,10 +300,11 @@ def _import_images(ctx: Context, pre: _Prerequisites, node: NodeSettings, env: d
     return time.monotonic() - t2
 
 
-def _start_kubelet(ctx: Context, pre: _Prerequisites, cp: ControlPlane, node: NodeSettings) -> float:
+def _start_kubelet(ctx: Context, pre: _Prerequisites, cp: ControlPlane, node: NodeSettings,
+                   paths: NodePaths | None = None) -> float:
     """The node's cgroup parent, address and credentials, then the kubelet until its Node is Ready;
     returns the seconds from its start to Ready."""
-    state, progress, paths = ctx.state, ctx.progress, pre.paths
+    state, progress, paths = ctx.state, ctx.progress, paths or pre.paths
     for mount in v1_hierarchies(read_host_file("/proc/mounts")):
         (Path(mount) / node.cgroup_root.lstrip("/")).mkdir(exist_ok=True)  # the kubelet wants it to exist
     add_node_ip(node.ip)
@@ -267,8 +313,8 @@ def _start_kubelet(ctx: Context, pre: _Prerequisites, cp: ControlPlane, node: No
                                                                paths.node_key, node.name)))
     paths.kubelet_config.write_text(yaml.safe_dump(kubelet_config(paths, node, cp.pki.ca_crt), sort_keys=False))
     t3 = time.monotonic()
-    kubelet = cp.group.add(ManagedProcess("kubelet", kubelet_argv(str(pre.kubelet_bin), paths, node),
-                                          state.log("kubelet")).start())
+    name = _proc_name("kubelet", node)
+    kubelet = cp.group.add(ManagedProcess(name, kubelet_argv(str(pre.kubelet_bin), paths, node), state.log(name)).start())
     api = core_api(state.kubeconfig)
 
     def ready() -> bool:
@@ -276,8 +322,34 @@ def _start_kubelet(ctx: Context, pre: _Prerequisites, cp: ControlPlane, node: No
 
     kubelet.wait_until(ready, NODE_READY_TIMEOUT_S, f"Node {node.name} Ready")
     t_node = time.monotonic() - t3
-    progress(f"kubelet: Node {node.name} Ready ({t_node:.1f}s after start)")
+    progress(f"{name}: Node {node.name} Ready ({t_node:.1f}s after start)")
     return t_node
+
+
+def _start_agent_node(ctx: Context, pre: _Prerequisites, cp: ControlPlane, infra: NodeSettings, index: int,
+                      name: str, spec_node: dict[str, Any]) -> NodeSettings:
+    """Agent node `index`: its own containerd (the sandbox, the base and the agent's image imported
+    into it), the spec Node applied without KWOK, then its kubelet registering under that name."""
+    paths = NodePaths.under(ctx.state.root, index)
+    paths.check_socket()
+    node = agent_node_settings(infra, index, name, free_port(), free_port())
+    _run_containerd(ctx, pre, cp, paths, node)
+    if not has_image(paths, node.sandbox_image):
+        import_image(paths, build_pause_archive(pre.pause_bin, pre.k8s_version, paths.images)[1], ctx.progress)
+    base = base_rootfs_tarball()
+    if base is not None:
+        ref = f"joulie.local/debian-base:{base.stem.removeprefix('base-')}"
+        if not has_image(paths, ref):
+            _, base_tar = build_base_archive(base, ref, paths.images)
+            import_image(paths, base_tar, ctx.progress)
+            base_tar.unlink()
+        import_service_images(paths, base, ctx.settings.dist, ctx.progress, components=("agent",))
+    # The Node first, as the spec has it (labels, taints): the kubelet then registers into it.
+    core_api(ctx.state.kubeconfig).patch_node(
+        name, real_node_object(spec_node), field_manager=FIELD_MANAGER, force=True,
+        _content_type="application/apply-patch+yaml")
+    _start_kubelet(ctx, pre, cp, node, paths)
+    return node
 
 
 def _start_kube_proxy_if_built(ctx: Context, cp: ControlPlane, node: NodeSettings) -> None:
@@ -314,6 +386,14 @@ def _record_cluster(state: StateDir, rendered: RenderedSpec, paths: NodePaths, p
     })
     for name, proc in procs.items():
         env[pid_key(name)] = str(proc.pid)
+    if started.agents:
+        # down finds each agent node's processes (PID_kubelet-<i>, PID_containerd-<i>), address,
+        # cgroup parent and bridge here.
+        env[CLUSTER_KEY] = ",".join(a.name for a in started.agents)
+        for a in started.agents:
+            env.update({f"NODE_IP_{a.index}": a.ip, f"NODE_CGROUP_ROOT_{a.index}": a.cgroup_root,
+                        f"CNI_BRIDGE_{a.index}": a.bridge,
+                        f"CONTAINERD_SOCKET_{a.index}": str(NodePaths.under(state.root, a.index).containerd_socket)})
     env["SPEC_NAME"] = rendered.spec.name
     state.write_cluster_env(env)
 
@@ -322,11 +402,17 @@ def _apply_nodes_and_summarise(ctx: Context, rendered: RenderedSpec, started: _S
     state, progress = ctx.state, ctx.progress
     rss = {n: group_rss_kib(int(env[pid_key(n)])) // 1024 for n in ("containerd", "kubelet")}
     progress(f"node memory: kubelet {rss['kubelet']} MiB, containerd {rss['containerd']} MiB RSS")
-    applied, _deleted, ready_s = apply_nodes(state, rendered, progress)
+    agent_rss = sum(group_rss_kib(int(env[pid_key(f"{p}-{a.index}")])) // 1024
+                    for a in started.agents for p in ("kubelet", "containerd"))
+    real = [a.name for a in started.agents]
+    applied, _deleted, ready_s = apply_nodes(state, rendered, progress, real=real)
     state.spec.write_text(rendered.text)
     summary = (f"simcluster up (kubelet runtime): spec {rendered.spec.name}, real Node {started.node.name} Ready, "
                f"{applied} fake Nodes applied and Ready in {ready_s:.1f}s, {progress.elapsed():.1f}s in all "
                f"(control plane {started.t_cp:.1f}s, images {started.t_images:.1f}s, node Ready {started.t_node:.1f}s; "
                f"kubelet {rss['kubelet']} MiB, containerd {rss['containerd']} MiB RSS)")
+    if real:
+        summary += (f"; agent nodes {', '.join(real)} Ready in {started.t_agents:.1f}s "
+                    f"(their kubelets and containerds {agent_rss} MiB RSS)")
     print(summary, file=progress.out, flush=True)
     return summary
