@@ -61,6 +61,8 @@ def update_clock_logs(
     dt = min(max(0.0, dt_s), MAX_AGE_S)
     out: dict[str, ClockLog] = {}
     for pod in pods:
+        if pod.gpu_request <= 0:  # cheap test first: most Pods of a large cluster hold no GPU (issue 39)
+            continue
         key = pod_key(pod)
         hw = views.get(pod.node_name)
         if key not in estimates or hw is None:
