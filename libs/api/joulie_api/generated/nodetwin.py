@@ -289,7 +289,7 @@ class PodCapDecision(BaseModel):
         float | None, Field(alias='realisedSeconds', ge=0.0)
     ] = None
     """
-    The seconds of the Pod's run the realised slowdown covers (reconcile intervals with a measured clock).
+    The busy seconds of the Pod's boards the realised slowdown covers (reconcile intervals with a measured clock, times utilisation).
     """
 
 

@@ -74,7 +74,7 @@ class Realised:
     high_pct: float
     """At the corners of the estimate (compute share and draw one sd each way)."""
     seconds: float
-    """The run time the figure covers."""
+    """The busy time the figure covers (seconds the boards ran work)."""
 
 
 def _at(log: ClockLog, c: float, u: float, ref_w: float, max_w: float) -> float:

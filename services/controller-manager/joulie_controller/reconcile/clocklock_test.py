@@ -230,11 +230,12 @@ def test_the_status_reports_the_slowdown_the_pods_measured_clock_realised_and_it
         snap = replace(snap, now=T0 + timedelta(minutes=i),
                        gpu_samples={"ml/decode": [expected_sample(0.2, 0.3, r, 400.0)] * 8})
         snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
-    assert mem.clock_logs["ml/decode"].seconds == {1.0: 120.0, 0.6: 180.0}  # the first tick counts one interval
+    # Busy seconds (the samples say 90 % utilisation); the first tick counts one interval.
+    assert mem.clock_logs["ml/decode"].seconds == pytest.approx({1.0: 108.0, 0.6: 162.0})
     est = mem.job_estimates["ml/decode"]
-    work_s = 120.0 + 180.0 / (est.c / 0.6 + 1.0 - est.c)
+    work_s = 108.0 + 162.0 / (est.c / 0.6 + 1.0 - est.c)
     written = realised("ml/decode", mem.job_estimates, mem.clock_logs, mem.views["gpu-1"])
-    assert written is not None and written.slowdown_pct == pytest.approx(100.0 * (300.0 / work_s - 1.0))
+    assert written is not None and written.slowdown_pct == pytest.approx(100.0 * (270.0 / work_s - 1.0))
     twin = snap.twins["gpu-1"]
     d = twin.status.cap_decision if twin.status is not None else None
     assert d is not None and d.pods is not None
@@ -245,6 +246,10 @@ def test_the_status_reports_the_slowdown_the_pods_measured_clock_realised_and_it
     # A stale sample adds no time; the Pod gone takes its log with it.
     stale = replace(expected_sample(0.2, 0.3, 0.6, 400.0), age_s=600.0)
     reconcile(replace(snap, now=T0 + timedelta(minutes=5), gpu_samples={"ml/decode": [stale] * 8}), s, mem)
-    assert mem.clock_logs["ml/decode"].total_s == 300.0
-    reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=6)), s, mem)
+    assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
+    # Idle boards sit at their lowest clock whatever the limit: no slowdown, no time.
+    idle = replace(expected_sample(0.2, 0.3, 0.2, 400.0), utilization=0.0, sm_active=0.0)
+    reconcile(replace(snap, now=T0 + timedelta(minutes=6), gpu_samples={"ml/decode": [idle] * 8}), s, mem)
+    assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
+    reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
     assert mem.clock_logs == {}

@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 
 from joulie_controller.model.fsm import PodInfo, is_running, pod_key, trusted
 from joulie_controller.model.hardware import HardwareView
-from joulie_controller.model.jobestimate import MAX_AGE_S, GpuSample, JobEstimate, aggregate, observe, prior_estimate
+from joulie_controller.model.jobestimate import (
+    MAX_AGE_S,
+    MIN_BUSY,
+    GpuSample,
+    JobEstimate,
+    aggregate,
+    observe,
+    prior_estimate,
+)
 from joulie_controller.model.realised import ClockLog, Realised, realised_slowdown, record
 
 
@@ -55,8 +63,9 @@ def update_clock_logs(
     dt_s: float,
 ) -> dict[str, ClockLog]:
     """The clock logs after a tick ``dt_s`` after the last one: one per Pod that has an estimate (the
-    rest are gone), ``dt_s`` more seconds at the mean clock ratio of its fresh samples. A Pod with no
-    fresh clock this tick keeps its log as it was (the time is not guessed). ``dt_s`` is held to
+    rest are gone), ``dt_s`` times its boards' utilisation more busy seconds at the mean clock ratio of
+    its fresh samples. A Pod with no fresh clock this tick keeps its log as it was (the time is not
+    guessed), and so does one whose boards are idle (utilisation, else SM active, under MIN_BUSY). ``dt_s`` is held to
     ``MAX_AGE_S``: a controller that stood still longer saw nothing of what ran meanwhile."""
     dt = min(max(0.0, dt_s), MAX_AGE_S)
     out: dict[str, ClockLog] = {}
@@ -71,7 +80,11 @@ def update_clock_logs(
         got = samples.get(key)
         s = aggregate(got, hw.gpu_max_w) if got else None
         if s is not None and s.clock_ratio is not None:
-            log = record(log, s.clock_ratio, dt)
+            # Only busy time counts: an idle board drops to its lowest clock whatever its limit (before
+            # the job loads it, between its kernels), and a cap slows nothing there.
+            busy = s.utilization if s.utilization is not None else s.sm_active
+            if busy is None or busy >= MIN_BUSY:
+                log = record(log, s.clock_ratio, dt * (1.0 if busy is None else min(1.0, busy)))
         if log.total_s > 0:
             out[key] = log
     return out
