@@ -89,6 +89,7 @@ from joulie_simcluster.smoke.run import SmokeOptions, run_smoke
 from joulie_simcluster.spec import SpecError
 from joulie_simcluster.timing import TimingError
 from joulie_workload.gen import GenOptions
+from joulie_workload.kinds import parse_shares
 
 DEFAULT_SMOKE_SPEC = Path("simulated-cluster/specs/smoke.yaml")
 DEFAULT_SMOKE_VALUES = Path("simulated-cluster/values/smoke-values.yaml")
@@ -192,6 +193,8 @@ def _add_bench_live(sub: _SubParsers[argparse.ArgumentParser]) -> None:
     bl.add_argument("--mean-interarrival-s", type=float, default=2.0)
     bl.add_argument("--cpu-median-s", type=float, default=60.0)
     bl.add_argument("--gpu-median-s", type=float, default=60.0)
+    bl.add_argument("--kind-shares", help="the share of each workload kind, e.g. gpu-training=0.4,gpu-inference=0.4,"
+                    "cpu-compute=0.1,cpu-memory=0.1 (the benchmark's gpu-busy mix; default: the generator's mix)")
     bl.add_argument("--policies", default="A,D", help="comma-separated, from A (no Joulie), A-placement, B, C, D, E "
                     "(default %(default)s)")
     bl.add_argument("--budget-frac", type=float, default=0.6, help="D's and E's budget as a share of the Nodes' TDP sum")
@@ -357,9 +360,13 @@ def _bench_live(args: argparse.Namespace, ctx: Context) -> int:
         raise SpecError(f"--budget-frac {args.budget_frac}: must be in (0, 1]")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or state.runs / f"{stamp}-bench-live"
+    try:
+        shares = parse_shares(args.kind_shares) if args.kind_shares else None
+    except ValueError as e:
+        raise SpecError(str(e)) from None
     trace = livebench.prepare_trace(args.trace, GenOptions(
         jobs=args.jobs, seed=args.seed, mean_interarrival_s=args.mean_interarrival_s, cpu_median_s=args.cpu_median_s,
-        gpu_median_s=args.gpu_median_s), out)
+        gpu_median_s=args.gpu_median_s, kind_shares=shares), out)
     return livebench.run(ctx, RenderedSpec.load(args.spec), livebench.LiveBenchOptions(
         trace=trace, policies=policies, budget_frac=args.budget_frac, crd_dir=args.crds, daemonset_for=daemonset_for,
         out=out, timeout_s=args.timeout_s))

@@ -59,6 +59,8 @@ def test_bench_live_refuses_an_unknown_policy_or_a_bad_trace_before_starting_any
     bad.write_text("not json\n")
     assert main(["bench-live", "--trace", str(bad)]) == 2
     assert f"--trace: {bad}:1:" in capsys.readouterr().err
+    assert main(["bench-live", "--kind-shares", "gpu-training=0.5,gpu-decode=0.5"]) == 2
+    assert "--kind-shares: 'gpu-decode=0.5' is not KIND=SHARE" in capsys.readouterr().err
     assert not (tmp_path / "state").exists()  # nothing started, nothing written
 
 

@@ -414,6 +414,13 @@ class JobRow:
     budget_source: str
     setting: str
     """What the lever is on the node: the GPU cap and clock lock the spec holds."""
+    realised_slowdown_pct: float | None = None
+    """How much longer its work has taken so far than at the reference limit, from its boards' measured
+    SM clock (the controller's figure; None before a measured clock)."""
+    realised_low_pct: float | None = None
+    realised_high_pct: float | None = None
+    realised_s: float | None = None
+    """The run time the realised figure covers."""
 
 
 def job_rows(twins: Iterable[Mapping[str, Any]]) -> list[JobRow]:
@@ -439,5 +446,8 @@ def job_rows(twins: Iterable[Mapping[str, Any]]) -> list[JobRow]:
                 observations=int(obs) if obs is not None else 0,
                 predicted_slowdown_pct=_num(p.get("predictedSlowdownPct")), budget_pct=_num(p.get("budgetPct")),
                 budget_source=str(p.get("budgetSource") or "-"), setting=setting,
+                realised_slowdown_pct=_num(p.get("realisedSlowdownPct")),
+                realised_low_pct=_num(p.get("realisedSlowdownLowPct")),
+                realised_high_pct=_num(p.get("realisedSlowdownHighPct")), realised_s=_num(p.get("realisedSeconds")),
             ))
     return sorted(out, key=lambda r: (r.node, r.pod))

@@ -136,7 +136,9 @@ def test_jobs_show_each_gpu_pods_lever_estimate_and_predicted_slowdown_against_i
     from joulie_kubectl.render import jobs_table
 
     decode = {"pod": "ml/decode", "lever": "lock", "estimatedComputeShare": 0.08, "estimatedDraw": 0.31,
-              "observations": 12, "predictedSlowdownPct": 2.4, "budgetPct": 3, "budgetSource": "cluster"}
+              "observations": 12, "predictedSlowdownPct": 2.4, "budgetPct": 3, "budgetSource": "cluster",
+              "realisedSlowdownPct": 1.9, "realisedSlowdownLowPct": 0.7, "realisedSlowdownHighPct": 3.6,
+              "realisedSeconds": 84}
     fresh = {"pod": "ml/new", "lever": "lock", "estimatedComputeShare": 0.26, "estimatedDraw": 0.7,
              "observations": 0, "predictedSlowdownPct": 9.5, "budgetPct": 10, "budgetSource": "annotation"}
     twin = {"spec": {"nodeName": "gpu-1", "gpu": {"powerCap": {"capPctOfMax": 77.5}, "clockLock": {"pctOfMax": 77.5}}},
@@ -150,6 +152,8 @@ def test_jobs_show_each_gpu_pods_lever_estimate_and_predicted_slowdown_against_i
     line = next(x for x in out.splitlines() if "ml/decode" in x)
     assert "lock" in line and "0.08" in line and "0.31" in line and "+2.4%" in line and "3%" in line and "cluster" in line
     assert "0 (kind prior)" in next(x for x in out.splitlines() if "ml/new" in x)
+    assert "+1.9% [+0.7, +3.6] over 84 s" in line
+    assert "- (no clock yet)" in next(x for x in out.splitlines() if "ml/new" in x)
 
 
 def power_twin(node: str, state: str, reason: str, **extra: object) -> dict[str, object]:

@@ -185,20 +185,36 @@ def _share(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+def _realised(r: JobRow) -> str:
+    """The realised slowdown, its range over the estimate's uncertainty, and the run time it covers."""
+    if r.realised_slowdown_pct is None:
+        return "- (no clock yet)"
+    text = f"{r.realised_slowdown_pct:+.1f}%"
+    if r.realised_low_pct is not None and r.realised_high_pct is not None:
+        text += f" [{r.realised_low_pct:+.1f}, {r.realised_high_pct:+.1f}]"
+    if r.realised_s is not None:
+        text += f" over {r.realised_s:.0f} s"
+    return text
+
+
 def jobs_table(rows: list[JobRow]) -> Table:
-    """Per GPU Pod: the lever, the estimate it was chosen from, the predicted slowdown against the budget."""
+    """Per GPU Pod: the lever, the estimate it was chosen from, the predicted slowdown against the budget,
+    and the slowdown realised so far (from the boards' measured clock, with its range)."""
     table = Table(header_style="bold")
     for col in ("NODE", "POD", "LEVER", "NODE SETTING", "EST. COMPUTE SHARE", "EST. DRAW", "SAMPLES",
-                "PREDICTED SLOWDOWN", "BUDGET", "BUDGET FROM"):
+                "PREDICTED SLOWDOWN", "REALISED SLOWDOWN", "BUDGET", "BUDGET FROM"):
         table.add_column(col, no_wrap=True)
     for r in rows:
         predicted = "-" if r.predicted_slowdown_pct is None else f"+{r.predicted_slowdown_pct:.1f}%"
         budget = "-" if r.budget_pct is None else f"{r.budget_pct:g}%"
         over = r.predicted_slowdown_pct is not None and r.budget_pct is not None and \
             r.predicted_slowdown_pct > r.budget_pct + 1e-9
+        realised_over = r.realised_slowdown_pct is not None and r.budget_pct is not None and \
+            r.realised_slowdown_pct > r.budget_pct + 1e-9
         table.add_row(
             r.node, r.pod, r.lever, r.setting, _share(r.compute_share), _share(r.draw),
             str(r.observations) if r.observations else "0 (kind prior)",
-            Text(predicted, style="red" if over else ""), budget, r.budget_source,
+            Text(predicted, style="red" if over else ""),
+            Text(_realised(r), style="red" if realised_over else ""), budget, r.budget_source,
         )
     return table

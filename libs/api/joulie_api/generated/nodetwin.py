@@ -267,6 +267,30 @@ class PodCapDecision(BaseModel):
     """
     cluster (WORK_AWARE_SLOWDOWN_BUDGET_PCT), annotation (joulie.io/max-slowdown, within MAX_SLOWDOWN_CEILING_PCT), or "annotation ignored - " and why.
     """
+    realised_slowdown_pct: Annotated[
+        float | None, Field(alias='realisedSlowdownPct')
+    ] = None
+    """
+    How much longer the Pod's work has taken so far than at the reference limit, from its boards' measured SM clock (hw.gpu.speed over hw.gpu.speed.limit) through the controller's model at its estimate (docs/work-aware-caps.md, "The realised slowdown"); negative where the boards ran faster than the model's uncapped clock. Absent before a measured clock.
+    """
+    realised_slowdown_low_pct: Annotated[
+        float | None, Field(alias='realisedSlowdownLowPct')
+    ] = None
+    """
+    The realised slowdown at the estimate's corners (compute share and draw, one sd each way), lowest.
+    """
+    realised_slowdown_high_pct: Annotated[
+        float | None, Field(alias='realisedSlowdownHighPct')
+    ] = None
+    """
+    The same, highest.
+    """
+    realised_seconds: Annotated[
+        float | None, Field(alias='realisedSeconds', ge=0.0)
+    ] = None
+    """
+    The busy seconds of the Pod's boards the realised slowdown covers (reconcile intervals with a measured clock, times utilisation).
+    """
 
 
 class CapDecision(BaseModel):

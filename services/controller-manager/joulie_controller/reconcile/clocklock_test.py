@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import GPUCapSpec, NodeTwin
 from joulie_controller.model.caps import Caps, CpuCap, GpuCap
@@ -14,6 +16,7 @@ from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
 from joulie_controller.model.jobestimate import expected_sample
 from joulie_controller.policies.plan import NodeCaps
+from joulie_controller.reconcile.estimates import realised
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
     controllers_lock,
@@ -215,3 +218,38 @@ def test_estimates_moving_with_each_ticks_noise_do_not_write_the_status_every_ti
     # choice holds, noise moves nothing: the status is written only at the refresh period (2 min, every
     # fourth 30 s tick).
     assert status_writes[-8:].count(1) == 2, status_writes
+
+
+def test_the_status_reports_the_slowdown_the_pods_measured_clock_realised_and_it_goes_with_the_pod() -> None:
+    # Defaults 400 W: a decode Pod draws less than any limit, so only a clock below full is slowdown.
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0))
+    pod = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=8, cpu_request=8)
+    snap, mem = _gpu_cluster([pod]), Memory()
+    clocks = [1.0, 1.0, 0.6, 0.6, 0.6]
+    for i, r in enumerate(clocks):
+        snap = replace(snap, now=T0 + timedelta(minutes=i),
+                       gpu_samples={"ml/decode": [expected_sample(0.2, 0.3, r, 400.0)] * 8})
+        snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
+    # Busy seconds (the samples say 90 % utilisation); the first tick counts one interval.
+    assert mem.clock_logs["ml/decode"].seconds == pytest.approx({1.0: 108.0, 0.6: 162.0})
+    est = mem.job_estimates["ml/decode"]
+    work_s = 108.0 + 162.0 / (est.c / 0.6 + 1.0 - est.c)
+    written = realised("ml/decode", mem.job_estimates, mem.clock_logs, mem.views["gpu-1"])
+    assert written is not None and written.slowdown_pct == pytest.approx(100.0 * (270.0 / work_s - 1.0))
+    twin = snap.twins["gpu-1"]
+    d = twin.status.cap_decision if twin.status is not None else None
+    assert d is not None and d.pods is not None
+    row = d.pods[0]
+    assert row.realised_seconds is not None and row.realised_seconds > 0
+    assert row.realised_slowdown_pct is not None and row.realised_slowdown_low_pct is not None
+    assert row.realised_slowdown_low_pct <= row.realised_slowdown_pct <= (row.realised_slowdown_high_pct or 0.0)
+    # A stale sample adds no time; the Pod gone takes its log with it.
+    stale = replace(expected_sample(0.2, 0.3, 0.6, 400.0), age_s=600.0)
+    reconcile(replace(snap, now=T0 + timedelta(minutes=5), gpu_samples={"ml/decode": [stale] * 8}), s, mem)
+    assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
+    # Idle boards sit at their lowest clock whatever the limit: no slowdown, no time.
+    idle = replace(expected_sample(0.2, 0.3, 0.2, 400.0), utilization=0.0, sm_active=0.0)
+    reconcile(replace(snap, now=T0 + timedelta(minutes=6), gpu_samples={"ml/decode": [idle] * 8}), s, mem)
+    assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
+    reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
+    assert mem.clock_logs == {}

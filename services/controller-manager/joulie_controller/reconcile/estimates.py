@@ -5,6 +5,9 @@ A Pod is keyed by "namespace/name". Its estimate starts at its kind's prior as t
 believe it (an untrusted Pod's kind does not count: TRUSTED_NAMESPACES), and from then on moves only
 with what its GPUs report, which is measured and so believed whoever the Pod belongs to. A Pod gone
 (or no longer running on an eligible GPU node) takes its estimate with it.
+
+Beside the estimate, each such Pod's clock log (``model.realised``): the seconds its boards were seen
+at each SM clock ratio, from which the status reports its realised slowdown.
 """
 
 from __future__ import annotations
@@ -13,7 +16,16 @@ from collections.abc import Mapping, Sequence
 
 from joulie_controller.model.fsm import PodInfo, is_running, pod_key, trusted
 from joulie_controller.model.hardware import HardwareView
-from joulie_controller.model.jobestimate import GpuSample, JobEstimate, observe, prior_estimate
+from joulie_controller.model.jobestimate import (
+    MAX_AGE_S,
+    MIN_BUSY,
+    GpuSample,
+    JobEstimate,
+    aggregate,
+    observe,
+    prior_estimate,
+)
+from joulie_controller.model.realised import ClockLog, Realised, realised_slowdown, record
 
 
 def update_estimates(
@@ -40,3 +52,48 @@ def update_estimates(
         got = samples.get(key)
         out[key] = observe(est, got, hw.gpu_max_w) if got else est
     return out
+
+
+def update_clock_logs(
+    previous: Mapping[str, ClockLog],
+    estimates: Mapping[str, JobEstimate],
+    pods: Sequence[PodInfo],
+    views: Mapping[str, HardwareView],
+    samples: Mapping[str, Sequence[GpuSample]],
+    dt_s: float,
+) -> dict[str, ClockLog]:
+    """The clock logs after a tick ``dt_s`` after the last one: one per Pod that has an estimate (the
+    rest are gone), ``dt_s`` times its boards' utilisation more busy seconds at the mean clock ratio of
+    its fresh samples. A Pod with no fresh clock this tick keeps its log as it was (the time is not
+    guessed), and so does one whose boards are idle (utilisation, else SM active, under MIN_BUSY). ``dt_s`` is held to
+    ``MAX_AGE_S``: a controller that stood still longer saw nothing of what ran meanwhile."""
+    dt = min(max(0.0, dt_s), MAX_AGE_S)
+    out: dict[str, ClockLog] = {}
+    for pod in pods:
+        if pod.gpu_request <= 0:  # cheap test first: most Pods of a large cluster hold no GPU (issue 39)
+            continue
+        key = pod_key(pod)
+        hw = views.get(pod.node_name)
+        if key not in estimates or hw is None:
+            continue
+        log = previous.get(key, ClockLog())
+        got = samples.get(key)
+        s = aggregate(got, hw.gpu_max_w) if got else None
+        if s is not None and s.clock_ratio is not None:
+            # Only busy time counts: an idle board drops to its lowest clock whatever its limit (before
+            # the job loads it, between its kernels), and a cap slows nothing there.
+            busy = s.utilization if s.utilization is not None else s.sm_active
+            if busy is None or busy >= MIN_BUSY:
+                log = record(log, s.clock_ratio, dt * (1.0 if busy is None else min(1.0, busy)))
+        if log.total_s > 0:
+            out[key] = log
+    return out
+
+
+def realised(key: str, estimates: Mapping[str, JobEstimate], logs: Mapping[str, ClockLog],
+             hw: HardwareView) -> Realised | None:
+    """The Pod's realised slowdown so far, at its estimate, against its boards' default limit."""
+    est, log = estimates.get(key), logs.get(key)
+    if est is None or log is None:
+        return None
+    return realised_slowdown(log, est.c, est.c_sd, est.u, est.u_sd, hw.gpu_default_w or hw.gpu_max_w, hw.gpu_max_w)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import zlib
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, Literal, cast
 
@@ -31,6 +32,7 @@ from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
 from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER
 from joulie_controller.model import twin
 from joulie_controller.model.caps import Caps
+from joulie_controller.model.realised import Realised
 from joulie_controller.policies.plan import NodeCaps, PodDecision
 from joulie_controller.power import powerstate
 from joulie_controller.readings.values import PowerSource
@@ -131,9 +133,11 @@ def _r(x: float, digits: int = 1) -> float:
     return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = None) -> CapDecision:
+def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = None,
+                 realised: Mapping[str, Realised] | None = None) -> CapDecision:
     """NodeTwin status.capDecision: the work-aware policy's choice, explained. A device held at its
-    reference limit carries only the reason (no prediction: nothing was traded)."""
+    reference limit carries only the reason (no prediction: nothing was traded). ``realised``: each
+    Pod's realised slowdown so far, by "namespace/name" (``model.realised``)."""
 
     def device(capped: bool, pct: float, driver: str, slow: float, saving: float) -> dict[str, Any] | None:
         if not driver:
@@ -151,17 +155,22 @@ def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = No
         cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
         gpu=DeviceCapDecision(**gpu) if gpu is not None else None,
         gpu_clock_lock_pct_of_max=round(lock_written, 1) if lock_written is not None else None,
-        pods=[pod_decision(p) for p in work.pods[:32]] or None,
+        pods=[pod_decision(p, (realised or {}).get(p.pod)) for p in work.pods[:32]] or None,
     )
 
 
-def pod_decision(p: PodDecision) -> PodCapDecision:
+def pod_decision(p: PodDecision, realised: Realised | None = None) -> PodCapDecision:
+    r = realised
     return PodCapDecision(
         pod=p.pod[:320], lever=cast(Literal["none", "cap", "lock", "cap+lock", "probe"], p.lever),
         estimated_compute_share=_r(min(1.0, max(0.0, p.compute_share)), 3),
         estimated_draw=_r(min(1.0, max(0.0, p.draw)), 3), observations=max(0, p.observations),
         predicted_slowdown_pct=_r(max(0.0, p.predicted_slowdown_pct), 2), budget_pct=_r(max(0.0, p.budget_pct), 2),
-        budget_source=p.budget_source[:256])
+        budget_source=p.budget_source[:256],
+        realised_slowdown_pct=_r(r.slowdown_pct, 2) if r is not None else None,
+        realised_slowdown_low_pct=_r(r.low_pct, 2) if r is not None else None,
+        realised_slowdown_high_pct=_r(r.high_pct, 2) if r is not None else None,
+        realised_seconds=_r(max(0.0, r.seconds), 0) if r is not None else None)
 
 
 def power_status(status: powerstate.PowerStatus) -> PowerStatusModel:
@@ -278,7 +287,8 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
 # an estimate. What the policy chose (caps, lock, drivers, levers, budgets) always counts.
 _DEVICE_BANDS: Final = (("predictedSlowdownPct", 0.5), ("predictedEnergySavingPct", 1.0))
 _POD_BANDS: Final = (("estimatedComputeShare", 0.05), ("estimatedDraw", 0.05), ("predictedSlowdownPct", 0.5),
-                     ("observations", None))
+                     ("observations", None), ("realisedSlowdownPct", 0.5), ("realisedSlowdownLowPct", 0.5),
+                     ("realisedSlowdownHighPct", 0.5), ("realisedSeconds", None))
 
 
 def _within(new: Any, old: Any, bands: tuple[tuple[str, float | None], ...]) -> bool:

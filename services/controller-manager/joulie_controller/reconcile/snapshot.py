@@ -16,6 +16,7 @@ from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps
 from joulie_controller.model.hardware import HardwareView, NodeInfo, Taint
 from joulie_controller.model.jobestimate import GpuSample, JobEstimate
+from joulie_controller.model.realised import ClockLog
 from joulie_controller.policies.plan import PolicyPlan
 from joulie_controller.power.history import PowerHistory
 from joulie_controller.power.powerstate import BmcReading, PowerAction
@@ -62,6 +63,10 @@ class Memory:
     """The last tick's warm-pool needs (forecast_suspend_v1), for ``TickResult.warm``."""
     job_estimates: dict[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (dropped when the Pod is gone)."""
+    clock_logs: dict[str, ClockLog] = field(default_factory=dict)
+    """Each such Pod's seconds at each measured SM clock ratio (its realised slowdown; dropped with it)."""
+    last_tick: datetime | None = None
+    """When the last tick's snapshot was taken (the clock logs' interval)."""
     implausible: dict[str, str] = field(default_factory=dict)
     """Eligible nodes whose measured power was last refuted (``readings.plausibility``), with the
     kind of refutation: logged when a node enters and when it leaves, not every tick."""

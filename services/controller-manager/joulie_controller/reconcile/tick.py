@@ -34,7 +34,7 @@ from joulie_controller.power.powerstate import PowerDecision
 from joulie_controller.power.warmpool import ANY_POOL, WarmNeed, warm_need
 from joulie_controller.readings import plausibility
 from joulie_controller.readings.values import SOURCE_IMPLAUSIBLE, SOURCE_PROMETHEUS
-from joulie_controller.reconcile.estimates import update_estimates
+from joulie_controller.reconcile.estimates import realised, update_clock_logs, update_estimates
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
     controllers_lock,
@@ -195,6 +195,10 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         del memory.implausible[gone]
     memory.job_estimates = update_estimates(memory.job_estimates, snap.pods, views, snap.gpu_samples,
                                             s.trusted_namespaces)
+    since_s = (snap.now - memory.last_tick).total_seconds() if memory.last_tick is not None else s.reconcile.interval_s
+    memory.clock_logs = update_clock_logs(memory.clock_logs, memory.job_estimates, snap.pods, views, snap.gpu_samples,
+                                          since_s)
+    memory.last_tick = snap.now
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
     guarded_pods = _guarded_pods(snap, s, perf_pods)
     # Guard and caps first: rack power needs every node's capped budget.
@@ -405,7 +409,9 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
         rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
         cluster_power_w=snap.facility.it_power_w,
     ))
-    decision = (cap_decision(work, s.policy.slowdown_budget_pct, lock)
+    decision = (cap_decision(work, s.policy.slowdown_budget_pct, lock,
+                             {p.pod: r for p in work.pods
+                              if (r := realised(p.pod, memory.job_estimates, memory.clock_logs, hw)) is not None})
                 if work is not None and not guarded.draining else None)
     node_power = power_plan.status.get(n.name)
     status = status_content(out, power_w, source, trend, decision,
