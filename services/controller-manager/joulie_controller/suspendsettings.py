@@ -74,7 +74,7 @@ class SuspendSettings:
 
 def retry_schedule_s(s: SuspendSettings) -> float:
     """Seconds from the first refused power-on to the last retry: RESUME_RETRY_BACKOFF doubled per retry."""
-    return s.resume_retry_backoff_s * (2**s.resume_retries - 1)
+    return s.resume_retry_backoff_s * float(2**s.resume_retries - 1)
 
 
 def cautions(s: SuspendSettings) -> list[str]:
