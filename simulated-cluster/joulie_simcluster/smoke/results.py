@@ -13,10 +13,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO, cast
 
 from joulie_common.procstatus import rss_kib
 from joulie_simcluster.deploy.processes import stop_deployed
@@ -113,6 +115,40 @@ def git_state() -> tuple[str, bool]:
         return sha, dirty
     except (OSError, subprocess.CalledProcessError):
         return "", False
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a whole-cluster command (suspend, suspend-live, tenants, daemonset): its directory under
+    runs/, what it ran on, and its output to the terminal and to <dir>/<name>.log at once."""
+
+    started: dt.datetime
+    sha: str
+    dirty: bool
+    dir: Path
+    out: Tee
+    progress: Progress
+    log: IO[str]
+
+    def stamp(self) -> dict[str, Any]:
+        """The fields every such summary.json starts with: the commit and when it ran."""
+        return {"commit": self.sha, "dirty": self.dirty, "started": self.started.isoformat(),
+                "finished": dt.datetime.now(dt.UTC).isoformat()}
+
+    def close(self) -> None:
+        self.out.flush()
+        self.log.close()
+
+
+def open_run(runs: Path, name: str) -> RunRecord:
+    """runs/<UTC>-<name>/ made, its log opened beside the terminal."""
+    started = dt.datetime.now(dt.UTC)
+    sha, dirty = git_state()
+    run_dir = runs / f"{started:%Y%m%dT%H%M%SZ}-{name}"
+    run_dir.mkdir(parents=True)
+    log = (run_dir / f"{name}.log").open("w")
+    out = Tee(sys.stdout, log)
+    return RunRecord(started, sha, dirty, run_dir, out, Progress(out=cast(TextIO, out)), log)
 
 
 def collect(state: StateDir, run: Path, truth: Callable[[], dict[str, Any]] | None) -> None:

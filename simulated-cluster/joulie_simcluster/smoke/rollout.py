@@ -27,14 +27,13 @@ import contextlib
 import datetime as dt
 import json
 import shutil
-import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 import yaml
 
@@ -43,7 +42,6 @@ from joulie_simcluster.deploy import onkubelet
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.kubelet import chart as kubelet_chart
 from joulie_simcluster.runtimes.kubelet.agentnodes import agent_nodes_of
@@ -53,7 +51,7 @@ from joulie_simcluster.runtimes.kubelet.node import NAMESPACE, NodePaths
 from joulie_simcluster.runtimes.registry import runtime_for
 from joulie_simcluster.runtimes.runtime import KUBELET, UpRequest
 from joulie_simcluster.smoke import checks
-from joulie_simcluster.smoke.results import MemorySampler, Tee, git_state
+from joulie_simcluster.smoke.results import MemorySampler, open_run
 from joulie_simcluster.state import StateDir
 
 SAMPLE_S = 3.0
@@ -300,13 +298,8 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     if settings.runtime != KUBELET or settings.kubelet_nodes < 2:
         raise RuntimeFailure("simcluster daemonset runs the agent DaemonSet on real kubelet nodes: set "
                              "SIMCLUSTER_RUNTIME=kubelet SIMCLUSTER_HWEMU=files SIMCLUSTER_KUBELET_NODES=2 (or 3)")
-    started = dt.datetime.now(dt.UTC)
-    sha, dirty = git_state()
-    run_dir = state.runs / f"{started:%Y%m%dT%H%M%SZ}-daemonset"
-    run_dir.mkdir(parents=True)
-    log = (run_dir / "daemonset.log").open("w")
-    out = Tee(sys.stdout, log)
-    progress = Progress(out=cast(TextIO, out))
+    run = open_run(state.runs, "daemonset")
+    run_dir, out, progress = run.dir, run.out, run.progress
     ctx = ctx.with_progress(progress)
     runtime = runtime_for(settings.runtime)
     samples: list[Sample] = []
@@ -349,7 +342,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     summary = {
         "check": "agent-daemonset-rollout", "status": "pass" if passed else "fail", "runtime": KUBELET,
         "kubeletNodes": settings.kubelet_nodes, "agentNodes": nodes, "spec": rendered.spec.name,
-        "commit": sha, "dirty": dirty, "started": started.isoformat(), "finished": dt.datetime.now(dt.UTC).isoformat(),
+        **run.stamp(),
         "seconds": {"up": round(t_up, 1), "deploy": round(t_deploy, 1), "rollout": round(t_roll, 1)},
         "peakRssMiB": round(memory.peak_kib / 1024, 1), "sampleEveryS": SAMPLE_S, "newTag": new_tag, "error": error or None, "getDsPods": shown,
         "samples": [asdict(s) for s in samples],
@@ -363,8 +356,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     for n, ok, text in results:
         print(f"{'PASS' if ok else 'FAIL'}  {n:<30} {text}", file=out)
     print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} checks in "
-          f"{(dt.datetime.now(dt.UTC) - started).total_seconds():.0f}s, peak memory {memory.peak_kib / 1024:.0f} MiB; "
+          f"{(dt.datetime.now(dt.UTC) - run.started).total_seconds():.0f}s, peak memory {memory.peak_kib / 1024:.0f} MiB; "
           f"{run_dir / 'summary.json'}", file=out)
-    out.flush()
-    log.close()
+    run.close()
     return 0 if passed else 1

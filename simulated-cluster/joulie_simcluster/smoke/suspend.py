@@ -23,15 +23,13 @@ The evaluation (``evaluate``) is pure.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 from kubernetes import client as k8s
 
@@ -41,9 +39,8 @@ from joulie_simcluster.deploy.processes import deployed_alive, pid_key, stop_dep
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
-from joulie_simcluster.smoke.results import Tee, git_state
+from joulie_simcluster.smoke.results import open_run
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/suspend.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/suspend-values.yaml")
@@ -201,13 +198,8 @@ class Watcher:
 
 def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any], crd_dir: Path) -> int:
     settings, state = ctx.settings, ctx.state
-    started = dt.datetime.now(dt.UTC)
-    sha, dirty = git_state()
-    run_dir = state.runs / f"{started:%Y%m%dT%H%M%SZ}-suspend"
-    run_dir.mkdir(parents=True)
-    log = (run_dir / "suspend.log").open("w")
-    out = Tee(sys.stdout, log)
-    progress = Progress(out=cast(TextIO, out))
+    run = open_run(state.runs, "suspend")
+    run_dir, out, progress = run.dir, run.out, run.progress
     ctx = ctx.with_progress(progress)
     progress(f"simcluster suspend: spec {rendered.spec.name}, timing {settings.timing.name} "
              f"(power-time-scale {settings.timing.power_time_scale:g}), results in {run_dir}")
@@ -231,7 +223,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     summary = {
         "check": "idle-node-suspend-resume", "status": "pass" if passed else "fail",
         "spec": rendered.spec.name, "timing": settings.timing.name, "powerTimeScale": settings.timing.power_time_scale,
-        "commit": sha, "dirty": dirty, "started": started.isoformat(), "finished": dt.datetime.now(dt.UTC).isoformat(),
+        **run.stamp(),
         "node": o.node, "error": o.error or None,
         "timeline": [{"event": e, "atS": o.timeline[e]} for e in EVENTS if e in o.timeline],
         "observed": {k: v for k, v in asdict(o).items() if k not in ("timeline", "node", "error")},
@@ -247,7 +239,6 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     print("\ntimeline (s after deploy): " + ", ".join(f"{e} +{o.timeline[e]:.1f}" for e in EVENTS if e in o.timeline), file=out)
     print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} checks; "
           f"{run_dir / 'summary.json'}", file=out)
-    out.flush()
-    log.close()
+    run.close()
     return 0 if passed else 1
 

@@ -25,15 +25,13 @@ and binding) goes into ``runs/<UTC>-suspend-live/summary.json`` (``timeline``) w
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 import yaml
 from kubernetes import client as k8s
@@ -45,10 +43,9 @@ from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.smoke import suspendlive as sl
-from joulie_simcluster.smoke.results import Tee, git_state
+from joulie_simcluster.smoke.results import open_run
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/suspend-live.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/suspend-live-values.yaml")
@@ -251,13 +248,8 @@ def run(
     ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any], crd_dir: Path
 ) -> int:
     settings, state = ctx.settings, ctx.state
-    started = dt.datetime.now(dt.UTC)
-    sha, dirty = git_state()
-    run_dir = state.runs / f"{started:%Y%m%dT%H%M%SZ}-suspend-live"
-    run_dir.mkdir(parents=True)
-    log = (run_dir / "suspend-live.log").open("w")
-    out = Tee(sys.stdout, log)
-    progress = Progress(out=cast(TextIO, out))
+    run = open_run(state.runs, "suspend-live")
+    run_dir, out, progress = run.dir, run.out, run.progress
     ctx = ctx.with_progress(progress)
     env = sl.controller_env(yaml.safe_load(p.read_text()) for p in values_files)
     live = sl.LiveSettings.from_env(env, settings.timing.controller_interval_s)
@@ -284,10 +276,7 @@ def run(
         "spec": rendered.spec.name,
         "timing": settings.timing.name,
         "powerTimeScale": settings.timing.power_time_scale,
-        "commit": sha,
-        "dirty": dirty,
-        "started": started.isoformat(),
-        "finished": dt.datetime.now(dt.UTC).isoformat(),
+        **run.stamp(),
         "error": o.error or None,
         "controllerEnv": env,
         "settings": asdict(live),
@@ -317,6 +306,5 @@ def run(
         f"{run_dir / 'summary.json'}",
         file=out,
     )
-    out.flush()
-    log.close()
+    run.close()
     return 0 if passed else 1

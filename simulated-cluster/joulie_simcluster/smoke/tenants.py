@@ -34,17 +34,15 @@ Results: ``runs/<UTC>-tenants/summary.json`` and the lines printed at the end.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import socket
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -61,9 +59,8 @@ from joulie_simcluster.deploy.processes import pid_key, stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
-from joulie_simcluster.progress import Progress
 from joulie_simcluster.runtimes import kube, process
-from joulie_simcluster.smoke.results import Tee, git_state
+from joulie_simcluster.smoke.results import open_run
 from joulie_simcluster.smoke.telemetryauthstep import exporter_session
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/tenants.yaml")
@@ -463,13 +460,8 @@ def forged_phase(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Pa
 def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any],
         crd_dir: Path) -> int:
     settings, state = ctx.settings, ctx.state
-    started = dt.datetime.now(dt.UTC)
-    sha, dirty = git_state()
-    run_dir = state.runs / f"{started:%Y%m%dT%H%M%SZ}-tenants"
-    run_dir.mkdir(parents=True)
-    log = (run_dir / "tenants.log").open("w")
-    out = Tee(sys.stdout, log)
-    progress = Progress(out=cast(TextIO, out))
+    run = open_run(state.runs, "tenants")
+    run_dir, out, progress = run.dir, run.out, run.progress
     ctx = ctx.with_progress(progress)
     progress(f"simcluster tenants: spec {rendered.spec.name}, timing {settings.timing.name}, "
              f"telemetry TLS {'on' if settings.telemetry_tls else 'off'}, results in {run_dir}")
@@ -514,8 +506,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
     passed = not error and len(results) == 5 and all(ok for _, ok, _ in results)
     summary = {
         "check": "tenants", "status": "pass" if passed else "fail", "spec": rendered.spec.name,
-        "timing": settings.timing.name, "telemetryTls": settings.telemetry_tls, "commit": sha, "dirty": dirty,
-        "started": started.isoformat(), "finished": dt.datetime.now(dt.UTC).isoformat(), "error": error or None,
+        "timing": settings.timing.name, "telemetryTls": settings.telemetry_tls, **run.stamp(), "error": error or None,
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -527,6 +518,5 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         print(f"{'PASS' if ok else 'FAIL'}  {n:<42} {text}", file=out)
     print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} cases; "
           f"{run_dir / 'summary.json'}", file=out)
-    out.flush()
-    log.close()
+    run.close()
     return 0 if passed else 1
