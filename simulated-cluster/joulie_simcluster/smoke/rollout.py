@@ -54,7 +54,7 @@ from joulie_simcluster.smoke import checks
 from joulie_simcluster.smoke.results import MemorySampler, open_run
 from joulie_simcluster.state import StateDir
 
-SAMPLE_S = 3.0
+SAMPLE_S = 1.0
 """Seconds between two samples of the caps (a node's agent is gone for its Pod's restart: ~10-60 s here)."""
 BEFORE_S = 15.0
 AFTER_S = 20.0
@@ -140,7 +140,9 @@ def judge(samples: Sequence[Sample], nodes: Sequence[str], new_tag: str, lowered
         out.append((f"caps-enforced-{p}", bool(got) and not bad, text))
     gaps = [s for s in phase["during"] if any(not w.endswith(" ready") for w in s.agents.values())]
     out.append(("rollout-gap-sampled", bool(gaps),
-                f"{len(gaps)} samples with a node's agent not ready, caps checked in each"
+                f"{len(gaps)} samples with a node's agent not ready, caps checked in each; gaps seen on "
+                + (", ".join(sorted({n for g in gaps for n, w in g.agents.items() if not w.endswith(" ready")}))
+                   or "no node")
                 + (f" (e.g. +{gaps[0].at_s:.1f}s: " + ", ".join(f"{n} {w}" for n, w in gaps[0].agents.items()) + ")"
                    if gaps else "")))
     last = phase["after"][-1:] or phase["during"][-1:]
