@@ -39,7 +39,7 @@ def test_one_sample_without_the_caps_fails_its_phase_saying_when_and_what() -> N
 
 def test_a_rollout_never_seen_mid_gap_proves_nothing_about_the_gap() -> None:
     got = _run([_sample(6, "during", NEW)])
-    assert got["rollout-gap-sampled"] == (False, "0 samples with a node's agent not ready, caps checked in each")
+    assert got["rollout-gap-sampled"] == (False, "0 samples with a node's agent not ready, caps checked in each; gaps seen on no node")
 
 
 def test_a_node_left_on_the_old_tag_fails() -> None:
