@@ -73,14 +73,15 @@ def evidence(
     and the verdict never swings back to alive when the series goes."""
     if lease is None:
         return Evidence(status, lost_after_s)  # no Lease: no reported time is believed
+    # Capped, as an allowance too: a Lease promising longer than AGENT_LIVENESS_WINDOW would otherwise
+    # hide a dead agent for as long as it says. An agent configured to renew that rarely is judged lost
+    # between its renewals; ``Liveness`` warns of such a Lease once per node.
     own_s = min(lease.duration_s or 0.0, trust_max_s)
     last = _later(lease.renewed, status)
     assert last is not None
-    if reported is not None:
-        if (now - lease.renewed).total_seconds() <= own_s:
-            last = max(last, min(reported, now))
-        return Evidence(last, lost_after_s)
-    # No reported time: the Lease's own promise (its next renewal by renewTime + its duration) holds.
+    if reported is not None and (now - lease.renewed).total_seconds() <= own_s:
+        return Evidence(max(last, min(reported, now)), lost_after_s)
+    # No reported time believed: the Lease's own promise (its next renewal by renewTime + its duration).
     promised_s = (lease.renewed - last).total_seconds() + own_s
     return Evidence(last, max(lost_after_s, promised_s))
 

@@ -4,8 +4,10 @@ alive past its Lease's duration, and without the reported time the Lease alone n
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec
@@ -114,3 +116,26 @@ def test_the_lease_duration_is_read_and_a_nonsense_one_ignored() -> None:
     for bad in (None, -5, 0, "660", True):
         beat = heartbeat_of(lease(bad))
         assert beat is not None and beat.duration_s is None, bad
+
+
+def test_a_lost_agent_stays_lost_on_a_tick_whose_reported_times_were_not_read() -> None:
+    # The agent stopped at 500 (Lease renewed at 0 for 660 s); it is lost at 621. A later tick whose
+    # query failed (or whose series dropped out) must not hand the verdict back to the Lease's promise.
+    lv = Liveness(None, LOST_AFTER_S, CollectorRegistry(), WINDOW_S)
+    lease = {"n1": Heartbeat("n1", T0, RARE_S)}
+    for t in range(500, 700):
+        lv.check({"n1": twin()}, at(t), heartbeats=lease, reported={"n1": at(500)})
+    assert lv.check({"n1": twin()}, at(700), heartbeats=lease, reported=None)["n1"].state == "agent-lost"
+    assert lv.check({"n1": twin()}, at(701), heartbeats=lease, reported={})["n1"].state == "agent-lost"
+    # the agent back (a renewal, a newer reported time) counts at once
+    back = {"n1": Heartbeat("n1", at(701), RARE_S)}
+    assert lv.check({"n1": twin()}, at(702), heartbeats=back, reported={"n1": at(701)})["n1"].state == "alive"
+
+
+def test_a_lease_promising_past_the_window_is_warned_of_once(caplog: pytest.LogCaptureFixture) -> None:
+    lv = Liveness(None, LOST_AFTER_S, CollectorRegistry(), WINDOW_S)
+    lease = {"n1": Heartbeat("n1", T0, 1260.0)}  # AGENT_LEASE_RENEW=20m
+    with caplog.at_level(logging.WARNING):
+        for t in (0, 10, 20):
+            lv.check({"n1": twin()}, at(t), heartbeats=lease, reported={"n1": at(t)})
+    assert sum("past AGENT_LIVENESS_WINDOW" in r.getMessage() for r in caplog.records) == 1

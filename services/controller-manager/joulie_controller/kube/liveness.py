@@ -88,6 +88,30 @@ class Liveness:
     states: dict[str, AgentState] = field(default_factory=dict)
     powered_down_at: dict[str, datetime] = field(default_factory=dict)
     """When each node was last seen suspending, off or resuming (its agent's silence counts from then)."""
+    reported_seen: dict[str, datetime] = field(default_factory=dict)
+    """The latest reconcile time each node's agent reported, kept across ticks: a tick whose query
+    failed or whose series dropped out must not fall back to the Lease's long promise and bring a
+    lost agent back (the review of issue 39)."""
+
+    overlong_leases: set[str] = field(default_factory=set)
+    """Nodes whose Lease promised longer than AGENT_LIVENESS_WINDOW, warned of once."""
+
+    def _warn_overlong(self, node: str, lease: Heartbeat | None) -> None:
+        if lease is None or lease.duration_s is None or lease.duration_s <= self.trust_max_s:
+            self.overlong_leases.discard(node)
+            return
+        if node not in self.overlong_leases:
+            self.overlong_leases.add(node)
+            log.warning("node %s: its agent's Lease promises a renewal within %.0f s, past AGENT_LIVENESS_WINDOW "
+                        "(%.0f s): it is judged lost between renewals; lower the agent's AGENT_LEASE_RENEW or raise "
+                        "AGENT_LIVENESS_WINDOW", node, lease.duration_s, self.trust_max_s)
+
+    def _reported(self, node: str, fresh: datetime | None) -> datetime | None:
+        prev = self.reported_seen.get(node)
+        if fresh is not None and (prev is None or fresh > prev):
+            self.reported_seen[node] = fresh
+            return fresh
+        return prev
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -120,8 +144,9 @@ class Liveness:
             node = twin.spec.node_name
             seen.add(node)
             cs = twin.status.control_status if twin.status is not None else None
-            ev = evidence(heartbeats.get(node), reported.get(node), cs.heartbeat_at if cs is not None else None,
-                          now, self.lost_after_s, self.trust_max_s)
+            self._warn_overlong(node, heartbeats.get(node))
+            ev = evidence(heartbeats.get(node), self._reported(node, reported.get(node)),
+                          cs.heartbeat_at if cs is not None else None, now, self.lost_after_s, self.trust_max_s)
             heartbeat = ev.last
             power = power_states.get(node)
             if power in POWERED_DOWN:
@@ -147,6 +172,8 @@ class Liveness:
             self.states[node] = v.state
         for gone in set(self.first_seen) - seen:
             del self.first_seen[gone]
+            self.reported_seen.pop(gone, None)
+            self.overlong_leases.discard(gone)
             self.states.pop(gone, None)
             self.powered_down_at.pop(gone, None)
             for gauge in (self.lost, self.age, self.measured):

@@ -117,7 +117,10 @@ def agent_reconcile_query(naming: MetricNaming, node_attribute: str, promoted: b
     q_label = quote_name(naming.label(node_attribute))
     expr = f"max_over_time({_selector(naming.series(AGENT_RECONCILE_TIME))}[{int(window_s)}s])"
     if not promoted:
-        expr = f"({expr} * on (job, instance) group_left ({q_label}) {_selector('target_info')})"
+        # target_info over the same window: a bare selector drops 5 min after the agent's last push
+        # (Prometheus' lookback), and the node's time would go with it while its Lease is believed.
+        info = f"last_over_time({_selector('target_info')}[{int(window_s)}s])"
+        expr = f"({expr} * on (job, instance) group_left ({q_label}) {info})"
     return f"max by ({q_label}) ({expr})"
 
 

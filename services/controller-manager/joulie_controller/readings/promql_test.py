@@ -60,6 +60,11 @@ def test_the_agents_reported_reconcile_times_are_read_over_the_window_per_node()
         "max by (k8s_node_name) (max_over_time(joulie_agent_reconcile_time_seconds[900s]))")
     assert agent_reconcile_query(MetricNaming.from_setting("utf8"), "k8s.node.name", True, 60.0) == (
         'max by ("k8s.node.name") (max_over_time({"joulie.agent.reconcile.time"}[60s]))')
+    # Unpromoted: the node's name comes from target_info, read over the same window (a bare selector
+    # drops out 5 min after the last push, and the node's reported time with it).
+    assert agent_reconcile_query(naming, "k8s.node.name", False, 900.0) == (
+        "max by (k8s_node_name) ((max_over_time(joulie_agent_reconcile_time_seconds[900s]) "
+        "* on (job, instance) group_left (k8s_node_name) last_over_time(target_info[900s])))")
 
 
 def test_reported_times_that_are_not_times_are_rejected() -> None:
