@@ -84,7 +84,7 @@ class PodReceipts:
         try:
             self.client.call("annotate", "Pod", f"{namespace}/{name}", op)
         except KubeWriteError as err:
-            if err.status == 404 or (uid and err.status in (409, 422) and "uid" in str(err).lower()):
+            if err.status == 404 or (uid and err.status in (409, 422) and uid_refused(err.server_message)):
                 return False  # gone, or a later Pod of the same name stands there now
             raise
         return True
@@ -113,3 +113,10 @@ class PodReceipts:
             return self.core.create_namespaced_event(namespace, body, _preload_content=False)
 
         self.client.call("create", "Event", f"{namespace}/{name}", op)
+
+
+def uid_refused(server_message: str) -> bool:
+    """Whether the API server refused a patch for the UID it carries (a later Pod of the same name): its
+    message, not ours, which names the Pod and so may hold "uid" in a name such as druid-0."""
+    m = server_message.lower()
+    return "uid" in m and ("precondition" in m or "immutable" in m)

@@ -43,3 +43,12 @@ def test_a_pod_of_the_same_name_created_since_is_not_the_one_that_finished() -> 
     # The receipt's patch names its Pod: the API server refuses it on another Pod (metadata.uid is immutable).
     assert receipt_patch_metadata("{}", "u-old")["uid"] == "u-old"
     assert "uid" not in receipt_patch_metadata("{}", "")
+
+
+def test_only_the_api_servers_uid_refusal_counts_as_a_later_pod() -> None:
+    from joulie_controller.kube.podreceipts import uid_refused
+
+    assert uid_refused("Precondition failed: UID in precondition: u-old, UID in object meta: u-new")
+    assert uid_refused('Pod "p" is invalid: metadata.uid: Invalid value: "u-old": field is immutable')
+    # a conflict on a Pod whose name holds "uid" (druid-0) is not one
+    assert not uid_refused('Operation cannot be fulfilled on pods "druid-0": the object has been modified')
