@@ -219,13 +219,15 @@ class ReceiptBook:
         self.ledger.pods.pop(pod, None)
 
     def finished_unbilled(self, end_s: float) -> list[str]:
-        """Finished Pods with nothing billed by ``end_s`` (their node had no meter): forgotten, named."""
+        """Finished Pods with nothing billed by ``end_s`` (their node had no meter): forgotten, named
+        ``namespace/name`` (the book keys them by UID, which tells an operator nothing)."""
         gone = [
             k for k, s in self.spans.items() if s.end_s is not None and s.end_s <= end_s and k not in self.ledger.pods
         ]
+        names = [self.spans[k].pod or k for k in gone]
         for k in gone:
             self.forget(k)
-        return gone
+        return names
 
 
 def conditions(

@@ -115,3 +115,13 @@ def test_a_pod_created_again_under_its_name_inside_a_window_gets_a_receipt_of_it
     for w in got.writes:
         book.wrote(w)
     assert set(book.spans) == {"u2"}
+
+
+def test_a_finished_pod_billed_nothing_is_named_by_its_name_not_its_uid() -> None:
+    book = ReceiptBook()
+    p = PodInfo("team", "a", node_name="n1", phase="Running", cpu_request=4.0, uid="u-123")
+    book.see([p], 0.0, {"team/a": 0.0})
+    (gone,) = book.see([], 30.0, {})
+    book.finish(gone, 30.0)
+    assert book.finished_unbilled(60.0) == ["team/a"]
+    assert book.spans == {}
