@@ -251,5 +251,9 @@ def test_the_status_reports_the_slowdown_the_pods_measured_clock_realised_and_it
     idle = replace(expected_sample(0.2, 0.3, 0.2, 400.0), utilization=0.0, sm_active=0.0)
     reconcile(replace(snap, now=T0 + timedelta(minutes=6), gpu_samples={"ml/decode": [idle] * 8}), s, mem)
     assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
+    # Boards reporting neither utilisation nor SM activity: how much was busy is unknown, no time.
+    blind = replace(expected_sample(0.2, 0.3, 0.2, 400.0), utilization=None, sm_active=None)
+    reconcile(replace(snap, now=T0 + timedelta(minutes=6, seconds=30), gpu_samples={"ml/decode": [blind] * 8}), s, mem)
+    assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
     reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
     assert mem.clock_logs == {}

@@ -65,7 +65,8 @@ def update_clock_logs(
     """The clock logs after a tick ``dt_s`` after the last one: one per Pod that has an estimate (the
     rest are gone), ``dt_s`` times its boards' utilisation more busy seconds at the mean clock ratio of
     its fresh samples. A Pod with no fresh clock this tick keeps its log as it was (the time is not
-    guessed), and so does one whose boards are idle (utilisation, else SM active, under MIN_BUSY). ``dt_s`` is held to
+    guessed), and so does one whose boards are idle (utilisation, else SM active, under MIN_BUSY) or
+    report neither. ``dt_s`` is held to
     ``MAX_AGE_S``: a controller that stood still longer saw nothing of what ran meanwhile."""
     dt = min(max(0.0, dt_s), MAX_AGE_S)
     out: dict[str, ClockLog] = {}
@@ -82,9 +83,11 @@ def update_clock_logs(
         if s is not None and s.clock_ratio is not None:
             # Only busy time counts: an idle board drops to its lowest clock whatever its limit (before
             # the job loads it, between its kernels), and a cap slows nothing there.
+            # Without either activity signal the busy share is unknown: the tick is not logged (counting
+            # it all as busy would bring back the idle-clock artefact at the lowest clock).
             busy = s.utilization if s.utilization is not None else s.sm_active
-            if busy is None or busy >= MIN_BUSY:
-                log = record(log, s.clock_ratio, dt * (1.0 if busy is None else min(1.0, busy)))
+            if busy is not None and busy >= MIN_BUSY:
+                log = record(log, s.clock_ratio, dt * min(1.0, busy))
         if log.total_s > 0:
             out[key] = log
     return out
