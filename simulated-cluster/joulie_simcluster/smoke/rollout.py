@@ -82,6 +82,7 @@ def agents_by_node(pods: Sequence[Mapping[str, Any]], nodes: Sequence[str]) -> d
     """Each agent node's DaemonSet agent as a word: its image tag and whether it is ready, "none"
     without one (a Pod being deleted counts as none: it no longer runs the agent's loop)."""
     out = dict.fromkeys(nodes, "none")
+    count = dict.fromkeys(nodes, 0)
     for pod in pods:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         if not any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
@@ -92,7 +93,9 @@ def agents_by_node(pods: Sequence[Mapping[str, Any]], nodes: Sequence[str]) -> d
         image = str(((spec.get("containers") or [{}])[0]).get("image", "?"))
         word = f"{image.rpartition(':')[2]} {'ready' if pod_ready(pod) else 'not ready'}"
         out[node] = word if out[node] == "none" or "not ready" in out[node] else out[node]
-    return out
+        count[node] += 1
+    # Two running agents on one node (a DaemonSet surges none) is a defect the words must not hide.
+    return {n: (f"{count[n]} agents" if count[n] > 1 else w) for n, w in out.items()}
 
 
 def ds_line(ds: Mapping[str, Any]) -> str:
@@ -129,7 +132,7 @@ def judge(samples: Sequence[Sample], nodes: Sequence[str], new_tag: str, lowered
     out: list[tuple[str, bool, str]] = []
     phase = {p: [s for s in samples if s.phase == p] for p in ("before", "during", "after")}
     first = phase["before"][:1]
-    one_each = bool(first) and all(w.endswith(" ready") for w in first[0].agents.values())
+    one_each = bool(first) and bool(nodes) and all(first[0].agents.get(n, "none").endswith(" ready") for n in nodes)
     out.append(("one-agent-per-node", one_each,
                 ", ".join(f"{n}: {first[0].agents.get(n, 'none')}" for n in nodes) if first else "no sample before"))
     for p, got in phase.items():

@@ -68,6 +68,11 @@ def test_agents_by_node_reads_the_daemonset_pods_and_counts_a_terminating_one_as
     assert agents_by_node(pods, NODES) == {"intel-0": "dev-2 not ready", "intel-managed-0": "none"}
 
 
+def test_two_running_agents_on_one_node_are_shown_and_fail_the_one_agent_check() -> None:
+    pods = [_pod("intel-0", "dev-1", True), _pod("intel-0", "dev-1", True), _pod("intel-managed-0", "dev-1", True)]
+    assert agents_by_node(pods, NODES) == {"intel-0": "2 agents", "intel-managed-0": "dev-1 ready"}
+
+
 def _ds(tag: str, gen: int, observed: int, desired: int, updated: int, available: int) -> dict[str, Any]:
     return {"metadata": {"name": "joulie-agent", "generation": gen},
             "spec": {"template": {"spec": {"nodeSelector": {"sim.joulie.io/kubelet-node": "true"},
