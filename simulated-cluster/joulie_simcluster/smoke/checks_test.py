@@ -4,7 +4,7 @@ from typing import Any
 
 from joulie_agent.api import NO_COUNTERS_REASON
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simcluster.smoke import checks
+from joulie_simcluster.smoke import checks, facility, telemetryauth
 
 README = Path("simulated-cluster/README.md")
 
@@ -200,31 +200,31 @@ def test_s13_passes_when_cooling_stress_follows_the_true_inlet_and_fails_naming_
     # Power moved between the readings (b: 1000 -> 900 W): the stress per watt still follows the inlet.
     t1 = {"a": _twin(40.0 * k["a"], 400.0), "b": _twin(50.0 * k["b"] * 0.9, 900.0), "c": _twin(100.0, 900.0),
           "d": _twin(50.0, 590.0)}
-    ok = checks.facility_ambient_step(10.0, before, after, prom, t0, t1)
+    ok = facility.facility_ambient_step(10.0, before, after, prom, t0, t1)
     assert ok.status == "pass", ok.observed
     assert "2 NodeTwins' cooling stress per W" in ok.observed and "1 at the neutral score" in ok.observed
     assert ok.value is not None and ok.value < 1e-9
 
-    stuck = checks.facility_ambient_step(10.0, before, after, prom, t0, t0)  # the controller never saw the step
+    stuck = facility.facility_ambient_step(10.0, before, after, prom, t0, t0)  # the controller never saw the step
     assert stuck.status == "fail" and "a: cooling stress per W x1.000; its true inlet 22.0 -> 32.0 °C says x" in stuck.observed
-    stale = checks.facility_ambient_step(10.0, before, after, {**prom, "ambient": 22.0, "coolingPower": None}, t0, t1)
+    stale = facility.facility_ambient_step(10.0, before, after, {**prom, "ambient": 22.0, "coolingPower": None}, t0, t1)
     assert stale.status == "fail"
     assert "Prometheus facility ambient 22.00 vs truth 32.00" in stale.observed and "Prometheus has no facility coolingPower" in stale.observed
-    flat = checks.facility_ambient_step(10.0, before, {**after, "pue": 1.2}, prom, t0, t1)
+    flat = facility.facility_ambient_step(10.0, before, {**after, "pue": 1.2}, prom, t0, t1)
     assert flat.status == "fail" and "facility PUE did not rise: 1.2 -> 1.2" in flat.observed
-    off = checks.facility_ambient_step(10.0, None, None, prom, t0, t1)
+    off = facility.facility_ambient_step(10.0, None, None, prom, t0, t1)
     assert off.status == "fail" and "no facility" in off.observed
 
 
 
 def test_s17_passes_only_when_every_uncertified_push_is_refused_and_the_control_is_stored() -> None:
     refused = {"tls": "SSLError", "http": "export failed (refused by the receiver)"}
-    ok = checks.telemetry_authenticated(True, True, refused, [])
+    ok = telemetryauth.telemetry_authenticated(True, True, refused, [])
     assert ok.status == "pass" and "tls: SSLError" in ok.observed
-    accepted = checks.telemetry_authenticated(True, True, {**refused, "http": ""}, ["http"])
+    accepted = telemetryauth.telemetry_authenticated(True, True, {**refused, "http": ""}, ["http"])
     assert accepted.status == "fail"
     assert "over http was accepted" in accepted.observed and "over http was stored" in accepted.observed
     # Nothing stored at all, not even with a certificate: the probe could not have failed, so it fails.
-    blind = checks.telemetry_authenticated(True, False, refused, [])
+    blind = telemetryauth.telemetry_authenticated(True, False, refused, [])
     assert blind.status == "fail" and "proves nothing" in blind.observed
-    assert checks.telemetry_authenticated(False, False, {}, []).status == "skipped"
+    assert telemetryauth.telemetry_authenticated(False, False, {}, []).status == "skipped"

@@ -59,7 +59,15 @@ from joulie_simcluster.runtimes import kube
 from joulie_simcluster.runtimes.registry import smoke_runtime
 from joulie_simcluster.runtimes.runtime import UpRequest
 from joulie_simcluster.runtimes.supervision import control as supervisor
-from joulie_simcluster.smoke import checks, gpupodstep, lockstep, receiptaccuracystep, receiptstep, telemetryauthstep
+from joulie_simcluster.smoke import (
+    checks,
+    facilitystep,
+    gpupodstep,
+    lockstep,
+    receiptaccuracystep,
+    receiptstep,
+    telemetryauthstep,
+)
 from joulie_simcluster.smoke import load as smokeload
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.results import (
@@ -309,18 +317,6 @@ class Smoke:
             self.assertions.remove(caps)
             self.record(Assertion("S09", "fail", f"{caps.observed}; but {power.observed}", caps.expected, caps.value))
 
-    def facility_truth(self) -> dict[str, Any] | None:
-        url = f"http://{self.env['SIMULATOR_HTTP']}/debug/emulate"
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            facility = json.loads(resp.read()).get("facility")
-        return cast(dict[str, Any], facility) if isinstance(facility, dict) else None
-
-    def set_ambient(self, body: dict[str, Any]) -> None:
-        req = urllib.request.Request(f"http://{self.env['SIMULATOR_HTTP']}/debug/facility/ambient",
-                                     data=json.dumps(body).encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            resp.read()
-
     def prom_query(self, promql: str) -> list[Mapping[str, Any]]:
         """An instant query to the cluster's Prometheus: the result vector."""
         cluster = self.state.read_cluster_env() or {}
@@ -328,26 +324,9 @@ class Smoke:
         with urllib.request.urlopen(url, timeout=10, context=telemetrytls.query_context(cluster)) as resp:
             return cast(list[Mapping[str, Any]], json.loads(resp.read())["data"]["result"])
 
-    def prometheus_facility(self) -> dict[str, float | None]:
-        """What the controller's facility poller reads (its own queries, this telemetry mode's naming)."""
-        from joulie_controller.api import Settings, facility_queries, read_facility
-
-        tmode = telemetry.mode(self.env.get("TELEMETRY", "otlp"))
-        f, _ = read_facility(facility_queries(Settings.from_env(tmode.joulie_env())), self.prom_query)
-        return {"ambient": f.outdoor_ambient_c, "itPower": f.it_power_w or None, "coolingPower": f.cooling_power_w}
-
     def step_facility(self) -> None:
-        step_c = 10.0
-        before, twins_before = self.facility_truth(), self.managed_twins()
-        self.progress(f"raising the outdoor ambient {step_c:g} °C through the simulator's control")
-        self.set_ambient({"offsetC": step_c})
-        try:
-            # The next push, the controller's facility poll (FACILITY_POLL_INTERVAL) and a reconcile.
-            wait = 60 + 3 * (self.timing.otlp_interval_s + self.timing.controller_interval_s)
-            self.record(self.until("S13", lambda: checks.facility_ambient_step(
-                step_c, before, self.facility_truth(), self.prometheus_facility(), twins_before, self.managed_twins()), wait))
-        finally:
-            self.set_ambient({"clear": True})
+        """S13 (smoke/facilitystep.py): the outdoor ambient raised, then put back."""
+        facilitystep.facility_step(self)
 
     def nvidia_agent_nodes(self) -> set[str]:
         profiles = {n: builtin_profile(self.spec.pool(self.rendered.pool_of(n)).profile) for n in self.agent_nodes()}

@@ -5,7 +5,7 @@ data-point attribute ``probe`` naming the push: a data-point attribute is a labe
 mode's translation, promoted or not) through the OpenTelemetry SDK exporter the agents use: over TLS
 trusting the cluster's telemetry CA but presenting no certificate; over plain HTTP to the same port;
 and, the control, with the harness's certificate of that CA. Then the harness's query, for a few export
-intervals, for each probe. The evaluation is the pure ``checks.telemetry_authenticated``.
+intervals, for each probe. The evaluation is the pure ``telemetryauth.telemetry_authenticated``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportR
 from opentelemetry.sdk.resources import Resource
 
 from joulie_simcluster import telemetrytls
-from joulie_simcluster.smoke.checks import Assertion, telemetry_authenticated
+from joulie_simcluster.smoke.checks import Assertion
+from joulie_simcluster.smoke.telemetryauth import telemetry_authenticated
 
 PROBE_METRIC = "joulie.smoke.probe"
 PUSH_TIMEOUT_S = 5.0

@@ -15,7 +15,7 @@ from joulie_localcluster.procs import ProcessGroup
 from joulie_localcluster.prometheus import Prometheus, start_prometheus
 from joulie_localcluster.tools import Tools
 from joulie_simcluster import telemetrytls
-from joulie_simcluster.smoke import checks, telemetryauthstep
+from joulie_simcluster.smoke import telemetryauth, telemetryauthstep
 
 pytest_plugins = ["joulie_testinfra.fixtures"]
 
@@ -46,5 +46,5 @@ def test_a_prometheus_taking_plain_pushes_fails_the_check(prometheus: Prometheus
     while not telemetryauthstep._stored(prometheus.url, {}, "open-probe") and time.monotonic() < deadline:
         time.sleep(0.5)
     stored = [how for how in refused if telemetryauthstep._stored(prometheus.url, {}, "open-probe")]
-    a = checks.telemetry_authenticated(True, True, refused, stored)
+    a = telemetryauth.telemetry_authenticated(True, True, refused, stored)
     assert refused == {"http": ""} and a.status == "fail", a.observed

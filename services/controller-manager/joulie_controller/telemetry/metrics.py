@@ -47,6 +47,18 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._policy_metrics(r)
+        self._facility_metrics(r)
+        self._power_metrics(r)
+        self._implausible_metrics(r)
+        self._receipt_metrics(r)
+        self._nodes: set[str] = set()
+        self._families: set[str] = set()
+        self._receipt_series: dict[tuple[str, str, str], int] = {}
+        """Each finished Pod's series, by (namespace, name, node): the windows they are still exported for."""
+
+    def _policy_metrics(self, r: CollectorRegistry) -> None:
+        """The policy's FSM, families, reconcile ticks, writes and leadership."""
         self.node_state = Gauge("joulie_policy_node_state", "1 for the node's active FSM state.",
                                 ["node", "state"], registry=r)
         self.node_profile = Gauge("joulie_policy_node_profile_label", "1 for the node's active profile label.",
@@ -62,6 +74,9 @@ class Metrics:
         self.writes = Counter("joulie_policy_writes", "API writes made (spec, label, status).", registry=r)
         self.write_failures = Counter("joulie_policy_write_failures", "Nodes whose writes failed.", registry=r)
         self.is_leader = Gauge("joulie_policy_leader", "1 while this replica holds the lease.", registry=r)
+
+    def _facility_metrics(self, r: CollectorRegistry) -> None:
+        """What the facility poller read: ambient, IT and cooling power, PUE, zones and racks."""
         self.facility_ambient = Gauge("joulie_twin_facility_ambient_temperature_celsius",
                                       "Outdoor ambient temperature read from the facility, °C.", registry=r)
         self.facility_it = Gauge("joulie_twin_facility_it_power_watts", "Total IT power, W.", registry=r)
@@ -71,6 +86,9 @@ class Metrics:
                                    "Ambient temperature per cooling zone, °C.", ["zone"], registry=r)
         self.facility_rack = Gauge("joulie_twin_facility_rack_power_watts", "Power per rack, W.", ["rack"],
                                    registry=r)
+
+    def _power_metrics(self, r: CollectorRegistry) -> None:
+        """The power policy: nodes per power state, actions, the demand forecast and the warm pool."""
         self.power_nodes = Gauge("joulie_power_nodes", "Managed nodes per power state (POWER_POLICY).", ["state"],
                                  registry=r)
         self.power_actions = Counter("joulie_power_actions", "Power policy actions decided, by action.", ["action"],
@@ -85,6 +103,9 @@ class Metrics:
         self.warm_boot = Gauge("joulie_power_pool_boot_seconds",
                                "The boot time the warm pool is sized for (timed resumes, else RESUME_BOOT_ESTIMATE).",
                                ["pool"], registry=r)
+
+    def _implausible_metrics(self, r: CollectorRegistry) -> None:
+        """The readings dropped as implausible: a node's power, and per-GPU series by kind."""
         self.power_implausible = Gauge(
             "joulie_twin_power_implausible",
             "1 while the node's measured power is dropped as implausible (outside what its hardware can draw, or "
@@ -99,6 +120,9 @@ class Metrics:
             ["kind"], registry=r)
         for kind in GPU_REFUTATIONS:
             self.gpu_implausible.labels(kind).set(0)
+
+    def _receipt_metrics(self, r: CollectorRegistry) -> None:
+        """The energy receipts' counters (docs/energy-receipts.md) and when their last window closed."""
         pod_labels = [_label(K8S_NAMESPACE_NAME), _label(K8S_POD_NAME), _label(K8S_NODE_NAME)]
         self.pod_energy = Counter(
             _counter(POD_ENERGY),
@@ -126,10 +150,6 @@ class Metrics:
             "(a check comparing them with a meter aligns its readings on it).",
             registry=r,
         )
-        self._nodes: set[str] = set()
-        self._families: set[str] = set()
-        self._receipt_series: dict[tuple[str, str, str], int] = {}
-        """Each finished Pod's series, by (namespace, name, node): the windows they are still exported for."""
 
     def record_tick(self, result: TickResult) -> None:
         if result.power_states:
