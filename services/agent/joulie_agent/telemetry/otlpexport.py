@@ -361,9 +361,12 @@ class PowerExporter:
                     sample, extra = NodeSample((), 0.0, None), []
             if name in reconciled:
                 extra.append(metric(AGENT_RECONCILE_TIME, [point(reconciled[name], self.start_ns, now_ns)]))
-            resource = self._resources.get(name)
-            if resource is None:
-                resource = self._resources[name] = node_resource(name)
+            with self._lock:  # remove_node may run meanwhile: never add back a node it removed
+                resource = self._resources.get(name)
+                if resource is None:
+                    if name not in self._nodes and name not in self._reconciled:
+                        continue
+                    resource = self._resources[name] = node_resource(name)
             rm = resource_metrics(name, sample, self.start_ns, now_ns, resource, extra)
             if rm is not None:
                 out.append(rm)

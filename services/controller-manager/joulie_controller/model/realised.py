@@ -44,7 +44,7 @@ a hundred bins per Pod keep the log small for a Pod that runs for weeks."""
 
 @dataclass(frozen=True)
 class ClockLog:
-    """Seconds a Pod's boards were seen at each clock ratio (the bin's lower edge, ``BIN`` wide)."""
+    """Seconds a Pod's boards were seen at each clock ratio (keyed by the ratio rounded to the nearest bin, ``BIN`` wide)."""
 
     seconds: Mapping[float, float] = field(default_factory=dict)
 
