@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -138,10 +138,10 @@ class Rejected:
     reason: str
 
 
-def parse_vector(result: Iterable[Mapping[str, Any]], node_label: str, field: str) -> tuple[list[Sample], list[Rejected]]:
-    """Turn an instant-vector result into per-node watts; NaN, infinite or negative values are rejected."""
-    samples: list[Sample] = []
-    rejected: list[Rejected] = []
+def _node_numbers(result: Iterable[Mapping[str, Any]], node_label: str, field: str,
+                  rejected: list[Rejected]) -> Iterator[tuple[str, float, str]]:
+    """Each series of an instant-vector result as (node, value, raw text); a series without the node
+    label or whose value is not a number goes to ``rejected`` instead."""
     for item in result:
         metric = item.get("metric") or {}
         node = str(metric.get(node_label, "")) if isinstance(metric, Mapping) else ""
@@ -151,10 +151,18 @@ def parse_vector(result: Iterable[Mapping[str, Any]], node_label: str, field: st
             rejected.append(Rejected("(no node label)", field, raw, f"series has no {node_label!r} label"))
             continue
         try:
-            watts = float(raw)
+            number = float(raw)
         except ValueError:
             rejected.append(Rejected(node, field, raw, "not a number"))
             continue
+        yield node, number, raw
+
+
+def parse_vector(result: Iterable[Mapping[str, Any]], node_label: str, field: str) -> tuple[list[Sample], list[Rejected]]:
+    """Turn an instant-vector result into per-node watts; NaN, infinite or negative values are rejected."""
+    samples: list[Sample] = []
+    rejected: list[Rejected] = []
+    for node, watts, raw in _node_numbers(result, node_label, field, rejected):
         if math.isnan(watts) or math.isinf(watts):
             rejected.append(Rejected(node, field, raw, "not a finite number"))
         elif watts < 0:
@@ -169,20 +177,8 @@ def parse_reported_times(result: Iterable[Mapping[str, Any]], node_label: str) -
     positive time is rejected (it says nothing about the agent)."""
     times: dict[str, datetime] = {}
     rejected: list[Rejected] = []
-    for item in result:
-        metric = item.get("metric") or {}
-        node = str(metric.get(node_label, "")) if isinstance(metric, Mapping) else ""
-        value = item.get("value")
-        raw = str(value[1]) if isinstance(value, (list, tuple)) and len(value) == 2 else repr(value)
-        field = "agentReconcileTime"
-        if not node:
-            rejected.append(Rejected("(no node label)", field, raw, f"series has no {node_label!r} label"))
-            continue
-        try:
-            t = float(raw)
-        except ValueError:
-            rejected.append(Rejected(node, field, raw, "not a number"))
-            continue
+    field = "agentReconcileTime"
+    for node, t, raw in _node_numbers(result, node_label, field, rejected):
         if not math.isfinite(t) or t <= 0 or t > 1e11:
             rejected.append(Rejected(node, field, raw, "not a time (Unix seconds)"))
             continue
