@@ -4,7 +4,7 @@ and its control did; the live run itself is ``./simcluster tenants``."""
 from __future__ import annotations
 
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
-from joulie_simcluster.smoke import tenants
+from joulie_simcluster.smoke import tenantlive, tenants
 
 
 def test_a_case_fails_when_something_moved_or_its_control_did_not() -> None:
@@ -17,8 +17,8 @@ def test_a_case_fails_when_something_moved_or_its_control_did_not() -> None:
 
 
 def test_the_tenant_pods_say_what_each_case_needs() -> None:
-    p = tenants.pod("foreign", cpu="4", annotations=tenants.PERF, selector={"a": "b"}, scheduler="bogus-scheduler")
+    p = tenantlive.pod("foreign", cpu="4", annotations=tenants.PERF, selector={"a": "b"}, scheduler="bogus-scheduler")
     assert p["spec"]["schedulerName"] == "bogus-scheduler" and p["spec"]["nodeSelector"] == {"a": "b"}
     assert p["metadata"]["annotations"] == {"joulie.io/workload-class": "performance"}
     assert p["spec"]["tolerations"][0]["key"] == KWOK_TAINT_KEY and "nodeName" not in p["spec"]
-    assert tenants.pod("s", node="xeon-0")["spec"]["nodeName"] == "xeon-0"
+    assert tenantlive.pod("s", node="xeon-0")["spec"]["nodeName"] == "xeon-0"
