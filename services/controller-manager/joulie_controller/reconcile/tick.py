@@ -189,7 +189,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
 
     perf_pods = fsm.count_performance_pods(snap.pods)
-    views = _hardware_views(nodes, snap, s, memory, log)
+    views = _hardware_views(nodes, memory, log)
     measured: Measured = {n.name: _measured(n.name, views[n.name], snap, memory, log) for n in nodes}
     for gone in [k for k in memory.implausible if k not in views]:
         del memory.implausible[gone]
@@ -251,12 +251,12 @@ def _warn_once(memory: Memory, log: list[str], key: tuple[str, str], line: str) 
         log.append(line)
 
 
-def _hardware_views(nodes: list[NodeInfo], snap: Snapshot, s: Settings, memory: Memory,
-                    log: list[str]) -> dict[str, HardwareView]:
-    """Each eligible node's hardware; a NodeHardware problem is logged once per node."""
+def _hardware_views(nodes: list[NodeInfo], memory: Memory, log: list[str]) -> dict[str, HardwareView]:
+    """Each eligible node's hardware, from the managed nodes' views this tick already built
+    (``memory.views``); a NodeHardware problem is logged once per node."""
     views: dict[str, HardwareView] = {}
     for n in nodes:
-        hw = _hardware_view(n, snap, s, memory)
+        hw = memory.views[n.name]
         for problem in hw.problems:
             _warn_once(memory, log, (n.name, problem),
                        f"node {n.name}: NodeHardware {object_name_for_node(n.name)}: {problem}")
