@@ -23,7 +23,7 @@ from typing import IO, Any, TextIO, cast
 from joulie_common.procstatus import rss_kib
 from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.progress import Progress
-from joulie_simcluster.runtimes import kube
+from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.runtimes.registry import recorded_runtime
 from joulie_simcluster.smoke.checks import Assertion
 from joulie_simcluster.smoke.summary import otlp_logs_line, otlp_metrics_line
@@ -138,6 +138,32 @@ class RunRecord:
     def close(self) -> None:
         self.out.flush()
         self.log.close()
+
+    def finish(self, summary: Mapping[str, Any], results: Sequence[tuple[str, bool, str]], teardown: Callable[[], None],
+               *, width: int, noun: str = "checks", notes: Sequence[str] = (), detail: str = "") -> int:
+        """summary.json written before the tear-down (so a tear-down that hangs or fails loses no
+        result), then one PASS/FAIL line per check and the verdict; the exit code, 0 when
+        ``summary["status"]`` is ``pass``."""
+        passed = summary.get("status") == "pass"
+        path = self.dir / "summary.json"
+        path.write_text(json.dumps(summary, indent=1))
+        teardown()
+        print("", file=self.out)
+        for name, ok, text in results:
+            print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}} {text}", file=self.out)
+        for line in notes:
+            print(f"\n{line}", file=self.out)
+        print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} {noun}{detail}; "
+              f"{path}", file=self.out)
+        self.close()
+        return 0 if passed else 1
+
+
+def tear_down(state: StateDir, keep: bool, progress: Progress) -> None:
+    """The deployed components stopped and the process runtime's cluster brought down, unless `keep`."""
+    if not keep:
+        stop_deployed(state, progress)
+        process.down(state, keep=True, progress=progress)
 
 
 def open_run(runs: Path, name: str) -> RunRecord:

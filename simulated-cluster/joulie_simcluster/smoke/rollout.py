@@ -304,7 +304,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         raise RuntimeFailure("simcluster daemonset runs the agent DaemonSet on real kubelet nodes: set "
                              "SIMCLUSTER_RUNTIME=kubelet SIMCLUSTER_HWEMU=files SIMCLUSTER_KUBELET_NODES=2 (or 3)")
     run = open_run(state.runs, "daemonset")
-    run_dir, out, progress = run.dir, run.out, run.progress
+    run_dir, progress = run.dir, run.progress
     ctx = ctx.with_progress(progress)
     runtime = runtime_for(settings.runtime)
     samples: list[Sample] = []
@@ -353,15 +353,12 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         "samples": [asdict(s) for s in samples],
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     _record_run(state, run_dir)
-    if not settings.keep:
-        runtime.down(ctx, stop_deployed)
-    print("", file=out)
-    for n, ok, text in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {n:<30} {text}", file=out)
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} checks in "
-          f"{(dt.datetime.now(dt.UTC) - run.started).total_seconds():.0f}s, peak memory {memory.peak_kib / 1024:.0f} MiB; "
-          f"{run_dir / 'summary.json'}", file=out)
-    run.close()
-    return 0 if passed else 1
+
+    def teardown() -> None:
+        if not settings.keep:
+            runtime.down(ctx, stop_deployed)
+
+    took = (dt.datetime.now(dt.UTC) - run.started).total_seconds()
+    return run.finish(summary, results, teardown, width=30,
+                      detail=f" in {took:.0f}s, peak memory {memory.peak_kib / 1024:.0f} MiB")

@@ -35,12 +35,12 @@ from kubernetes import client as k8s
 
 from joulie_api import names
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.deploy.processes import deployed_alive, pid_key, stop_deployed
+from joulie_simcluster.deploy.processes import deployed_alive, pid_key
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
 from joulie_simcluster.runtimes import kube, process
-from joulie_simcluster.smoke.results import open_run
+from joulie_simcluster.smoke.results import open_run, tear_down
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/suspend.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/suspend-values.yaml")
@@ -199,7 +199,7 @@ class Watcher:
 def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daemonset: dict[str, Any], crd_dir: Path) -> int:
     settings, state = ctx.settings, ctx.state
     run = open_run(state.runs, "suspend")
-    run_dir, out, progress = run.dir, run.out, run.progress
+    run_dir, progress = run.dir, run.progress
     ctx = ctx.with_progress(progress)
     progress(f"simcluster suspend: spec {rendered.spec.name}, timing {settings.timing.name} "
              f"(power-time-scale {settings.timing.power_time_scale:g}), results in {run_dir}")
@@ -229,16 +229,6 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         "observed": {k: v for k, v in asdict(o).items() if k not in ("timeline", "node", "error")},
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    if not settings.keep:
-        stop_deployed(state, progress)
-        process.down(state, keep=True, progress=progress)
-    print("", file=out)
-    for n, ok, text in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {n:<34} {text}", file=out)
-    print("\ntimeline (s after deploy): " + ", ".join(f"{e} +{o.timeline[e]:.1f}" for e in EVENTS if e in o.timeline), file=out)
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} checks; "
-          f"{run_dir / 'summary.json'}", file=out)
-    run.close()
-    return 0 if passed else 1
+    timeline = "timeline (s after deploy): " + ", ".join(f"{e} +{o.timeline[e]:.1f}" for e in EVENTS if e in o.timeline)
+    return run.finish(summary, results, lambda: tear_down(state, settings.keep, progress), width=34, notes=[timeline])
 

@@ -39,13 +39,12 @@ from kubernetes import client as k8s
 from joulie_api import names
 from joulie_simcluster.chaos.bmcfaults import set_bmc_faults
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import KWOK_TAINT_KEY
 from joulie_simcluster.runtimes import kube, process
 from joulie_simcluster.smoke import suspendlive as sl
-from joulie_simcluster.smoke.results import open_run
+from joulie_simcluster.smoke.results import open_run, tear_down
 
 DEFAULT_SPEC = Path("simulated-cluster/specs/suspend-live.yaml")
 DEFAULT_VALUES = Path("simulated-cluster/values/suspend-live-values.yaml")
@@ -249,7 +248,7 @@ def run(
 ) -> int:
     settings, state = ctx.settings, ctx.state
     run = open_run(state.runs, "suspend-live")
-    run_dir, out, progress = run.dir, run.out, run.progress
+    run_dir, progress = run.dir, run.progress
     ctx = ctx.with_progress(progress)
     env = sl.controller_env(yaml.safe_load(p.read_text()) for p in values_files)
     live = sl.LiveSettings.from_env(env, settings.timing.controller_interval_s)
@@ -294,17 +293,4 @@ def run(
         "timeline": sl.timeline(o),
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    if not settings.keep:
-        stop_deployed(state, progress)
-        process.down(state, keep=True, progress=progress)
-    print("", file=out)
-    for n, ok, text in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {n:<38} {text}", file=out)
-    print(
-        f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} checks; "
-        f"{run_dir / 'summary.json'}",
-        file=out,
-    )
-    run.close()
-    return 0 if passed else 1
+    return run.finish(summary, results, lambda: tear_down(state, settings.keep, progress), width=38)

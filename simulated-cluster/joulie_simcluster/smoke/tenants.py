@@ -33,7 +33,6 @@ Results: ``runs/<UTC>-tenants/summary.json`` and the lines printed at the end.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,11 +42,10 @@ from kubernetes.client.exceptions import ApiException
 from joulie_api import names
 from joulie_simcluster import chart
 from joulie_simcluster.context import Context, RenderedSpec
-from joulie_simcluster.deploy.processes import stop_deployed
 from joulie_simcluster.deploy.start import DeployOptions, deploy
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.runtimes import process
-from joulie_simcluster.smoke.results import open_run
+from joulie_simcluster.smoke.results import open_run, tear_down
 from joulie_simcluster.smoke.tenantcases import (
     extender_slow_uploads,
     forged_power,
@@ -90,7 +88,7 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         crd_dir: Path) -> int:
     settings, state = ctx.settings, ctx.state
     run = open_run(state.runs, "tenants")
-    run_dir, out, progress = run.dir, run.out, run.progress
+    run_dir, progress = run.dir, run.progress
     ctx = ctx.with_progress(progress)
     progress(f"simcluster tenants: spec {rendered.spec.name}, timing {settings.timing.name}, "
              f"telemetry TLS {'on' if settings.telemetry_tls else 'off'}, results in {run_dir}")
@@ -138,14 +136,4 @@ def run(ctx: Context, rendered: RenderedSpec, values_files: Sequence[Path], daem
         "timing": settings.timing.name, "telemetryTls": settings.telemetry_tls, **run.stamp(), "error": error or None,
         "assertions": [{"name": n, "status": "pass" if ok else "fail", "observed": text} for n, ok, text in results],
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    if not settings.keep:
-        stop_deployed(state, progress)
-        process.down(state, keep=True, progress=progress)
-    print("", file=out)
-    for n, ok, text in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {n:<42} {text}", file=out)
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(ok for _, ok, _ in results)}/{len(results)} cases; "
-          f"{run_dir / 'summary.json'}", file=out)
-    run.close()
-    return 0 if passed else 1
+    return run.finish(summary, results, lambda: tear_down(state, settings.keep, progress), width=42, noun="cases")
