@@ -14,6 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
+from joulie_simulator.emulation.counters import compile_counter
 from joulie_simulator.emulation.emulator import EmulatedNode, Emulator
 from joulie_simulator.emulation.render import LEDGER_FILE, content, ledger_json
 from joulie_simulator.emulation.writes import WriteOutcome
@@ -118,7 +119,8 @@ class FileTrees:
                     self._persisted[(name, e.path)] = text
                 watched.append(Watched(p, e, len(watched), sig(os.stat(p))))
             elif e.owner == "S" and e.bind is not None:
-                f = Shown(p, os.path.join(tmpdir, os.path.basename(p)), e.bind, e.mode, text, e.bind[0] in JSON_BINDS)
+                f = Shown(p, os.path.join(tmpdir, os.path.basename(p)), e.bind, e.mode, text, e.bind[0] in JSON_BINDS,
+                          counter=compile_counter(n.profile, n.state, e.bind))
                 if e.path == LEDGER_FILE:
                     self._ledger[name] = f
                 elif self.persist_only:
@@ -268,7 +270,7 @@ class FileTrees:
         for name, n in self.emu.nodes.items():
             profile, state = n.profile, n.state
             for f in self._shown[name]:
-                text = content(profile, state, f.bind)
+                text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
                 if f.text != text:
                     self._publish(name, f, text)
             shown_faults = self._faults.get(name)
