@@ -340,3 +340,20 @@ def test_a_counter_gaining_or_losing_a_digit_is_written_in_its_own_inode(tmp_pat
             assert reader.read() == text
             assert os.stat(f.path).st_ino == ino
     trees.close()
+
+
+def test_a_tick_after_lost_events_checks_every_writable_file_says_so_and_applies_the_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emu, trees = _start(tmp_path)
+    trees.tick()
+    assert trees.split.scanned == 0  # watched: nothing to stat
+    _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "100000000\n")
+    trees.changes._overflow = True  # as the pump sets it on IN_Q_OVERFLOW
+    trees.tick()
+    assert trees.split.scanned == sum(len(ws) for ws in trees._watched.values())
+    assert "lost events" in capsys.readouterr().out
+    assert emu.nodes["node-a"].state.zones[0].limits_uw[0] == 100_000_000
+    trees.tick()
+    assert trees.split.scanned == 0 and trees.overflows == 1
+    trees.close()
