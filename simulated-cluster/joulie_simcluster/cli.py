@@ -39,7 +39,8 @@ see ``telemetry``), SIMCLUSTER_POWER_SCOPE (auto|host), SIMCLUSTER_RUNTIME (proc
 the seed's k3s container, simulated-cluster/K3S.md; kubelet: one real kubelet node, KUBELET.md), SIMCLUSTER_KEEP, SIMCLUSTER_KEEP_FAILED,
 SIMCLUSTER_FORCE_RELOAD, SIMCLUSTER_NO_BUILD (1|0), SIMCLUSTER_DIST (where ./pants package put the PEXes,
 default dist), SIMCLUSTER_TEST_TIMEOUT (seconds; default ten rate windows, at least 20 minutes),
-SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report, default 240),
+SIMCLUSTER_DEPLOY_TIMEOUT (seconds deploy waits for every component to report; default 240 up to
+25 Nodes, 2 s (FUSE) or 3 s (files) more a Node beyond),
 SIMCLUSTER_AGENT_SHARDS (0: one agent per Node; N: N pool-mode agents, for scale runs),
 SIMCLUSTER_SIM_EXTRA_VALUES (comma-separated simulator values files merged at deploy).
 Units and defaults: simulated-cluster/README.md ("Settings"), ``joulie_simcluster.settings``.

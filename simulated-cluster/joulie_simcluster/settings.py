@@ -88,8 +88,9 @@ class Settings:
     test_timeout_s: float | None = field(default=None, metadata=_env("TEST_TIMEOUT"))
     """SIMCLUSTER_TEST_TIMEOUT: seconds a ``smoke`` run may take in all. Default ten rate windows of the
     timing, at least 1200 (:attr:`smoke_timeout_s`)."""
-    deploy_timeout_s: float = field(default=240.0, metadata=_env("DEPLOY_TIMEOUT"))
-    """SIMCLUSTER_DEPLOY_TIMEOUT: seconds ``deploy`` waits for every component to report. Default 240."""
+    deploy_timeout_s: float | None = field(default=None, metadata=_env("DEPLOY_TIMEOUT"))
+    """SIMCLUSTER_DEPLOY_TIMEOUT: seconds ``deploy`` waits for the simulator to serve and for every
+    component to report. Default sized from the cluster (:meth:`deploy_wait_s`)."""
     agent_shards: int | None = field(default=None, metadata=_env("AGENT_SHARDS"))
     """SIMCLUSTER_AGENT_SHARDS: 0 runs one agent per Node; N runs N pool-mode agents that share the
     Nodes (scale runs, where one process per Node costs ~90 MB each); ``auto`` (None) sizes them
@@ -112,6 +113,16 @@ class Settings:
     def smoke_timeout_s(self) -> float:
         """How long a smoke run may take: SIMCLUSTER_TEST_TIMEOUT, else ten rate windows, at least 20 minutes."""
         return self.test_timeout_s or max(1200.0, 10 * self.timing.rate_window_s)
+
+    def deploy_wait_s(self, nodes: int) -> float:
+        """How long ``deploy`` waits: SIMCLUSTER_DEPLOY_TIMEOUT, else 240 s up to 25 Nodes and, per
+        further Node, 2 s in FUSE mode or 3 s in files mode (which first renders ~3000 files a Node).
+        At 1000 Nodes (issue 39) FUSE mode had every component reporting after 784 s on a quiet
+        2-core machine and files mode's simulator alone took 770 s to serve on a shared one; the
+        240 s default stopped both. This leaves 2190 s and 3165 s there."""
+        if self.deploy_timeout_s is not None:
+            return self.deploy_timeout_s
+        return 240.0 + (3.0 if self.hwemu == "files" else 2.0) * max(0, nodes - 25)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -24,7 +24,8 @@ def test_defaults_when_nothing_is_set_or_a_variable_is_empty() -> None:
     assert (s.name, s.hwemu, s.timing.name, s.telemetry, s.power_scope, s.runtime) == (
         "joulie-sim", "fuse", "ci", "otlp", "auto", "process")
     assert (s.keep, s.keep_failed, s.force_reload, s.no_build) == (False, False, False, False)
-    assert (s.spec, s.values, s.dist, s.deploy_timeout_s, s.agent_shards) == (None, None, Path("dist"), 240.0, None)
+    assert (s.spec, s.values, s.dist, s.deploy_timeout_s, s.agent_shards) == (None, None, Path("dist"), None, None)
+    assert s.deploy_wait_s(9) == 240.0  # the smoke's wait as before
     assert Settings.from_env({"SIMCLUSTER_AGENT_SHARDS": "auto"}).agent_shards is None
     assert Settings.from_env({"SIMCLUSTER_AGENT_SHARDS": "0"}).agent_shards == 0
     assert s.smoke_timeout_s == 1200.0
@@ -73,3 +74,14 @@ def test_the_readme_settings_table_lists_exactly_the_settings() -> None:
     rows = re.findall(r"^\| `(SIMCLUSTER_[A-Z_]+)` \|", section, re.M)
     assert rows == env_names()
 
+
+
+def test_a_large_cluster_sizes_its_own_deploy_wait_and_the_variable_still_wins() -> None:
+    # Issue 39: at 1000 Nodes FUSE mode had every component reporting after 784 s on a quiet
+    # machine and files mode's simulator alone took 770 s to serve; the 240 s default stopped both
+    # unless SIMCLUSTER_DEPLOY_TIMEOUT was set by hand.
+    fuse, files = Settings.from_env({}), Settings.from_env({"SIMCLUSTER_HWEMU": "files"})
+    assert fuse.deploy_wait_s(1000) >= 2 * 784
+    assert files.deploy_wait_s(1000) >= 2 * 770 and files.deploy_wait_s(1000) > fuse.deploy_wait_s(1000)
+    assert 240.0 < fuse.deploy_wait_s(200) < fuse.deploy_wait_s(1000)
+    assert Settings.from_env({"SIMCLUSTER_DEPLOY_TIMEOUT": "90"}).deploy_wait_s(1000) == 90.0

@@ -146,7 +146,7 @@ def wait_reports(
         if dead or time.monotonic() > deadline:
             bad = dead or [r for r in reports if not r.ok]
             lines = [f"  {r.name}: {r.detail}\n{_indent(tail(state.log(r.name), 15))}" for r in bad[:5]]
-            why = "exited" if dead else f"did not report within {timeout_s:.0f}s"
+            why = "exited" if dead else f"did not report within {timeout_s:.0f}s (SIMCLUSTER_DEPLOY_TIMEOUT sets the wait)"
             raise RuntimeFailure(f"{len(bad)} components {why}:\n" + "\n".join(lines))
         time.sleep(1.0)
 

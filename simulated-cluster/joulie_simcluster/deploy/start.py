@@ -87,7 +87,12 @@ class DeployOptions:
 def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> DeployResult:
     """Starts every component and waits until each reports."""
     t0 = time.monotonic()
+    # Sized once from the cluster (or SIMCLUSTER_DEPLOY_TIMEOUT); the waits below read it from the settings.
+    wait_s = ctx.settings.deploy_wait_s(len(rendered.nodes))
+    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, deploy_timeout_s=wait_s))
     state, progress, settings = ctx.state, ctx.progress, ctx.settings
+    progress(f"deploy: waits up to {wait_s:.0f}s for the simulator and every component "
+             f"({len(rendered.nodes)} Nodes, {settings.hwemu} mode; SIMCLUSTER_DEPLOY_TIMEOUT sets it)")
     cluster = _live_cluster(state, settings.hwemu)
     on_kubelet = recorded_runtime(cluster).components_as_pods  # the chart's components as Pods (KUBELET.md)
     if on_kubelet:
@@ -145,7 +150,7 @@ def deploy(ctx: Context, rendered: RenderedSpec, options: DeployOptions) -> Depl
         how = f"{shards} pool agents for {len(agents)} Nodes" if shards > 0 else f"{len(agents)} agents"
         runner = f", workload runner on {len(load_trace(plan.workload_trace))} jobs" if plan.cluster else ", no workload runner"
         progress(f"started {started} processes (simulator, extender, controller manager, {how}{runner})")
-        reports = wait_reports(state, env, rendered.managed, settings.deploy_timeout_s, progress)
+        reports = wait_reports(state, env, rendered.managed, wait_s, progress)
     except BaseException:
         if not settings.keep_failed and not on_kubelet:  # there, down removes the Pods with the node
             stop_deployed(state, progress)
@@ -300,7 +305,7 @@ def _start(ctx: Context, cmds: list[comp.Command], env: dict[str, str]) -> int:
             state.write_deploy_env(env)
         if cmd.name == "simulator":
             _wait_simulator(state, proc, cmd.metrics_url, settings.hwemu, ctx.progress,
-                            max(120.0, settings.deploy_timeout_s))
+                            max(120.0, settings.deploy_wait_s(0)))
             if power.sync_secret(state.root, state.kubeconfig) is None:
                 raise RuntimeFailure(f"the simulator serves but wrote no {power.bmcs_path(state.root)}; log {state.log('simulator')}")
             ctx.progress(f"BMC Secret {power.SECRET_NAMESPACE}/{power.SECRET_NAME} written from {power.bmcs_path(state.root)}")
@@ -352,4 +357,4 @@ def _wait_simulator(
             progress(f"simulator serves /debug/emulate ({mode} mode, trees under {state.root / 'hwemu'})")
             return
         time.sleep(0.3)
-    raise RuntimeFailure(f"simulator did not serve {url} within {timeout_s:.0f}s; log {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")
+    raise RuntimeFailure(f"simulator did not serve {url} within {timeout_s:.0f}s (SIMCLUSTER_DEPLOY_TIMEOUT sets the wait); log {state.log('simulator')}:\n{tail(state.log('simulator'), 20)}")

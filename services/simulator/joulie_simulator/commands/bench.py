@@ -10,7 +10,8 @@ the limit); ``--no-writes`` measures ticks without writes; ``--spec FILE`` takes
 default /dev/shm has). Prints one line per (mode, nodes): wall-clock ms per tick (median, max)
 and the CPU ms this process spent per tick (median; user + system, the figure to compare on a
 busy machine); for files mode, how many nodes inotify and fanotify watch and how many are scanned
-with a ``stat`` per writable file every tick; for FUSE mode, the CPU ms of applying the writes between
+with a ``stat`` per writable file every tick, the median CPU ms of each part of its tick (read-back,
+physics, ledgers, the other files) and each tick's count of files stat-ed; for FUSE mode, the CPU ms of applying the writes between
 ticks (``Emulator.write``, which files mode does inside its tick; the FUSE requests that carry them
 are not counted). Not a test: nothing is gated on time.
 """
@@ -71,6 +72,7 @@ def bench(
     costs = []
     cpu = []
     applied = []
+    splits = []
     for k in range(ticks):
         applied_s = 0.0
         for name, path in limits.items():
@@ -88,6 +90,7 @@ def bench(
         c = time.process_time()
         if mode == "files":
             trees.tick()
+            splits.append(trees.split)
         else:
             # FUSE mode: the physics and the ledgers; file content is computed when read.
             emu.tick()
@@ -97,6 +100,12 @@ def bench(
         cpu.append((time.process_time() - c) * 1000)
         del k
     trees.close()
+    if splits:
+        parts = {"read-back": [s.read_back_ms for s in splits], "physics": [s.physics_ms for s in splits],
+                 "ledgers": [s.ledgers_ms for s in splits], "files": [s.files_ms for s in splits]}
+        by_part = " ".join(f"{k}={statistics.median(v):.1f}" for k, v in parts.items())
+        watch += (f"\n    files tick cpu median by part: {by_part} ms; writable files stat-ed (no watch could say) "
+                  f"per tick: {', '.join(str(s.scanned) for s in splits)}")
     if mode == "fuse" and limits:
         # The writes FUSE mode applies as they come (files mode applies them in its tick, counted
         # there): the emulator's part only, without the FUSE requests that carry them.

@@ -163,6 +163,11 @@ class ChangeWatch:
                 if hit is not None:
                     self.unwatched.add(hit[0])
 
+    @property
+    def watching(self) -> bool:
+        """Whether any watch is set (``candidates`` then says None only when events were lost)."""
+        return bool(self._watchers())
+
     def candidates(self) -> dict[str, list[Watched]] | None:
         """Per node, the writable files the watches saw change since the last tick (``None``: scan them all)."""
         if not self._watchers():

@@ -1,7 +1,8 @@
 """Emulator-owned files (counters, current frequencies, GPU state, ledgers), rewritten only when
-their content changes: in place when the length is kept (one ``pwrite`` on a descriptor kept open,
-within a share of the descriptor limit), otherwise swapped in whole (``swap.swap_in``), so a reader
-never sees two lengths or half a JSON document."""
+their content changes: a number in place when its length moves by at most one character (one
+``pwrite`` on a descriptor kept open, within a share of the descriptor limit), anything else
+swapped in whole (``swap.swap_in``), so a reader sees the old or the new value, never half a JSON
+document."""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +10,7 @@ import os
 import resource
 from dataclasses import dataclass
 
+from joulie_simulator.emulation.counters import Counter
 from joulie_simulator.emulation.render import Bind
 from joulie_simulator.views.files.swap import swap_in
 
@@ -32,14 +34,29 @@ class Shown:
     # Counters change every tick and are kept open, as is the one inode a socket's current-frequency
     # files share (``Publisher.publish_linked``); within the descriptor budget.
     keep_open: bool = True
+    # A per-tick counter's text as a function of the node's state (``emulation.counters``); None:
+    # rendered by ``render.content``.
+    counter: Counter | None = None
 
 
-def fd_budget() -> int:
-    """How many emulator-owned files may stay open: a quarter of the soft descriptor limit, past 256 kept for the rest."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        soft = 1 << 16
-    return max(0, (soft - 256) // 4)
+def fd_budget(soft: int) -> int:
+    """How many emulator-owned files may stay open under a soft descriptor limit: half of what is
+    left past 1024 kept for the rest (sockets of the BMCs, the servers, the watches). At 1000 Nodes
+    about 7000 counters change every tick; one kept closed costs an open and a close a tick."""
+    return max(0, (soft - 1024) // 2)
+
+
+def raise_fd_limit() -> int:
+    """The soft descriptor limit, raised to the hard one first where it is lower (as Go programs
+    do at start): a soft limit of 1024 would keep every counter of a large cluster closed."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if resource.RLIM_INFINITY not in (soft, hard) and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass  # a limit the platform refuses: keep the soft one
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
 
 
 class Publisher:
@@ -47,7 +64,7 @@ class Publisher:
 
     def __init__(self) -> None:
         self._open: list[Shown] = []
-        self._fds_left = fd_budget()
+        self._fds_left = fd_budget(raise_fd_limit())
 
     def _fd(self, f: Shown) -> int:
         """A descriptor to write ``f`` in place (kept open within the budget), or -1 when this
@@ -77,38 +94,45 @@ class Publisher:
             f.fd = -1
             self._fds_left += 1
 
+    def _in_place(self, f: Shown, data: bytes) -> bool:
+        """Write a number and its newline over the one ``f`` shows, in its inode, when the length
+        moves by at most one character (a counter passing a power of ten, a frequency gaining a
+        digit): longer, one ``pwrite``; shorter, the old number loses its newline first (still the
+        old value), then the new one is written. A reader sees the old or the new value either way.
+        False: the file must be replaced whole (JSON, a larger change, a file this process may not
+        open for writing)."""
+        if f.atomic or abs(len(data) - len(f.text)) > 1 or not (data.endswith(b"\n") and f.text.endswith("\n")):
+            return False
+        fd = self._fd(f)
+        if fd < 0:
+            return False
+        try:
+            if len(data) < len(f.text):
+                os.ftruncate(fd, len(data))
+            os.pwrite(fd, data, 0)
+        finally:
+            self._done(f, fd)
+        return True
+
     def publish(self, f: Shown, text: str) -> None:
+        if f.fd >= 0 and len(text) == len(f.text):
+            # Most counters, most ticks: kept open, same length.
+            os.pwrite(f.fd, text.encode(), 0)
+            f.text = text
+            return
         data = text.encode()
-        if not f.atomic and len(data) == len(f.text):
-            fd = self._fd(f)
-            if fd >= 0:
-                try:
-                    os.pwrite(fd, data, 0)
-                finally:
-                    self._done(f, fd)
-                f.text = text
-                return
-        self._drop_fd(f)
-        swap_in(f.tmp, f.path, data, f.mode)
+        if not self._in_place(f, data):
+            self._drop_fd(f)
+            swap_in(f.tmp, f.path, data, f.mode)
         f.text = text
 
     def publish_linked(self, files: list[Shown], text: str) -> None:
-        """New contents for files that are hard links to one inode (``link_to``), a number and a
-        newline: one write in place through the first when the length moves by at most one
-        character (longer: one ``pwrite``; shorter: the old number loses its newline, then the new one
-        is written; a reader sees the old or the new value either way); otherwise, or when this
-        process may not open it for writing, a new inode linked into each file's place by a rename
-        (atomic per file, one directory event each)."""
+        """New contents for files that are hard links to one inode (``link_to``): one write in place
+        through the first (``_in_place``); otherwise a new inode linked into each file's place by a
+        rename (atomic per file, one directory event each)."""
         first = files[0]
         data = text.encode()
-        fd = self._fd(first) if not first.atomic and abs(len(data) - len(first.text)) <= 1 else -1
-        if fd >= 0:
-            try:
-                if len(data) < len(first.text):
-                    os.ftruncate(fd, len(data))
-                os.pwrite(fd, data, 0)
-            finally:
-                self._done(first, fd)
+        if self._in_place(first, data):
             for f in files:
                 f.text = text
             return
@@ -135,7 +159,7 @@ class Publisher:
                 os.close(f.fd)
                 f.fd = -1
         self._open.clear()
-        self._fds_left = fd_budget()
+        self._fds_left = fd_budget(raise_fd_limit())
 
 
 def link_to(target: str, path: str, tmp: str, check: bool = True) -> None:

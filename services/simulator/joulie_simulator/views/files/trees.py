@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from joulie_simulator.emulation.counters import compile_counter
 from joulie_simulator.emulation.emulator import EmulatedNode, Emulator
 from joulie_simulator.emulation.render import LEDGER_FILE, content, ledger_json
 from joulie_simulator.emulation.writes import WriteOutcome
@@ -23,6 +26,18 @@ from joulie_simulator.views.files.entries import check_entry, create_entry
 from joulie_simulator.views.files.ledger import COMBINED_LEDGERS
 from joulie_simulator.views.files.publish import JSON_BINDS, Publisher, Shown, link_to
 from joulie_simulator.views.files.swap import read_file, swap_in, write_in_place
+
+
+@dataclass(frozen=True)
+class TickSplit:
+    """Where one files-mode tick went, CPU ms by part (``bench-tick`` prints their medians), and how
+    many writable files it checked with a ``stat`` because no watch could say which changed."""
+
+    read_back_ms: float
+    physics_ms: float
+    ledgers_ms: float
+    files_ms: float
+    scanned: int
 
 
 class FileTrees:
@@ -50,6 +65,11 @@ class FileTrees:
         self.outcomes: list[tuple[str, str, WriteOutcome]] = []
         # (node, file path) -> why it cannot be written, while it cannot.
         self.file_faults: dict[tuple[str, str], str] = {}
+        self.split = TickSplit(0.0, 0.0, 0.0, 0.0, 0)
+        self._scanned = 0
+        # Ticks whose watches had lost events, and when that was last said.
+        self.overflows = 0
+        self._overflow_said = float("-inf")
 
     def _file_failed(self, node: str, path: str, err: OSError) -> None:
         """Report a file that cannot be written, once while it keeps failing."""
@@ -118,7 +138,8 @@ class FileTrees:
                     self._persisted[(name, e.path)] = text
                 watched.append(Watched(p, e, len(watched), sig(os.stat(p))))
             elif e.owner == "S" and e.bind is not None:
-                f = Shown(p, os.path.join(tmpdir, os.path.basename(p)), e.bind, e.mode, text, e.bind[0] in JSON_BINDS)
+                f = Shown(p, os.path.join(tmpdir, os.path.basename(p)), e.bind, e.mode, text, e.bind[0] in JSON_BINDS,
+                          counter=compile_counter(n.profile, n.state, e.bind))
                 if e.path == LEDGER_FILE:
                     self._ledger[name] = f
                 elif self.persist_only:
@@ -166,6 +187,14 @@ class FileTrees:
         """Apply the writes made since the last tick, in modification-time order; revert refusals."""
         self.rewrite_restarted()
         candidates = self.changes.candidates()
+        if candidates is None and self.changes.watching:
+            self.overflows += 1
+            if time.monotonic() - self._overflow_said >= 60:
+                # Seconds of stat at 1000 Nodes: said (once a minute), so a slow tick can be told from a slow machine.
+                self._overflow_said = time.monotonic()
+                print(f"files mode: the watches lost events (a kernel queue overflowed, {self.overflows} times so far); "
+                      "this tick checks every writable file", flush=True)
+        self._scanned = 0
         for name, watched in self._watched.items():
             if candidates is not None and name not in self.changes.unwatched:
                 todo = candidates.get(name)
@@ -173,6 +202,7 @@ class FileTrees:
                     continue
             else:
                 todo = watched
+                self._scanned += len(todo)
             try:
                 self._apply(name, todo)
             except OSError as err:
@@ -258,17 +288,22 @@ class FileTrees:
                     self._file_ok(name, f.path)
 
     def flush(self, per_node_every: int = 10) -> None:
-        """Ledgers first (``flush_ledgers``), then every emulator-owned file whose content changed.
-
-        A number that keeps its length is overwritten in place (one write, no rename: on ext4 a
-        rename over a file forces its data out, about 1 ms a file); one whose length changes, and
-        every JSON file, is replaced by temp file + rename, so a reader never sees two lengths or
-        half a JSON document."""
+        """Ledgers first (``flush_ledgers``), then every emulator-owned file whose content changed
+        (``flush_files``)."""
         self.flush_ledgers(per_node_every)
+        self.flush_files()
+
+    def flush_files(self) -> None:
+        """Every emulator-owned file whose content changed, ledgers aside.
+
+        A number whose length moves by at most one character is written in place (no rename: on
+        ext4 a rename over a file forces its data out, about 1 ms a file, and in a watched directory
+        it queues events); a larger change, and every JSON file, is swapped in whole, so a reader
+        never sees half a JSON document (``publish.Publisher``)."""
         for name, n in self.emu.nodes.items():
             profile, state = n.profile, n.state
             for f in self._shown[name]:
-                text = content(profile, state, f.bind)
+                text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
                 if f.text != text:
                     self._publish(name, f, text)
             shown_faults = self._faults.get(name)
@@ -307,11 +342,19 @@ class FileTrees:
                 self._file_ok(node, files[0].path)
 
     def tick(self) -> None:
-        """One files-mode tick: read back writes, step the physics, publish."""
+        """One files-mode tick: read back writes, step the physics, publish (``split``: where it went)."""
+        clock = time.process_time
+        c0 = clock()
         self.read_back()
+        c1 = clock()
         self.emu.dirty.clear()
         self.emu.tick()
-        self.flush()
+        c2 = clock()
+        self.flush_ledgers()
+        c3 = clock()
+        self.flush_files()
+        c4 = clock()
+        self.split = TickSplit(1000 * (c1 - c0), 1000 * (c2 - c1), 1000 * (c3 - c2), 1000 * (c4 - c3), self._scanned)
 
 
 def remove_tree(root: Path, node: str) -> None:

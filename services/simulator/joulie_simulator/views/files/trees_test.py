@@ -323,3 +323,37 @@ def test_a_sockets_current_frequency_is_one_write_seen_by_every_policy_of_the_so
     _emu2, trees2 = _start(tmp_path)
     assert len({ino for _, ino in _cur_freqs(tmp_path).values()}) == profile.cpu.sockets
     trees2.close()
+
+
+def test_a_counter_gaining_or_losing_a_digit_is_written_in_its_own_inode(tmp_path: Path) -> None:
+    # Issue 39: counters start at 0 and gain a digit every few ticks at first; each of those was
+    # swapped in whole (a rename, and a directory event in a watched directory) instead of written.
+    _emu, trees = _start(tmp_path)
+    f = next(s for s in trees._shown["node-a"] if s.bind[0] == "zone_energy")
+    digits = len(f.text) + 3
+    trees.publisher.publish(f, "9" * digits + "\n")  # a new length by more than one: replaced
+    ino = os.stat(f.path).st_ino
+    with open(f.path) as reader:  # an agent holding the counter open
+        for text in ("1" + "0" * digits + "\n", "9" * digits + "\n", "8" * digits + "\n"):
+            trees.publisher.publish(f, text)
+            reader.seek(0)
+            assert reader.read() == text
+            assert os.stat(f.path).st_ino == ino
+    trees.close()
+
+
+def test_a_tick_after_lost_events_checks_every_writable_file_says_so_and_applies_the_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emu, trees = _start(tmp_path)
+    trees.tick()
+    assert trees.split.scanned == 0  # watched: nothing to stat
+    _write(tmp_path, f"{PKG0}/constraint_0_power_limit_uw", "100000000\n")
+    trees.changes._overflow = True  # as the pump sets it on IN_Q_OVERFLOW
+    trees.tick()
+    assert trees.split.scanned == sum(len(ws) for ws in trees._watched.values())
+    assert "lost events" in capsys.readouterr().out
+    assert emu.nodes["node-a"].state.zones[0].limits_uw[0] == 100_000_000
+    trees.tick()
+    assert trees.split.scanned == 0 and trees.overflows == 1
+    trees.close()
