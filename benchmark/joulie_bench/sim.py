@@ -55,6 +55,7 @@ from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.estimates import EstimateLog
 from joulie_bench.gputelemetry import GpuTelemetry
+from joulie_bench.gputelemetry import boards as gpu_boards
 from joulie_bench.idlepower import idle_power_by_node_w, power_w, settle_idle
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
@@ -265,7 +266,8 @@ class _Run:
         bmc = ({n.name: self.faults.reading(n.name, BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes}
                if self.suspend else {})
         samples = self.telemetry.samples(self.emu, self.engine, self.true_profile, keys)
-        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc, gpu_samples=samples)
+        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc, gpu_samples=samples,
+                        gpu_boards=gpu_boards(self.emu, self.engine, keys))
         result = reconcile(snap, self.s, self.memory)
         self.faults.settle(result.power_states)  # as the controller's loop forgets settled refusals
         if self.forecast_log is not None:
