@@ -17,8 +17,9 @@ The arms (policies A..ES: which controller policy, power policy, placement and c
 
 Per-GPU telemetry (``gputelemetry``): each reconcile, every running GPU Pod's samples of the boards it
 holds, as a node's NVML/DCGM exporter gives them (``Snapshot.gpu_samples``), from which the controller
-estimates each job; the clock locks it writes to ``spec.gpu.clockLock`` reach the boards as the agent
-applies them (``agentcaps``). ``run(estimates=EstimateLog())`` records the estimates beside the truth.
+estimates each job, with the boards each Pod holds (``Snapshot.gpu_boards``, as ``hw.gpu.allocation`` names
+them); the clock locks it writes to ``spec.gpu.clockLocks``, per group of boards, reach those boards as the
+agent applies them (``agentcaps``). ``run(estimates=EstimateLog())`` records the estimates beside the truth.
 
 Physics variants (``run(variant=...)``, ``joulie_simulator.api.VARIANTS``): the emulator runs each node's
 profile with its physics moved, and the engine runs the jobs with their compute shares moved; the
