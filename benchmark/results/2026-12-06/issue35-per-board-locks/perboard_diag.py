@@ -1,14 +1,19 @@
-"""How often E0's per-board locks differ from one lock per node: counts each apply of a GPU node's spec."""
+"""How often E0's per-board locks differ from one lock per node: counts each apply of a GPU node's spec.
+
+Run from benchmark/ with the dev environment (R=<repo> . /tmp/devenv.sh): python perboard_diag.py
+"""
+
 from collections import Counter
 
 import joulie_bench.agentcaps as ac
+from joulie_api.generated.nodetwin import NodeTwinSpec
 from joulie_bench.cli import main
 
 stats: Counter[str] = Counter()
 orig = ac.AgentCaps.apply_lock
 
 
-def apply_lock(self, node, spec):  # type: ignore[no-untyped-def]
+def apply_lock(self: ac.AgentCaps, node: str, spec: NodeTwinSpec) -> None:
     gpu = spec.gpu
     entries = (gpu.clock_locks or []) if gpu is not None else []
     running = self.emu.node(node).state.gpus
@@ -22,7 +27,7 @@ def apply_lock(self, node, spec):  # type: ignore[no-untyped-def]
             if boards < len(running):
                 stats["some boards left unlocked"] += 1
             stats[f"entries={len(entries)}"] += 1
-    return orig(self, node, spec)
+    orig(self, node, spec)
 
 
 ac.AgentCaps.apply_lock = apply_lock  # type: ignore[method-assign]
