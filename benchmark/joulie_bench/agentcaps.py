@@ -3,8 +3,9 @@ functions from the NodeTwin spec the controller wrote, then written into the emu
 
 The planning is the agent's (``cpucontrol.resolve_cpu_cap`` → ``cpucontrol.plan_rapl`` for RAPL
 package limits in µW, ``gpucontrol.plan_gpu_caps`` → ``gpucontrol.changed_targets`` →
-``gpucontrol.nvml_limit_mw`` for NVIDIA limits in mW, ``gpulock.plan_clock_lock`` for the SM clock lock of
-``spec.gpu.clockLock``, written as ``nvidia-smi -lgc MIN,MAX`` writes it), so the benchmark cannot drift from
+``gpucontrol.nvml_limit_mw`` for NVIDIA limits in mW, ``gpulock.plan_clock_lock`` for the SM clock locks of
+``spec.gpu.clockLock`` and of each ``spec.gpu.clockLocks`` entry, the lower clock where a board has two,
+written as ``nvidia-smi -lgc MIN,MAX`` writes it), so the benchmark cannot drift from
 what a real agent writes. What stays here is the I/O the agent's shell does on a real node: read the
 powercap zones (parsed with the agent's ``powercap.parse_zone``), skip unchanged limits, write.
 Discovery is not what the benchmark measures: GPU limits come from the profile, as NVML reports
@@ -34,7 +35,7 @@ from joulie_agent.api import (
     resolve_cpu_cap,
 )
 from joulie_api.generated.nodehardware import NodeHardware
-from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_api.generated.nodetwin import GPUClockLock, NodeTwinSpec
 from joulie_hwprofiles.schema import Profile
 from joulie_simhw.gpustate import format_locked_clocks, parse_locked_clocks
 from joulie_simulator.api import Emulator
@@ -139,20 +140,32 @@ class AgentCaps:
         return {i: ClockRange(i, clocks) for i in self._files[node].nvml_locks}
 
     def apply_lock(self, node: str, spec: NodeTwinSpec) -> None:
-        """``spec.gpu.clockLock`` as the agent applies it: each board's ceiling from ``plan_clock_lock``
-        (rounded down to a supported clock), written ``MIN,MAX`` with the board's lowest clock as the floor;
-        none asked (or a ceiling at the top): the lock released. A lock the agent refuses raises."""
+        """``spec.gpu.clockLock`` (every board) and ``spec.gpu.clockLocks`` (the boards each entry names)
+        as the agent applies them: each lock's ceilings from ``plan_clock_lock`` (rounded down to a
+        supported clock), the lower one where a board has two, written ``MIN,MAX`` with the board's
+        lowest clock as the floor; a board no lock names (or one at the top clock): released. A lock the
+        agent refuses raises."""
         locks = self._files[node].nvml_locks
         if not locks:
             return
-        asked = spec.gpu.clock_lock if spec.gpu else None
+        gpu = spec.gpu
+        asked: list[tuple[GPUClockLock, list[int]]] = []
+        if gpu is not None and gpu.clock_lock is not None:
+            asked.append((gpu.clock_lock, sorted(locks)))
+        for entry in (gpu.clock_locks or []) if gpu is not None else []:
+            missing = [i for i in entry.gpus if i not in locks]
+            if missing:
+                raise RuntimeError(f"bench: {node}: GPU clock lock names boards the node does not have: {missing}")
+            asked.append((GPUClockLock(pct_of_max=entry.pct_of_max, max_mhz=entry.max_mhz), sorted(entry.gpus)))
         targets: dict[int, int | None] = dict.fromkeys(locks)
         floors: dict[int, int] = {}
-        if asked is not None:
-            plan = plan_clock_lock(asked, sorted(locks), self.clock_ranges(node))
+        for lock, boards in asked:
+            plan = plan_clock_lock(lock, boards, self.clock_ranges(node))
             if plan.blocked:
                 raise RuntimeError(f"bench: {node}: GPU clock lock blocked: {plan.blocked}")
-            targets, floors = plan.targets, plan.floors
+            for i, target in plan.targets.items():
+                if target is not None and (targets[i] is None or target < (targets[i] or 0)):
+                    targets[i], floors[i] = target, plan.floors[i]
         for index, target in sorted(targets.items()):
             want = (floors[index], target) if target is not None else None
             path = locks[index]

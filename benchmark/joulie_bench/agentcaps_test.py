@@ -89,6 +89,22 @@ def test_a_clock_lock_reaches_every_board_rounded_down_to_a_supported_clock_and_
     assert caps.writes == 16
 
 
+def test_per_board_locks_reach_only_their_boards_the_lower_clock_wins_and_a_board_left_out_is_released() -> None:
+    emu, caps, node = setup()
+    g = caps.profiles[node].gpus
+    assert g is not None
+    clocks = caps.clock_ranges(node)[0].clocks_mhz
+
+    def at(pct: float) -> int:
+        return max(c for c in clocks if c <= pct / 100 * g.sm_clock_max_mhz)
+
+    both = {"clockLock": {"pctOfMax": 70}, "clockLocks": [{"gpus": [0, 1], "pctOfMax": 60}, {"gpus": [2], "pctOfMax": 80}]}
+    caps.apply(node, twin_spec({"gpu": both}))
+    assert gpu_locks_mhz(emu, node) == [at(60), at(60), at(70)] + [at(70)] * 5
+    caps.apply(node, twin_spec({"gpu": {"clockLocks": [{"gpus": [0, 1], "pctOfMax": 60}]}}))
+    assert gpu_locks_mhz(emu, node) == [at(60), at(60)] + [None] * 6
+
+
 def test_a_lock_at_the_top_clock_is_no_lock_and_one_below_the_lowest_clock_is_refused() -> None:
     emu, caps, node = setup()
     caps.apply(node, twin_spec({"gpu": {"clockLock": {"pctOfMax": 100}}}))

@@ -17,8 +17,9 @@ The arms (policies A..ES: which controller policy, power policy, placement and c
 
 Per-GPU telemetry (``gputelemetry``): each reconcile, every running GPU Pod's samples of the boards it
 holds, as a node's NVML/DCGM exporter gives them (``Snapshot.gpu_samples``), from which the controller
-estimates each job; the clock locks it writes to ``spec.gpu.clockLock`` reach the boards as the agent
-applies them (``agentcaps``). ``run(estimates=EstimateLog())`` records the estimates beside the truth.
+estimates each job, with the boards each Pod holds (``Snapshot.gpu_boards``, as ``hw.gpu.allocation`` names
+them); the clock locks it writes to ``spec.gpu.clockLocks``, per group of boards, reach those boards as the
+agent applies them (``agentcaps``). ``run(estimates=EstimateLog())`` records the estimates beside the truth.
 
 Physics variants (``run(variant=...)``, ``joulie_simulator.api.VARIANTS``): the emulator runs each node's
 profile with its physics moved, and the engine runs the jobs with their compute shares moved; the
@@ -55,6 +56,7 @@ from joulie_bench.arms import ARMS, SUSPEND_AFTER_S, Arm, settings_for
 from joulie_bench.bmcfaults import BmcFaults
 from joulie_bench.estimates import EstimateLog
 from joulie_bench.gputelemetry import GpuTelemetry
+from joulie_bench.gputelemetry import boards as gpu_boards
 from joulie_bench.idlepower import idle_power_by_node_w, power_w, settle_idle
 from joulie_bench.nodes import BenchNode, node_hardware
 from joulie_bench.receipts import ReceiptWatch
@@ -265,7 +267,8 @@ class _Run:
         bmc = ({n.name: self.faults.reading(n.name, BMC_STATES[self.emu.power_state(n.name)]) for n in self.nodes}
                if self.suspend else {})
         samples = self.telemetry.samples(self.emu, self.engine, self.true_profile, keys)
-        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc, gpu_samples=samples)
+        snap = Snapshot(now, infos, pods, self.hardware, self.twins, meas, bmc=bmc, gpu_samples=samples,
+                        gpu_boards=gpu_boards(self.emu, self.engine, keys))
         result = reconcile(snap, self.s, self.memory)
         self.faults.settle(result.power_states)  # as the controller's loop forgets settled refusals
         if self.forecast_log is not None:

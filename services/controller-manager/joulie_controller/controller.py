@@ -180,7 +180,8 @@ class Controller:
         if self.power_driver is not None and self.settings.suspend.power_policy != POLICY_NONE:
             snap = replace(snap, bmc=read_all(self.power_driver, [n.name for n in snap.nodes], self.power_errors))
         if self.gpu_signals is not None:
-            snap = replace(snap, gpu_samples=self.gpu_signals.read(gpus_by_node(snap.hardware, snap.nodes)))
+            snap = replace(snap, gpu_samples=self.gpu_signals.read(gpus_by_node(snap.hardware, snap.nodes)),
+                           gpu_boards=self.gpu_signals.boards)
             self.metrics.record_gpu_refuted(r.kind for r in self.gpu_signals.refuted.values())
         result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost

@@ -183,7 +183,7 @@ def _gpu_cap(twin: Any, st: Any) -> str:
     """The GPU cap, and the SM clock lock beside it ("400 W, lock 1500 MHz")."""
     cap = _cap(_get(twin, "spec", "gpu", "powerCap"), "capWattsPerGpu", "capPctOfMax",
                _num(_get(st, "effectiveCapState", "gpuPct")))
-    lock = lock_text(_get(twin, "spec", "gpu", "clockLock"))
+    lock = _locks_text(twin)
     return cap if lock == "-" else f"{cap}, lock {lock}"
 
 
@@ -197,6 +197,17 @@ def _control(status: Any, agent_lost: bool = False) -> str:
     if not result and not backend:
         return "-"
     return f"{result or '?'} ({backend or '?'})" + (" + drift" if _get(status, "drift") else "")
+
+
+def _locks_text(twin: Any) -> str:
+    """spec.gpu.clockLock and each spec.gpu.clockLocks entry ("70% of max; 62.5% of max on GPUs 0,1")."""
+    parts = [lock_text(_get(twin, "spec", "gpu", "clockLock"))]
+    entries = _get(twin, "spec", "gpu", "clockLocks")
+    for e in entries if isinstance(entries, list) else []:
+        gpus = _get(e, "gpus")
+        where = ",".join(str(g) for g in gpus) if isinstance(gpus, list) else "?"
+        parts.append(f"{lock_text(e)} on GPUs {where}")
+    return "; ".join(p for p in parts if p != "-") or "-"
 
 
 def lock_text(lock: Any) -> str:
@@ -433,7 +444,7 @@ def job_rows(twins: Iterable[Mapping[str, Any]]) -> list[JobRow]:
         if not isinstance(pods, list):
             continue
         cap = _num(_get(twin, "spec", "gpu", "powerCap", "capPctOfMax"))
-        lock = lock_text(_get(twin, "spec", "gpu", "clockLock"))
+        lock = _locks_text(twin)
         setting = ", ".join(p for p in ((f"cap {cap:g}% of max" if cap is not None else ""),
                                         (f"lock {lock}" if lock != "-" else "")) if p) or "-"
         for p in pods:

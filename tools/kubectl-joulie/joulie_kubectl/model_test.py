@@ -154,6 +154,10 @@ def test_jobs_show_each_gpu_pods_lever_estimate_and_predicted_slowdown_against_i
     assert "0 (kind prior)" in next(x for x in out.splitlines() if "ml/new" in x)
     assert "+1.9% [+0.7, +3.6] over 84 s" in line
     assert "- (no clock yet)" in next(x for x in out.splitlines() if "ml/new" in x)
+    # The controller's per-board locks (spec.gpu.clockLocks) name their boards.
+    per_board = {**twin, "spec": {"nodeName": "gpu-1", "gpu": {"powerCap": {"capPctOfMax": 77.5},
+                                                              "clockLocks": [{"gpus": [0, 1], "pctOfMax": 62.5}]}}}
+    assert job_rows([per_board])[0].setting == "cap 77.5% of max, lock 62.5% of max on GPUs 0,1"
 
 
 def power_twin(node: str, state: str, reason: str, **extra: object) -> dict[str, object]:

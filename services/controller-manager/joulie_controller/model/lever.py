@@ -76,6 +76,19 @@ def evaluate_locked(works: Sequence[Work], max_w: float, limit_w: float, lock_ra
     return Outcome(power, tuple(speeds))
 
 
+def evaluate_per_work(works: Sequence[Work], max_w: float, limit_w: float, locks: Sequence[float | None]) -> Outcome:
+    """The GPU group running ``works`` under ``limit_w`` per board, each work's boards under its own
+    lock ratio (``locks[i]``, None: no lock): per-board locks on one node."""
+    power = 0.0
+    speeds = []
+    for i, w in enumerate(works):
+        lock = locks[i] if i < len(locks) else None
+        p, r = gpu_board_locked(limit_w, max_w, w.prior.natural_draw, lock if lock is not None else 1.0)
+        power += p * w.share
+        speeds.append(throughput(r, w.prior.compute_share))
+    return Outcome(power, tuple(speeds))
+
+
 def lock_ratios(min_ratio: float = GPU_MODEL.min_clock_ratio, step_pct: float = LOCK_STEP_PCT) -> list[float]:
     """1.0 (no lock), then down in ``step_pct`` steps to ``min_ratio``."""
     out: list[float] = []
@@ -143,6 +156,21 @@ def _search(g: _Group, base: Outcome, ref_pct: float, caps: list[float]) -> _Bes
     return best
 
 
+def _search_locks(g: _Group, cap_pct: float) -> _Best:
+    """Every lock ratio under a cap fixed for the node (``choose_gpu_lever``'s ``cap_pct``), until a
+    budget is exceeded; the first row is the cap alone."""
+    at_cap = g.at(cap_pct, 1.0)
+    best: _Best = (cap_pct, 1.0, g.energy(at_cap), at_cap)
+    base = evaluate_locked(g.works, g.max_w, g.ref_w, 1.0)
+    for lock in lock_ratios()[1:]:
+        o = g.at(cap_pct, lock)
+        if g.over(base, o):
+            break  # slowdown only grows as the lock deepens
+        if g.energy(o) < best[2] * (1.0 - 1e-4):
+            best = (cap_pct, lock, g.energy(o), o)
+    return best
+
+
 def _hold(g: _Group, base: Outcome, best: _Best, current_lock_pct: float | None) -> _Best:
     """The lock in force instead of the best when one step from it, within budget and LOCK_HYSTERESIS."""
     if current_lock_pct is None or best[1] >= 1.0:
@@ -165,6 +193,7 @@ def choose_gpu_lever(
     ref_w: float | None = None,
     step_pct: float = 2.5,
     current_lock_pct: float | None = None,
+    cap_pct: float | None = None,
 ) -> CapChoice:
     """The cap (% of ``max_w``) and lock (% of the maximum clock, or None) with the lowest node energy
     per unit of work, ``(other_w + group power) / work rate`` as ``choose_cap``, whose predicted
@@ -174,17 +203,23 @@ def choose_gpu_lever(
     ``current_lock_pct``, the lock the boards hold now: kept while it is one step from the best, within
     every budget and its energy within LOCK_HYSTERESIS of the best's (an estimate moving by its noise
     would otherwise move the lock a step up and down, each move a spec write and a clock set on every
-    board)."""
+    board).
+
+    ``cap_pct``: the node's cap, fixed (one group of boards among several on the node: the cap is one
+    value per node, the lock one per group). Only the lock is chosen then, kept only where it saves
+    MIN_SAVING against the cap alone; the choice's cap is ``cap_pct`` whatever the lock."""
     ref = min(max_w, ref_w) if ref_w is not None and ref_w > 0 else max_w
     ref_pct = round(ref / max_w * 100.0, 1) if max_w > 0 else 100.0
     if max_w <= 0 or not works:
         return CapChoice(ref_pct, 0.0, 0.0, "no work on the device" if max_w > 0 else "no cap range")
+    g = _Group(works, max_w, ref, other_w, tau)
+    base = evaluate_locked(works, max_w, ref, 1.0)
+    if cap_pct is not None:
+        return _fixed_cap(g, base, ref_pct, cap_pct, current_lock_pct)
     unchanged = tuple(0.0 for _ in works)
     for w in works:
         if w.prior.compute_share >= COMPUTE_BOUND_SHARE:
             return CapChoice(ref_pct, 0.0, 0.0, f"{w.name} ({w.kind or 'no kind'}) is not capped", slowdowns=unchanged)
-    g = _Group(works, max_w, ref, other_w, tau)
-    base = evaluate_locked(works, max_w, ref, 1.0)
     best = _search(g, base, ref_pct, _caps(ref_pct, max(min_w, 0.0) / max_w * 100.0, step_pct))
     pct, lock, e, o = _hold(g, base, best, current_lock_pct)
     base_e = g.energy(base)
@@ -201,3 +236,30 @@ def choose_gpu_lever(
     return CapChoice(
         round(pct, 1), max(0.0, sd), saving, driver, capped=pct < ref_pct, lock_pct=lock_pct, slowdowns=slowdowns
     )
+
+
+def _fixed_cap(g: _Group, base: Outcome, ref_pct: float, cap_pct: float, current_lock_pct: float | None) -> CapChoice:
+    """``choose_gpu_lever`` with the node's cap fixed at ``cap_pct``: the lock for this group only."""
+    capped = cap_pct < ref_pct - 1e-9
+    pct = cap_pct if capped else ref_pct
+    at_cap = g.at(pct, 1.0) if capped else base
+    base_e = g.energy(base)
+
+    def choice(lock: float, o: Outcome, why: str) -> CapChoice:
+        sd, driver = worst_slowdown(g.works, base, o)
+        saving = 1.0 - g.energy(o) / base_e if base_e > 0 else 0.0
+        slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base.speeds, o.speeds, strict=True))
+        lock_pct = round(lock * 100.0, 1) if lock < 1.0 else None
+        return CapChoice(
+            round(pct, 1), max(0.0, sd), saving, why or driver, capped=capped, lock_pct=lock_pct, slowdowns=slowdowns
+        )
+
+    for w in g.works:
+        if w.prior.compute_share >= COMPUTE_BOUND_SHARE:
+            return choice(1.0, at_cap, f"{w.name} ({w.kind or 'no kind'}) is not locked")
+    best = _hold(g, base, _search_locks(g, pct), current_lock_pct)
+    lock, e, o = best[1], best[2], best[3]
+    cap_e = g.energy(at_cap)
+    if lock >= 1.0 or (cap_e > 0 and 1.0 - e / cap_e < MIN_SAVING):
+        return choice(1.0, at_cap, "" if capped else "no clock lock saves energy within each Pod's slowdown budget")
+    return choice(lock, o, "")

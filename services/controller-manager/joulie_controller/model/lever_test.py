@@ -91,3 +91,12 @@ def test_the_lock_in_force_is_kept_while_it_is_nearly_as_good_and_within_budget(
     )
     far = best.lock_pct + 5.0  # two steps from the best: moved
     assert choose_gpu_lever(works, MAX_W, MIN_W, OTHER_W, 0.03, REF_W, current_lock_pct=far).lock_pct == best.lock_pct
+
+
+def test_with_the_nodes_cap_fixed_only_the_groups_lock_is_chosen_and_compute_bound_work_keeps_the_cap() -> None:
+    decode = [Work("decode", "gpu-inference", DECODE, 4)]
+    fixed = choose_gpu_lever(decode, MAX_W, MIN_W, OTHER_W, 0.03, REF_W, cap_pct=70.0)
+    assert fixed.pct_of_max == 70.0 and fixed.capped and fixed.lock_pct is not None
+    assert 0 < fixed.predicted_slowdown <= 0.03
+    train = choose_gpu_lever([Work("train", "gpu-training", TRAIN, 4)], MAX_W, MIN_W, OTHER_W, 0.03, REF_W, cap_pct=70.0)
+    assert train.pct_of_max == 70.0 and train.lock_pct is None and "is not locked" in train.driver

@@ -48,8 +48,10 @@ def _probe(
     ref_w: float,
     tau: float,
     choice: CapChoice,
+    cap_pct: float | None = None,
 ) -> CapChoice | None:
-    """A one-tick lock at a second clock ratio (see the module), or None."""
+    """A one-tick lock at a second clock ratio (see the module), or None; under the node's cap when
+    ``cap_pct`` fixes one."""
     if choice.lock_pct is not None and choice.lock_pct <= (1.0 - TWO_POINT_MIN_GAP) * 100.0 + 1e-9:
         return None
     asked = []
@@ -64,18 +66,20 @@ def _probe(
         return None
     ratio = max(r.clock_ratio for r in asked)
     ref_pct = round(ref_w / max_w * 100.0, 1)
+    capped = cap_pct is not None and cap_pct < ref_pct - 1e-9
+    pct = cap_pct if cap_pct is not None and capped else ref_pct
     base = evaluate_locked(works, max_w, ref_w, 1.0)
-    at = evaluate_locked(works, max_w, ref_w, ratio)
+    at = evaluate_locked(works, max_w, max_w * pct / 100.0 if capped else ref_w, ratio)
     if over_budget(works, base, at, tau):
         return None
     sd, _ = worst_slowdown(works, base, at)
     slowdowns = tuple(a / max(b, 1e-9) - 1.0 for a, b in zip(base.speeds, at.speeds, strict=True))
     return CapChoice(
-        ref_pct,
+        pct,
         max(0.0, sd),
         0.0,
         f"probe at {ratio * 100:g} % clock for one tick: {asked[0].reason}",
-        capped=False,
+        capped=capped,
         lock_pct=round(ratio * 100.0, 1),
         slowdowns=slowdowns,
     )
@@ -91,12 +95,16 @@ def gpu_decision(
     tau: float,
     ref_w: float,
     current_lock_pct: float | None = None,
+    cap_pct: float | None = None,
 ) -> tuple[CapChoice, str, tuple[PodDecision, ...]]:
     """The GPU group's choice, its lever (none, cap, lock, cap+lock, probe) and each Pod's decision
-    (``works[i]`` is ``pods[i]``'s work)."""
-    choice = choose_gpu_lever(works, max_w, min_w, other_w, tau, ref_w, current_lock_pct=current_lock_pct)
+    (``works[i]`` is ``pods[i]``'s work). ``cap_pct``: the node's cap, fixed (one group of boards among
+    several: only the group's lock is chosen)."""
+    choice = choose_gpu_lever(
+        works, max_w, min_w, other_w, tau, ref_w, current_lock_pct=current_lock_pct, cap_pct=cap_pct
+    )
     lever = choice.lever
-    probe = _probe(works, pods, ctx, max_w, min(max_w, ref_w) if ref_w > 0 else max_w, tau, choice)
+    probe = _probe(works, pods, ctx, max_w, min(max_w, ref_w) if ref_w > 0 else max_w, tau, choice, cap_pct)
     if probe is not None:
         choice, lever = probe, "probe"
     decisions = []

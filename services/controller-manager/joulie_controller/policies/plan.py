@@ -65,6 +65,16 @@ class PodDecision:
 
 
 @dataclass(frozen=True)
+class BoardLock:
+    """One SM clock lock the controller sets on some of a node's boards (spec.gpu.clockLocks entry)."""
+
+    gpus: tuple[int, ...]
+    """Board indices (NVML's), ascending."""
+    pct_of_max: float
+    """% of each board's maximum SM clock."""
+
+
+@dataclass(frozen=True)
 class NodeCaps:
     """Caps a policy chose for one node, and why (written to NodeTwin status.capDecision)."""
 
@@ -81,11 +91,19 @@ class NodeCaps:
     """Whether any device is held under its reference limit (default, or maximum)."""
     cpu_capped: bool = False
     gpu_capped: bool = False
-    gpu_lock_pct: float | None = None
-    """SM clock lock chosen for the node's GPUs, % of each board's maximum SM clock (None: no lock
-    from the policy; written to NodeTwin spec.gpu.clockLock.pctOfMax)."""
+    gpu_locks: tuple[BoardLock, ...] = ()
+    """The SM clock locks chosen for the node's boards, one per group of boards held by the same Pods
+    (written to NodeTwin spec.gpu.clockLocks); a board in no entry is not locked by the policy."""
+    gpu_work_locks: tuple[float | None, ...] = ()
+    """The lock ratio (0-1) each GPU work runs under, in the GPU group's works order (None: no lock):
+    what the power budget's model evaluates the boards at."""
     pods: tuple[PodDecision, ...] = ()
     """Per-Pod decisions on the node's GPU group (status.capDecision.pods)."""
+
+    @property
+    def gpu_lock_pct(self) -> float | None:
+        """The deepest of the node's locks (None: none), for a one-line summary."""
+        return min((b.pct_of_max for b in self.gpu_locks), default=None)
 
 
 @dataclass(frozen=True)
@@ -107,9 +125,13 @@ class PolicyInput:
     budget_shed_w: float = 0.0
     """What the last tick's plan set the budget's caps to hold back (``PolicyPlan.budget_shed_w``; 0
     after a restart): measured power already has it taken off."""
-    gpu_lock_pct: Mapping[str, float] = field(default_factory=dict)
-    """The SM clock lock the controller set and the node's NodeTwin holds, by node name (% of max;
-    absent: none of the controller's): the work-aware policy keeps it while it is as good."""
+    gpu_locks: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    """The SM clock locks the controller set and each node's NodeTwin holds, by node name and board
+    index (% of max; absent: none of the controller's): the work-aware policy keeps a group's lock while
+    it is as good."""
+    gpu_boards: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """The boards each running GPU Pod holds, by "namespace/name" (``hw.gpu.allocation``). A node one of
+    whose GPU Pods is absent here is planned as one group of boards with one lock on all of them."""
     job_estimates: Mapping[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (from telemetry, kept across ticks); a
     Pod absent here, or with no observations, is planned from its kind's prior."""

@@ -30,7 +30,7 @@ when measured power would exceed it. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from joulie_api.names import PROFILE_PERFORMANCE
@@ -39,10 +39,18 @@ from joulie_controller.model.capmodel import COMPUTE_BOUND, HOST_FEED, KIND_PRIO
 from joulie_controller.model.fit import admits
 from joulie_controller.model.fsm import PodInfo, excludes_eco, is_running, pod_key, tenant_view
 from joulie_controller.model.hardware import HardwareView
-from joulie_controller.model.lever import evaluate_locked
+from joulie_controller.model.lever import evaluate_per_work
 from joulie_controller.model.slowdownbudget import pod_budget
-from joulie_controller.policies.joblever import PodContext, gpu_decision
-from joulie_controller.policies.plan import NodeCaps, PodDecision, PolicyInput, PolicyNode, PolicyPlan, performance_set
+from joulie_controller.policies.boardlocks import GpuGroups, GpuPlan, gpu_plan
+from joulie_controller.policies.joblever import PodContext
+from joulie_controller.policies.plan import (
+    BoardLock,
+    NodeCaps,
+    PolicyInput,
+    PolicyNode,
+    PolicyPlan,
+    performance_set,
+)
 from joulie_controller.policies.queueaware import queue_aware_count
 from joulie_controller.settings import Settings
 
@@ -112,47 +120,60 @@ def groups(hw: HardwareView, pods: Sequence[PodInfo], ctx: PodContext | None = N
     return out
 
 
-def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -> float:
-    """The part of the rest of the node's power the group's work answers for while it runs: the rest
-    (measured node power minus the model's uncapped draw of the group, else the other groups' idle
-    draw) in proportion to how much of the group the work occupies (one job on one of eight boards
-    does not answer for the whole node's platform power)."""
+def _rest_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -> float:
+    """The rest of the node's power beside the group: measured node power minus the model's uncapped
+    draw of the group, else the other groups' idle draw."""
     own = capmodel.evaluate(g.device, g.works, g.max_w, g.ref_w, g.devices).power_w
     if measured_w is not None:
-        rest = max(0.0, measured_w - own)
-    else:
-        rest = 0.0
-        for k, o in all_groups.items():
-            if k != g.device:
-                model = capmodel.GPU_MODEL if k == "gpu" else capmodel.CPU_MODEL
-                rest += model.idle_frac * o.max_w * o.devices
+        return max(0.0, measured_w - own)
+    rest = 0.0
+    for k, o in all_groups.items():
+        if k != g.device:
+            model = capmodel.GPU_MODEL if k == "gpu" else capmodel.CPU_MODEL
+            rest += model.idle_frac * o.max_w * o.devices
+    return rest
+
+
+def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -> float:
+    """The part of the rest of the node's power the group's work answers for while it runs, in
+    proportion to how much of the group the work occupies (one job on one of eight boards does not
+    answer for the whole node's platform power)."""
     used = sum(w.share for w in g.works)
     occupied = used / g.devices if g.device == "gpu" else used
-    return rest * min(1.0, max(0.0, occupied))
+    return _rest_w(g, all_groups, measured_w) * min(1.0, max(0.0, occupied))
 
 
 def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float,
-              ctx: PodContext | None = None, current_lock_pct: float | None = None) -> NodeCaps:
-    """The caps (and GPU clock lock) for one eco node from the work on it, with the reason: the GPUs
-    by ``joblever.gpu_decision`` (cap, lock or both), the CPUs by ``choose_cap`` (caps only)."""
+              ctx: PodContext | None = None, boards: Mapping[str, tuple[int, ...]] | None = None,
+              current: Mapping[int, float] | None = None) -> NodeCaps:
+    """The caps (and GPU clock locks) for one eco node from the work on it, with the reason: the GPUs
+    by ``boardlocks.gpu_plan`` (one cap, a lock per group of boards), the CPUs by ``choose_cap`` (caps
+    only). ``boards``: each Pod's boards; ``current``: the controller's locks in force, by board."""
     ctx = ctx or PodContext()
     gs = groups(node.hardware, pods, ctx)
     choices: dict[str, CapChoice] = {}
-    decisions: tuple[PodDecision, ...] = ()
-    lever = ""
+    gpu: GpuPlan | None = None
     for key, g in gs.items():
-        other_w = _other_w(g, gs, measured_w)
         if key == "gpu":
             gpu_pods = [p for p in pods if p.gpu_request > 0]
-            choices[key], lever, decisions = gpu_decision(g.works, gpu_pods, ctx, g.max_w, g.min_w, other_w, tau,
-                                                          g.ref_w, current_lock_pct)
+            where = GpuGroups(g.max_w, g.min_w, g.ref_w, g.devices, _rest_w(g, gs, measured_w))
+            gpu = gpu_plan(g.works, gpu_pods, ctx, where, tau, boards or {}, current or {})
+            choices[key] = gpu.choice
         else:
+            other_w = _other_w(g, gs, measured_w)
             choices[key] = capmodel.choose_cap(g.device, g.works, g.max_w, g.min_w, other_w, tau, g.devices, g.ref_w)
-    caps = _caps_from(choices, probe=lever == "probe")
-    return replace(caps, pods=decisions) if decisions else caps
+    if gpu is None:
+        return _caps_from(choices)
+    caps = _caps_from(choices, probe=gpu.lever == "probe", locks=gpu.locks)
+    return replace(caps, pods=gpu.decisions, gpu_locks=gpu.locks, gpu_work_locks=gpu.work_locks)
 
 
-def _caps_from(choices: dict[str, CapChoice], prefix: str = "", probe: bool = False) -> NodeCaps:
+def _boards(locks: Sequence[BoardLock]) -> str:
+    return ", ".join(f"boards {','.join(map(str, b.gpus))} at {b.pct_of_max:g} %" for b in locks)
+
+
+def _caps_from(choices: dict[str, CapChoice], prefix: str = "", probe: bool = False,
+               locks: Sequence[BoardLock] = ()) -> NodeCaps:
     parts = []
     for key in ("gpu", "cpu"):
         c = choices.get(key)
@@ -162,7 +183,8 @@ def _caps_from(choices: dict[str, CapChoice], prefix: str = "", probe: bool = Fa
             parts.append(f"{key} {c.driver}: predicted +{c.predicted_slowdown * 100:.1f} % time")
         elif c.lock_pct is not None:
             cap = f"cap {c.pct_of_max:g} % of max" if c.capped else f"uncapped ({c.pct_of_max:g} % of max)"
-            parts.append(f"{key} clock locked at {c.lock_pct:g} % of max, {cap}, bound by {c.driver}: predicted "
+            where = f" ({_boards(locks)})" if key == "gpu" and locks else ""
+            parts.append(f"{key} clock locked at {c.lock_pct:g} % of max{where}, {cap}, bound by {c.driver}: predicted "
                          f"+{c.predicted_slowdown * 100:.1f} % time, -{c.predicted_saving * 100:.1f} % energy per work")
         elif not c.capped:
             parts.append(f"{key} uncapped ({c.pct_of_max:g} % of max): {c.driver}")
@@ -183,7 +205,6 @@ def _caps_from(choices: dict[str, CapChoice], prefix: str = "", probe: bool = Fa
         capped=any(c.capped or c.lock_pct is not None for c in choices.values()),
         cpu_capped=bool(cpu and cpu.capped),
         gpu_capped=bool(gpu and (gpu.capped or gpu.lock_pct is not None)),
-        gpu_lock_pct=gpu.lock_pct if gpu else None,
     )
 
 
@@ -283,7 +304,7 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
             caps[n.name] = uncapped(n, "runs performance Pods")
             continue
         candidates.add(n.name)
-        c = node_caps(n, pods, inp.measured_w.get(n.name), tau, ctx, inp.gpu_lock_pct.get(n.name))
+        c = node_caps(n, pods, inp.measured_w.get(n.name), tau, ctx, inp.gpu_boards, inp.gpu_locks.get(n.name))
         caps[n.name] = c
         if not c.capped:
             perf.add(n.name)
@@ -309,9 +330,9 @@ def work_aware(inp: PolicyInput) -> PolicyPlan:
 
 
 def _at(g: Group, pct: float, caps: NodeCaps) -> capmodel.Outcome:
-    """The group under a cap of ``pct`` % of max, and the GPU clock lock the node's caps hold."""
-    if g.device == "gpu" and caps.gpu_lock_pct is not None:
-        return evaluate_locked(g.works, g.max_w, g.max_w * pct / 100.0, caps.gpu_lock_pct / 100.0)
+    """The group under a cap of ``pct`` % of max, and the GPU clock locks the node's caps hold."""
+    if g.device == "gpu" and caps.gpu_locks:
+        return evaluate_per_work(g.works, g.max_w, g.max_w * pct / 100.0, caps.gpu_work_locks)
     return capmodel.evaluate(g.device, g.works, g.max_w, g.max_w * pct / 100.0, g.devices)
 
 

@@ -205,3 +205,21 @@ def samples_by_pod(
         )
         out.setdefault(pod, []).append(replace(sample, age_s=max(0.0, max(now_s - p.at_s for p in kept))))
     return out
+
+
+BOARD_ID = re.compile(r"^gpu-(\d+)$")
+
+
+def boards_by_pod(
+    allocation: Mapping[Board, tuple[str, Point]], now_s: float, max_age_s: float = MAX_AGE_S
+) -> dict[str, tuple[int, ...]]:
+    """``Snapshot.gpu_boards``: the board indices each Pod holds by a fresh allocation point (``hw.id``
+    ``gpu-N``), by its key. A stale point names no board: the Pod's boards are then unknown, and its
+    node is planned with one lock for every board."""
+    out: dict[str, set[int]] = {}
+    for (_, hwid), (pod, point) in allocation.items():
+        m = BOARD_ID.match(hwid)
+        if m is None or not -max_age_s <= now_s - point.at_s <= max_age_s:
+            continue
+        out.setdefault(pod, set()).add(int(m.group(1)))
+    return {pod: tuple(sorted(b)) for pod, b in out.items()}

@@ -6,6 +6,7 @@ import pytest
 
 from joulie_controller.readings.gpusignals import (
     ALLOCATION,
+    boards_by_pod,
     gpu_queries,
     parse_allocation,
     parse_signal,
@@ -92,6 +93,19 @@ def test_stale_signals_and_allocations_are_dropped_not_guessed() -> None:
         samples_by_pod({"power_w": signals["power_w"]}, {k: v for k, v in alloc.items() if k[1] == "gpu-0"}, NOW, 180)
         == {}
     )
+
+
+def test_each_pods_boards_come_from_its_fresh_allocation_points() -> None:
+    alloc = parse_allocation(
+        [
+            _alloc("n1", "gpu-3", "ml", "a", NOW - 5),
+            _alloc("n1", "gpu-1", "ml", "a", NOW - 5),
+            _alloc("n1", "gpu-2", "ml", "b", NOW - 400),  # stale: b's boards are unknown
+            _alloc("n1", "nvswitch-0", "ml", "c", NOW - 5),  # not a board
+        ],
+        Q,
+    )
+    assert boards_by_pod(alloc, NOW, max_age_s=180) == {"ml/a": (1, 3)}
 
 
 def test_a_board_handed_over_goes_to_the_newer_holder_and_released_boards_to_nobody() -> None:

@@ -1,6 +1,7 @@
-"""The SM clock lock on the cluster: the controller writes the lock its policy chose to
-spec.gpu.clockLock.pctOfMax, releases it when the policy drops it, and never takes over or removes an
-operator's lock; per-Pod estimates kept across ticks."""
+"""The SM clock locks on the cluster: the controller writes the locks its policy chose to
+spec.gpu.clockLocks (one entry per group of boards), releases them when the policy drops them, releases
+the node-wide lock an older controller wrote, and never takes over or removes an operator's lock;
+per-Pod estimates kept across ticks."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from joulie_controller.model.caps import Caps, CpuCap, GpuCap
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import NodeInfo
 from joulie_controller.model.jobestimate import expected_sample
-from joulie_controller.policies.plan import NodeCaps
+from joulie_controller.policies.plan import BoardLock, NodeCaps
 from joulie_controller.reconcile.estimates import realised
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
     controllers_lock,
+    controllers_locks,
     desired_spec,
     operators_lock,
+    operators_locks,
     spec_unchanged,
 )
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, apply_in_memory
@@ -43,27 +46,57 @@ def _twin(lock: dict[str, float] | None, recorded: float | None) -> NodeTwin:
                 )
             }
         )
-    work = NodeCaps(100.0, 77.5, "r", gpu_lock_pct=recorded)
-    status = {"capDecision": cap_decision(work, 3.0, recorded).model_dump(by_alias=True, exclude_none=True)}
+    # ``recorded``: the node-wide lock an older controller recorded in status (gpuClockLockPctOfMax).
+    decision = cap_decision(NodeCaps(100.0, 77.5, "r"), 3.0).model_dump(by_alias=True, exclude_none=True)
+    if recorded is not None:
+        decision["gpuClockLockPctOfMax"] = recorded
+    status = {"capDecision": decision}
     return NodeTwin.model_validate(
         {"metadata": {"name": "gpu-1"}, "spec": spec.model_dump(by_alias=True, exclude_none=True), "status": status}
     )
 
 
-def test_the_policys_lock_is_written_as_pct_of_max() -> None:
-    spec = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_lock_pct=62.5)
-    assert spec.gpu is not None and spec.gpu.clock_lock is not None
-    assert spec.gpu.clock_lock.pct_of_max == 62.5 and spec.gpu.clock_lock.max_mhz is None
+LOCKS = (BoardLock((0, 1, 2, 3), 62.5),)
+
+
+def test_the_policys_locks_are_written_per_board_and_never_to_the_node_wide_lock() -> None:
+    spec = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_locks=LOCKS)
+    assert spec.gpu is not None and spec.gpu.clock_lock is None and spec.gpu.clock_locks is not None
+    (entry,) = spec.gpu.clock_locks
+    assert entry.gpus == [0, 1, 2, 3] and entry.pct_of_max == 62.5 and entry.max_mhz is None
     assert spec.gpu.power_cap is not None and spec.gpu.power_cap.cap_pct_of_max == 77.5
 
 
-def test_a_lock_the_status_records_is_the_controllers_and_released_by_a_write() -> None:
+def test_an_older_controllers_node_wide_lock_is_its_own_and_released_by_a_write() -> None:
     ours = _twin({"pctOfMax": 62.5}, 62.5)
     assert controllers_lock(ours) == 62.5 and not operators_lock(ours)
     without = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1")
     assert not spec_unchanged(ours.spec, without, controllers_lock(ours))  # dropping it is a write
-    same = desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_lock_pct=62.5)
-    assert spec_unchanged(ours.spec, same, controllers_lock(ours))
+
+
+def _with_locks(locks: list[dict[str, object]], recorded: list[dict[str, object]] | None) -> NodeTwin:
+    twin = _twin(None, None)
+    body = twin.model_dump(by_alias=True, exclude_none=True)
+    body["spec"]["gpu"]["clockLocks"] = locks
+    if recorded is not None:
+        body["status"]["capDecision"]["gpuClockLocks"] = recorded
+    return NodeTwin.model_validate(body)
+
+
+def test_per_board_locks_are_the_controllers_only_as_the_whole_list_its_status_records() -> None:
+    mine = [{"gpus": [0, 1, 2, 3], "pctOfMax": 62.5}]
+    ours = _with_locks(mine, mine)
+    assert controllers_locks(ours) == LOCKS and not operators_locks(ours)
+    assert spec_unchanged(ours.spec, desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1", gpu_locks=LOCKS),
+                          None, controllers_locks(ours))
+    assert not spec_unchanged(ours.spec, desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1"), None,
+                              controllers_locks(ours))  # dropping them is a write
+    # An entry the status does not record makes the list an operator's: not compared, not written over.
+    extra = _with_locks([*mine, {"gpus": [6], "maxMhz": 1200}], mine)
+    unrecorded = _with_locks(mine, None)
+    for theirs in (extra, unrecorded):
+        assert operators_locks(theirs) and controllers_locks(theirs) is None
+        assert spec_unchanged(theirs.spec, desired_spec("gpu-1", "eco", False, CAPS, "work-aware-v1"), None, None)
 
 
 def test_any_other_lock_is_an_operators_and_is_no_reason_to_write() -> None:
@@ -152,18 +185,20 @@ def test_a_decode_pod_seen_memory_bound_gets_its_lock_written_and_explained_then
         )
         snap = apply_in_memory(snap, reconcile(snap, s, mem), s.nodes.profile_label)
     twin = snap.twins["gpu-1"]
-    assert twin.spec.gpu is not None and twin.spec.gpu.clock_lock is not None
-    lock = twin.spec.gpu.clock_lock.pct_of_max
-    assert lock is not None and 20.0 <= lock < 100.0
+    # No board map (no hw.gpu.allocation): one entry over every board, as a node-wide lock.
+    assert twin.spec.gpu is not None and twin.spec.gpu.clock_locks is not None and twin.spec.gpu.clock_lock is None
+    (entry,) = twin.spec.gpu.clock_locks
+    lock = entry.pct_of_max
+    assert entry.gpus == list(range(8)) and lock is not None and 20.0 <= lock < 100.0
     d = twin.status.cap_decision if twin.status is not None else None
-    assert d is not None and d.gpu_clock_lock_pct_of_max == lock and d.pods is not None
+    assert d is not None and d.gpu_clock_locks == twin.spec.gpu.clock_locks and d.pods is not None
     row = d.pods[0]
     assert row.pod == "ml/decode" and row.lever in ("lock", "cap+lock") and (row.observations or 0) >= 5
     assert 0 < (row.predicted_slowdown_pct or 0) <= 3.0 and row.budget_source == "cluster"
     # The Pod finishes: its lock goes with it in one spec write.
     done = reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
     spec = next(w.spec for w in done.writes if w.node == "gpu-1")
-    assert spec is not None and (spec.gpu is None or spec.gpu.clock_lock is None)
+    assert spec is not None and (spec.gpu is None or not spec.gpu.clock_locks)
 
 
 def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
@@ -195,7 +230,7 @@ def test_an_operators_lock_stays_whatever_the_policy_would_choose() -> None:
         result = reconcile(snap, s, mem)
         log += result.log
         for w in result.writes:
-            assert w.spec is None or w.spec.gpu is None or w.spec.gpu.clock_lock is None
+            assert w.spec is None or w.spec.gpu is None or (w.spec.gpu.clock_lock is None and not w.spec.gpu.clock_locks)
     assert [line for line in log if "spec.gpu.clockLock is an operator's: kept" in line]
 
 
@@ -257,3 +292,34 @@ def test_the_status_reports_the_slowdown_the_pods_measured_clock_realised_and_it
     assert mem.clock_logs["ml/decode"].total_s == pytest.approx(270.0)
     reconcile(replace(snap, pods=[], gpu_samples={}, now=T0 + timedelta(minutes=7)), s, mem)
     assert mem.clock_logs == {}
+
+
+def test_a_decode_pod_and_a_compute_bound_pod_on_one_node_lock_only_the_decode_pods_boards() -> None:
+    s = Settings(policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0),
+                 trusted_namespaces=("ml",))
+    decode = PodInfo("ml", "decode", node_name="gpu-1", gpu_request=4, cpu_request=8,
+                     labels={"joulie.io/workload-kind": "gpu-inference"})
+    train = PodInfo("ml", "train", node_name="gpu-1", gpu_request=4, cpu_request=8,
+                    labels={"joulie.io/workload-kind": "gpu-training"})
+    snap, mem = _gpu_cluster([decode, train]), Memory()
+    boards = {"ml/decode": (0, 1, 2, 3), "ml/train": (4, 5, 6, 7)}
+    spec_writes = []
+    for i in range(8):
+        samples = {"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 4,
+                   "ml/train": [expected_sample(0.97, 0.9, 1.0, 400.0)] * 4}
+        snap = replace(snap, now=T0 + timedelta(minutes=i), gpu_samples=samples, gpu_boards=boards)
+        result = reconcile(snap, s, mem)
+        spec_writes.append(sum(w.spec is not None for w in result.writes if w.node == "gpu-1"))
+        snap = apply_in_memory(snap, result, s.nodes.profile_label)
+    twin = snap.twins["gpu-1"]
+    assert twin.spec.gpu is not None and twin.spec.gpu.clock_locks is not None
+    (entry,) = twin.spec.gpu.clock_locks
+    assert entry.gpus == [0, 1, 2, 3] and entry.pct_of_max is not None and entry.pct_of_max < 100.0
+    d = twin.status.cap_decision if twin.status is not None else None
+    assert d is not None and d.gpu_clock_locks == twin.spec.gpu.clock_locks and d.pods is not None
+    rows = {p.pod: p for p in d.pods}
+    assert rows["ml/decode"].lever in ("lock", "probe") and rows["ml/train"].lever == "none"
+    for row in rows.values():
+        assert (row.predicted_slowdown_pct or 0.0) <= (row.budget_pct or 0.0)
+    # Once chosen, the list is the controller's: no spec write while the choice holds.
+    assert spec_writes[-3:] == [0, 0, 0], spec_writes

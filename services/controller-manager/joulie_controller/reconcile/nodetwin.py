@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Literal, cast
 
@@ -16,8 +16,8 @@ from joulie_api.generated.nodetwin import (
     CPUCapSpec,
     DeviceCapDecision,
     EffectiveCapState,
+    GPUBoardClockLock,
     GPUCapSpec,
-    GPUClockLock,
     GPUPowerCap,
     NodeTwin,
     NodeTwinSpec,
@@ -33,13 +33,15 @@ from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER
 from joulie_controller.model import twin
 from joulie_controller.model.caps import Caps
 from joulie_controller.model.realised import Realised
-from joulie_controller.policies.plan import NodeCaps, PodDecision
+from joulie_controller.policies.plan import BoardLock, NodeCaps, PodDecision
 from joulie_controller.power import powerstate
 from joulie_controller.readings.values import PowerSource
 
 
 def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str,
-                 power: str | None = None, gpu_lock_pct: float | None = None) -> NodeTwinSpec:
+                 power: str | None = None, gpu_locks: Sequence[BoardLock] = ()) -> NodeTwinSpec:
+    """The spec the controller owns. Its clock locks go to spec.gpu.clockLocks, one entry per group of
+    boards; spec.gpu.clockLock, the whole node's, is the operator's (the controller never writes it)."""
     if caps.cpu.pct_of_max is not None:
         cpu = CPUCapSpec(package_power_cap_pct_of_max=caps.cpu.pct_of_max)
     elif caps.cpu.watts is not None and caps.cpu.watts >= 1:
@@ -48,10 +50,9 @@ def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_nam
         cpu = CPUCapSpec()  # {}: the agent leaves the CPU cap as it is
     gpu = None
     if caps.gpu is not None:
-        lock = GPUClockLock(pct_of_max=round(gpu_lock_pct, 1)) if gpu_lock_pct is not None else None
         gpu = GPUCapSpec(power_cap=GPUPowerCap(
             scope="perGpu", cap_pct_of_max=caps.gpu.pct_of_max, cap_watts_per_gpu=caps.gpu.watts_per_gpu),
-            clock_lock=lock)
+            clock_locks=board_locks(gpu_locks))
     return NodeTwinSpec(
         node_name=node,
         profile=cast(Literal["performance", "eco"], profile),
@@ -61,6 +62,11 @@ def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_nam
         scheduling=SchedulingSpec(draining=draining),
         power=PowerSpec(state=cast(Literal["on", "off"], power)) if power is not None else None,
     )
+
+
+def board_locks(locks: Sequence[BoardLock]) -> list[GPUBoardClockLock] | None:
+    """spec.gpu.clockLocks (and status.capDecision.gpuClockLocks) for ``locks``; None for none."""
+    return [GPUBoardClockLock(gpus=list(b.gpus), pct_of_max=round(b.pct_of_max, 1)) for b in locks] or None
 
 
 def dump(model: Any) -> dict[str, Any]:
@@ -77,14 +83,7 @@ def applied_clock_lock(existing: NodeTwin | None) -> bool:
     """Does the controller's field manager own ``spec.gpu.clockLock`` (server-side apply records it in
     ``metadata.managedFields``, in the same request as the lock)? False where the object carries no
     managed fields (an in-memory twin): then the status record alone decides."""
-    meta = existing.metadata if existing is not None else None
-    for entry in (meta or {}).get("managedFields") or []:
-        if not isinstance(entry, dict) or entry.get("manager") != FIELD_MANAGER_CONTROLLER_MANAGER:
-            continue
-        spec = ((entry.get("fieldsV1") or {}).get("f:spec") or {})
-        if isinstance(spec, dict) and "f:clockLock" in (spec.get("f:gpu") or {}):
-            return True
-    return False
+    return _applied(existing, "f:clockLock")
 
 
 def controllers_lock(existing: NodeTwin | None) -> float | None:
@@ -103,37 +102,79 @@ def controllers_lock(existing: NodeTwin | None) -> float | None:
     return recorded if abs(lock.pct_of_max - recorded) < 1e-6 else None
 
 
+def _applied(existing: NodeTwin | None, field_name: str) -> bool:
+    meta = existing.metadata if existing is not None else None
+    for entry in (meta or {}).get("managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("manager") != FIELD_MANAGER_CONTROLLER_MANAGER:
+            continue
+        spec = ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+        if isinstance(spec, dict) and field_name in (spec.get("f:gpu") or {}):
+            return True
+    return False
+
+
+def controllers_locks(existing: NodeTwin | None) -> tuple[BoardLock, ...] | None:
+    """spec.gpu.clockLocks when they are the controller's: every entry a ``pctOfMax``, and the list the
+    one status.capDecision.gpuClockLocks records choosing or one the controller's field manager applied
+    (as ``controllers_lock``). The list is compared whole: server-side apply owns it whole, so a list
+    holding any entry the controller did not set is an operator's."""
+    gpu = existing.spec.gpu if existing is not None else None
+    locks = gpu.clock_locks if gpu is not None else None
+    if not locks or any(e.max_mhz is not None or e.pct_of_max is None for e in locks):
+        return None
+    st = existing.status if existing is not None else None
+    recorded = st.cap_decision.gpu_clock_locks if st is not None and st.cap_decision is not None else None
+    body = [dump(e) for e in locks]
+    if not _applied(existing, "f:clockLocks") and (recorded is None or [dump(e) for e in recorded] != body):
+        return None
+    return tuple(BoardLock(tuple(sorted(e.gpus)), float(e.pct_of_max or 0.0)) for e in locks)
+
+
+def operators_locks(existing: NodeTwin | None) -> bool:
+    """Does the spec hold clock locks per board the controller did not set (an operator's, left alone)?"""
+    gpu = existing.spec.gpu if existing is not None else None
+    return bool(gpu is not None and gpu.clock_locks) and controllers_locks(existing) is None
+
+
 def operators_lock(existing: NodeTwin | None) -> bool:
     """Does the spec hold a clock lock the controller did not set (an operator's, left alone)?"""
     lock = existing.spec.gpu.clock_lock if existing is not None and existing.spec.gpu is not None else None
     return lock is not None and controllers_lock(existing) is None
 
 
-def owned_spec(spec: NodeTwinSpec, controller_lock_pct: float | None = None) -> NodeTwinSpec:
-    """The spec without the fields the controller does not own. The GPU clock lock is the
-    controller's only while it is the lock the work-aware policy chose (``controller_lock_pct``, the
-    one status.capDecision records); any other lock is an operator's: the controller neither compares
-    nor re-applies it, and its server-side apply leaves it to its owner."""
-    if spec.gpu is None or spec.gpu.clock_lock is None:
+def owned_spec(spec: NodeTwinSpec, controller_lock_pct: float | None = None,
+               controller_locks: tuple[BoardLock, ...] | None = None) -> NodeTwinSpec:
+    """The spec without the fields the controller does not own. A GPU clock lock is the controller's
+    only while it is the one the work-aware policy chose (``controller_lock_pct``: a node-wide lock an
+    older controller wrote; ``controller_locks``: the clockLocks list, ``controllers_locks``); any other
+    is an operator's: the controller neither compares nor re-applies it, and its server-side apply
+    leaves it to its owner."""
+    if spec.gpu is None or (spec.gpu.clock_lock is None and not spec.gpu.clock_locks):
         return spec
+    update: dict[str, Any] = {}
     lock = spec.gpu.clock_lock
-    if (controller_lock_pct is not None and lock.max_mhz is None and lock.pct_of_max is not None
-            and abs(lock.pct_of_max - controller_lock_pct) < 1e-6):
+    if lock is not None and not (controller_lock_pct is not None and lock.max_mhz is None
+                                 and lock.pct_of_max is not None and abs(lock.pct_of_max - controller_lock_pct) < 1e-6):
+        update["clock_lock"] = None
+    if spec.gpu.clock_locks and controller_locks is None:
+        update["clock_locks"] = None
+    if not update:
         return spec
-    gpu = spec.gpu.model_copy(update={"clock_lock": None})
+    gpu = spec.gpu.model_copy(update=update)
     return spec.model_copy(update={"gpu": gpu if dump(gpu) else None})
 
 
-def spec_unchanged(existing: NodeTwinSpec, desired: NodeTwinSpec, controller_lock_pct: float | None = None) -> bool:
+def spec_unchanged(existing: NodeTwinSpec, desired: NodeTwinSpec, controller_lock_pct: float | None = None,
+                   controller_locks: tuple[BoardLock, ...] | None = None) -> bool:
     """Does the cluster already hold the spec the controller would write (the fields it owns)?"""
-    return dump(owned_spec(existing, controller_lock_pct)) == dump(desired)
+    return dump(owned_spec(existing, controller_lock_pct, controller_locks)) == dump(desired)
 
 
 def _r(x: float, digits: int = 1) -> float:
     return round(x, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = None,
+def cap_decision(work: NodeCaps, tau_pct: float, locks_written: Sequence[BoardLock] = (),
                  realised: Mapping[str, Realised] | None = None) -> CapDecision:
     """NodeTwin status.capDecision: the work-aware policy's choice, explained. A device held at its
     reference limit carries only the reason (no prediction: nothing was traded). ``realised``: each
@@ -154,7 +195,7 @@ def cap_decision(work: NodeCaps, tau_pct: float, lock_written: float | None = No
         slowdown_budget_pct=_r(tau_pct, 2),
         cpu=DeviceCapDecision(**cpu) if cpu is not None else None,
         gpu=DeviceCapDecision(**gpu) if gpu is not None else None,
-        gpu_clock_lock_pct_of_max=round(lock_written, 1) if lock_written is not None else None,
+        gpu_clock_locks=board_locks(locks_written),
         pods=[pod_decision(p, (realised or {}).get(p.pod)) for p in work.pods[:32]] or None,
     )
 
@@ -314,7 +355,7 @@ def decision_within(desired: dict[str, Any], existing: dict[str, Any]) -> dict[s
     new, old = desired.get("capDecision"), existing.get("capDecision")
     if not isinstance(new, dict) or not isinstance(old, dict) or new == old:
         return desired
-    fixed = ("slowdownBudgetPct", "gpuClockLockPctOfMax")
+    fixed = ("slowdownBudgetPct", "gpuClockLockPctOfMax", "gpuClockLocks")
     if any(new.get(k) != old.get(k) for k in fixed):
         return desired
     if not all(_within(new.get(d), old.get(d), _DEVICE_BANDS) for d in ("cpu", "gpu")):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from joulie_api.generated.nodetwin import NodeTwinSpec
+from joulie_api.generated.nodetwin import GPUCapSpec, NodeTwinSpec
 from joulie_controller.model.counterfactual import METHOD as COUNTERFACTUAL_METHOD
 from joulie_controller.model.counterfactual import Conditions, conditions_for_kind, counterfactual, package_busy
 from joulie_controller.model.fsm import PodInfo, pod_key
@@ -230,6 +230,16 @@ class ReceiptBook:
         return names
 
 
+def _lock_ratio(g: GPUCapSpec | None, boards: tuple[int, ...]) -> float:
+    """The clock ratio the Pod's boards are locked at: the lowest of the node-wide lock and the per-board
+    entries naming any of its boards (a lock in MHz is not counted: its ratio needs the board's clock)."""
+    if g is None:
+        return 1.0
+    pcts = [g.clock_lock.pct_of_max] if g.clock_lock is not None else []
+    pcts += [e.pct_of_max for e in g.clock_locks or [] if set(e.gpus) & set(boards)]
+    return min((p / 100.0 for p in pcts if p is not None), default=1.0)
+
+
 def conditions(
     spans: Mapping[str, Span],
     gpus: Mapping[str, tuple[int, ...]],
@@ -260,8 +270,7 @@ def conditions(
                 limit = cap.cap_watts_per_gpu
             elif cap is not None and cap.cap_pct_of_max is not None:
                 limit = cap.cap_pct_of_max / 100.0 * hw.gpu_max_w
-            lock = g.clock_lock if g is not None else None
-            ratio = lock.pct_of_max / 100.0 if lock is not None and lock.pct_of_max is not None else 1.0
+            ratio = _lock_ratio(g, gpus.get(span.pod or key, ()))
             est = estimates.get(span.pod or key)
             if est is not None and est.observations > 0:
                 out[key] = Conditions("gpu", limit, ref, hw.gpu_max_w, est.c, est.u, est.c_sd, est.u_sd, ratio)

@@ -18,6 +18,7 @@ from typing import Any
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_controller.model.hardware import HardwareView, from_node_hardware
+from joulie_controller.policies.plan import BoardLock
 from joulie_controller.reconcile.nodetwin import dump, owned_spec, owned_status
 
 
@@ -51,22 +52,23 @@ class Reuse:
         self.desired[node] = (key, spec, body)
         return spec, body
 
-    def held_spec(self, name: str, existing: NodeTwin, controller_lock_pct: float | None = None) -> dict[str, Any]:
-        """``dump(owned_spec(existing.spec, controller_lock_pct))``, for the same spec object or the same
-        twin's same generation, with the same lock counted as the controller's."""
+    def held_spec(self, name: str, existing: NodeTwin, controller_lock_pct: float | None = None,
+                  controller_locks: tuple[BoardLock, ...] | None = None) -> dict[str, Any]:
+        """``dump(owned_spec(existing.spec, controller_lock_pct, controller_locks))``, for the same spec
+        object or the same twin's same generation, with the same locks counted as the controller's."""
         meta = existing.metadata or {}
         generation, uid = meta.get("generation"), meta.get("uid")
         # The generation moves with the spec alone; the uid tells a twin deleted and created again. Whose
         # clock lock it is comes from the status (capDecision), which moves no generation: part of the key.
         token: object = (
-            ("generation", uid, generation, controller_lock_pct)
+            ("generation", uid, generation, controller_lock_pct, controller_locks)
             if isinstance(generation, int) and uid
-            else (existing.spec, controller_lock_pct)
+            else (existing.spec, controller_lock_pct, controller_locks)
         )
         entry = self.held_specs.get(name)
         if entry is not None and (entry[0] is token or (isinstance(token, tuple) and entry[0] == token)):
             return entry[1]
-        body = dump(owned_spec(existing.spec, controller_lock_pct))
+        body = dump(owned_spec(existing.spec, controller_lock_pct, controller_locks))
         self.held_specs[name] = (token, body)
         return body
 

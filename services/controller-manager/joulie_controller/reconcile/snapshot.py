@@ -43,6 +43,9 @@ class Snapshot:
     gpu_samples: Mapping[str, Sequence[GpuSample]] = field(default_factory=dict)
     """Each running GPU Pod's per-GPU samples this tick, by "namespace/name" (a Pod absent here keeps
     its estimate where it was)."""
+    gpu_boards: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """The board indices each running GPU Pod holds (``hw.gpu.allocation``), by "namespace/name": the
+    work-aware policy locks each group of boards apart (a Pod absent here: one lock for its node)."""
 
 
 @dataclass
@@ -141,7 +144,7 @@ def apply_in_memory(snap: Snapshot, result: TickResult, profile_label: str) -> S
     ]
     nodes = [apply_power_action(n, result.power) for n in nodes]
     return Snapshot(snap.now, nodes, snap.pods, snap.hardware, twins, snap.measurements, snap.facility,
-                    snap.no_data_source, snap.bmc, snap.gpu_samples)
+                    snap.no_data_source, snap.bmc, snap.gpu_samples, snap.gpu_boards)
 
 
 SUSPENDED_TAINT = Taint(TAINT_SUSPENDED, "", TAINT_SUSPENDED_EFFECT)

@@ -26,7 +26,7 @@ from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFIL
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps, compute_caps
 from joulie_controller.model.hardware import HardwareView, NodeInfo, from_labels
-from joulie_controller.policies.plan import NodeCaps, PolicyInput, PolicyNode, PolicyPlan
+from joulie_controller.policies.plan import BoardLock, NodeCaps, PolicyInput, PolicyNode, PolicyPlan
 from joulie_controller.policies.registry import plan
 from joulie_controller.power import powerstate
 from joulie_controller.power.forecast import forecast
@@ -38,8 +38,10 @@ from joulie_controller.reconcile.estimates import realised, update_clock_logs, u
 from joulie_controller.reconcile.nodetwin import (
     cap_decision,
     controllers_lock,
+    controllers_locks,
     desired_spec,
     operators_lock,
+    operators_locks,
     owned_spec,
     owned_status,
     power_status,
@@ -153,8 +155,8 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
     obj_name = object_name_for_node(n.name)
     existing = snap.twins.get(obj_name)
     power_spec = PowerSpec(state=power.desired[n.name])
-    # A power-only write keeps the controller's clock lock as it is (its status still records it).
-    mine = controllers_lock(existing)
+    # A power-only write keeps the controller's clock locks as they are (its status still records them).
+    mine, mine_locks = controllers_lock(existing), controllers_locks(existing)
     if existing is None:
         label = normalise_profile(n.labels.get(s.nodes.profile_label))
         spec = NodeTwinSpec(node_name=n.name, profile=cast(Literal["performance", "eco"],
@@ -162,9 +164,9 @@ def power_only_write(n: NodeInfo, snap: Snapshot, s: Settings, power: PowerDecis
                             power=power_spec)
         base = NodeTwinStatus()
     else:
-        spec = owned_spec(existing.spec, mine).model_copy(update={"power": power_spec})
+        spec = owned_spec(existing.spec, mine, mine_locks).model_copy(update={"power": power_spec})
         base = NodeTwinStatus.model_validate(owned_status(existing.status))
-    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, mine) else spec
+    spec_write = None if existing is not None and spec_unchanged(existing.spec, spec, mine, mine_locks) else spec
     status = base.model_copy(update={"power": power_status(power.status[n.name])})
     refresh_s = refresh_after_s(n.name, s.reconcile.status_refresh_s) if powerstate.tainted(n) else math.inf
     if spec_write is None and not status_needs_write(status, existing.status if existing else None, snap.now,
@@ -276,7 +278,8 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         trend_span_s={k: t.span_s() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
-        gpu_lock_pct=_controllers_locks(nodes, snap),
+        gpu_locks=_controllers_locks(nodes, snap),
+        gpu_boards=snap.gpu_boards,
         agent_lost=_agents_lost(nodes, snap),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
@@ -296,13 +299,13 @@ def _agents_lost(nodes: list[NodeInfo], snap: Snapshot) -> frozenset[str]:
     return frozenset(lost)
 
 
-def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, float]:
-    """The SM clock lock each node's NodeTwin holds that the controller set (``controllers_lock``)."""
-    out: dict[str, float] = {}
+def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, dict[int, float]]:
+    """The SM clock lock on each board that the controller set (``controllers_locks``), by node."""
+    out: dict[str, dict[int, float]] = {}
     for n in nodes:
-        lock = controllers_lock(snap.twins.get(object_name_for_node(n.name)))
-        if lock is not None:
-            out[n.name] = lock
+        locks = controllers_locks(snap.twins.get(object_name_for_node(n.name)))
+        if locks:
+            out[n.name] = {b: lock.pct_of_max for lock in locks for b in lock.gpus}
     return out
 
 
@@ -366,17 +369,24 @@ def _trend(n: NodeInfo, power_w: float | None, snap: Snapshot, memory: Memory) -
     return memory.trends.setdefault(n.name, twin.PowerTrend()).add(snap.now, power_w)
 
 
-def _lock_to_write(work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory,
-                   log: list[str]) -> float | None:
-    """The SM clock lock the controller writes: the policy's, unless the node is draining or an
-    operator's lock is in spec (then the operator's stays, and the policy's is dropped with a note)."""
-    if work is None or work.gpu_lock_pct is None or draining:
-        return None
-    if operators_lock(existing):
-        _warn_once(memory, log, (node, "operator-lock"), f"node {node}: spec.gpu.clockLock is an operator's: "
-                   f"kept, the policy's lock of {work.gpu_lock_pct:g} % not written")
-        return None
-    return work.gpu_lock_pct
+def _locks_to_write(work: NodeCaps | None, draining: bool, existing: NodeTwin | None, node: str, memory: Memory,
+                    log: list[str]) -> tuple[BoardLock, ...]:
+    """The SM clock locks the controller writes: the policy's, unless the node is draining or an
+    operator's lock is in spec, node-wide or per board (then the operator's stays, and the policy's are
+    dropped with a note: the model would not know the clock the operator's lock leaves)."""
+    if work is None or not work.gpu_locks or draining:
+        return ()
+    which = ("spec.gpu.clockLock" if operators_lock(existing)
+             else "spec.gpu.clockLocks" if operators_locks(existing) else "")
+    if which:
+        _warn_once(memory, log, (node, "operator-lock"), f"node {node}: {which} is an operator's: "
+                   f"kept, the policy's locks ({_described(work.gpu_locks)}) not written")
+        return ()
+    return work.gpu_locks
+
+
+def _described(locks: tuple[BoardLock, ...]) -> str:
+    return ", ".join(f"boards {','.join(map(str, b.gpus))} at {b.pct_of_max:g} %" for b in locks)
 
 
 def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str], rack_power: dict[str, float],
@@ -387,10 +397,11 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     obj_name = object_name_for_node(n.name)
     existing = snap.twins.get(obj_name)
     work = decided.node_caps.get(n.name)
-    lock = _lock_to_write(work, guarded.draining, existing, n.name, memory, log)
+    lock = _locks_to_write(work, guarded.draining, existing, n.name, memory, log)
     spec_inputs = (guarded.profile, guarded.draining, caps, decided.policy_name, power_plan.desired.get(n.name), lock)
     spec, spec_body = memory.reuse.desired_spec(n.name, spec_inputs, lambda: desired_spec(n.name, *spec_inputs))
-    held_spec = memory.reuse.held_spec(obj_name, existing, controllers_lock(existing)) if existing is not None else None
+    held_spec = (memory.reuse.held_spec(obj_name, existing, controllers_lock(existing), controllers_locks(existing))
+                 if existing is not None else None)
     spec_write = None if held_spec == spec_body else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 

@@ -28,6 +28,7 @@ from joulie_controller.readings.gpusignals import (
     ALLOCATION,
     Board,
     Point,
+    boards_by_pod,
     gpu_queries,
     parse_allocation,
     parse_signal,
@@ -239,6 +240,8 @@ class GpuSignalReader:
         self.problems: list[str] = []
         self.refuted: dict[Board, Refuted] = {}
         """The boards whose series the hardware refuted on the last read (``readings.gpuplausibility``)."""
+        self.boards: dict[str, tuple[int, ...]] = {}
+        """The boards each Pod held on the last read (``Snapshot.gpu_boards``); empty when it failed."""
 
     def close(self) -> None:
         self.client.close()
@@ -246,6 +249,7 @@ class GpuSignalReader:
     def read(self, gpus_by_node: Mapping[str, NodeGpus] | None = None) -> dict[str, list[GpuSample]]:
         """``gpus_by_node``: what each node's NodeHardware says of its boards (by node name), for the
         plausibility check; a Pod holding a board whose series it refutes gets no sample this tick."""
+        self.boards = {}
         if not self.address or not self.health.due():
             return {}
         now = self.wall()
@@ -272,6 +276,7 @@ class GpuSignalReader:
         refuted = refute(signals, allocation, gpus_by_node or {}, bool(self.queries.node_label))
         kept, held = without_refuted(allocation, refuted)
         self._log_refuted(refuted, held)
+        self.boards = boards_by_pod(kept, now)
         return samples_by_pod(signals, kept, now)
 
     def _log_refuted(self, refuted: Mapping[Board, Refuted], held: Mapping[str, Refuted]) -> None:
