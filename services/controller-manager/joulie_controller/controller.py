@@ -293,7 +293,8 @@ class Controller:
             log.warning("pod %s finished with no energy billed (its node had no meter): no receipt", gone)
         return failures
 
-    def believed_boards(self, snap: Snapshot, allocations: Sequence[Allocation]) -> dict[tuple[str, str], tuple[int, ...]]:
+    def believed_boards(self, snap: Snapshot,
+                        allocations: Sequence[Allocation]) -> dict[tuple[str, str], tuple[int, ...]]:
         """The window's allocations the node's hardware and Pods bear out (``reconcile.receiptboards``); the
         refused ones counted, and logged when they start being refused, not every window."""
         pods_on: dict[str, set[str]] = {}

@@ -124,9 +124,9 @@ class ReceiptBook:
     """The last annotation written per Pod, without its ``updated`` time (written again only when it changes)."""
 
     def see(self, pods: Iterable[PodInfo], now_s: float, started_s: Mapping[str, float]) -> list[str]:
-        """Record the running Pods (``started_s``: each one's ``status.startTime`` by its book key (``span_key``)
-        or ``namespace/name``, else now); returns the book's keys of the Pods that ran and no longer do: the shell looks up when they
-        finished (``finish``; ``spans[key].pod`` and ``.uid`` name them)."""
+        """Record the running Pods (``started_s``: each one's ``status.startTime`` by its book key, ``span_key``,
+        or by ``namespace/name``; else now); returns the book's keys of the Pods that ran and no longer do:
+        the shell looks up when they finished (``finish``; ``spans[key].pod`` and ``.uid`` name them)."""
         running: set[str] = set()
         for pod in pods:
             if pod.phase != "Running" or not pod.node_name:  # a deleting Pod runs until it is gone
