@@ -36,8 +36,9 @@ from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
 from joulie_controller.readings.facility import pue
 from joulie_controller.readings.gpuplausibility import gpus_by_node
-from joulie_controller.readings.receiptinputs import NodeFacts
+from joulie_controller.readings.receiptinputs import Allocation, NodeFacts
 from joulie_controller.readings.values import Facility
+from joulie_controller.reconcile.receiptboards import Refused, believed_boards
 from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, TickResult
 from joulie_controller.reconcile.tick import reconcile
@@ -137,6 +138,8 @@ class Controller:
         self.window_start_s: float | None = None
         """When the open receipts window began (None: the first tick opens it)."""
         self.receipt_skipped: list[str] = []
+        self.receipt_refused: set[tuple[Allocation, str]] = set()
+        """The allocations the last window refused to bill (logged when they start and end)."""
         self.receipt_health = Outage("Prometheus (energy receipts; the window stays open meanwhile)", log)
         self.power_errors: dict[str, Refusal] = {}
         """The last refused off/on per node, until an action on it succeeds or the node settles on or off."""
@@ -226,7 +229,7 @@ class Controller:
         keeps the window open: the next close covers it all."""
         assert self.receipts is not None
         now_s = now.timestamp()
-        started = {pod_key(p): p.started_at for p in snap.pods if p.started_at is not None}
+        started = {p.uid or pod_key(p): p.started_at for p in snap.pods if p.started_at is not None}
         managed = {n.name for n in snap.nodes if selector_matches(self.settings.nodes.selector, n.labels)}
         ended = self.book.see([p for p in snap.pods if p.node_name in managed], now_s, started)
         start = self.window_start_s
@@ -258,8 +261,9 @@ class Controller:
         for problem in inputs.problems:
             log.warning("energy receipts: %s", problem)
         twins = {t.spec.node_name: t.spec for t in snap.twins.values() if t.spec is not None}
-        cond = conditions(self.book.spans, inputs.gpus, twins, views, self.memory.job_estimates)
-        window = Window(start, now_s, inputs.energies, inputs.gpus, inputs.cpu_used, cond)
+        gpus = self.believed_boards(snap, inputs.allocations)
+        cond = conditions(self.book.spans, gpus, twins, views, self.memory.job_estimates)
+        window = Window(start, now_s, inputs.energies, gpus, inputs.cpu_used, cond)
         closed = self.book.close(window, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.window_start_s = now_s
         if closed.skipped != self.receipt_skipped:  # logged when it changes, not every window
@@ -289,6 +293,28 @@ class Controller:
         for gone in self.book.finished_unbilled(now_s):
             log.warning("pod %s finished with no energy billed (its node had no meter): no receipt", gone)
         return failures
+
+    def believed_boards(self, snap: Snapshot,
+                        allocations: Sequence[Allocation]) -> dict[tuple[str, str], tuple[int, ...]]:
+        """The window's allocations the node's hardware and Pods bear out (``reconcile.receiptboards``); the
+        refused ones counted, and logged when they start being refused, not every window."""
+        pods_on: dict[str, set[str]] = {}
+        for p in snap.pods:
+            if p.node_name:
+                pods_on.setdefault(p.node_name, set()).add(pod_key(p))
+        for span in self.book.spans.values():
+            pods_on.setdefault(span.node, set()).add(span.pod)
+        gpus, refused = believed_boards(allocations, gpus_by_node(snap.hardware, snap.nodes), pods_on)
+        self.metrics.record_receipt_refused(r.kind for r in refused)
+        current = {(r.allocation, r.kind) for r in refused}
+        new: list[Refused] = [r for r in refused if (r.allocation, r.kind) not in self.receipt_refused]
+        if new:
+            log.warning("energy receipts: hw.gpu.allocation refused, its board billed to nobody (unallocated): %s",
+                        "; ".join(f"{r.reason} ({r.kind})" for r in new)[:2000])
+        if self.receipt_refused and not current:
+            log.warning("energy receipts: every hw.gpu.allocation believed again")
+        self.receipt_refused = current
+        return gpus
 
     def carry_out(self, actions: Sequence[PowerAction], now: datetime | None = None) -> int:
         """The power policy's actions, in order; returns how many failed (each logged). A refused off/on

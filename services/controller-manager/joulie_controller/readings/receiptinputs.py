@@ -4,21 +4,24 @@ each Pod's CPU time. Pure: strings in, strings out; results in, ``NodeEnergy`` o
 The live receipts (``reconcile.receipts``, run by the controller every RECEIPT_WINDOW) query these at the
 window's end and hand the result to ``model.receipt.attribute``:
 
-- the node meter: ``increase`` of ``hw.host.energy`` per node (J over the window);
-- the devices: ``increase`` of ``hw.energy`` per node, ``hw.type`` and ``hw.id`` for ``cpu`` packages
+- the node meter: the raw samples of ``hw.host.energy`` (a range selector), each series' increase over
+  the window taken between samples (``readings.counterwindow``: no extrapolation, so consecutive windows
+  add up to the counter's difference), summed per node;
+- the devices: the same of ``hw.energy``, per node, ``hw.type`` and ``hw.id`` for ``cpu`` packages
   (``package-N``) and ``gpu`` boards (``gpu-N``, N the index the kubelet's pod-resources API maps a
   Pod's devices to), as the agent and the simulator export them;
 - each Pod's CPU time: ``increase`` of cAdvisor's ``container_cpu_usage_seconds_total`` per namespace and
-  Pod (core-seconds over the window; the busy CPU split by use, not requests);
-- the boards each Pod held: ``max_over_time`` of ``hw.gpu.allocation`` over the window, by namespace, Pod
-  and ``hw.id`` (a Pod that finished inside the window still counts).
+  Pod (core-seconds over the window; it only weighs the busy CPU split between Pods, never the total);
+- the boards each Pod held: ``max_over_time`` of ``hw.gpu.allocation`` over the window, by node, namespace,
+  Pod and ``hw.id`` (a Pod that finished inside the window still counts), checked against the node's
+  hardware and Pods before it bills anyone (``reconcile.receiptboards``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -53,7 +56,8 @@ class ReceiptQueries:
     pod_label: str = ""
     namespace_label: str = ""
     allocation: str = ""
-    """The boards each Pod held at any time in the window (``hw.gpu.allocation``), by namespace, Pod, ``hw.id``."""
+    """The boards each Pod held at any time in the window (``hw.gpu.allocation``), by node, namespace, Pod and
+    ``hw.id``."""
 
 
 def window_range(window_s: float) -> str:
@@ -63,8 +67,10 @@ def window_range(window_s: float) -> str:
     return f"{max(1, round(window_s * 1000))}ms"
 
 
-def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> ReceiptQueries:
-    """The three queries over ``window`` (a PromQL duration, e.g. ``1m``); node attributes promoted."""
+def receipt_queries(naming: MetricNaming, node_attribute: str, window: str, lookback: str = "") -> ReceiptQueries:
+    """The four queries over ``window`` (a PromQL duration, e.g. ``1m``), the energy counters' raw samples
+    over ``lookback`` (``counterwindow.lookback_s``; default ``window``); node attributes promoted."""
+    lookback = lookback or window
     node, typ, hwid = (naming.label(a) for a in (node_attribute, HW_TYPE, HW_ID))
     host = naming.series(HOST_ENERGY)
     comp = naming.series(COMPONENT_ENERGY)
@@ -81,16 +87,14 @@ def receipt_queries(naming: MetricNaming, node_attribute: str, window: str) -> R
         node,
         typ,
         hwid,
-        host_energy_j=f"sum by ({quote_name(node)}) (increase({sel(host)}[{window}]))",
-        device_energy_j=(
-            f"sum by ({quote_name(node)}, {quote_name(typ)}, {quote_name(hwid)}) "
-            f"(increase({sel(comp, devices)}[{window}]))"
-        ),
+        host_energy_j=f"{sel(host)}[{lookback}]",
+        device_energy_j=f"{sel(comp, devices)}[{lookback}]",
         pod_cpu_s=f'sum by (namespace, pod) (increase({CPU_USAGE}{{container!=""}}[{window}]))',
         pod_label=pod,
         namespace_label=ns,
         allocation=(
-            f"max by ({quote_name(ns)}, {quote_name(pod)}, {quote_name(hwid)}) (max_over_time({alloc}[{window}]))"
+            f"max by ({quote_name(node)}, {quote_name(ns)}, {quote_name(pod)}, {quote_name(hwid)}) "
+            f"(max_over_time({alloc}[{window}]))"
         ),
     )
 
@@ -114,36 +118,39 @@ def _value(item: Mapping[str, Any]) -> float | None:
 
 
 def node_energies(
-    host: Iterable[Mapping[str, Any]],
-    devices: Iterable[Mapping[str, Any]],
+    host: Sequence[tuple[Mapping[str, Any], float]],
+    devices: Sequence[tuple[Mapping[str, Any], float]],
     q: ReceiptQueries,
     window_s: float,
     facts: Mapping[str, NodeFacts],
 ) -> tuple[dict[str, NodeEnergy], list[str]]:
-    """Each known node's ``NodeEnergy`` over the window, and why any series was left out (a node without a
-    meter reading is left out whole: its books cannot close)."""
+    """Each known node's ``NodeEnergy`` over the window from its series' increases (``counterwindow``), and
+    why any series was left out (a node without a meter reading is left out whole: its books cannot close)."""
     problems: list[str] = []
     meter: dict[str, float] = {}
-    for item in host:
-        node = str((item.get("metric") or {}).get(q.node_label, ""))
-        v = _value(item)
-        if node in facts and v is not None:
-            meter[node] = v
-        elif node in facts:
-            problems.append(f"{node}: host energy {item.get('value')!r}: expected a finite number >= 0")
+    bad: set[str] = set()
+    for metric, value in host:
+        node = str(metric.get(q.node_label, ""))
+        if node not in facts:
+            continue
+        if math.isfinite(value) and value >= 0:
+            meter[node] = meter.get(node, 0.0) + value
+        else:
+            bad.add(node)
+            problems.append(f"{node}: host energy increase {value!r}: expected a finite number >= 0")
+    for node in bad:
+        meter.pop(node, None)
     gpu: dict[str, dict[int, float]] = {n: {} for n in meter}
     cpu: dict[str, float] = dict.fromkeys(meter, 0.0)
-    for item in devices:
-        metric = item.get("metric") or {}
+    for metric, v in devices:
         node, typ, hwid = (str(metric.get(k, "")) for k in (q.node_label, q.type_label, q.id_label))
         if node not in meter:
             continue
-        v = _value(item)
         m = _GPU_ID.match(hwid)
-        if v is None:
-            problems.append(f"{node}: {typ} {hwid} energy {item.get('value')!r}: expected a finite number >= 0")
+        if not (math.isfinite(v) and v >= 0):
+            problems.append(f"{node}: {typ} {hwid} energy increase {v!r}: expected a finite number >= 0")
         elif typ == HW_GPU and m:
-            gpu[node][int(m.group(1))] = v
+            gpu[node][int(m.group(1))] = gpu[node].get(int(m.group(1)), 0.0) + v
         elif typ == HW_CPU:
             cpu[node] += v
         else:
@@ -167,14 +174,24 @@ def pod_cpu_seconds(result: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def pod_boards(result: Iterable[Mapping[str, Any]], q: ReceiptQueries) -> dict[str, tuple[int, ...]]:
-    """The boards each Pod held in the window, by ``namespace/name`` (the Pod's node is its own: the
-    allocation series need not carry the node)."""
-    out: dict[str, set[int]] = {}
+@dataclass(frozen=True)
+class Allocation:
+    """One board a Pod held in the window, as ``hw.gpu.allocation`` says: not yet believed."""
+
+    node: str
+    pod: str
+    """``namespace/name``."""
+    hwid: str
+
+
+def pod_allocations(result: Iterable[Mapping[str, Any]], q: ReceiptQueries) -> list[Allocation]:
+    """The allocations the window's series name (value 1: held), each board of each Pod on each node."""
+    out: set[Allocation] = set()
     for item in result:
         metric = item.get("metric") or {}
-        ns, pod = str(metric.get(q.namespace_label, "")), str(metric.get(q.pod_label, ""))
-        m = _GPU_ID.match(str(metric.get(q.id_label, "")))
-        if ns and pod and m and _value(item) == 1.0:
-            out.setdefault(f"{ns}/{pod}", set()).add(int(m.group(1)))
-    return {k: tuple(sorted(v)) for k, v in out.items()}
+        node, ns, pod, hwid = (
+            str(metric.get(k, "")) for k in (q.node_label, q.namespace_label, q.pod_label, q.id_label)
+        )
+        if node and ns and pod and hwid and _value(item) == 1.0:
+            out.add(Allocation(node, f"{ns}/{pod}", hwid))
+    return sorted(out, key=lambda a: (a.node, a.pod, a.hwid))

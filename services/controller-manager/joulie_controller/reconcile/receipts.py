@@ -7,7 +7,8 @@ Every RECEIPT_WINDOW the shell closes the window ``[start, end]``:
 
 - a Pod's part of the window is the overlap of ``[its start, its finish or now]`` with it (the
   Pod's ``status.startTime``; its containers' latest ``finishedAt`` once it has finished);
-- the boards it held are the ones ``hw.gpu.allocation`` named it for inside the window;
+- the boards it held are the ones ``hw.gpu.allocation`` named it for on its node inside the window, as far
+  as the node's hardware and Pods bear them out (``receiptboards``);
 - its CPU time is cAdvisor's over the window where the node exports it (else its request counts);
 - each node's idle floors are learnt from the windows as the benchmark does (``IdleFloor``);
 - the counterfactual comes from the limits in force at the window's close (the NodeTwin spec) and the
@@ -20,8 +21,10 @@ stay a while: ``telemetry.metrics``).
 A receipt belongs to one Pod object: the book keys its spans and totals by the Pod's UID (``span_key``),
 so a Pod deleted and created again under the same name inside a window gets a receipt of its own
 instead of the two merging. What Prometheus says of a Pod (its boards, its CPU time) is labelled by
-namespace and name only, so two Pods of one name inside one window both read those; and the metrics
-are labelled the same way, so their parts add up under that name.
+namespace and name only: where two Pods of one name ran inside one window, the name's CPU time is split
+between them by the time each ran in it (not read whole by each: that counted it twice), and the boards
+the name held on a node are shared by held time, as any board two holders held in one window. The
+metrics are labelled by name too, so their parts add up under it.
 """
 
 from __future__ import annotations
@@ -69,11 +72,12 @@ class Window:
     end_s: float
     energies: Mapping[str, NodeEnergy]
     """Each node's meters over the window (``readings.receiptinputs.node_energies``; the model's idle draws)."""
-    gpus: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    """The boards each Pod held in the window, by ``namespace/name`` (``hw.gpu.allocation``)."""
+    gpus: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    """The boards each Pod held in the window, by (node, ``namespace/name``) (``hw.gpu.allocation``, as
+    ``receiptboards.believed_boards`` believes it)."""
     cpu_used: Mapping[str, float] = field(default_factory=dict)
     """Each Pod's CPU time over the window by ``namespace/name``, core-seconds (cAdvisor); a Pod absent: its
-    request counts."""
+    request counts. Two Pods of one name in the window share it by the time each ran in it."""
     conditions: Mapping[str, Conditions] = field(default_factory=dict)
     """Each Pod's counterfactual conditions by the book's key (``conditions``); a Pod absent: no counterfactual
     (nothing saved, no time added)."""
@@ -120,9 +124,9 @@ class ReceiptBook:
     """The last annotation written per Pod, without its ``updated`` time (written again only when it changes)."""
 
     def see(self, pods: Iterable[PodInfo], now_s: float, started_s: Mapping[str, float]) -> list[str]:
-        """Record the running Pods (``started_s``: each one's ``status.startTime`` by ``namespace/name``, else
-        now); returns the book's keys of the Pods that ran and no longer do: the shell looks up when they
-        finished (``finish``; ``spans[key].pod`` and ``.uid`` name them)."""
+        """Record the running Pods (``started_s``: each one's ``status.startTime`` by its book key, ``span_key``,
+        or by ``namespace/name``; else now); returns the book's keys of the Pods that ran and no longer do:
+        the shell looks up when they finished (``finish``; ``spans[key].pod`` and ``.uid`` name them)."""
         running: set[str] = set()
         for pod in pods:
             if pod.phase != "Running" or not pod.node_name:  # a deleting Pod runs until it is gone
@@ -131,7 +135,7 @@ class ReceiptBook:
             running.add(key)
             span = self.spans.get(key)
             if span is None or span.end_s is not None or span.node != pod.node_name:
-                start = min(started_s.get(pod_key(pod), now_s), now_s)
+                start = min(started_s.get(key, started_s.get(pod_key(pod), now_s)), now_s)
                 self.spans[key] = span = Span(
                     pod.node_name, pod.cpu_request, pod.workload_kind, start, pod=pod_key(pod), uid=pod.uid
                 )
@@ -146,14 +150,24 @@ class ReceiptBook:
     def close(self, w: Window, updated: str) -> Closed:
         """Split the window between the Pods that ran in it; the annotations to write."""
         t = w.end_s - w.start_s
-        by_node: dict[str, list[Holding]] = {}
+        held_by: dict[str, float] = {}
         for key, span in self.spans.items():
             held = min(w.end_s, span.end_s if span.end_s is not None else w.end_s) - max(w.start_s, span.start_s)
             if held > 0:
-                name = span.pod or key
-                by_node.setdefault(span.node, []).append(
-                    Holding(key, min(held, t), w.gpus.get(name, ()), span.cores, w.cpu_used.get(name))
-                )
+                held_by[key] = min(held, t)
+        name_held: dict[str, float] = {}
+        for key, held in held_by.items():
+            name = self.spans[key].pod or key
+            name_held[name] = name_held.get(name, 0.0) + held
+        by_node: dict[str, list[Holding]] = {}
+        for key, held in held_by.items():
+            span = self.spans[key]
+            name = span.pod or key
+            used = w.cpu_used.get(name)
+            share = used * held / name_held[name] if used is not None else None
+            by_node.setdefault(span.node, []).append(
+                Holding(key, held, w.gpus.get((span.node, name), ()), span.cores, share)
+            )
         parts: dict[str, tuple[str, Receipt]] = {}
         unallocated: dict[str, Receipt] = {}
         metered: dict[str, float] = {}
@@ -242,12 +256,12 @@ def _lock_ratio(g: GPUCapSpec | None, boards: tuple[int, ...]) -> float:
 
 def conditions(
     spans: Mapping[str, Span],
-    gpus: Mapping[str, tuple[int, ...]],
+    gpus: Mapping[tuple[str, str], tuple[int, ...]],
     twins: Mapping[str, NodeTwinSpec],
     views: Mapping[str, HardwareView],
     estimates: Mapping[str, JobEstimate],
 ) -> dict[str, Conditions]:
-    """Each Pod's counterfactual conditions (by the book's key; ``gpus`` by ``namespace/name``) from the limits
+    """Each Pod's counterfactual conditions (by the book's key; ``gpus`` by (node, ``namespace/name``)) from the limits
     its node's NodeTwin spec sets (``twins`` by node)
     and its estimate (a GPU Pod the controller has observed), else its kind's prior. A Pod on a node of
     unknown hardware gets none (its receipt then claims no saving)."""
@@ -261,7 +275,7 @@ def conditions(
         hw, spec = views.get(span.node), twins.get(span.node)
         if hw is None:
             continue
-        if gpus.get(span.pod or key) and hw.gpu_max_w > 0:
+        if gpus.get((span.node, span.pod or key)) and hw.gpu_max_w > 0:
             g = spec.gpu if spec is not None else None
             cap = g.power_cap if g is not None else None
             ref = hw.gpu_default_w or hw.gpu_max_w

@@ -11,6 +11,9 @@ from joulie_api.receipt import parse_annotation
 from joulie_controller.model.fsm import PodInfo
 from joulie_controller.model.hardware import HardwareView
 from joulie_controller.model.receipt import NodeEnergy
+from joulie_controller.readings.gpuplausibility import NodeGpus
+from joulie_controller.readings.receiptinputs import Allocation
+from joulie_controller.reconcile.receiptboards import believed_boards
 from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
 
 
@@ -68,7 +71,7 @@ def test_a_gpu_pod_is_billed_its_boards_and_the_rest_is_unallocated() -> None:
     book = ReceiptBook()
     book.see([pod("train", "g1", 16, gpus=2)], 0.0, {"team/train": 0.0})
     energy = NodeEnergy(60.0, 200_000, {0: 40_000, 1: 38_000, 2: 5_000, 3: 5_000}, 30_000, 64.0, 120.0, 80.0)
-    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={"team/train": (0, 1)}), "t1")
+    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={("g1", "team/train"): (0, 1)}), "t1")
     train = got.parts["team/train"][1]
     assert train.gpu_j == pytest.approx(78_000)
     assert got.unallocated["g1"].gpu_j == pytest.approx(10_000)
@@ -84,14 +87,14 @@ def test_conditions_follow_the_twin_and_a_cap_claims_a_saving() -> None:
     capped = NodeTwinSpec.model_validate(
         {"nodeName": "g1", "profile": "eco", "gpu": {"powerCap": {"scope": "perGpu", "capPctOfMax": 60}}}
     )
-    cond = conditions(book.spans, {"team/train": (0,)}, {"g1": capped}, views, {})
+    cond = conditions(book.spans, {("g1", "team/train"): (0,)}, {"g1": capped}, views, {})
     assert cond["team/train"].limit_w == pytest.approx(420) and cond["team/train"].ref_w == 700
     energy = NodeEnergy(60.0, 60_000, {0: 25_000}, 10_000, 64.0, 120.0, 80.0)
-    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={"team/train": (0,)}, conditions=cond), "t1")
+    got = book.close(Window(0.0, 60.0, {"g1": energy}, gpus={("g1", "team/train"): (0,)}, conditions=cond), "t1")
     r = got.parts["team/train"][1]
     assert r.saved_low_j <= r.saved_j <= r.saved_high_j and r.added_s > 0
     # No cap in force: nothing saved, no time added.
-    free = conditions(book.spans, {"team/train": (0,)}, {}, views, {})
+    free = conditions(book.spans, {("g1", "team/train"): (0,)}, {}, views, {})
     assert free["team/train"].limit_w == free["team/train"].ref_w
 
 
@@ -125,3 +128,44 @@ def test_a_finished_pod_billed_nothing_is_named_by_its_name_not_its_uid() -> Non
     book.finish(gone, 30.0)
     assert book.finished_unbilled(60.0) == ["team/a"]
     assert book.spans == {}
+
+
+def test_two_pods_of_one_name_in_a_window_share_its_cpu_time_instead_of_each_reading_all_of_it() -> None:
+    book = ReceiptBook()
+    old = PodInfo("team", "a", node_name="n1", cpu_request=8, uid="u1")
+    neighbour = PodInfo("team", "c", node_name="n1", cpu_request=8, uid="u3")
+    book.see([old, neighbour], 0.0, {"u1": 0.0, "u3": 0.0})
+    # a is deleted at 30 s and created again under its name at once; cAdvisor names both "team/a".
+    new = PodInfo("team", "a", node_name="n1", cpu_request=8, uid="u2")
+    assert book.see([new, neighbour], 45.0, {"u2": 30.0}) == ["u1"]
+    book.finish("u1", 30.0)
+    cpu_time = {"team/a": 300.0, "team/c": 300.0}  # the name used as much CPU time as its neighbour
+    got = book.close(Window(0.0, 60.0, {"n1": cpu_node(30_000, 12_000)}, cpu_used=cpu_time), "t1")
+    a, c = got.parts["team/a"][1], got.parts["team/c"][1]
+    assert a.cpu_busy_j == pytest.approx(c.cpu_busy_j)  # the name's CPU time counted once, not twice
+    u1, u2 = book.ledger.pods["u1"], book.ledger.pods["u2"]
+    assert u1.cpu_busy_j == pytest.approx(u2.cpu_busy_j)  # 30 s each of the name's 60 s
+    assert book.ledger.closure_error() < 1e-12
+
+
+def test_refused_allocations_bill_nobody_and_the_rest_of_the_node_stands() -> None:
+    book = ReceiptBook()
+    book.see([pod("train", "g1", 16, gpus=1), pod("other", "g2", 16, gpus=1)], 0.0, {"team/train": 0.0})
+    allocations = [
+        Allocation("g1", "team/train", "gpu-0"),
+        Allocation("g1", "team/train", "gpu-7"),  # g1 has 4 boards: forged
+        Allocation("g1", "team/other", "gpu-1"),  # other runs on g2, not g1
+        Allocation("g2", "team/other", "gpu-1"),
+    ]
+    on = {s.node: {s.pod} for s in book.spans.values()}
+    gpus, refused = believed_boards(allocations, {"g1": NodeGpus(4, 700.0), "g2": NodeGpus(4, 700.0)}, on)
+    assert gpus == {("g1", "team/train"): (0,), ("g2", "team/other"): (1,)}
+    assert [(r.allocation.hwid, r.kind) for r in refused] == [("gpu-7", "unlisted-board"), ("gpu-1", "pod-not-on-node")]
+    boards = {0: 40_000.0, 1: 30_000.0, 2: 5_000.0, 3: 5_000.0}
+    energy = {n: NodeEnergy(60.0, 200_000, boards, 30_000, 64.0, 120.0, 80.0) for n in ("g1", "g2")}
+    got = book.close(Window(0.0, 60.0, energy, gpus=gpus), "t1")
+    train, other = got.parts["team/train"][1], got.parts["team/other"][1]
+    assert train.gpu_j == pytest.approx(40_000) and other.gpu_j == pytest.approx(30_000)
+    assert got.unallocated["g1"].gpu_j == pytest.approx(40_000)  # board 1 (refused) and the unheld 2, 3
+    # Billed as one board, not two: train's platform share is other's, each holding one board on its node.
+    assert train.platform_j == pytest.approx(other.platform_j)

@@ -13,6 +13,7 @@ from joulie_controller.model.fsm import State
 from joulie_controller.model.receipt import Receipt
 from joulie_controller.readings.gpuplausibility import KINDS as GPU_REFUTATIONS
 from joulie_controller.readings.values import Facility
+from joulie_controller.reconcile.receiptboards import KINDS as RECEIPT_REFUSALS
 from joulie_controller.reconcile.snapshot import TickResult
 from joulie_telemetry.vocabulary import (
     ENERGY_DEVICE,
@@ -144,6 +145,13 @@ class Metrics:
             [_label(K8S_NODE_NAME)],
             registry=r,
         )
+        self.receipt_refused = Counter(
+            "joulie_receipt_gpu_allocations_refused",
+            "hw.gpu.allocation series the energy receipts refused to bill, one per board and window: a board "
+            "its node's NodeHardware does not list, or a Pod not on that node (docs/energy-receipts.md).",
+            ["kind"], registry=r)
+        for kind in RECEIPT_REFUSALS:
+            self.receipt_refused.labels(kind)
         self.receipt_window_end = Gauge(
             "joulie_receipt_window_end_timestamp_seconds",
             "When the energy receipts' last window closed, Unix seconds: the receipt counters cover up to it "
@@ -232,6 +240,11 @@ class Metrics:
                 del self._receipt_series[series]
             else:
                 self._receipt_series[series] = left - 1 if left > 0 else left
+
+    def record_receipt_refused(self, kinds: Iterable[str]) -> None:
+        """The kinds of the allocations one receipts window refused, one entry per allocation."""
+        for kind, n in collections.Counter(kinds).items():
+            self.receipt_refused.labels(kind).inc(n)
 
     def record_gpu_refuted(self, kinds: Iterable[str]) -> None:
         """The kinds of the boards the last per-GPU read refuted, one entry per board."""

@@ -22,6 +22,7 @@ import httpx
 from joulie_api.outage import Outage
 from joulie_controller.model.jobestimate import GpuSample
 from joulie_controller.model.receipt import NodeEnergy
+from joulie_controller.readings.counterwindow import Mark, SeriesKey, increases, lookback_s, max_gap_s
 from joulie_controller.readings.facility import facility_queries, read_facility
 from joulie_controller.readings.gpuplausibility import NodeGpus, Refuted, refute, without_refuted
 from joulie_controller.readings.gpusignals import (
@@ -45,9 +46,10 @@ from joulie_controller.readings.promql import (
 )
 from joulie_controller.readings.ratewarmup import RateWarmup
 from joulie_controller.readings.receiptinputs import (
+    Allocation,
     NodeFacts,
     node_energies,
-    pod_boards,
+    pod_allocations,
     pod_cpu_seconds,
     receipt_queries,
     window_range,
@@ -297,14 +299,18 @@ class GpuSignalReader:
 @dataclass
 class ReceiptInputs:
     energies: dict[str, NodeEnergy] = field(default_factory=dict)
-    gpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    allocations: list[Allocation] = field(default_factory=list)
+    """What ``hw.gpu.allocation`` says, not yet believed (``reconcile.receiptboards``)."""
     cpu_used: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
 class ReceiptReader:
     """The energy receipts' inputs over one window (``readings.receiptinputs``): four queries per window
-    for the whole cluster, evaluated at the window's end, on the node-power reader's address and timeout."""
+    for the whole cluster, evaluated at the window's end, on the node-power reader's address and timeout.
+    It keeps each energy counter's mark (``readings.counterwindow``): the sample the last window ended on,
+    where the next one starts (in memory: a restarted controller starts from the samples at its first
+    window's start)."""
 
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         p = settings.prometheus
@@ -312,20 +318,29 @@ class ReceiptReader:
         self.naming = MetricNaming.from_setting(p.metric_naming)
         self.node_attribute = p.node_attribute
         self.client = client or http_client(p)
+        self.marks: dict[SeriesKey, Mark] = {}
 
     def close(self) -> None:
         self.client.close()
 
     def read(self, start_s: float, end_s: float, facts: Mapping[str, NodeFacts]) -> ReceiptInputs:
-        """Raises PrometheusError when a query fails (the window is then closed on the next try, longer)."""
+        """Raises PrometheusError when a query fails (the window is then closed on the next try, longer; the
+        marks stay where they were)."""
         window = end_s - start_s
-        q = receipt_queries(self.naming, self.node_attribute, window_range(window))
+        gap = max_gap_s(window)
+        lookback = window_range(lookback_s(self.marks, start_s, end_s, gap))
+        q = receipt_queries(self.naming, self.node_attribute, window_range(window), lookback)
 
-        def ask(promql: str) -> list[Mapping[str, Any]]:
-            return instant_query(self.client, self.address, promql, at_s=end_s)
+        def ask(promql: str, expect: str = "vector") -> list[Mapping[str, Any]]:
+            return instant_query(self.client, self.address, promql, expect, at_s=end_s)
 
-        energies, problems = node_energies(ask(q.host_energy_j), ask(q.device_energy_j), q, window, facts)
-        return ReceiptInputs(energies, pod_boards(ask(q.allocation), q), pod_cpu_seconds(ask(q.pod_cpu_s)), problems)
+        host = increases(ask(q.host_energy_j, "matrix"), self.marks, start_s, end_s, gap)
+        devices = increases(ask(q.device_energy_j, "matrix"), self.marks, start_s, end_s, gap)
+        allocations = pod_allocations(ask(q.allocation), q)
+        cpu = pod_cpu_seconds(ask(q.pod_cpu_s))
+        self.marks = {**host.marks, **devices.marks}
+        energies, problems = node_energies(host.values, devices.values, q, window, facts)
+        return ReceiptInputs(energies, allocations, cpu, problems)
 
 
 class FacilityReader:
