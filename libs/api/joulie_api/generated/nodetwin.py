@@ -69,6 +69,26 @@ class GPUClockLock(BaseModel):
     """
 
 
+class GPUBoardClockLock(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    gpus: Annotated[list[int], Field(max_length=32, min_length=1)]
+    """
+    The boards this entry locks, by the index NVML and the GPU tools give them (nvidia-smi -i N, amd-smi -g N), each at most once. The agent refuses an entry naming a board the node does not have. At most 32 (more than any server holds), which keeps the rule below within the API server's cost budget.
+    """
+    max_mhz: Annotated[float | None, Field(alias='maxMhz', ge=100.0, le=5000.0)] = None
+    """
+    Absolute SM clock ceiling, MHz, 100 to 5000 (as spec.gpu.clockLock.maxMhz).
+    """
+    pct_of_max: Annotated[float | None, Field(alias='pctOfMax', ge=10.0, le=100.0)] = (
+        None
+    )
+    """
+    Ceiling as a percentage of each listed board's maximum SM clock, 10 to 100 (as spec.gpu.clockLock.pctOfMax).
+    """
+
+
 class GPUCapSpec(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
@@ -81,6 +101,12 @@ class GPUCapSpec(BaseModel):
     ] = None
     """
     A ceiling on each GPU's SM clock (NVML nvmlDeviceSetGpuLockedClocks, nvidia-smi -lgc MIN,MAX with MIN the board's lowest supported clock; amd-smi set -L sclk max), beside the power cap (the lower clock wins). Exactly one of the two fields. The agent rounds it down to a clock the board supports and refuses one outside the board's supported range, with the reason in status.controlStatus.gpu.clockLock; it never clamps.
+    """
+    clock_locks: Annotated[
+        list[GPUBoardClockLock] | None, Field(alias='clockLocks', max_length=64)
+    ] = None
+    """
+    SM clock locks on some boards only (the boards of a Pod whose work a lower clock slows little), one ceiling per entry, read as spec.gpu.clockLock is. clockLock above stays the lock of the whole node; on a board named here and locked there too the lower clock wins, and a board in no entry takes clockLock alone (or no lock). A board that leaves every entry is released. The controller's own entries are those status.capDecision.gpuClockLocks records; any other is an operator's. Per-board results in status.controlStatus.gpu.clockLock.boards.
     """
 
 
@@ -319,6 +345,12 @@ class CapDecision(BaseModel):
     """
     The SM clock lock the controller chose and wrote to spec.gpu.clockLock.pctOfMax, % of each board's maximum SM clock; absent when it set none. A lock in spec that differs from this one is an operator's, and the controller leaves it alone (docs/work-aware-caps.md).
     """
+    gpu_clock_locks: Annotated[
+        list[GPUBoardClockLock] | None, Field(alias='gpuClockLocks', max_length=64)
+    ] = None
+    """
+    The per-board SM clock locks the controller chose and wrote to spec.gpu.clockLocks, in the same shape; absent when it set none. An entry in spec that this list does not hold is an operator's, and the controller leaves it alone.
+    """
     pods: Annotated[list[PodCapDecision] | None, Field(max_length=32)] = None
     """
     Per GPU Pod on the node, what the work-aware policy chose and from what (its estimate from telemetry, or its kind's prior before any sample).
@@ -369,9 +401,36 @@ class CPUControlStatus(BaseModel):
     updated_at: Annotated[AwareDatetime | None, Field(alias='updatedAt')] = None
 
 
+class GPUBoardClockLockStatus(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    index: Annotated[int, Field(ge=0)]
+    """
+    The board's index (as in spec.gpu.clockLocks).
+    """
+    result: Literal['applied', 'released', 'blocked', 'error', 'none']
+    """
+    applied only when the board reports the lock in force (as the node-wide result); released when its lock was removed (it left every entry and the spec holds no node-wide lock); blocked when refused; error when the set or the read-back failed; none when nothing was written (simulate-only).
+    """
+    source: Annotated[str | None, Field(max_length=32)] = None
+    """
+    Which lock is the board's, clockLock (node-wide) or clockLocks[N] (the Nth entry), the one with the lower clock when both name it.
+    """
+    locked_max_mhz: Annotated[float | None, Field(alias='lockedMaxMhz', ge=0.0)] = None
+    """
+    The SM clock ceiling the board was set to and reports holding, MHz; absent unless applied.
+    """
+    message: Annotated[str | None, Field(max_length=512)] = None
+    drift: Annotated[str | None, Field(max_length=512)] = None
+    """
+    Set when the last check found this board no longer holding its lock; the agent applied it again.
+    """
+
+
 class GPUClockLockStatus(BaseModel):
     """
-    The SM clock lock of spec.gpu.clockLock as the devices read it back; absent when the spec has none and no lock was released.
+    The SM clock locks of spec.gpu.clockLock and spec.gpu.clockLocks as the devices read them back, over the node and per board; absent when the spec has neither and no lock was released.
     """
 
     model_config = ConfigDict(
@@ -389,6 +448,10 @@ class GPUClockLockStatus(BaseModel):
     drift: str | None = None
     """
     Set when the last check found a device no longer holding the lock (a device reset, a driver reload); the agent applied it again. Absent when none.
+    """
+    boards: Annotated[list[GPUBoardClockLockStatus] | None, Field(max_length=64)] = None
+    """
+    Per board, the lock it was given (spec.gpu.clockLock, or the lower of it and the board's spec.gpu.clockLocks entry) and what the board reads back; absent when no board has a lock and none was released. A board with neither lock nor release is not listed.
     """
 
 
@@ -408,7 +471,7 @@ class GPUControlStatus(BaseModel):
         GPUClockLockStatus | None, Field(alias='clockLock', title='GPUClockLockStatus')
     ] = None
     """
-    The SM clock lock of spec.gpu.clockLock as the devices read it back; absent when the spec has none and no lock was released.
+    The SM clock locks of spec.gpu.clockLock and spec.gpu.clockLocks as the devices read them back, over the node and per board; absent when the spec has neither and no lock was released.
     """
 
 
