@@ -45,3 +45,13 @@ def test_a_crd_without_a_schema_title_is_refused_by_name(tmp_path: Path) -> None
     crd.write_text(crd.read_text().replace("          title: NodeTwin\n", "", 1))
     with pytest.raises(CodegenError, match=r"joulie.io_nodetwins.yaml: openAPIV3Schema.title"):
         render_all(root)
+
+
+def test_board_indices_are_plain_ints_in_the_types_and_bounded_in_the_crd() -> None:
+    from joulie_api.generated.nodetwin import GPUBoardClockLock
+
+    entry = GPUBoardClockLock.model_validate({"gpus": [0, 3], "pctOfMax": 60})
+    assert entry.gpus == [0, 3] and all(type(g) is int for g in entry.gpus)
+    text = (ROOT / CRD_DIR / "joulie.io_nodetwins.yaml").read_text()
+    # The API server keeps refusing an index out of range: the CRD keeps the bounds the types drop.
+    assert text.count("items:\n                              type: integer\n                              minimum: 0\n") == 2

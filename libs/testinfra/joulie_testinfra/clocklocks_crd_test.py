@@ -81,7 +81,8 @@ def test_an_entry_needs_exactly_one_ceiling(kube_api: k8s.ApiClient, entry: dict
 @pytest.mark.parametrize(
     ("entry", "says"),
     [
-        ({"gpus": [-1], "pctOfMax": 60}, "GPU indices are 0 or more"),
+        ({"gpus": [-1], "pctOfMax": 60}, "spec.gpu.clockLocks[0].gpus[0]"),
+        ({"gpus": [64], "pctOfMax": 60}, "spec.gpu.clockLocks[0].gpus[0]"),
         ({"gpus": [], "pctOfMax": 60}, "spec.gpu.clockLocks[0].gpus"),
         ({"gpus": [0], "pctOfMax": 5}, "spec.gpu.clockLocks[0].pctOfMax"),
         ({"gpus": [0], "maxMhz": 9000}, "spec.gpu.clockLocks[0].maxMhz"),
