@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from joulie_agent.discovery.catalog import load_catalog
+from joulie_agent.enforce.gpuenforce_nvml_test import LockingNVML
 from joulie_agent.enforce.gpuenforce_test import nvidia_node
-from joulie_agent.enforce.gpulock_test import lock_calls
+from joulie_agent.enforce.gpulock_test import amd_lock_calls, amd_node, lock_calls
+from joulie_agent.enforce.node import NodeController
+from joulie_agent.fixtures import testtrees
+from joulie_agent.host.hostread import HostPaths
+from joulie_agent.host.nvml import open_nvml
+from joulie_agent.host.toolrun import make_runner
 from joulie_api.generated.nodetwin import GPUBoardClockLock, GPUCapSpec, GPUClockLock, NodeTwinSpec
 from joulie_common.clock import FakeClock
 
@@ -126,3 +133,33 @@ def test_a_refused_node_wide_lock_leaves_the_entries_in_force(tmp_path: Path) ->
         (0, "blocked"), (1, "blocked"), (2, "applied"), (3, "applied"),
         (4, "blocked"), (5, "blocked"), (6, "blocked"), (7, "blocked"),
     ]  # fmt: skip
+
+
+def test_nvml_resets_the_locked_clocks_of_a_board_that_left_its_entry(tmp_path: Path) -> None:
+    testtrees.cpuinfo(tmp_path)
+    lib = LockingNVML()
+    c = NodeController(
+        "n1", HostPaths.under(tmp_path), load_catalog(), make_runner(str(tmp_path)), open_nvml(lib), FakeClock()
+    )
+    c.discover({}, {})
+    first = c.reconcile_gpu(spec([([0], 990)])).lock
+    assert lib.locks == {0: (345, 990)} and first is not None and first.result == "applied"
+    out = c.reconcile_gpu(spec([([1], 1500)])).lock
+    assert lib.locks == {1: (345, 1500)} and (0,) in lib.lock_calls  # nvmlDeviceResetGpuLockedClocks on board 0
+    assert out is not None and [(b.index, b.result, b.locked_max_mhz) for b in out.boards] == [
+        (0, "released", None),
+        (1, "applied", 1500),
+    ]
+
+
+def test_amd_releases_a_board_that_left_its_entry_to_the_top_of_its_range(tmp_path: Path) -> None:
+    c, gpus = amd_node(tmp_path)
+    c.reconcile_gpu(spec([([0, 1], 1500), ([2], 1200)]))
+    assert [gpus.sclk_max(i) for i in range(4)] == [1500, 1500, 1200, 2100]
+    out = c.reconcile_gpu(spec([([0, 1], 1500)])).lock
+    assert amd_lock_calls(gpus.calls())[-1] == "set -g 2 -L sclk max 2100" and gpus.sclk_max(2) == 2100
+    assert out is not None and [(b.index, b.result) for b in out.boards] == [
+        (0, "applied"),
+        (1, "applied"),
+        (2, "released"),
+    ]
