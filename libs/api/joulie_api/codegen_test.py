@@ -51,7 +51,7 @@ def test_board_indices_are_plain_ints_in_the_types_and_bounded_in_the_crd() -> N
     from joulie_api.generated.nodetwin import GPUBoardClockLock
 
     entry = GPUBoardClockLock.model_validate({"gpus": [0, 3], "pctOfMax": 60})
-    assert entry.gpus == [0, 3] and all(type(g) is int for g in entry.gpus)
+    assert entry.gpus == [0, 3] and all(isinstance(g, int) for g in entry.gpus)
     text = (ROOT / CRD_DIR / "joulie.io_nodetwins.yaml").read_text()
     # The API server keeps refusing an index out of range: the CRD keeps the bounds the types drop.
     assert text.count("items:\n                              type: integer\n                              minimum: 0\n") == 2

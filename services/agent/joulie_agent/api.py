@@ -8,7 +8,9 @@ test enforces it, so the agent's folders can move without breaking them. What is
 - the pure cap planners, so a benchmark writes exactly what a real agent writes: ``DvfsConfig``,
   ``resolve_cpu_cap``, ``published_cap_range_w``, ``plan_rapl`` (CPU), ``GPUDevice``,
   ``plan_gpu_caps``, ``changed_targets``, ``nvml_limit_mw`` (GPU), the SM clock lock's plan
-  ``plan_clock_lock`` over each board's ``ClockRange``, and the powercap zone parser
+  ``plan_clock_lock`` over each board's ``ClockRange``, and ``plan_board_locks`` (``MergedPlan``),
+  which merges it with the per-board ``spec.gpu.clockLocks`` entries (the lower clock per board), and
+  the powercap zone parser
   ``parse_zone``/``Zone`` with the file names it reads (``ZONE_DIR_RE``, ``ZONE_FILES``,
   ``CONSTRAINT_FILE_RE``);
 - what a control pass reports: ``CPUOutcome``, ``GPUOutcome``, ``MSG_NO_CPU_BACKEND``, and the
@@ -16,6 +18,7 @@ test enforces it, so the agent's folders can move without breaking them. What is
 
 from __future__ import annotations
 
+from joulie_agent.control.boardlocks import MergedPlan, plan_board_locks
 from joulie_agent.control.cpucontrol import DvfsConfig, plan_rapl, published_cap_range_w, resolve_cpu_cap
 from joulie_agent.control.gpucontrol import changed_targets, nvml_limit_mw, plan_gpu_caps
 from joulie_agent.control.gpulock import LockPlan, plan_clock_lock
@@ -38,11 +41,13 @@ __all__ = [
     "GPUDevice",
     "GPUOutcome",
     "LockPlan",
+    "MergedPlan",
     "Zone",
     "changed_targets",
     "load_catalog",
     "nvml_limit_mw",
     "parse_zone",
+    "plan_board_locks",
     "plan_clock_lock",
     "plan_gpu_caps",
     "plan_rapl",

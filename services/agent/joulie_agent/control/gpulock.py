@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from joulie_agent.discovery.gpuclocks import ClockRange, LockReading
 from joulie_api.generated.nodetwin import GPUClockLock
 
+# A board's SM clock ceiling, MHz; None: at its maximum (no lock).
+Ceiling = int | None
+
 
 @dataclass(frozen=True)
 class LockPlan:

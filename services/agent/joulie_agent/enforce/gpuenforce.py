@@ -110,9 +110,10 @@ class GPUEnforcer:
         self.unverified = failure
 
     def reconcile(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:
-        """Enforce the spec's GPU cap and SM clock lock on every device (only those that differ are set)."""
+        """Enforce the spec's GPU cap and SM clock locks on every device (only those that differ are set)."""
         out = self._reconcile_cap(spec, facts)
-        lock = self.lock.reconcile(spec.gpu.clock_lock if spec and spec.gpu else None, facts.gpu)
+        gpu = spec.gpu if spec else None
+        lock = self.lock.reconcile(gpu.clock_lock if gpu else None, facts.gpu, (gpu.clock_locks or []) if gpu else [])
         return replace(out, lock=lock) if lock is not None else out
 
     def _reconcile_cap(self, spec: NodeTwinSpec | None, facts: HostFacts) -> GPUOutcome:

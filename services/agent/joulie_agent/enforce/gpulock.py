@@ -6,27 +6,30 @@ range from the OverDrive table's ``OD_RANGE`` in sysfs, which a lock does not ch
 ``max_clk`` is the current ceiling). The supported clocks are read once (they do not change); what
 each board reports about its lock is read at every verify interval, when the intent changes and
 right after a set, and a lock a board lost (a reset, a driver reload) is applied again and reported
-as drift. A lock the agent set is released when the spec drops it; without a lock in the spec and
-none set, nothing is read or written. A shell: the plan and the drift are the pure ``gpulock``."""
+as drift. The locks are the node-wide ``spec.gpu.clockLock`` and the per-board ``spec.gpu.clockLocks``
+entries, merged by the pure ``boardlocks`` (the lower clock per board); a board the agent locked that
+no lock of the spec names any more is released (and read back), and each board's result is reported.
+Without a lock in the spec and none set, nothing is read or written. A shell: the plans, the drift
+and the per-board results are the pure ``gpulock`` and ``boardlocks``."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
-from joulie_agent.control import gpulock
-from joulie_agent.control.outcomes import LockOutcome
+from joulie_agent.control import boardlocks, gpulock
+from joulie_agent.control.gpulock import Ceiling
+from joulie_agent.control.outcomes import BoardOutcome, LockOutcome
 from joulie_agent.discovery import gpuclocks
 from joulie_agent.discovery.gputools import Inventory
 from joulie_agent.host import hostread
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.toolrun import Runner
-from joulie_api.generated.nodetwin import GPUClockLock
+from joulie_api.generated.nodetwin import GPUBoardClockLock, GPUClockLock
 from joulie_common.clock import Clock
 
 log = logging.getLogger(__name__)
-
-Ceiling = int | None
 
 
 class LockEnforcer:
@@ -46,7 +49,7 @@ class LockEnforcer:
         self.clock = clock
         self.verify_interval_s = verify_interval_s
         self.simulate_only = simulate_only
-        self.intent: tuple[float | None, float | None] | None = None
+        self.intent: tuple[object, ...] | None = None
         self.checked_s: float | None = None
         # Each board's supported SM clocks (read once) and its latest lock reading.
         self.ranges: dict[int, gpuclocks.ClockRange] = {}
@@ -57,44 +60,98 @@ class LockEnforcer:
         # Why the last clock read failed ("" when it answered): the lock is then unverified.
         self.read_failed = ""
 
-    def reconcile(self, lock: GPUClockLock | None, inv: Inventory | None) -> LockOutcome | None:
-        """Enforce ``lock`` on every board of ``inv``; None when there is no lock and nothing to release."""
-        if lock is None:
-            return self._release(inv)
+    def reconcile(
+        self, lock: GPUClockLock | None, inv: Inventory | None, entries: Sequence[GPUBoardClockLock] = ()
+    ) -> LockOutcome | None:
+        """Enforce the node-wide ``lock`` and the per-board ``entries`` on the boards of ``inv``, the
+        lower clock per board; None when the spec has neither and nothing is left to release."""
+        if lock is None and not entries:
+            self.intent = None
+            if not any(t is not None for t in self.applied.values()) or inv is None or self.simulate_only:
+                self.applied = {}
+                return None
+            return self._enforce(boardlocks.MergedPlan(), inv, fresh=False)
         if inv is not None and not inv.devices and inv.warnings:
             return LockOutcome("error", f"gpu inventory failed: {'; '.join(inv.warnings)[:300]}")
         if inv is None or not inv.devices:
             return LockOutcome("blocked", "node has no GPUs answering NVML or the GPU tools")
         if inv.vendor == "amd" and inv.source != "amd-smi":
             return LockOutcome("blocked", f"an SM clock lock on AMD GPUs needs amd-smi (found {inv.source})")
-        intent = (lock.max_mhz, lock.pct_of_max)
+        intent = boardlocks.intent_key(lock, entries)
         now = self.clock.monotonic()
         fresh = intent != self.intent or self.checked_s is None or now - self.checked_s >= self.verify_interval_s
         self.intent = intent
         if fresh:
             self._read(inv, now)
-        plan = gpulock.plan_clock_lock(lock, [d.index for d in inv.devices], self.ranges)
-        if plan.blocked:
+        plan = boardlocks.plan_board_locks(lock, entries, [d.index for d in inv.devices], self.ranges)
+        if not plan.targets and not self._released(plan):
             if not self.ranges and self.read_failed:
                 return LockOutcome("error", f"supported SM clocks unknown: {self.read_failed}")
-            return LockOutcome("blocked", plan.blocked)
+            return LockOutcome("blocked", "; ".join(plan.refusals), boards=self._boards(plan, {}, {}, set()))
+        return self._enforce(plan, inv, fresh)
+
+    def _released(self, plan: boardlocks.MergedPlan) -> set[int]:
+        """Boards this agent locked that no lock of the spec names now (a refused one keeps its board)."""
+        return {
+            i for i, t in self.applied.items() if t is not None and i not in plan.targets and i not in plan.blocked
+        }
+
+    def _boards(
+        self, plan: boardlocks.MergedPlan, failures: dict[int, str], drift: dict[int, str], released: set[int]
+    ) -> tuple[BoardOutcome, ...]:
+        facts = boardlocks.BoardFacts(
+            self.readings, self.ranges, failures, self.read_failed, drift, frozenset(released), self.simulate_only
+        )
+        return boardlocks.board_outcomes(plan, facts)
+
+    def _enforce(self, plan: boardlocks.MergedPlan, inv: Inventory, fresh: bool) -> LockOutcome:
+        released = self._released(plan)
         drift = gpulock.drifted(plan.targets, self.applied, self.readings) if fresh else {}
-        todo = {i: t for i, t in plan.targets.items() if i not in self.applied or self.applied[i] != t or i in drift}
-        label = gpulock.label(plan.targets)
+        todo: dict[int, Ceiling] = {
+            i: t for i, t in plan.targets.items() if i not in self.applied or self.applied[i] != t or i in drift
+        }
+        todo.update(dict.fromkeys(released))
         if self.simulate_only:
+            label = gpulock.label(plan.targets)
             return LockOutcome(
-                "none", f"simulate-only mode: SM clock lock {label} on {len(plan.targets)} devices " "not enforced"
+                "none",
+                f"simulate-only mode: SM clock lock {label} on {len(plan.targets)} devices not enforced",
+                boards=self._boards(plan, {}, {}, set()),
             )
         drift_text = gpulock.describe_drift(drift)
         if drift:
             log.warning("gpu clock lock drift: %s", drift_text)
         failures = self._set(inv, todo, plan.floors) if todo else {}
-        self.applied = {i: t for i, t in plan.targets.items() if i not in failures}
+        kept = {i: t for i, t in self.applied.items() if (i in plan.blocked and i not in plan.targets) or i in failures}
+        self.applied = {**{i: t for i, t in kept.items() if i not in plan.targets},
+                        **{i: t for i, t in plan.targets.items() if i not in failures}}
         if todo:
             self._read(inv, self.clock.monotonic())  # applied only for what the boards report
-        return self._outcome(plan, failures, drift_text)
+        boards = self._boards(plan, failures, drift, released)
+        return self._node_outcome(plan, failures, drift_text, boards, released)
 
-    def _outcome(self, plan: gpulock.LockPlan, failures: dict[int, str], drift: str) -> LockOutcome:
+    def _node_outcome(
+        self,
+        plan: boardlocks.MergedPlan,
+        failures: dict[int, str],
+        drift: str,
+        boards: tuple[BoardOutcome, ...],
+        released: set[int],
+    ) -> LockOutcome:
+        """The node's line over its boards: the worst of the locks set, the releases and the refusals."""
+        parts: list[LockOutcome] = []
+        if plan.targets:
+            parts.append(self._outcome(plan, {i: f for i, f in failures.items() if i in plan.targets}, drift))
+        if released:
+            parts.append(_release_outcome([b for b in boards if b.index in released], plan.requested))
+        if plan.refusals:
+            parts.append(LockOutcome("blocked", "; ".join(plan.refusals)))
+        rank = {"error": 3, "blocked": 2, "applied": 1, "none": 0}
+        result = max((p.result for p in parts), key=rank.__getitem__)
+        locked = parts[0].locked_max_mhz if plan.targets else None
+        return LockOutcome(result, "; ".join(p.message for p in parts), locked, drift, boards)
+
+    def _outcome(self, plan: boardlocks.MergedPlan, failures: dict[int, str], drift: str) -> LockOutcome:
         label, n = gpulock.label(plan.targets), len(plan.targets)
         if failures:
             return LockOutcome(
@@ -129,23 +186,6 @@ class LockEnforcer:
             min(ceilings) if len(ceilings) == n else None,
             drift,
         )
-
-    def _release(self, inv: Inventory | None) -> LockOutcome | None:
-        """The spec has no lock: release the boards this agent locked; None when there are none."""
-        self.intent = None
-        locked = {i: None for i, t in self.applied.items() if t is not None}
-        if not locked or inv is None or self.simulate_only:
-            self.applied = {}
-            return None
-        failures = self._set(inv, dict(locked), {})
-        self.applied = {i: t for i, t in self.applied.items() if i in failures}
-        if failures:
-            return LockOutcome(
-                "error",
-                f"SM clock lock released on {len(locked) - len(failures)} of {len(locked)} "
-                f"devices; failed: {'; '.join(failures.values())[:400]}",
-            )
-        return LockOutcome("none", f"released the SM clock lock on {len(locked)} devices (no lock in spec)")
 
     def _read(self, inv: Inventory, now: float) -> None:
         """Each board's lock reading, and its supported clocks until they are known."""
@@ -250,6 +290,22 @@ class LockEnforcer:
             one = self.run(argv([i]))
             out[i] = None if one.ok else one.describe()
         return out
+
+
+def _release_outcome(boards: list[BoardOutcome], requested: bool) -> LockOutcome:
+    """The node's line for the boards whose lock was released (``requested``: the spec still locks others)."""
+    bad = [b for b in boards if b.result == "error"]
+    n = len(boards)
+    if bad:
+        return LockOutcome(
+            "error",
+            f"SM clock lock released on {n - len(bad)} of {n} devices; "
+            f"failed: {'; '.join(f'gpu {b.index}: {b.message}' for b in bad)[:400]}",
+        )
+    if not requested:
+        return LockOutcome("none", f"released the SM clock lock on {n} devices (no lock in spec)")
+    return LockOutcome("none", f"released the SM clock lock on gpu {', '.join(str(b.index) for b in boards)} "
+                       "(in no lock of the spec)")
 
 
 def amd_od_tables(sys_root: Path) -> list[str]:
