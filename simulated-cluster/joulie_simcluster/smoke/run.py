@@ -232,9 +232,7 @@ class Smoke:
             (["S13"], self.step_facility),
             (["S14"], self.step_clock_lock),
             (["S16"], self.step_receipts),
-            # S18 (step_receipt_accuracy) is not in the sequence yet: it fails on two Pods for reasons known
-            # and written down (docs/energy-receipts.md, "Live accuracy"); add it back with
-            # (["S18"], self.step_receipt_accuracy) once the truth's CPU for Nodes without RAPL is fixed.
+            (["S18"], self.step_receipt_accuracy),
         ]
         for ids, step in steps:
             try:
