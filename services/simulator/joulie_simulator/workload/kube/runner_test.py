@@ -198,3 +198,42 @@ def test_the_runner_sends_every_pods_containers_with_their_busy_cores_the_others
                         ("smoke", "idle", "a"): 0.0, ("smoke", "idle", "b"): 0.0}
     finally:
         runner.close()
+
+
+def test_a_simulator_that_lost_the_pods_containers_gets_them_again() -> None:
+    """A simulator started again reports its node idle and without containers: an idle node (utilisation 0 on
+    both sides) is sent its Pods again, or its cAdvisor would stop naming them and the receipts fall back to
+    requests."""
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", [], "c", tick_s=0.001, log=lambda _: None)
+    core = CountingCore()
+    core.others = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="idle", namespace="smoke"),
+                             spec=k8s.V1PodSpec(node_name="node-a", containers=[k8s.V1Container(name="a")]))]
+    runner.core = core  # type: ignore[assignment]
+    emulator = KeepingEmulator()
+    runner.stub = emulator
+    try:
+        runner.tick()
+        runner.tick()
+        assert len(emulator.loads) == 1  # the emulator holds them: not sent again
+        emulator.load = pb.NodeLoad()  # restarted
+        runner.tick()
+        assert len(emulator.loads) == 2 and [j.pod for j in emulator.loads[-1].cpu_jobs] == ["idle"]
+    finally:
+        runner.close()
+
+
+class KeepingEmulator(RecordingEmulator):
+    """Reports the load it was last sent, as the simulator does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.load = pb.NodeLoad()
+
+    def ListNodes(self, request: Any, timeout: float) -> Any:
+        truth = nvl_truth()
+        truth.load.CopyFrom(self.load)
+        return pb.ListNodesResponse(nodes=[truth])
+
+    def SetNodeLoad(self, request: Any, timeout: float) -> Any:
+        self.load = request.load
+        return super().SetNodeLoad(request, timeout)
