@@ -21,6 +21,8 @@ mode is checked against the emulator's truth by the smoke's S06 (within 3 %, nev
                           (as a node exporter with RAPL and GPU meters only), so the controller manager sums
                           the components (NODE_POWER_SCOPE=components) and S06 checks against the truth's
                           component sum
+In every mode Prometheus scrapes the simulator's ``/metrics/cadvisor`` (job ``kubelet-cadvisor``): each
+container's CPU time, as a real cluster's Prometheus scrapes every kubelet's cAdvisor.
 In every mode the agents push the per-GPU signals and hw.gpu.allocation (the emulated kubelet's
 pod-resources API) into Prometheus' OTLP receiver; in modes other than ``agent`` only those
 (POWER_EXPORT_METRICS=gpu).
@@ -100,9 +102,11 @@ class Mode:
             scrape_interval=interval, metrics_path=BRIDGE_METRICS_PATH, prometheus_tls=tls)
 
     def prometheus_settings(self, simulator: str = "<simulator>", interval: str = "5s") -> PrometheusSettings:
-        """`simulator`: host:port of the simulator's HTTP server (scrape mode)."""
+        """`simulator`: host:port of the simulator's HTTP server (its /metrics in scrape mode; its emulated
+        kubelets' /metrics/cadvisor in every mode, as a real cluster's Prometheus scrapes each kubelet's)."""
         jobs = [{"job_name": "joulie-simulator", "scrape_interval": interval,
                  "static_configs": [{"targets": [simulator]}]}] if self.scrape else []
+        jobs.append(CADVISOR_JOB | {"scrape_interval": interval, "static_configs": [{"targets": [simulator]}]})
         return PrometheusSettings(promote_resource_attributes=list(self.promote), translation_strategy=self.translation,
                                   scrape_configs=jobs)
 
@@ -122,6 +126,12 @@ class Mode:
             env["NODE_POWER_SCOPE"] = "host"
         return env
 
+
+CADVISOR_JOB: dict[str, Any] = {"job_name": "kubelet-cadvisor", "metrics_path": "/metrics/cadvisor", "honor_labels": True}
+"""Each container's CPU time (``container_cpu_usage_seconds_total``), which the controller manager's energy
+receipts split a node's busy CPU energy by: a real cluster's Prometheus scrapes it from every kubelet
+(kube-prometheus' ``kubelet`` job, path ``/metrics/cadvisor``, honouring the kubelet's labels); here one
+address serves every emulated node's, each series labelled with its ``node``."""
 
 MODES: dict[str, Mode] = {
     m.name: m

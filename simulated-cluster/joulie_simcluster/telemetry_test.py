@@ -34,10 +34,13 @@ def test_unknown_modes_are_refused_with_the_known_ones() -> None:
 
 def test_scrape_mode_scrapes_the_simulator_and_pushes_nothing() -> None:
     prom = yaml.safe_load(telemetry.part("scrape", "prom-config", timing("ci")))
+    cadvisor = {"job_name": "kubelet-cadvisor", "metrics_path": "/metrics/cadvisor", "honor_labels": True,
+                "scrape_interval": "2s", "static_configs": [{"targets": ["<simulator>"]}]}
     assert prom["scrape_configs"] == [{"job_name": "joulie-simulator", "scrape_interval": "2s",
-                                       "static_configs": [{"targets": ["<simulator>"]}]}]
+                                       "static_configs": [{"targets": ["<simulator>"]}]}, cadvisor]
     assert yaml.safe_load(telemetry.part("scrape", "sim-values", timing("ci")))["emulate"]["otlpEndpoint"] == ""
-    assert yaml.safe_load(telemetry.part("otlp", "prom-config", timing("ci")))["scrape_configs"] == []
+    # Every mode scrapes the emulated kubelets' cAdvisor (the receipts' per-Pod CPU time), and only that.
+    assert yaml.safe_load(telemetry.part("otlp", "prom-config", timing("ci")))["scrape_configs"] == [cadvisor]
 
 
 def test_collector_modes_print_their_collector_config() -> None:

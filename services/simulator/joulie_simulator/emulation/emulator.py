@@ -17,6 +17,7 @@ from typing import Any, Literal
 from joulie_common.clock import SYSTEM_CLOCK
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.emulation.boardsignals import with_signals
+from joulie_simulator.emulation.cputime import CpuTime
 from joulie_simulator.emulation.render import Entry, content, layout
 from joulie_simulator.emulation.writes import WriteOutcome, apply_write
 from joulie_simulator.physics import node as node_physics
@@ -121,6 +122,8 @@ class Emulator:
         self.dirty: dict[str, set[str]] = {}
         # Nodes whose view was re-rendered (RestartNodeView): the shells rewrite their writable files.
         self.restarted: set[str] = set()
+        # The emulated kubelet's cAdvisor: each container's CPU time, on the ticks the energy counters use.
+        self.cpu_time = CpuTime()
         now = clock()
         self.nodes: dict[str, EmulatedNode] = {}
         # A tree's layout depends on the profile only (node names appear in contents, not paths):
@@ -155,8 +158,10 @@ class Emulator:
                 old = n.state
                 if n.power != POWER_ON:
                     self._step_power(n, dt, now)
+                    self.cpu_time.forget(n.name)
                     continue
                 new = step(n.profile, old, dt)
+                self.cpu_time.advance(n.name, new.load.cpu_jobs, dt)
                 if self.telemetry_seed is not None:
                     new = with_signals(n.profile, new, self.telemetry_seed)
                 if n.faults and any(f.kind == "stale_counters" for f in n.faults):

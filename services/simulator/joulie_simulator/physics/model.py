@@ -39,6 +39,17 @@ class GpuJob:
 
 
 @dataclass(frozen=True)
+class CpuJob:
+    """A container running on the node and the cores it keeps busy (its CPU time per second): what the
+    emulated kubelet's cAdvisor counts (``emulation.cputime``). The physics reads ``Load.cpu_util`` only."""
+
+    namespace: str
+    pod: str
+    container: str
+    busy_cores: float = 0.0
+
+
+@dataclass(frozen=True)
 class Load:
     cpu_util: float = 0.0
     # Per GPU, indexed like the node's GPUs; a shorter tuple leaves the rest idle.
@@ -48,6 +59,8 @@ class Load:
     gpu_phases: tuple[tuple[Phase, ...], ...] = ()
     # The boards' holders (a board no entry names is free).
     gpu_jobs: tuple[GpuJob, ...] = ()
+    # The Pods running on the node (idle ones included, at 0 busy cores).
+    cpu_jobs: tuple[CpuJob, ...] = ()
 
 
 @dataclass(frozen=True)

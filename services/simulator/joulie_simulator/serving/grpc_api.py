@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 from collections.abc import Iterator
 from concurrent import futures
@@ -16,7 +17,7 @@ from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_simulator.emulation import emulator as em
 from joulie_simulator.facility.live import FacilityLive, check_c
 from joulie_simulator.physics.gpu import Phase
-from joulie_simulator.physics.model import GpuJob, Load
+from joulie_simulator.physics.model import CpuJob, GpuJob, Load
 
 # This build generates the protobuf modules without type stubs (the mypy plugin is off), so they
 # are used untyped here; the loopback tests check the messages.
@@ -76,6 +77,18 @@ def load_jobs(load: Any) -> tuple[GpuJob, ...] | str:
     return jobs
 
 
+def load_cpu_jobs(load: Any) -> tuple[CpuJob, ...] | str:
+    """``Load.cpu_jobs`` from a gRPC NodeLoad, or what is wrong with them (no Pod named, busy cores not a
+    finite number >= 0)."""
+    jobs = tuple(CpuJob(j.namespace, j.pod, j.container, j.busy_cores) for j in load.cpu_jobs)
+    for j in jobs:
+        if not j.pod or not j.namespace:
+            return f"load: cpu_jobs: {j.namespace}/{j.pod}: a job names its Pod's namespace and name"
+        if not math.isfinite(j.busy_cores) or j.busy_cores < 0:
+            return f"load: cpu_jobs: {j.namespace}/{j.pod}: busy_cores {j.busy_cores:g} must be a finite number >= 0"
+    return jobs
+
+
 class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
     def __init__(self, emu: em.Emulator, facility: FacilityLive | None = None) -> None:
         self.emu = emu
@@ -94,7 +107,9 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
             tick=t["tick"],
             host_power_w=t["host"]["powerW"],
             host_energy_j=t["host"]["energyJ"],
-            load=pb.NodeLoad(cpu_util=t["load"]["cpuUtil"], gpu_util=t["load"]["gpuUtil"]),
+            load=pb.NodeLoad(cpu_util=t["load"]["cpuUtil"], gpu_util=t["load"]["gpuUtil"],
+                             cpu_jobs=[pb.CpuJob(namespace=j.namespace, pod=j.pod, container=j.container,
+                                                 busy_cores=j.busy_cores) for j in self.emu.node(node).state.load.cpu_jobs]),
             cpu_zones=[
                 pb.CpuZoneTruth(
                     path=z["path"],
@@ -127,6 +142,7 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
             ],
             cpu_freq_mhz=sum(freqs) / len(freqs) if freqs else 0.0,
             active_faults=self._faults(node),
+            packages=[pb.CpuPackageTruth(socket=p["socket"], power_w=p["powerW"], energy_j=p["energyJ"]) for p in t["packages"]],
         )
 
     def _faults(self, node: str) -> list[Any]:
@@ -153,9 +169,12 @@ class EmulatorServicer(_pb2_grpc.EmulatorServiceServicer):
         jobs = load_jobs(request.load)
         if isinstance(jobs, str):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, jobs)
+        cpu_jobs = load_cpu_jobs(request.load)
+        if isinstance(cpu_jobs, str):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, cpu_jobs)
         try:
             self.emu.set_load(request.node, Load(cpu_util=u, gpu_util=tuple(request.load.gpu_util), gpu_phases=phases or (),
-                                                 gpu_jobs=jobs))
+                                                 gpu_jobs=jobs, cpu_jobs=cpu_jobs))
         except em.NotEmulated as e:
             context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return self._truth(request.node, context)

@@ -26,6 +26,10 @@ changes the ambient (400 names the field when the body is wrong).
 ``GET /metrics/components``: the component series only (no ``hw_host_*``), as a node exporter
 that knows RAPL and the GPUs but no whole-host meter serves them; the Collector's Prometheus bridge
 (telemetry mode ``otel-bridge``, which carries no whole-host power) scrapes this one.
+
+``GET /metrics/cadvisor``: what each emulated node's kubelet serves there, each container's CPU time
+(``container_cpu_usage_seconds_total{namespace, pod, container, node}``, ``emulation.cputime``); the
+simulated cluster's Prometheus scrapes it in every telemetry mode, as a real one scrapes the kubelets.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from joulie_simulator.emulation import cputime
 from joulie_simulator.emulation.emulator import Emulator, NotEmulated
 from joulie_simulator.emulation.hwsemconv import components, telemetry_gap
 from joulie_simulator.emulation.powerfaults import PowerOnFaults
@@ -235,8 +240,9 @@ class DebugServer:
                 if url.path == "/healthz":
                     self._send(200, {"status": "ok"})
                     return
-                if url.path in ("/metrics", "/metrics/components"):
-                    data = metrics_text(emulator, host=url.path == "/metrics", facility=facility)
+                if url.path in ("/metrics", "/metrics/components", "/metrics/cadvisor"):
+                    data = (cputime.exposition(emulator.cpu_time.snapshot()).encode() if url.path == "/metrics/cadvisor"
+                            else metrics_text(emulator, host=url.path == "/metrics", facility=facility))
                     self.send_response(200)
                     self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                     self.send_header("Content-Length", str(len(data)))
@@ -255,7 +261,7 @@ class DebugServer:
                         self._send(200, server.bmcs)
                     return
                 if url.path != "/debug/emulate":
-                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /debug/power, /debug/bmcs, /metrics or /metrics/components"})
+                    self._send(404, {"error": f"no route {url.path}; try /debug/emulate, /debug/power, /debug/bmcs, /metrics, /metrics/components or /metrics/cadvisor"})
                     return
                 node = parse_qs(url.query).get("node", [None])[0]
                 try:

@@ -39,12 +39,12 @@ pod-resources API and the boards' activity signals.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
 from joulie_simulator.physics.gpu import Phase, board_operating_point, clock_ratio_for_limit
 from joulie_simulator.physics.gpusignals import mean_compute_share
-from joulie_simulator.physics.model import GpuJob, Load, NodeState
+from joulie_simulator.physics.model import CpuJob, GpuJob, Load, NodeState
 from joulie_simulator.physics.speed import throughput
 from joulie_workload.pods import POD_CONTAINER, pod_name
 from joulie_workload.trace import Job
@@ -285,10 +285,13 @@ class Engine:
         # Only nodes running a job with phases carry them, so a trace without phases loads as before.
         phased: dict[str, list[tuple[Phase, ...]]] = {}
         held: dict[str, list[GpuJob]] = {}
+        busy: dict[str, list[CpuJob]] = {}
         for r in self.runs.values():
             if not r.running or r.node not in cpu:
                 continue
             cpu[r.node] += r.job.requests.cpu * r.job.utilization.cpu
+            busy.setdefault(r.node, []).append(CpuJob(r.job.namespace, pod_name(r.job.job_id), POD_CONTAINER,
+                                                      r.job.requests.cpu * r.job.utilization.cpu))
             phases = job_phases(r.job)
             share = mean_compute_share(phases) if phases else r.job.sensitivity.gpu
             for i in r.gpu_indices:
@@ -304,6 +307,7 @@ class Engine:
                 gpu_util=tuple(gpu[n]),
                 gpu_phases=tuple(phased.get(n, ())),
                 gpu_jobs=tuple(sorted(held.get(n, ()), key=lambda j: j.index)),
+                cpu_jobs=_cpu_jobs(busy.get(n, []), node_cpus[n]),
             )
             for n in node_cpus
         }
@@ -311,3 +315,11 @@ class Engine:
     @property
     def finished(self) -> bool:
         return all(r.done_s is not None for r in self.runs.values())
+
+
+def _cpu_jobs(jobs: list[CpuJob], cores: float) -> tuple[CpuJob, ...]:
+    """Each job's busy cores, scaled down together where they ask for more than the node has (the node's
+    ``cpu_util`` stops at 1: its cores are shared out, as the kernel's scheduler shares them)."""
+    total = sum(j.busy_cores for j in jobs)
+    k = min(1.0, cores / total) if total > 0 and cores > 0 else 1.0
+    return tuple(sorted((replace(j, busy_cores=j.busy_cores * k) for j in jobs), key=lambda j: (j.namespace, j.pod)))

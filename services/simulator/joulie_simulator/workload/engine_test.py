@@ -159,7 +159,8 @@ def test_loads_carry_phases_only_for_nodes_running_phased_jobs() -> None:
     e.bind("mix", "a", 0.0, 2)
     e.bind("flat", "b", 0.0, 2)
     loads = e.loads({"a": 8, "b": 8}, {"a": 2, "b": 2})
-    assert loads["b"] == Load(cpu_util=loads["b"].cpu_util, gpu_util=(0.43, 0.0), gpu_jobs=loads["b"].gpu_jobs)
+    assert loads["b"] == Load(cpu_util=loads["b"].cpu_util, gpu_util=(0.43, 0.0), gpu_jobs=loads["b"].gpu_jobs,
+                              cpu_jobs=loads["b"].cpu_jobs)
     assert loads["a"].gpu_util == (0.43, 0.0)
     assert [len(p) for p in loads["a"].gpu_phases] == [2, 0] and loads["a"].gpu_phases[0][0].share == 0.2
 
@@ -186,3 +187,18 @@ def test_speed_from_state_takes_the_lower_of_the_cap_clock_and_the_lock() -> Non
     sp = speed_from_state(NVL, st)
     assert sp.gpus[0] == 0.5 and sp.gpus[1] == gpu_factor(NVL_G, 0.9, 250.0) == sp.gpus[2]
     assert sp.gpu_locks[:2] == (0.5, 1.0) and sp.gpu_limits_w[0] == 250.0
+
+
+def test_loads_name_each_running_pods_busy_cores_shared_out_when_they_ask_for_more_than_the_node() -> None:
+    def job(i: str, cores: int) -> Job:
+        return Job.model_validate({"jobId": i, "submitTimeOffsetSec": 0, "requests": {"cpu": cores},
+                                   "work": {"cpuUnits": 1e9}, "utilization": {"cpu": 0.5}})
+
+    e = Engine([job("x", 8), job("y", 24)])
+    e.due(0.0)
+    e.bind("x", "a", 0.0, 0)
+    e.bind("y", "a", 0.0, 0)
+    fits = {j.pod: j.busy_cores for j in e.loads({"a": 32}, {"a": 0})["a"].cpu_jobs}
+    assert fits == {"sim-x": pytest.approx(4.0), "sim-y": pytest.approx(12.0)}  # request x utilisation
+    over = {j.pod: j.busy_cores for j in e.loads({"a": 8}, {"a": 0})["a"].cpu_jobs}
+    assert over == {"sim-x": pytest.approx(2.0), "sim-y": pytest.approx(6.0)}  # 16 busy on 8 cores: 1:3 kept

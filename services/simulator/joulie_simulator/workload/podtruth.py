@@ -2,7 +2,7 @@
 knowledge of who held what. Pure: meter readings and holdings in, per-Pod energy out.
 
 The controller's energy receipts (docs/energy-receipts.md) estimate the same thing from what a cluster
-exposes; this is what they are checked against (the smoke's S17, the benchmark). **Only checks and the
+exposes; this is what they are checked against (the smoke's S18, the benchmark). **Only checks and the
 benchmark read it**: the workload runner serves it on its own debug address (``/debug/pod-truth``,
 ``commands/workload.py``), which no Joulie component is configured with, and it is never exported as a
 metric (Prometheus, which the controller reads, never sees it).
@@ -11,6 +11,11 @@ The definition, over an interval between two readings of a node's meters (the em
 counters, so nothing between readings is lost), for the Pods whose load the emulator ran in it:
 
 - **GPU**: a board's energy belongs whole to the Pod that held it (its load is the only one on it).
+- **CPU** is the packages as the emulator's power model composes them (each socket's package energy,
+  ``NodeTruth.packages``), on every node: what the RAPL package zones count where the node has them, and
+  what the simulator exports as ``hw.energy{hw.type=cpu, hw.id=package-N}`` on every node, RAPL or not
+  (``emulation.hwsemconv.components``), which is what the controller reads as the node's CPU. DRAM is not
+  CPU (it is ``hw.type=memory``): it is in the platform part, for the truth as for the receipts.
 - **CPU busy**: the packages' energy above their true idle draw (the profile's ``idle_pkg_w`` per
   package, over the interval) belongs to the Pods by their busy cores (``request x utilisation``: the
   emulator's package power is linear in the busy share and every busy core runs at one clock,

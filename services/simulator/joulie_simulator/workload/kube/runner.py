@@ -12,8 +12,11 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
    emulator reports another load, as after a simulator restart); a board running a job with serving
    phases carries them (``NodeLoad.gpu_phases``, as the engine's ``Load.gpu_phases`` in the benchmark),
    so its power follows the phases rather than their mean draw; and each busy board names the job's Pod
-   (``NodeLoad.gpu_jobs``: the emulated kubelet's pod-resources API lists it, the board's activity follows it).
-6. each node's meters read in step 3 are split between the Pods whose load it ran since the previous
+   (``NodeLoad.gpu_jobs``: the emulated kubelet's pod-resources API lists it, the board's activity follows it);
+   and every Pod running there names its containers and the cores each keeps busy (``NodeLoad.cpu_jobs``: a
+   job's request x utilisation; a Pod that is not the workload's, listed every ``OTHERS_EVERY_S``, at 0),
+   which the emulated kubelet's cAdvisor counts as CPU time (``emulation.cputime``, ``/metrics/cadvisor``).
+6. each node's meters read in step 3 (its host, boards and CPU packages) are split between the Pods whose load it ran since the previous
    reading (``podtruth``: the per-Pod energy truth, which the runner serves on its debug address as
    ``/debug/pod-truth`` for the checks and the benchmark only).
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -47,7 +50,7 @@ from joulie_api.backoff import DEFAULT_DELAYS_S
 from joulie_api.outage import short_error, unanswered
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.physics.gpu import Phase
-from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.physics.model import CpuJob, Load, initial_state
 from joulie_simulator.workload.engine import Engine, NodeSpeed, speed_from_truth
 from joulie_simulator.workload.podtruth import Holder, Meters, NodeShape, PodTruth
 from joulie_workload.pods import ANNOTATION_JOB_ID, LABEL_PART_OF, PART_OF, pod_manifest, pod_name
@@ -56,6 +59,9 @@ from joulie_workload.trace import Job
 pb: Any = _pb2  # generated without type stubs in this build
 pb_grpc: Any = _pb2_grpc
 
+OTHERS_EVERY_S = 10.0
+"""How often the Pods that are not the workload's are listed (wall seconds): a Pod started since shows in
+the emulated kubelet's CPU time up to this much later."""
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 
 
@@ -106,8 +112,10 @@ def load_message(load: Load) -> Any:
     and the job (Pod) holding each busy board."""
     jobs = [pb.GpuJob(index=j.index, job_id=j.job_id, compute_share=j.compute_share, namespace=j.namespace, pod=j.pod,
                       container=j.container) for j in load.gpu_jobs]
+    cpu_jobs = [pb.CpuJob(namespace=j.namespace, pod=j.pod, container=j.container, busy_cores=j.busy_cores)
+                for j in load.cpu_jobs]
     return pb.NodeLoad(cpu_util=load.cpu_util, gpu_util=list(load.gpu_util), gpu_phases=_phases_message(load.gpu_phases),
-                       gpu_jobs=jobs)
+                       gpu_jobs=jobs, cpu_jobs=cpu_jobs)
 
 
 def _phases_message(phases: tuple[tuple[Phase, ...], ...]) -> list[Any]:
@@ -170,7 +178,9 @@ class WorkloadRunner:
         self.truth_lock = threading.Lock()
         self._holders: dict[str, list[Holder]] = {}
         """The Pods whose load each node runs since the last SetNodeLoad (the truth's holders)."""
-        self._zones = _ZoneCounters()
+        self._others: dict[str, tuple[CpuJob, ...]] = {}
+        """Each node's running Pods that are not the workload's (their containers, idle), as last listed."""
+        self._others_at: float | None = None
 
     def now_s(self) -> float:
         if self._t0 is None:
@@ -242,7 +252,9 @@ class WorkloadRunner:
         for name, t in truths.items():
             p = _profile(t.profile)
             cpus[name] = (p.node.cpu - p.node.reserved_cpu_m / 1000) if p else 1.0
+        self._list_others()
         for name, load in self.engine.loads(cpus, gpus).items():
+            load = replace(load, cpu_jobs=load.cpu_jobs + self._others.get(name, ()))
             if self.last_load.get(name) == load and _same_load(truths[name].load, load):
                 continue
             self.stub.SetNodeLoad(pb.SetNodeLoadRequest(node=name, load=load_message(load)), timeout=10)
@@ -259,15 +271,29 @@ class WorkloadRunner:
                 p = _profile(t.profile)
                 if p is None:
                     continue
-                packages = [z for z in t.cpu_zones if z.name.startswith("package")]
+                # The CPU as the power model composes it (each socket's package), on every node: what RAPL's
+                # package zones count where there are some, and what hw.energy{hw.type=cpu} exports everywhere.
                 meters = Meters(
                     t.at.seconds + t.at.nanos / 1e9,
                     t.host_energy_j,
                     tuple(g.energy_mj / 1000 for g in t.gpus),
-                    sum(self._zones.joules(name, z.path, z.energy_uj, z.max_energy_range_uj) for z in packages),
+                    sum(pkg.energy_j for pkg in t.packages),
                 )
-                shape = NodeShape(float(p.node.cpu), len(t.gpus), p.physics.cpu.idle_pkg_w * len(packages))
+                shape = NodeShape(float(p.node.cpu), len(t.gpus), p.physics.cpu.idle_pkg_w * len(t.packages))
                 self.truth.read(name, meters, shape, self._holders.get(name, ()))
+
+    def _list_others(self) -> None:
+        """Every ``OTHERS_EVERY_S``: the running Pods that are not the workload's (the smoke's own, a
+        DaemonSet's), so the emulated kubelet's cAdvisor counts them too, idle: a node's CPU time then names
+        every Pod on it, as a real kubelet's does. One LIST of those Pods only (a label selector), not of the
+        workload's thousands."""
+        now = self.clock()
+        if self._others_at is not None and now - self._others_at < OTHERS_EVERY_S:
+            return
+        pods = self.core.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}!={PART_OF}",
+                                                     field_selector="status.phase=Running")
+        self._others = idle_pods(pods.items)
+        self._others_at = now
 
     def truth_document(self, at_s: float | None = None) -> dict[str, Any]:
         """The per-Pod truth so far, or as it stood at ``at_s`` (Unix seconds; ``/debug/pod-truth?at=``).
@@ -325,30 +351,26 @@ def holders(running: Any) -> dict[str, list[Holder]]:
     return out
 
 
-class _ZoneCounters:
-    """RAPL energy counters in joules since first read, across their wraps (``max_energy_range_uj``)."""
-
-    def __init__(self) -> None:
-        self.last: dict[tuple[str, str], int] = {}
-        self.total_j: dict[tuple[str, str], float] = {}
-
-    def joules(self, node: str, path: str, raw_uj: int, range_uj: int) -> float:
-        key = (node, path)
-        before = self.last.get(key)
-        self.last[key] = raw_uj
-        if before is None:
-            self.total_j[key] = raw_uj / 1e6
-        else:
-            step = raw_uj - before
-            if step < 0:
-                step += range_uj if range_uj > 0 else 0
-            self.total_j[key] += max(step, 0) / 1e6
-        return self.total_j[key]
+def idle_pods(pods: Any) -> dict[str, tuple[CpuJob, ...]]:
+    """By node, each container of the bound ``pods`` (V1Pod objects) at 0 busy cores: the emulator runs
+    none of their load."""
+    out: dict[str, list[CpuJob]] = {}
+    for pod in pods:
+        meta, spec = pod.metadata, pod.spec
+        if meta is None or spec is None or not spec.node_name or not meta.name:
+            continue
+        for c in spec.containers or []:
+            out.setdefault(spec.node_name, []).append(CpuJob(meta.namespace or "default", meta.name, c.name, 0.0))
+    return {n: tuple(sorted(js, key=lambda j: (j.namespace, j.pod, j.container))) for n, js in out.items()}
 
 
 def _same_load(have: Any, want: Load) -> bool:
-    """Whether the emulator's reported load (gRPC NodeLoad) is ``want``; a shorter GPU list leaves boards idle."""
+    """Whether the emulator's reported load (gRPC NodeLoad) is ``want``; a shorter GPU list leaves boards idle. Its
+    containers too: a simulator started again has none until the runner sends them."""
     h, w = list(have.gpu_util), list(want.gpu_util)
     n = max(len(h), len(w))
     h, w = h + [0.0] * (n - len(h)), w + [0.0] * (n - len(w))
-    return abs(have.cpu_util - want.cpu_util) < 1e-9 and all(abs(a - b) < 1e-9 for a, b in zip(h, w, strict=True))
+    jobs = sorted((j.namespace, j.pod, j.container, j.busy_cores) for j in have.cpu_jobs)
+    same_jobs = jobs == sorted((j.namespace, j.pod, j.container, j.busy_cores) for j in want.cpu_jobs)
+    return (abs(have.cpu_util - want.cpu_util) < 1e-9 and all(abs(a - b) < 1e-9 for a, b in zip(h, w, strict=True))
+            and same_jobs)

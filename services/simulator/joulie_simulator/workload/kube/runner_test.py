@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.workload.kube.runner import WorkloadRunner, pb, speed_of
 from joulie_workload.trace import Job
 
@@ -17,12 +18,15 @@ class CountingCore:
     def __init__(self) -> None:
         self.lists = 0
         self.created: list[k8s.V1Pod] = []
+        self.others: list[k8s.V1Pod] = []
 
     def create_namespaced_pod(self, namespace: str, pod: k8s.V1Pod) -> k8s.V1Pod:
         self.created.append(pod)
         return pod
 
-    def list_pod_for_all_namespaces(self, label_selector: str) -> k8s.V1PodList:
+    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "") -> k8s.V1PodList:
+        if "!=" in label_selector:  # the Pods that are not the workload's (runner._list_others)
+            return k8s.V1PodList(items=list(self.others))
         self.lists += 1
         items = [k8s.V1Pod(metadata=p.metadata, spec=k8s.V1PodSpec(containers=[], node_name="node-a")) for p in self.created]
         return k8s.V1PodList(items=items)
@@ -132,8 +136,8 @@ class MeteredEmulator(RecordingEmulator):
             g.energy_mj = int(t * 100.0 * (g.index + 1) * 1000)
         truth.host_energy_j = 5000.0 * t
         truth.at.FromNanoseconds(int(t * 1e9))
-        truth.cpu_zones.extend(pb.CpuZoneTruth(path=f"p{i}", name=f"package-{i}", energy_uj=int(t * 150e6),
-                                               max_energy_range_uj=2**40) for i in range(2))
+        # No RAPL zones (as on vm-0): the truth's CPU is the packages the power model composes, on every node.
+        truth.packages.extend(pb.CpuPackageTruth(socket=i, power_w=150.0, energy_j=t * 150.0) for i in range(2))
         return pb.ListNodesResponse(nodes=[truth])
 
 
@@ -163,9 +167,73 @@ def test_two_pods_on_one_gpu_node_each_get_their_own_boards_energy_as_truth() ->
         assert n0 == n1 == "node-a" and j0.held_s == j1.held_s == 20.0
         assert j0.gpu_j == pytest.approx(20 * 100.0) and j1.gpu_j == pytest.approx(20 * (200.0 + 300.0))
         assert j0.cpu_busy_j == pytest.approx(j1.cpu_busy_j)  # same busy cores
+        idle_w = 2 * builtin_profile(NVL).physics.cpu.idle_pkg_w
+        assert j0.cpu_busy_j + j1.cpu_busy_j == pytest.approx(20 * (300.0 - idle_w))  # the packages' busy part, all
         node = doc["nodes"]["node-a"]
         assert node["meteredJ"] == pytest.approx(100_000.0)
         assert j0.total_j + j1.total_j + node["unallocatedJ"] == pytest.approx(node["meteredJ"])
     finally:
         server.shutdown()
         runner.close()
+
+
+def test_the_runner_sends_every_pods_containers_with_their_busy_cores_the_others_idle() -> None:
+    """The emulated kubelet's cAdvisor counts each container's CPU time from these: the job's Pod at its
+    request x utilisation, a Pod that is not the workload's (the smoke's own) at 0, each container of it."""
+    job = Job.model_validate({"jobId": "j", "submitTimeOffsetSec": 0, "requests": {"cpu": 4, "gpu": 1},
+                              "work": {"gpuUnits": 1e9}, "utilization": {"cpu": 0.5, "gpu": 0.9}})
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", [job], "c", tick_s=0.001, log=lambda _: None)
+    core = CountingCore()
+    core.others = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="idle", namespace="smoke"),
+                             spec=k8s.V1PodSpec(node_name="node-a", containers=[k8s.V1Container(name=c) for c in "ab"])),
+                   k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="elsewhere", namespace="smoke"),
+                             spec=k8s.V1PodSpec(node_name="node-z", containers=[k8s.V1Container(name="c")]))]
+    runner.core = core  # type: ignore[assignment]
+    emulator = RecordingEmulator()
+    runner.stub = emulator
+    try:
+        runner.tick()
+        sent = {(j.namespace, j.pod, j.container): j.busy_cores for j in emulator.loads[-1].cpu_jobs}
+        assert sent == {("default", runner.record.created["j"], "work"): pytest.approx(2.0),
+                        ("smoke", "idle", "a"): 0.0, ("smoke", "idle", "b"): 0.0}
+    finally:
+        runner.close()
+
+
+def test_a_simulator_that_lost_the_pods_containers_gets_them_again() -> None:
+    """A simulator started again reports its node idle and without containers: an idle node (utilisation 0 on
+    both sides) is sent its Pods again, or its cAdvisor would stop naming them and the receipts fall back to
+    requests."""
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", [], "c", tick_s=0.001, log=lambda _: None)
+    core = CountingCore()
+    core.others = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="idle", namespace="smoke"),
+                             spec=k8s.V1PodSpec(node_name="node-a", containers=[k8s.V1Container(name="a")]))]
+    runner.core = core  # type: ignore[assignment]
+    emulator = KeepingEmulator()
+    runner.stub = emulator
+    try:
+        runner.tick()
+        runner.tick()
+        assert len(emulator.loads) == 1  # the emulator holds them: not sent again
+        emulator.load = pb.NodeLoad()  # restarted
+        runner.tick()
+        assert len(emulator.loads) == 2 and [j.pod for j in emulator.loads[-1].cpu_jobs] == ["idle"]
+    finally:
+        runner.close()
+
+
+class KeepingEmulator(RecordingEmulator):
+    """Reports the load it was last sent, as the simulator does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.load = pb.NodeLoad()
+
+    def ListNodes(self, request: Any, timeout: float) -> Any:
+        truth = nvl_truth()
+        truth.load.CopyFrom(self.load)
+        return pb.ListNodesResponse(nodes=[truth])
+
+    def SetNodeLoad(self, request: Any, timeout: float) -> Any:
+        self.load = request.load
+        return super().SetNodeLoad(request, timeout)
