@@ -30,7 +30,7 @@ from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
 from joulie_controller.model.fsm import pod_key
-from joulie_controller.model.receipt import board_idle_w, package_idle_w, receipt_summary
+from joulie_controller.model.receipt import IDLE_UNKNOWN, board_idle_w, package_idle_w, receipt_summary
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
@@ -138,6 +138,7 @@ class Controller:
         self.window_start_s: float | None = None
         """When the open receipts window began (None: the first tick opens it)."""
         self.receipt_skipped: list[str] = []
+        self.receipt_idle_unknown: list[str] = []
         self.receipt_refused: set[tuple[Allocation, str]] = set()
         """The allocations the last window refused to bill (logged when they start and end)."""
         self.receipt_health = Outage("Prometheus (energy receipts; the window stays open meanwhile)", log)
@@ -271,8 +272,15 @@ class Controller:
                         "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
+        unknown = sorted(n for n, (_, source) in closed.cpu_idle.items() if source == IDLE_UNKNOWN)
+        if unknown != self.receipt_idle_unknown:  # logged when it changes, not every window
+            log.warning("energy receipts: CPU idle draw unknown (no package maximum in the NodeHardware, no idle "
+                        "window seen yet) on node(s) %s: their package energy is billed all as busy, by use",
+                        ", ".join(unknown) or "none now")
+        self.receipt_idle_unknown = unknown
         self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished],
                                      window_end_s=now_s)
+        self.metrics.record_receipt_cpu_idle(closed.cpu_idle)
         failures = 0
         for w in closed.writes:
             ns, _, name = w.pod.partition("/")

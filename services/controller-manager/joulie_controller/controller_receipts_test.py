@@ -45,3 +45,14 @@ def test_refused_allocations_are_counted_every_window_and_logged_once(caplog: py
     assert get(name, {"kind": "unlisted-board"}) == 2 and get(name, {"kind": "pod-not-on-node"}) == 2
     ctl.believed_boards(kube.snap, allocations[:1])
     assert any("believed again" in r.getMessage() for r in caplog.records)
+
+
+def test_a_nodes_cpu_idle_is_exported_under_its_current_source_alone() -> None:
+    ctl = Controller(Settings(), MemoryKube([NodeInfo("vm")], []), NoPower())  # type: ignore[arg-type]
+    get = ctl.metrics.registry.get_sample_value
+    name = "joulie_receipt_cpu_idle_watts"
+    ctl.metrics.record_receipt_cpu_idle({"vm": (0.0, "unknown")})
+    assert get(name, {"k8s_node_name": "vm", "source": "unknown"}) == 0.0
+    ctl.metrics.record_receipt_cpu_idle({"vm": (4.8, "measured")})
+    assert get(name, {"k8s_node_name": "vm", "source": "measured"}) == 4.8
+    assert get(name, {"k8s_node_name": "vm", "source": "unknown"}) is None

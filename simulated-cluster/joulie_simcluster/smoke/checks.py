@@ -63,7 +63,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "S18": ("energy-receipts-accuracy", "over the controller's receipt windows, every Node's Pod receipts plus its "
             "unallocated energy within 1 % of its true meter, and each workload Pod's receipt within 3 % of the "
             "emulator's per-Pod truth (two shared Nodes of two Pods each included; Pods on Nodes without "
-            "hw.gpu.allocation shown apart)"),
+            "hw.gpu.allocation, and on Nodes whose CPU idle draw the controller reports unknown, shown apart)"),
 }
 
 

@@ -10,7 +10,10 @@ controller's own windows, not the check's clock):
 - **per Pod**: each workload Pod's receipt increase against its true energy over the span
   (``joulie_simulator.workload.podtruth``): within 3 %. A Pod on a Node where nothing says who holds
   which board (no ``hw.gpu.allocation``: the emulated kubelet serves pod-resources for NVIDIA Nodes only)
-  is billed none of its boards by design; its error is shown apart and not judged.
+  is billed none of its boards by design; its error is shown apart and not judged. So is a Pod on a
+  Node whose CPU idle draw the controller says it does not know (``joulie_receipt_cpu_idle_watts``
+  with ``source="unknown"`` at the second reading: no package maximum in its NodeHardware and no idle
+  window seen), where no reading can tell the busy Pod's package energy from its neighbours' idle.
 
 The detail names the mean and worst errors, each Node's closure, and each shared Node's Pods
 (``smoke.load.shared_nodes``). The controller's books close exactly on what it reads (``Ledger``), so a
@@ -33,6 +36,7 @@ from joulie_telemetry.vocabulary import NODE_ENERGY_UNALLOCATED, POD_ENERGY
 CLOSURE_TOLERANCE: Final = 0.01
 POD_TOLERANCE: Final = 0.03
 WINDOW_END: Final = "joulie_receipt_window_end_timestamp_seconds"
+CPU_IDLE: Final = "joulie_receipt_cpu_idle_watts"
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Books:
     pods: dict[str, tuple[str, float]] = field(default_factory=dict)
     """``namespace/name`` -> (node, energy so far, J; every device kind)."""
     unallocated: dict[str, float] = field(default_factory=dict)
+    idle_unknown: set[str] = field(default_factory=set)
+    """Nodes whose CPU idle draw the receipts say they do not know."""
 
 
 def parse_books(text: str) -> Books:
@@ -50,6 +56,7 @@ def parse_books(text: str) -> Books:
     end = 0.0
     pods: dict[str, tuple[str, float]] = {}
     unallocated: dict[str, float] = {}
+    idle_unknown: set[str] = set()
     pod_name, node_name = POD_ENERGY.prometheus_name(), NODE_ENERGY_UNALLOCATED.prometheus_name()
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -61,7 +68,9 @@ def parse_books(text: str) -> Books:
                 pods[key] = (node, pods.get(key, (node, 0.0))[1] + float(s.value))
             elif s.name == node_name:
                 unallocated[s.labels.get("k8s_node_name", "")] = float(s.value)
-    return Books(end, pods, unallocated)
+            elif s.name == CPU_IDLE and s.labels.get("source") == "unknown":
+                idle_unknown.add(s.labels.get("k8s_node_name", ""))
+    return Books(end, pods, unallocated, idle_unknown)
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,7 @@ def receipt_accuracy(
         closure.append((node, billed / true_j - 1.0))
     judged: list[tuple[str, float]] = []
     apart: list[tuple[str, float]] = []
+    idle_apart: list[tuple[str, float]] = []
     split: list[tuple[str, float]] = []
     node_ratio = {n: 1.0 + e for n, e in closure}
     for pod, (node, e_b) in sorted(truth_b.pods.items()):
@@ -132,8 +142,12 @@ def receipt_accuracy(
             failures.append(f"{pod} on {node}: no receipt counters (true {true_j:.0f} J over {span:.1f}s)")
             continue
         got = b.pods[pod][1] - a.pods.get(pod, (node, 0.0))[1]
-        (apart if node in unmapped else judged).append((pod, got / true_j - 1.0))
-        if node not in unmapped and node in node_ratio:
+        err = got / true_j - 1.0
+        if node in unmapped:
+            apart.append((pod, err))
+            continue
+        (idle_apart if node in b.idle_unknown else judged).append((pod, err))
+        if node in node_ratio:
             split.append((pod, got / true_j / node_ratio[node] - 1.0))
     for node, err in closure:
         if abs(err) > CLOSURE_TOLERANCE:
@@ -144,7 +158,7 @@ def receipt_accuracy(
     c_mean, c_worst, c_at = _stats(closure)
     p_mean, p_worst, p_at = _stats(judged)
     s_mean, s_worst, s_at = _stats(split)
-    errors = dict(judged + apart)
+    errors = dict(judged + apart + idle_apart)
     shared_text = "; ".join(
         f"{node}: " + ", ".join(f"{p.split('/', 1)[1]} {_pct(e)}" for p, e in sorted(errors.items())
                                if truth_b.pods.get(p, ("", 0.0))[0] == node)
@@ -158,6 +172,8 @@ def receipt_accuracy(
         f"closure by Node: " + ", ".join(f"{n} {_pct(e)}" for n, e in closure)
         + ("; not judged (no hw.gpu.allocation: boards unallocated): "
            + ", ".join(f"{p} {_pct(e)}" for p, e in apart) if apart else "")
+        + ("; not judged (the controller knows no CPU idle draw for the Node: no package maximum, no idle "
+           "window seen): " + ", ".join(f"{p} {_pct(e)}" for p, e in idle_apart) if idle_apart else "")
     )
     if not closure and not judged:
         return Assertion("S18", "fail", "nothing to compare: " + detail, expected)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from joulie_simcluster.smoke.receiptaccuracy import Books, TruthAt, parse_books, parse_truth, receipt_accuracy
 
 METRICS = """\
@@ -13,6 +15,9 @@ joulie_pod_energy_joules_total{k8s_namespace_name="sim",k8s_pod_name="b",k8s_nod
 joulie_node_energy_unallocated_joules_total{k8s_node_name="g1"} 200.0
 # TYPE joulie_receipt_window_end_timestamp_seconds gauge
 joulie_receipt_window_end_timestamp_seconds 1000.5
+# TYPE joulie_receipt_cpu_idle_watts gauge
+joulie_receipt_cpu_idle_watts{k8s_node_name="g1",source="measured"} 80.0
+joulie_receipt_cpu_idle_watts{k8s_node_name="vm",source="unknown"} 0.0
 """
 
 
@@ -27,7 +32,7 @@ def truth(a: float, b: float, metered: float, node: str = "g1") -> TruthAt:
 def test_the_controllers_counters_are_read_by_pod_and_node() -> None:
     got = parse_books(METRICS)
     assert got.window_end_s == 1000.5 and got.pods == {"sim/a": ("g1", 1000.0), "sim/b": ("g1", 300.0)}
-    assert got.unallocated == {"g1": 200.0}
+    assert got.unallocated == {"g1": 200.0} and got.idle_unknown == {"vm"}
     doc = {"pods": {"sim/a": {"node": "g1", "heldS": 3, "energyJ": {"gpu": 5.0, "cpuBusy": 1.0, "cpuIdle": 0, "platform": 2}}},
            "nodes": {"g1": {"meteredJ": 50.0}}}
     assert parse_truth(doc) == TruthAt({"sim/a": ("g1", 8.0)}, {"g1": 50.0})
@@ -59,6 +64,19 @@ def test_pods_whose_boards_nothing_maps_are_shown_apart_and_no_window_closing_fa
     assert r.status == "pass" and "not judged (no hw.gpu.allocation" in r.observed and "sim/a -90.00 %" in r.observed
     same = receipt_accuracy(a, a, truth(1, 1, 1), truth(1, 1, 1), {"g1"}, set(), [])
     assert same.status == "fail" and "no receipt window closed" in same.observed
+
+
+def test_pods_on_a_node_whose_cpu_idle_the_controller_does_not_know_are_shown_apart_not_judged() -> None:
+    a = books(100.0, 5_000, 2_000, 1_000)
+    b = Books(130.0, {"sim/a": ("g1", 6_050), "sim/b": ("g1", 2_350)}, {"g1": 1_100}, {"g1"})
+    r = receipt_accuracy(a, b, truth(4_000, 1_600, 9_000), truth(5_000, 2_000, 10_500), {"g1"}, set(), [])
+    assert r.status == "pass", r.observed
+    assert "not judged (the controller knows no CPU idle draw" in r.observed and "sim/a +5.00 %" in r.observed
+    # The node's closure is still judged.
+    assert "closure on 1 Nodes" in r.observed
+    known = replace(b, idle_unknown=set())
+    r = receipt_accuracy(a, known, truth(4_000, 1_600, 9_000), truth(5_000, 2_000, 10_500), {"g1"}, set(), [])
+    assert r.status == "fail" and "sim/a: receipt +5.00 % off its truth" in r.observed
 
 
 def test_the_step_takes_the_counters_of_a_close_once_they_have_settled() -> None:

@@ -233,10 +233,7 @@ class Smoke:
             (["S13"], self.step_facility),
             (["S14"], self.step_clock_lock),
             (["S16"], self.step_receipts),
-            # S18 (step_receipt_accuracy) is out of the sequence: with the truth's CPU and the live per-Pod CPU
-            # time fixed it fails on vm-0 alone (+4.77 %, +3.75 %), for a reason on the controller's side: its idle model
-            # of a Node with no package maximum is 0 W and, restarted under load, it learns no idle floor
-            # (docs/energy-receipts.md, "What is left"). Add (["S18"], self.step_receipt_accuracy) back then.
+            (["S18"], self.step_receipt_accuracy),
         ]
         for ids, step in steps:
             try:

@@ -84,6 +84,29 @@ class NodeEnergy:
     """One board's idle draw, W."""
 
 
+IDLE_MEASURED: Final = "measured"
+IDLE_MODEL: Final = "model"
+IDLE_UNKNOWN: Final = "unknown"
+IDLE_SOURCES: Final = (IDLE_MEASURED, IDLE_MODEL, IDLE_UNKNOWN)
+
+IDLE_USE_FRAC: Final = 0.01
+"""An interval counts as idle for the CPU floor when the Pods that held cores in it used at most this
+share of the node's core-seconds (their cgroups' CPU time): a node whose Pods hold cores but do nothing
+(a notebook, a Pod waiting on its input) shows its idle draw too, not only a node without Pods."""
+
+
+def cpu_idle_window(node: NodeEnergy, holdings: Sequence[Holding]) -> bool:
+    """Whether the packages drew their idle power over the interval: no Pod held cores, or every Pod
+    that did reports its CPU time and together they used (almost) none of the node's cores."""
+    held = [h for h in holdings if h.held_s > 0 and h.cpu_cores > 0]
+    if not held:
+        return True
+    used = [h.cpu_used_core_s for h in held]
+    if node.cores <= 0 or any(u is None for u in used):
+        return False
+    return sum(u for u in used if u is not None) <= IDLE_USE_FRAC * node.cores * node.interval_s
+
+
 @dataclass(frozen=True)
 class IdleFloor:
     """A node's idle draws as measured: the lowest CPU package power (all packages) over intervals no Pod
@@ -100,13 +123,21 @@ class IdleFloor:
         if t <= 0:
             return self
         cpu_w, gpu_w = self.cpu_w, self.gpu_w
-        if node.cpu_j > 0 and not any(h.held_s > 0 and h.cpu_cores > 0 for h in holdings):
+        if node.cpu_j > 0 and cpu_idle_window(node, holdings):
             cpu_w = node.cpu_j / t if cpu_w is None else min(cpu_w, node.cpu_j / t)
         held = {i for h in holdings if h.held_s > 0 for i in h.gpus}
         for index, e in node.gpu_j.items():
             if index not in held and e > 0:
                 gpu_w = e / t if gpu_w is None else min(gpu_w, e / t)
         return IdleFloor(cpu_w, gpu_w)
+
+    def cpu_source(self, node: NodeEnergy) -> str:
+        """Where the CPU idle ``apply`` bills comes from: ``measured`` (a floor seen), ``model`` (the
+        package maximum's share), or ``unknown`` (neither: a node whose NodeHardware gives no package
+        maximum, before an idle window; all of its package energy is billed as busy)."""
+        if self.cpu_w is not None:
+            return IDLE_MEASURED
+        return IDLE_MODEL if node.cpu_idle_w > 0 else IDLE_UNKNOWN
 
     def apply(self, node: NodeEnergy) -> NodeEnergy:
         """``node`` with the measured floors in place of the model's idle draws, where seen."""

@@ -5,6 +5,9 @@ import pytest
 from joulie_api.receipt import parse_annotation, roll_up
 from joulie_controller.model.counterfactual import conditions_for_kind, counterfactual
 from joulie_controller.model.receipt import (
+    IDLE_MEASURED,
+    IDLE_MODEL,
+    IDLE_UNKNOWN,
     Holding,
     IdleFloor,
     Ledger,
@@ -161,6 +164,29 @@ def test_the_idle_floor_is_learnt_from_intervals_without_pods_and_replaces_the_m
     assert floor.learn(busy, [Holding("ns/b", 60.0, cpu_cores=8)]) == floor  # cores held: no idle to see
     assert floor.apply(busy).cpu_idle_w == pytest.approx(80.0)
     assert IdleFloor().apply(busy).cpu_idle_w == 82.5
+
+
+def test_pods_that_hold_cores_but_use_none_show_the_idle_floor_and_a_busy_pod_hides_it() -> None:
+    node = NodeEnergy(60.0, 60.0 * 40.0, cpu_j=60.0 * 4.8, cores=8)
+    idle_pods = [Holding("ns/notebook", 60.0, cpu_cores=2, cpu_used_core_s=0.5),
+                 Holding("ns/wait", 30.0, cpu_cores=1, cpu_used_core_s=0.0)]
+    assert IdleFloor().learn(node, idle_pods).cpu_w == pytest.approx(4.8)
+    # 6 of 8 cores busy: the packages' power is not their idle.
+    busy = [*idle_pods, Holding("ns/load", 60.0, cpu_cores=6, cpu_used_core_s=360.0)]
+    assert IdleFloor().learn(replace_cpu(node, 19.8), busy).cpu_w is None
+    # One Pod without CPU time: nobody can say the cores were idle.
+    assert IdleFloor().learn(node, [*idle_pods, Holding("ns/blind", 60.0, cpu_cores=1)]).cpu_w is None
+
+
+def replace_cpu(node: NodeEnergy, watts: float) -> NodeEnergy:
+    return NodeEnergy(node.interval_s, node.node_j, cpu_j=node.interval_s * watts, cores=node.cores)
+
+
+def test_the_cpu_idle_source_says_whether_the_receipts_know_the_idle_draw() -> None:
+    no_max = NodeEnergy(60.0, 60.0 * 30.0, cpu_j=60.0 * 19.8, cores=8)  # a guest: no package maximum
+    assert IdleFloor().cpu_source(no_max) == IDLE_UNKNOWN
+    assert IdleFloor().cpu_source(CPU_NODE) == IDLE_MODEL
+    assert IdleFloor(cpu_w=4.8).cpu_source(no_max) == IDLE_MEASURED
 
 
 def test_a_finished_receipt_becomes_the_pods_annotation_with_its_method() -> None:

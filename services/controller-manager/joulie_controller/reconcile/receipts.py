@@ -113,6 +113,8 @@ class Closed:
     """Each node's meter over the window."""
     skipped: list[str]
     """Nodes a Pod ran on whose meter the window did not have (their Pods billed nothing this window)."""
+    cpu_idle: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Each metered node's CPU idle draw as billed, W, and where it comes from (``IdleFloor.cpu_source``)."""
 
 
 @dataclass
@@ -171,10 +173,13 @@ class ReceiptBook:
         parts: dict[str, tuple[str, Receipt]] = {}
         unallocated: dict[str, Receipt] = {}
         metered: dict[str, float] = {}
+        cpu_idle: dict[str, tuple[float, str]] = {}
         for node, energy in sorted(w.energies.items()):
             holdings = by_node.get(node, [])
             floor = self.floors[node] = self.floors.get(node, IdleFloor()).learn(energy, holdings)
+            source = floor.cpu_source(energy)
             energy = floor.apply(energy)
+            cpu_idle[node] = (energy.cpu_idle_w, source)
             split = attribute(energy, holdings)
             cf = {p: counterfactual(r, w.conditions[p]) for p, r in split.pods.items() if p in w.conditions}
             self.ledger.add(node, energy, split, cf)
@@ -214,7 +219,7 @@ class ReceiptBook:
                     )
                 )
         skipped = sorted(set(by_node) - set(w.energies))
-        return Closed(writes, parts, unallocated, metered, skipped)
+        return Closed(writes, parts, unallocated, metered, skipped, cpu_idle)
 
     def wrote(self, write: ReceiptWrite) -> None:
         """The shell wrote ``write`` (or the Pod is gone): remember it; a finished Pod is forgotten."""
@@ -284,7 +289,7 @@ def conditions(
                 limit = cap.cap_watts_per_gpu
             elif cap is not None and cap.cap_pct_of_max is not None:
                 limit = cap.cap_pct_of_max / 100.0 * hw.gpu_max_w
-            ratio = _lock_ratio(g, gpus.get(span.pod or key, ()))
+            ratio = _lock_ratio(g, gpus.get((span.node, span.pod or key), ()))
             est = estimates.get(span.pod or key)
             if est is not None and est.observations > 0:
                 out[key] = Conditions("gpu", limit, ref, hw.gpu_max_w, est.c, est.u, est.c_sd, est.u_sd, ratio)

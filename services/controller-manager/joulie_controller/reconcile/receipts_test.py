@@ -98,6 +98,19 @@ def test_conditions_follow_the_twin_and_a_cap_claims_a_saving() -> None:
     assert free["team/train"].limit_w == free["team/train"].ref_w
 
 
+def test_a_pods_counterfactual_takes_the_lock_on_its_own_boards_not_its_neighbours() -> None:
+    book = ReceiptBook()
+    book.see([pod("decode", "g1", 8, gpus=2), pod("train", "g1", 8, gpus=2)], 0.0, {})
+    views = {"g1": HardwareView(cpu_cores=64, cpu_max_w_per_socket=300, gpu_count=4, gpu_max_w=700, gpu_default_w=700)}
+    locked = NodeTwinSpec.model_validate(
+        {"nodeName": "g1", "profile": "eco", "gpu": {"clockLocks": [{"gpus": [0, 1], "pctOfMax": 60}]}}
+    )
+    boards = {("g1", "team/decode"): (0, 1), ("g1", "team/train"): (2, 3)}
+    cond = conditions(book.spans, boards, {"g1": locked}, views, {})
+    assert cond["team/decode"].lock_ratio == pytest.approx(0.6)
+    assert cond["team/train"].lock_ratio == 1.0
+
+
 def test_a_pod_created_again_under_its_name_inside_a_window_gets_a_receipt_of_its_own() -> None:
     book = ReceiptBook()
     first = PodInfo("team", "a", node_name="n1", cpu_request=8, uid="u1")
@@ -169,3 +182,18 @@ def test_refused_allocations_bill_nobody_and_the_rest_of_the_node_stands() -> No
     assert got.unallocated["g1"].gpu_j == pytest.approx(40_000)  # board 1 (refused) and the unheld 2, 3
     # Billed as one board, not two: train's platform share is other's, each holding one board on its node.
     assert train.platform_j == pytest.approx(other.platform_j)
+
+
+def test_each_window_says_the_cpu_idle_it_billed_and_where_it_came_from() -> None:
+    book = ReceiptBook()
+    book.see([pod("load", "vm", 6), pod("idle", "vm", 1), pod("busy", "n1", 8)], 0.0, {})
+    guest = NodeEnergy(60.0, 60.0 * 30.0, {}, 60.0 * 19.8, 8.0, 0.0, 0.0)  # no package maximum: no model
+    got = book.close(Window(0.0, 60.0, {"vm": guest, "n1": cpu_node(30_000, 12_000)},
+                            cpu_used={"team/load": 360.0, "team/idle": 0.0, "team/busy": 400.0}), "t1")
+    assert got.cpu_idle == {"vm": (0.0, "unknown"), "n1": (100.0, "model")}
+    # The load finishes; the idle Pod holds its core and uses none: the floor is measured from then on.
+    book.see([pod("idle", "vm", 1)], 120.0, {})
+    book.finish("team/load", 60.0)
+    idle = NodeEnergy(60.0, 60.0 * 10.0, {}, 60.0 * 4.8, 8.0, 0.0, 0.0)
+    got = book.close(Window(60.0, 120.0, {"vm": idle}, cpu_used={"team/idle": 0.1}), "t2")
+    assert got.cpu_idle["vm"][1] == "measured" and got.cpu_idle["vm"][0] == pytest.approx(4.8)

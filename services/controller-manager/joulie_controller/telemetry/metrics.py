@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -10,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from joulie_api.names import POWER_STATES
 from joulie_controller.model.fsm import State
+from joulie_controller.model.receipt import IDLE_SOURCES as RECEIPT_IDLE_SOURCES
 from joulie_controller.model.receipt import Receipt
 from joulie_controller.readings.gpuplausibility import KINDS as GPU_REFUTATIONS
 from joulie_controller.readings.values import Facility
@@ -152,6 +154,14 @@ class Metrics:
             ["kind"], registry=r)
         for kind in RECEIPT_REFUSALS:
             self.receipt_refused.labels(kind)
+        self.receipt_cpu_idle = Gauge(
+            "joulie_receipt_cpu_idle_watts",
+            "The CPU packages' idle draw the energy receipts bill by allocation, per node, W, and its source: "
+            "measured (the lowest package power over idle windows), model (a share of the package maximum), "
+            "unknown (neither: all package energy billed as busy) (docs/energy-receipts.md).",
+            ["k8s_node_name", "source"],
+            registry=r,
+        )
         self.receipt_window_end = Gauge(
             "joulie_receipt_window_end_timestamp_seconds",
             "When the energy receipts' last window closed, Unix seconds: the receipt counters cover up to it "
@@ -240,6 +250,16 @@ class Metrics:
                 del self._receipt_series[series]
             else:
                 self._receipt_series[series] = left - 1 if left > 0 else left
+
+    def record_receipt_cpu_idle(self, idle: Mapping[str, tuple[float, str]]) -> None:
+        """Each metered node's CPU idle as the last window billed it, under its source alone (a node's
+        series under an earlier source removed, so a query by source counts each node once)."""
+        for node, (watts, source) in idle.items():
+            for other in RECEIPT_IDLE_SOURCES:
+                if other != source:
+                    with contextlib.suppress(KeyError):
+                        self.receipt_cpu_idle.remove(node, other)
+            self.receipt_cpu_idle.labels(node, source).set(watts)
 
     def record_receipt_refused(self, kinds: Iterable[str]) -> None:
         """The kinds of the allocations one receipts window refused, one entry per allocation."""
