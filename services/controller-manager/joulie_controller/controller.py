@@ -278,6 +278,9 @@ class Controller:
                         "window seen yet) on node(s) %s: their package energy is billed all as busy, by use",
                         ", ".join(unknown) or "none now")
         self.receipt_idle_unknown = unknown
+        # Before the counters and the window's end: a reader that sees this window's end sees its samples' ends.
+        self.metrics.record_receipt_meter_ends(
+            {n: e.meter_span[1] for n, e in inputs.energies.items() if e.meter_span is not None})
         self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished],
                                      window_end_s=now_s)
         self.metrics.record_receipt_cpu_idle(closed.cpu_idle)

@@ -24,7 +24,7 @@ metered) is what the attribution adds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ CLOSURE_TOLERANCE: Final = 0.01
 POD_TOLERANCE: Final = 0.03
 WINDOW_END: Final = "joulie_receipt_window_end_timestamp_seconds"
 CPU_IDLE: Final = "joulie_receipt_cpu_idle_watts"
+METER_END: Final = "joulie_receipt_meter_end_timestamp_seconds"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Books:
     unallocated: dict[str, float] = field(default_factory=dict)
     idle_unknown: set[str] = field(default_factory=set)
     """Nodes whose CPU idle draw the receipts say they do not know."""
+    meter_end: dict[str, float] = field(default_factory=dict)
+    """Each node's last meter sample time the counters have counted up to (the truth is read there)."""
 
 
 def parse_books(text: str) -> Books:
@@ -57,6 +60,7 @@ def parse_books(text: str) -> Books:
     pods: dict[str, tuple[str, float]] = {}
     unallocated: dict[str, float] = {}
     idle_unknown: set[str] = set()
+    meter_end: dict[str, float] = {}
     pod_name, node_name = POD_ENERGY.prometheus_name(), NODE_ENERGY_UNALLOCATED.prometheus_name()
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -70,7 +74,9 @@ def parse_books(text: str) -> Books:
                 unallocated[s.labels.get("k8s_node_name", "")] = float(s.value)
             elif s.name == CPU_IDLE and s.labels.get("source") == "unknown":
                 idle_unknown.add(s.labels.get("k8s_node_name", ""))
-    return Books(end, pods, unallocated, idle_unknown)
+            elif s.name == METER_END:
+                meter_end[s.labels.get("k8s_node_name", "")] = float(s.value)
+    return Books(end, pods, unallocated, idle_unknown, meter_end)
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,26 @@ def parse_truth(doc: Mapping[str, Any]) -> TruthAt:
         str(k): (str(v["node"]), sum(float(x) for x in v["energyJ"].values())) for k, v in (doc.get("pods") or {}).items()
     }
     metered = {str(k): float(v["meteredJ"]) for k, v in (doc.get("nodes") or {}).items()}
+    return TruthAt(pods, metered)
+
+
+def truth_instants(books: Books) -> dict[str, float]:
+    """Where to read each node's truth for ``books``: its last counted meter sample (the receipts' energy
+    runs between samples, lagging the window's close by up to an export interval), else the close."""
+    nodes = set(books.unallocated) | {n for n, _ in books.pods.values()}
+    return {n: books.meter_end.get(n, books.window_end_s) for n in nodes}
+
+
+def compose_truth(instants: Mapping[str, float], truth: Callable[[float], TruthAt]) -> TruthAt:
+    """One truth with each node's meter and Pods as they were at that node's instant."""
+    by_instant = {at: truth(at) for at in sorted(set(instants.values()))}
+    pods: dict[str, tuple[str, float]] = {}
+    metered: dict[str, float] = {}
+    for node, at in instants.items():
+        t = by_instant[at]
+        if node in t.metered:
+            metered[node] = t.metered[node]
+        pods.update({p: v for p, v in t.pods.items() if v[0] == node})
     return TruthAt(pods, metered)
 
 

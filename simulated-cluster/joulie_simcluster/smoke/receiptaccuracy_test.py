@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from joulie_simcluster.smoke.receiptaccuracy import Books, TruthAt, parse_books, parse_truth, receipt_accuracy
+from joulie_simcluster.smoke.receiptaccuracy import (
+    Books,
+    TruthAt,
+    compose_truth,
+    parse_books,
+    parse_truth,
+    receipt_accuracy,
+    truth_instants,
+)
 
 METRICS = """\
 # TYPE joulie_pod_energy_joules counter
@@ -18,6 +26,8 @@ joulie_receipt_window_end_timestamp_seconds 1000.5
 # TYPE joulie_receipt_cpu_idle_watts gauge
 joulie_receipt_cpu_idle_watts{k8s_node_name="g1",source="measured"} 80.0
 joulie_receipt_cpu_idle_watts{k8s_node_name="vm",source="unknown"} 0.0
+# TYPE joulie_receipt_meter_end_timestamp_seconds gauge
+joulie_receipt_meter_end_timestamp_seconds{k8s_node_name="g1"} 998.25
 """
 
 
@@ -32,7 +42,7 @@ def truth(a: float, b: float, metered: float, node: str = "g1") -> TruthAt:
 def test_the_controllers_counters_are_read_by_pod_and_node() -> None:
     got = parse_books(METRICS)
     assert got.window_end_s == 1000.5 and got.pods == {"sim/a": ("g1", 1000.0), "sim/b": ("g1", 300.0)}
-    assert got.unallocated == {"g1": 200.0} and got.idle_unknown == {"vm"}
+    assert got.unallocated == {"g1": 200.0} and got.idle_unknown == {"vm"} and got.meter_end == {"g1": 998.25}
     doc = {"pods": {"sim/a": {"node": "g1", "heldS": 3, "energyJ": {"gpu": 5.0, "cpuBusy": 1.0, "cpuIdle": 0, "platform": 2}}},
            "nodes": {"g1": {"meteredJ": 50.0}}}
     assert parse_truth(doc) == TruthAt({"sim/a": ("g1", 8.0)}, {"g1": 50.0})
@@ -85,3 +95,17 @@ def test_the_step_takes_the_counters_of_a_close_once_they_have_settled() -> None
     pages = iter([METRICS.replace("1000.5", "990.0"), METRICS, METRICS])
     got = next_close("http://cm/metrics", 995.0, 10.0, read=lambda _: next(pages))
     assert got.window_end_s == 1000.5 and got.unallocated == {"g1": 200.0}
+
+
+def test_each_nodes_truth_is_read_where_its_counted_meter_samples_end() -> None:
+    books = Books(100.0, {"sim/a": ("g1", 1.0), "sim/c": ("g2", 1.0)}, {"g1": 0.0, "g2": 0.0}, meter_end={"g1": 98.5})
+    assert truth_instants(books) == {"g1": 98.5, "g2": 100.0}
+    asked: list[float] = []
+
+    def truth(at: float) -> TruthAt:
+        asked.append(at)
+        return TruthAt({"sim/a": ("g1", at), "sim/c": ("g2", 10 * at)}, {"g1": at, "g2": 10 * at})
+
+    got = compose_truth(truth_instants(books), truth)
+    assert got == TruthAt({"sim/a": ("g1", 98.5), "sim/c": ("g2", 1000.0)}, {"g1": 98.5, "g2": 1000.0})
+    assert asked == [98.5, 100.0]

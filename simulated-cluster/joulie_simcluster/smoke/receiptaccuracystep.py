@@ -1,7 +1,7 @@
 """S18's step: two readings of the controller manager's receipt counters, each just after one of its windows
-closed, ``SPAN_WINDOWS`` windows apart, and the workload runner's per-Pod truth at those two closes
-(``/debug/pod-truth?at=``, the runner's debug address: the check reads it, no Joulie component does); the
-evaluation is the pure ``receiptaccuracy``. Shell."""
+closed, ``SPAN_WINDOWS`` windows apart, and the workload runner's per-Pod truth at each node's last meter
+sample those two closes counted (``/debug/pod-truth?at=``, the runner's debug address: the check reads
+it, no Joulie component does); the evaluation is the pure ``receiptaccuracy``. Shell."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def accuracy_step(c: Cluster) -> Assertion:
     gpu_nodes = {n["metadata"]["name"] for n in c.nodes if smokeload.node_gpus(n)[1] > 0}
     first = next_close(metrics_url, accuracy.parse_books(_get(metrics_url)).window_end_s, 3 * window + 30)
     last = next_close(metrics_url, first.window_end_s + (SPAN_WINDOWS - 0.5) * window, (SPAN_WINDOWS + 2) * window + 30)
-    truth_a = truth_at(truth_url, first.window_end_s, 30)
-    truth_b = truth_at(truth_url, last.window_end_s, 30)
+    truth_a = accuracy.compose_truth(accuracy.truth_instants(first), lambda at: truth_at(truth_url, at, 30))
+    truth_b = accuracy.compose_truth(accuracy.truth_instants(last), lambda at: truth_at(truth_url, at, 30))
     return accuracy.receipt_accuracy(first, last, truth_a, truth_b, metered, gpu_nodes - allocated,
                                      smokeload.shared_nodes(c.nodes))

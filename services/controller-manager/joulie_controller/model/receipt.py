@@ -82,6 +82,19 @@ class NodeEnergy:
     """The packages' idle draw together (every core asleep), W."""
     gpu_idle_w: float = 0.0
     """One board's idle draw, W."""
+    meter_span: tuple[float, float] | None = None
+    """The node meter's first and last sample times the energies run between (Unix seconds): a window's
+    energy is its samples' span, which differs from the window by the export phase at each edge. None:
+    the energies are the interval's own (the benchmark's)."""
+
+    @property
+    def energy_s(self) -> float:
+        """The seconds the energies were measured over: the meter's span where known, else the interval.
+        Idle draws (W) are turned into energy over it, so a window whose samples spanned 58 s of a 60 s
+        window is not billed 60 s of idle, and a floor learnt from it is not 3 % low."""
+        if self.meter_span is not None and self.meter_span[1] > self.meter_span[0]:
+            return self.meter_span[1] - self.meter_span[0]
+        return self.interval_s
 
 
 IDLE_MEASURED: Final = "measured"
@@ -119,7 +132,7 @@ class IdleFloor:
     gpu_w: float | None = None
 
     def learn(self, node: NodeEnergy, holdings: Sequence[Holding]) -> IdleFloor:
-        t = node.interval_s
+        t = node.energy_s
         if t <= 0:
             return self
         cpu_w, gpu_w = self.cpu_w, self.gpu_w
@@ -222,7 +235,7 @@ def _gpu_parts(node: NodeEnergy, holdings: Sequence[Holding]) -> tuple[dict[str,
         if not holders:
             unallocated += e
             continue
-        idle_part = min(max(e, 0.0), node.gpu_idle_w * (t - held))
+        idle_part = min(max(e, 0.0), node.gpu_idle_w * (t - held) * (node.energy_s / t if t > 0 else 0.0))
         unallocated += idle_part
         parts, rest = _split(e - idle_part, holders, 0.0)
         unallocated += rest
@@ -256,7 +269,7 @@ def attribute(node: NodeEnergy, holdings: Sequence[Holding]) -> Attribution:
     """Split one node's interval between the Pods that held parts of it (module docstring)."""
     gpu, gpu_unallocated = _gpu_parts(node, holdings)
     core_s, platform_w, platform_capacity = _shares(node, holdings)
-    cpu_idle = min(max(node.cpu_j, 0.0), node.cpu_idle_w * max(node.interval_s, 0.0))
+    cpu_idle = min(max(node.cpu_j, 0.0), node.cpu_idle_w * max(node.energy_s, 0.0))
     cpu_busy = node.cpu_j - cpu_idle
     idle, idle_unallocated = _split(cpu_idle, core_s, node.cores * node.interval_s)
     used = {h.pod: h.cpu_used_core_s for h in holdings}

@@ -204,3 +204,13 @@ def test_a_finished_receipt_becomes_the_pods_annotation_with_its_method() -> Non
     ann = parse_annotation(annotation(r, "gpu-0", True, "capmodel-ratio", "2026-12-05T22:00:00Z").to_annotation())
     assert ann.state == "finished" and ann.total_j == pytest.approx(r.total_j, abs=0.5)
     assert ann.saved_range_j == (1.8e5, 5.4e5) and "capmodel-ratio" in ann.method and "attribution" in ann.method
+
+
+def test_idle_is_turned_into_energy_over_the_meters_own_span_not_the_window() -> None:
+    # A 60 s window whose meter samples spanned 54 s: 54 s of a 5 W idle package, nothing busy.
+    node = NodeEnergy(60.0, 54.0 * 10.0, cpu_j=54.0 * 5.0, cores=8, meter_span=(1003.0, 1057.0))
+    assert IdleFloor().learn(node, []).cpu_w == pytest.approx(5.0)
+    # The same span at 8 W: 5 W of it idle for 54 s, the rest busy (not 60 s of idle, which would leave 132 J).
+    busy = NodeEnergy(60.0, 54.0 * 12.0, cpu_j=54.0 * 8.0, cores=8, cpu_idle_w=5.0, meter_span=(1003.0, 1057.0))
+    billed = attribute(busy, [Holding("ns/a", 60.0, cpu_cores=8, cpu_used_core_s=180.0)])
+    assert billed.pods["ns/a"].cpu_idle_j == pytest.approx(270.0) and billed.pods["ns/a"].cpu_busy_j == pytest.approx(162.0)

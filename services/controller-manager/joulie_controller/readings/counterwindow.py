@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 MIN_GAP_S: Final = 60.0
@@ -76,6 +76,15 @@ def increase(
     """The counter's increase over the window ``(start_s, end_s]`` from ``mark`` (module docstring), and
     the mark for the next window. ``None`` increase: no reading this window (no sample after the
     baseline). ``None`` mark: none to keep (no sample at all, or the last one older than ``gap_s``)."""
+    got, kept, _ = increase_over(samples, mark, start_s, end_s, gap_s)
+    return got, kept
+
+
+def increase_over(
+    samples: Sequence[tuple[float, float]], mark: Mark | None, start_s: float, end_s: float, gap_s: float
+) -> tuple[float | None, Mark | None, tuple[float, float] | None]:
+    """``increase``, and the span of samples it covers (first, last sample time; None without a reading):
+    the energy's own interval, which differs from the window's by the export phase at each edge."""
     seen = [(t, v) for t, v in samples if t <= end_s]
     base: tuple[float, float] | None = (mark.at_s, mark.value) if mark is not None else None
     if base is None:
@@ -84,7 +93,7 @@ def increase(
     if base is None:
         inside = [p for p in seen if p[0] > start_s]
         if not inside:
-            return None, None
+            return None, None, None
         base = inside[0]
     total: float | None = None
     last = base
@@ -95,8 +104,8 @@ def increase(
             total = (total or 0.0) + (v - last[1] if v >= last[1] else v)
         last = (t, v)
     if last is base and end_s - base[0] > gap_s:
-        return None, None
-    return total, Mark(*last)
+        return None, None, None
+    return total, Mark(*last), ((base[0], last[0]) if total is not None else None)
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,8 @@ class Increases:
     values: list[tuple[Mapping[str, Any], float]]
     """Each series with a reading: its labels and its increase."""
     marks: dict[SeriesKey, Mark]
+    spans: list[tuple[float, float]] = field(default_factory=list)
+    """Each reading's span of samples (first, last sample time), in the order of ``values``."""
 
 
 def increases(
@@ -118,16 +129,18 @@ def increases(
     """``increase`` of every series of a range query's result (a ``matrix``). A series absent from the
     result loses its mark (nothing of it in the range the marks asked for)."""
     values: list[tuple[Mapping[str, Any], float]] = []
+    spans: list[tuple[float, float]] = []
     kept: dict[SeriesKey, Mark] = {}
     for item in result:
         metric = item.get("metric") or {}
         key = series_key(metric)
-        got, mark = increase(points(item), marks.get(key), start_s, end_s, gap_s)
-        if got is not None:
+        got, mark, span = increase_over(points(item), marks.get(key), start_s, end_s, gap_s)
+        if got is not None and span is not None:
             values.append((metric, got))
+            spans.append(span)
         if mark is not None:
             kept[key] = mark
-    return Increases(values, kept)
+    return Increases(values, kept, spans)
 
 
 def lookback_s(marks: Mapping[SeriesKey, Mark], start_s: float, end_s: float, gap_s: float) -> float:

@@ -11,6 +11,7 @@ import pytest
 from joulie_controller.readings.counterwindow import (
     Mark,
     increase,
+    increase_over,
     increases,
     lookback_s,
     max_gap_s,
@@ -109,3 +110,10 @@ def test_each_series_of_a_range_result_its_own_increase_and_mark() -> None:
 def test_the_range_reaches_the_oldest_mark_and_a_baseline_before_the_window() -> None:
     assert lookback_s({}, 100.0, 160.0, 60.0) == pytest.approx(121.0)
     assert lookback_s({(("a", "b"),): Mark(20.0, 1.0)}, 100.0, 160.0, 60.0) == pytest.approx(141.0)
+
+
+def test_a_reading_says_which_samples_it_spans() -> None:
+    samples = [(98.0, 0.0), (108.0, 100.0), (118.0, 200.0), (158.0, 600.0)]
+    got, mark, span = increase_over(samples, None, 100.0, 160.0, 60.0)
+    assert got == 600.0 and mark == Mark(158.0, 600.0) and span == (98.0, 158.0)
+    assert increase_over([], None, 100.0, 160.0, 60.0) == (None, None, None)

@@ -123,16 +123,24 @@ def node_energies(
     q: ReceiptQueries,
     window_s: float,
     facts: Mapping[str, NodeFacts],
+    host_spans: Sequence[tuple[float, float]] = (),
 ) -> tuple[dict[str, NodeEnergy], list[str]]:
     """Each known node's ``NodeEnergy`` over the window from its series' increases (``counterwindow``), and
-    why any series was left out (a node without a meter reading is left out whole: its books cannot close)."""
+    why any series was left out (a node without a meter reading is left out whole: its books cannot close).
+    ``host_spans``: each host reading's span of samples, in the order of ``host`` (the node's
+    ``meter_span``); none given: the window's."""
     problems: list[str] = []
     meter: dict[str, float] = {}
+    span: dict[str, tuple[float, float]] = {}
     bad: set[str] = set()
-    for metric, value in host:
+    for i, (metric, value) in enumerate(host):
         node = str(metric.get(q.node_label, ""))
         if node not in facts:
             continue
+        if i < len(host_spans):
+            a, b = host_spans[i]
+            old = span.get(node, (a, b))
+            span[node] = (min(a, old[0]), max(b, old[1]))
         if math.isfinite(value) and value >= 0:
             meter[node] = meter.get(node, 0.0) + value
         else:
@@ -156,7 +164,8 @@ def node_energies(
         else:
             problems.append(f"{node}: {typ} {hwid!r}: expected hw.id gpu-<index> for a GPU")
     out = {
-        n: NodeEnergy(window_s, meter[n], gpu[n], cpu[n], facts[n].cores, facts[n].cpu_idle_w, facts[n].gpu_idle_w)
+        n: NodeEnergy(window_s, meter[n], gpu[n], cpu[n], facts[n].cores, facts[n].cpu_idle_w, facts[n].gpu_idle_w,
+                      span.get(n))
         for n in meter
     }
     return out, problems

@@ -162,6 +162,14 @@ class Metrics:
             ["k8s_node_name", "source"],
             registry=r,
         )
+        self.receipt_meter_end = Gauge(
+            "joulie_receipt_meter_end_timestamp_seconds",
+            "The time of the last node-meter sample the energy receipts have counted up to, per node, Unix "
+            "seconds: a window's energy runs between samples, not to the window's close "
+            "(docs/energy-receipts.md).",
+            ["k8s_node_name"],
+            registry=r,
+        )
         self.receipt_window_end = Gauge(
             "joulie_receipt_window_end_timestamp_seconds",
             "When the energy receipts' last window closed, Unix seconds: the receipt counters cover up to it "
@@ -260,6 +268,11 @@ class Metrics:
                     with contextlib.suppress(KeyError):
                         self.receipt_cpu_idle.remove(node, other)
             self.receipt_cpu_idle.labels(node, source).set(watts)
+
+    def record_receipt_meter_ends(self, ends: Mapping[str, float]) -> None:
+        """Each metered node's last counted meter sample time; a node no longer read keeps its last."""
+        for node, at_s in ends.items():
+            self.receipt_meter_end.labels(node).set(at_s)
 
     def record_receipt_refused(self, kinds: Iterable[str]) -> None:
         """The kinds of the allocations one receipts window refused, one entry per allocation."""

@@ -339,7 +339,7 @@ class ReceiptReader:
         allocations = pod_allocations(ask(q.allocation), q)
         cpu = pod_cpu_seconds(ask(q.pod_cpu_s))
         self.marks = {**host.marks, **devices.marks}
-        energies, problems = node_energies(host.values, devices.values, q, window, facts)
+        energies, problems = node_energies(host.values, devices.values, q, window, facts, host.spans)
         return ReceiptInputs(energies, allocations, cpu, problems)
 
 
