@@ -172,7 +172,10 @@ def receipt_accuracy(
         if node in unmapped:
             apart.append((pod, err))
             continue
-        (idle_apart if node in b.idle_unknown else judged).append((pod, err))
+        if node in b.idle_unknown:
+            idle_apart.append((pod, err))
+            continue
+        judged.append((pod, err))
         if node in node_ratio:
             split.append((pod, got / true_j / node_ratio[node] - 1.0))
     for node, err in closure:
