@@ -104,11 +104,12 @@ class GpuTelemetry:
         return out
 
 
-def boards(emu: Emulator, engine: Engine, pod_keys: Mapping[str, str]) -> dict[str, tuple[int, ...]]:
-    """``{"namespace/name": board indices}`` of every running GPU job on a node that is on: what the
-    kubelet's pod-resources API tells the agent, which exports it as ``hw.gpu.allocation``."""
+def boards(emu: Emulator, engine: Engine, pod_keys: Mapping[str, str]) -> dict[tuple[str, str], tuple[int, ...]]:
+    """``{(node, "namespace/name"): board indices}`` of every running GPU job on a node that is on: what
+    the kubelet's pod-resources API tells the node's agent, which exports it as ``hw.gpu.allocation``
+    (``Snapshot.gpu_boards``' keying)."""
     return {
-        pod_keys[r.job.job_id]: tuple(sorted(r.gpu_indices))
+        (r.node, pod_keys[r.job.job_id]): tuple(sorted(r.gpu_indices))
         for r in engine.running()
         if r.job.requests.gpu > 0 and r.gpu_indices and emu.power_state(r.node) == "on"
     }

@@ -343,7 +343,7 @@ class CapDecision(BaseModel):
         float | None, Field(alias='gpuClockLockPctOfMax', ge=10.0, le=100.0)
     ] = None
     """
-    The SM clock lock the controller chose and wrote to spec.gpu.clockLock.pctOfMax, % of each board's maximum SM clock; absent when it set none. A lock in spec that differs from this one is an operator's, and the controller leaves it alone (docs/work-aware-caps.md).
+    Legacy, no longer written. An older controller's record of the node-wide SM clock lock it chose and wrote to spec.gpu.clockLock.pctOfMax, % of each board's maximum SM clock. The controller now writes spec.gpu.clockLocks and records them in gpuClockLocks; it still reads this record; a node-wide lock equal to it is taken for the controller's own, any other node-wide lock for an operator's, left alone.
     """
     gpu_clock_locks: Annotated[
         list[GPUBoardClockLock] | None, Field(alias='gpuClockLocks', max_length=64)

@@ -25,12 +25,14 @@ NODE_WIDE = "clockLock"
 class MergedPlan:
     """targets: each locked board's ceiling, MHz (None: at its maximum, no lock); floors: its lowest
     clock; sources: which lock it takes ("clockLock", "clockLocks[N]"); blocked: boards a refused
-    lock named, and why; refusals: each refused lock's reason, for the node's message."""
+    lock named, and why; blocked_by: which lock that was; refusals: each refused lock's reason, for the
+    node's message."""
 
     targets: dict[int, Ceiling] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)
     sources: dict[int, str] = field(default_factory=dict)
     blocked: dict[int, str] = field(default_factory=dict)
+    blocked_by: dict[int, str] = field(default_factory=dict)
     refusals: list[str] = field(default_factory=list)
     # What was asked, per lock: "1500 MHz", or "clockLock 80 % of max; clockLocks[0] 60 % of max".
     asked: str = ""
@@ -90,9 +92,10 @@ def plan_board_locks(
                 if i not in present:
                     continue
                 if src != NODE_WIDE:
-                    out.blocked[i] = why  # the board's own entry says more than the node-wide lock
+                    out.blocked[i], out.blocked_by[i] = why, src  # its own entry says more than the node-wide lock
                 elif i not in entry_boards:
                     out.blocked.setdefault(i, why)
+                    out.blocked_by.setdefault(i, src)
             continue
         for i, target in plan.targets.items():
             if i not in out.targets or _lower(target, out.targets[i], tie=src != NODE_WIDE):
@@ -118,7 +121,7 @@ def _held(target: Ceiling, i: int, facts: BoardFacts) -> bool | None:
     return holds(target, facts.readings.get(i), r.max_mhz if r is not None else None)
 
 
-def _released(i: int, facts: BoardFacts) -> BoardOutcome:
+def _released(i: int, plan: MergedPlan, facts: BoardFacts) -> BoardOutcome:
     if facts.simulate_only:
         return BoardOutcome(i, "none", message="simulate-only mode: lock release not enforced")
     if i in facts.failures:
@@ -127,7 +130,12 @@ def _released(i: int, facts: BoardFacts) -> BoardOutcome:
         return BoardOutcome(i, "error", message=f"released, not verified: read-back failed: {facts.read_failed}"[:512])
     held = _held(None, i, facts)
     if held:
-        return BoardOutcome(i, "released", message="lock released: the board is in no lock of the spec")
+        why = (
+            "the board is in no lock of the spec"
+            if i not in plan.blocked
+            else f"the lock that set it left the spec; {plan.blocked[i]}"
+        )
+        return BoardOutcome(i, "released", message=f"lock released: {why}"[:512])
     why = (
         "still limited by a clock setting after the release" if held is False else "reports no clock state (unverified)"
     )
@@ -159,4 +167,4 @@ def board_outcomes(plan: MergedPlan, facts: BoardFacts) -> tuple[BoardOutcome, .
     """One result per board that has a lock, was refused one, or was released; ``applied`` only for
     what the board reads back."""
     boards = sorted(set(plan.targets) | set(plan.blocked) | facts.released)
-    return tuple(_released(i, facts) if i in facts.released else _locked(i, plan, facts) for i in boards)
+    return tuple(_released(i, plan, facts) if i in facts.released else _locked(i, plan, facts) for i in boards)

@@ -135,6 +135,48 @@ def test_a_refused_node_wide_lock_leaves_the_entries_in_force(tmp_path: Path) ->
     ]  # fmt: skip
 
 
+def test_entries_on_some_boards_only_leave_the_nodes_locked_max_unset(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    out = c.reconcile_gpu(spec([([0, 1], 1200)]))
+    assert [gpus.lock(i) for i in range(8)] == ["345,1200"] * 2 + [None] * 6
+    lock = out.lock
+    # Six boards run free: the node-wide field would claim every device holds 1200 MHz.
+    assert lock is not None and (lock.result, lock.locked_max_mhz) == ("applied", None)
+    assert [(b.index, b.locked_max_mhz) for b in lock.boards] == [(0, 1200), (1, 1200)]
+    status = out.status(FakeClock()).clock_lock
+    assert status is not None and status.locked_max_mhz is None
+    # Every board under a lock again: the node's field says the lowest.
+    whole = c.reconcile_gpu(spec([([0, 1], 1200)], node_pct=80)).lock
+    assert whole is not None and (whole.result, whole.locked_max_mhz) == ("applied", 1200)
+
+
+def test_a_board_whose_entry_left_is_released_though_a_refused_node_wide_lock_names_it(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    c.reconcile_gpu(spec([([1], 1200)]))
+    assert gpus.lock(1) == "345,1200"
+    out = c.reconcile_gpu(spec([], node_pct=10))  # 198 MHz: below every board's range, refused
+    assert gpus.lock(1) is None and lock_calls(gpus.calls())[-1] == "-i 1 -rgc"
+    lock = out.lock
+    assert lock is not None and lock.result == "blocked"
+    assert "released the SM clock lock on gpu 1" in lock.message
+    board = {b.index: b for b in lock.boards}
+    assert (board[1].result, board[1].locked_max_mhz) == ("released", None)
+    assert {board[i].result for i in range(8) if i != 1} == {"blocked"}
+    # Nothing left to release: the next reconcile writes nothing.
+    calls = len(lock_calls(gpus.calls()))
+    again = c.reconcile_gpu(spec([], node_pct=10)).lock
+    assert again is not None and len(lock_calls(gpus.calls())) == calls
+    assert {b.result for b in again.boards} == {"blocked"}
+
+
+def test_a_refused_change_of_the_node_wide_lock_keeps_the_one_it_set(tmp_path: Path) -> None:
+    c, gpus = nvidia_node(tmp_path)
+    c.reconcile_gpu(spec([], node_pct=80))
+    out = c.reconcile_gpu(spec([], node_pct=10)).lock
+    assert [gpus.lock(i) for i in range(8)] == ["345,1575"] * 8
+    assert out is not None and out.result == "blocked" and "released" not in out.message
+
+
 def test_nvml_resets_the_locked_clocks_of_a_board_that_left_its_entry(tmp_path: Path) -> None:
     testtrees.cpuinfo(tmp_path)
     lib = LockingNVML()

@@ -57,6 +57,9 @@ class LockEnforcer:
         # The ceiling each board was set to for the current intent (None: released); a later reading
         # that no longer shows it is drift, not a first application.
         self.applied: dict[int, Ceiling] = {}
+        # Which lock of the spec set each of them ("clockLock", "clockLocks[N]"): a refused lock keeps
+        # only the boards it set itself.
+        self.sources: dict[int, str] = {}
         # Why the last clock read failed ("" when it answered): the lock is then unverified.
         self.read_failed = ""
 
@@ -68,7 +71,7 @@ class LockEnforcer:
         if lock is None and not entries:
             self.intent = None
             if not any(t is not None for t in self.applied.values()) or inv is None or self.simulate_only:
-                self.applied = {}
+                self.applied, self.sources = {}, {}
                 return None
             return self._enforce(boardlocks.MergedPlan(), inv, fresh=False)
         if inv is not None and not inv.devices and inv.warnings:
@@ -91,10 +94,17 @@ class LockEnforcer:
         return self._enforce(plan, inv, fresh)
 
     def _released(self, plan: boardlocks.MergedPlan) -> set[int]:
-        """Boards this agent locked that no lock of the spec names now (a refused one keeps its board)."""
+        """Boards this agent locked that no lock of the spec in force names now, unless kept (``_keeps``)."""
         return {
-            i for i, t in self.applied.items() if t is not None and i not in plan.targets and i not in plan.blocked
+            i for i, t in self.applied.items() if t is not None and i not in plan.targets and not self._keeps(plan, i)
         }
+
+    def _keeps(self, plan: boardlocks.MergedPlan, i: int) -> bool:
+        """Whether board ``i`` keeps the lock it holds though no lock in force names it: only where the
+        refused lock naming it is the one that set it (a node-wide lock changed to one the boards
+        refuse: the last good one stays). A board whose lock left the spec is released even when a
+        refused lock names it, or it would hold a ceiling nobody asks for any more."""
+        return i in plan.blocked and plan.blocked_by.get(i) == self.sources.get(i)
 
     def _boards(
         self, plan: boardlocks.MergedPlan, failures: dict[int, str], drift: dict[int, str], released: set[int]
@@ -122,13 +132,18 @@ class LockEnforcer:
         if drift:
             log.warning("gpu clock lock drift: %s", drift_text)
         failures = self._set(inv, todo, plan.floors) if todo else {}
-        kept = {i: t for i, t in self.applied.items() if (i in plan.blocked and i not in plan.targets) or i in failures}
+        kept = {
+            i: t for i, t in self.applied.items() if (i not in plan.targets and self._keeps(plan, i)) or i in failures
+        }
         self.applied = {**{i: t for i, t in kept.items() if i not in plan.targets},
                         **{i: t for i, t in plan.targets.items() if i not in failures}}
+        self.sources = {
+            i: plan.sources.get(i, "") if i in plan.targets else self.sources.get(i, "") for i in self.applied
+        }
         if todo:
             self._read(inv, self.clock.monotonic())  # applied only for what the boards report
         boards = self._boards(plan, failures, drift, released)
-        return self._node_outcome(plan, failures, drift_text, boards, released)
+        return self._node_outcome(plan, failures, drift_text, boards, released, len(inv.devices))
 
     def _node_outcome(
         self,
@@ -137,13 +152,16 @@ class LockEnforcer:
         drift: str,
         boards: tuple[BoardOutcome, ...],
         released: set[int],
+        devices: int,
     ) -> LockOutcome:
-        """The node's line over its boards: the worst of the locks set, the releases and the refusals."""
+        """The node's line over its boards (``devices`` of them): the worst of the locks set, the releases
+        and the refusals."""
         parts: list[LockOutcome] = []
         if plan.targets:
-            parts.append(self._outcome(plan, {i: f for i, f in failures.items() if i in plan.targets}, drift))
+            parts.append(self._outcome(plan, {i: f for i, f in failures.items() if i in plan.targets}, drift, devices))
         if released:
-            parts.append(_release_outcome([b for b in boards if b.index in released], plan.requested))
+            refused = any(i in plan.blocked for i in released)
+            parts.append(_release_outcome([b for b in boards if b.index in released], plan.requested, refused))
         if plan.refusals:
             parts.append(LockOutcome("blocked", "; ".join(plan.refusals)))
         rank = {"error": 3, "blocked": 2, "applied": 1, "none": 0}
@@ -151,7 +169,9 @@ class LockEnforcer:
         locked = parts[0].locked_max_mhz if plan.targets else None
         return LockOutcome(result, "; ".join(p.message for p in parts), locked, drift, boards)
 
-    def _outcome(self, plan: boardlocks.MergedPlan, failures: dict[int, str], drift: str) -> LockOutcome:
+    def _outcome(
+        self, plan: boardlocks.MergedPlan, failures: dict[int, str], drift: str, devices: int
+    ) -> LockOutcome:
         label, n = gpulock.label(plan.targets), len(plan.targets)
         if failures:
             return LockOutcome(
@@ -179,11 +199,13 @@ class LockEnforcer:
                 else f"gpu {', '.join(map(str, silent))} reports no clock event reasons (unverified)"
             )
             return LockOutcome("error", f"SM clock lock {label} set on {n} devices; {why}", drift=drift)
+        # lockedMaxMhz says every board of the node holds a ceiling (the lowest where they differ): with
+        # entries on some boards only, the rest run free and the per-board results tell which.
         ceilings = [t for t in plan.targets.values() if t is not None]
         return LockOutcome(
             "applied",
             f"applied SM clock lock {label} ({plan.asked}) on {n} devices",
-            min(ceilings) if len(ceilings) == n else None,
+            min(ceilings) if len(ceilings) == devices else None,
             drift,
         )
 
@@ -292,8 +314,9 @@ class LockEnforcer:
         return out
 
 
-def _release_outcome(boards: list[BoardOutcome], requested: bool) -> LockOutcome:
-    """The node's line for the boards whose lock was released (``requested``: the spec still locks others)."""
+def _release_outcome(boards: list[BoardOutcome], requested: bool, refused: bool = False) -> LockOutcome:
+    """The node's line for the boards whose lock was released (``requested``: the spec still locks others;
+    ``refused``: a lock the boards refused names some of them)."""
     bad = [b for b in boards if b.result == "error"]
     n = len(boards)
     if bad:
@@ -304,8 +327,9 @@ def _release_outcome(boards: list[BoardOutcome], requested: bool) -> LockOutcome
         )
     if not requested:
         return LockOutcome("none", f"released the SM clock lock on {n} devices (no lock in spec)")
-    return LockOutcome("none", f"released the SM clock lock on gpu {', '.join(str(b.index) for b in boards)} "
-                       "(in no lock of the spec)")
+    why = "the lock that set it left the spec, the one now naming it refused" if refused else "in no lock of the spec"
+    gpus = ", ".join(str(b.index) for b in boards)
+    return LockOutcome("none", f"released the SM clock lock on gpu {gpus} ({why})")
 
 
 def amd_od_tables(sys_root: Path) -> list[str]:

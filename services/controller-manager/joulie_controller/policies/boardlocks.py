@@ -51,13 +51,15 @@ class GpuPlan:
 
 
 def board_groups(
-    pods: Sequence[PodInfo], boards: Mapping[str, tuple[int, ...]], devices: int
+    node: str, pods: Sequence[PodInfo], boards: Mapping[tuple[str, str], tuple[int, ...]], devices: int
 ) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
     """(board indices, positions in ``pods``) per group, Pods sharing a board in one group; None when
-    a Pod's boards are not known (or name no board the node has)."""
+    a Pod's boards are not known on ``node`` (or name no board the node has). Only ``(node, Pod)``
+    entries are read: an allocation from another node naming the same Pod (stale, or forged) must not
+    move this node's locks."""
     held: list[set[int]] = []
     for p in pods:
-        mine = {b for b in boards.get(pod_key(p), ()) if 0 <= b < devices}
+        mine = {b for b in boards.get((node, pod_key(p)), ()) if 0 <= b < devices}
         if not mine:
             return None
         held.append(mine)
@@ -83,14 +85,16 @@ def gpu_plan(
     ctx: PodContext,
     g: GpuGroups,
     tau: float,
-    boards: Mapping[str, tuple[int, ...]],
+    boards: Mapping[tuple[str, str], tuple[int, ...]],
     current: Mapping[int, float],
+    node_name: str,
 ) -> GpuPlan:
-    """The node's cap and each group's lock (``works[i]`` is ``pods[i]``'s work)."""
+    """The node's cap and each group's lock (``works[i]`` is ``pods[i]``'s work); ``boards`` by (node,
+    Pod), of which only ``node_name``'s are read."""
     all_boards = tuple(range(g.devices))
     used = sum(w.share for w in works) / g.devices if g.devices > 0 else 0.0
     other = g.rest_w * min(1.0, used)
-    groups = board_groups(pods, boards, g.devices)
+    groups = board_groups(node_name, pods, boards, g.devices)
     if groups is None:  # a Pod's boards unknown: one lock over every board, as a node-wide lock
         node, lever, decisions = gpu_decision(
             works, pods, ctx, g.max_w, g.min_w, other, tau, g.ref_w, _common(current, all_boards)

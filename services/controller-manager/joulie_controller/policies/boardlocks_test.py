@@ -40,7 +40,9 @@ def _gpu1(
     boards: dict[str, tuple[int, ...]],
     estimates: dict[str, JobEstimate],
     locks: dict[int, float] | None = None,
+    elsewhere: dict[tuple[str, str], tuple[int, ...]] | None = None,
 ) -> NodeCaps:
+    """``boards``: the Pods' boards on gpu-1; ``elsewhere``: more allocations, keyed as the reading is."""
     s = Settings(
         policy=PolicySettings(type="work_aware_v1", queue_hp_base_frac=0.0, queue_hp_min=0),
         trusted_namespaces=("default",),
@@ -55,7 +57,7 @@ def _gpu1(
         pods,
         measured_w={"gpu-1": 2500.0},
         job_estimates=estimates,
-        gpu_boards=boards,
+        gpu_boards={**{("gpu-1", k): v for k, v in boards.items()}, **(elsewhere or {})},
         gpu_locks={"gpu-1": locks} if locks else {},
     )
     return plan("work_aware_v1", nodes, 0, 0.0, s, inp).node_caps["gpu-1"]
@@ -91,7 +93,26 @@ def test_free_boards_get_no_lock_and_the_lock_in_force_is_kept_per_group() -> No
 
 def test_pods_sharing_a_board_are_one_group_and_an_unknown_pods_boards_mean_one_node_lock() -> None:
     a, b, c = _pod("a", "k", 2), _pod("b", "k", 1), _pod("c", "k", 1)
-    boards = {"default/a": (0, 1), "default/b": (1,), "default/c": (5,)}
-    assert board_groups([a, b, c], boards, 8) == [((0, 1), (0, 1)), ((5,), (2,))]
-    assert board_groups([a, b, c], {"default/a": (0, 1), "default/b": (1,)}, 8) is None
-    assert board_groups([a], {"default/a": (9,)}, 8) is None  # a board the node does not have
+    boards = {("n", "default/a"): (0, 1), ("n", "default/b"): (1,), ("n", "default/c"): (5,)}
+    assert board_groups("n", [a, b, c], boards, 8) == [((0, 1), (0, 1)), ((5,), (2,))]
+    assert board_groups("n", [a, b, c], {("n", "default/a"): (0, 1), ("n", "default/b"): (1,)}, 8) is None
+    assert board_groups("n", [a], {("n", "default/a"): (9,)}, 8) is None  # a board the node does not have
+
+
+def test_a_pods_boards_read_on_another_node_neither_join_nor_stand_for_its_own() -> None:
+    a, b = _pod("a", "k", 2), _pod("b", "k", 1)
+    # A stale or forged allocation on node m names a's board 1, which b holds on n: read with n's, it
+    # would merge a and b into one group under one lock.
+    mixed = {("n", "default/a"): (0,), ("m", "default/a"): (1,), ("n", "default/b"): (1,)}
+    assert board_groups("n", [a, b], mixed, 8) == [((0,), (0,)), ((1,), (1,))]
+    # Boards known only on another node are not this node's: one lock over all of them, as unknown.
+    assert board_groups("n", [a], {("m", "default/a"): (0, 1)}, 8) is None
+
+
+def test_a_forged_allocation_from_another_node_does_not_move_this_nodes_locks() -> None:
+    honest = _gpu1([DECODE], {"default/decode": (2, 3, 4, 5)}, EST)
+    forged = _gpu1([DECODE], {"default/decode": (2, 3, 4, 5)}, EST, elsewhere={("gpu-2", "default/decode"): (0, 7)})
+    assert forged.gpu_locks == honest.gpu_locks and [b.gpus for b in forged.gpu_locks] == [(2, 3, 4, 5)]
+    # Its boards named only on another node: planned as one lock over every board of gpu-1.
+    away = _gpu1([DECODE], {}, EST, elsewhere={("gpu-2", "default/decode"): (2, 3, 4, 5)})
+    assert [b.gpus for b in away.gpu_locks] == [tuple(range(8))]

@@ -129,9 +129,10 @@ class PolicyInput:
     """The SM clock locks the controller set and each node's NodeTwin holds, by node name and board
     index (% of max; absent: none of the controller's): the work-aware policy keeps a group's lock while
     it is as good."""
-    gpu_boards: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    """The boards each running GPU Pod holds, by "namespace/name" (``hw.gpu.allocation``). A node one of
-    whose GPU Pods is absent here is planned as one group of boards with one lock on all of them."""
+    gpu_boards: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    """The boards each running GPU Pod holds, by (node, "namespace/name") (``hw.gpu.allocation``); only
+    the Pod's own node's entry counts. A node one of whose GPU Pods is absent here is planned as one
+    group of boards with one lock on all of them."""
     job_estimates: Mapping[str, JobEstimate] = field(default_factory=dict)
     """Each running GPU Pod's estimate by "namespace/name" (from telemetry, kept across ticks); a
     Pod absent here, or with no observations, is planned from its kind's prior."""

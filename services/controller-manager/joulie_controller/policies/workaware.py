@@ -144,11 +144,11 @@ def _other_w(g: Group, all_groups: dict[str, Group], measured_w: float | None) -
 
 
 def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | None, tau: float,
-              ctx: PodContext | None = None, boards: Mapping[str, tuple[int, ...]] | None = None,
+              ctx: PodContext | None = None, boards: Mapping[tuple[str, str], tuple[int, ...]] | None = None,
               current: Mapping[int, float] | None = None) -> NodeCaps:
     """The caps (and GPU clock locks) for one eco node from the work on it, with the reason: the GPUs
     by ``boardlocks.gpu_plan`` (one cap, a lock per group of boards), the CPUs by ``choose_cap`` (caps
-    only). ``boards``: each Pod's boards; ``current``: the controller's locks in force, by board."""
+    only). ``boards``: each Pod's boards by (node, Pod); ``current``: the controller's locks in force, by board."""
     ctx = ctx or PodContext()
     gs = groups(node.hardware, pods, ctx)
     choices: dict[str, CapChoice] = {}
@@ -157,7 +157,7 @@ def node_caps(node: PolicyNode, pods: Sequence[PodInfo], measured_w: float | Non
         if key == "gpu":
             gpu_pods = [p for p in pods if p.gpu_request > 0]
             where = GpuGroups(g.max_w, g.min_w, g.ref_w, g.devices, _rest_w(g, gs, measured_w))
-            gpu = gpu_plan(g.works, gpu_pods, ctx, where, tau, boards or {}, current or {})
+            gpu = gpu_plan(g.works, gpu_pods, ctx, where, tau, boards or {}, current or {}, node.name)
             choices[key] = gpu.choice
         else:
             other_w = _other_w(g, gs, measured_w)

@@ -212,14 +212,16 @@ BOARD_ID = re.compile(r"^gpu-(\d+)$")
 
 def boards_by_pod(
     allocation: Mapping[Board, tuple[str, Point]], now_s: float, max_age_s: float = MAX_AGE_S
-) -> dict[str, tuple[int, ...]]:
+) -> dict[tuple[str, str], tuple[int, ...]]:
     """``Snapshot.gpu_boards``: the board indices each Pod holds by a fresh allocation point (``hw.id``
-    ``gpu-N``), by its key. A stale point names no board: the Pod's boards are then unknown, and its
-    node is planned with one lock for every board."""
-    out: dict[str, set[int]] = {}
-    for (_, hwid), (pod, point) in allocation.items():
+    ``gpu-N``), by (node, ``namespace/name``) as ``reconcile.receiptboards.believed_boards`` keys them.
+    The node is the point's own: a Pod name's points from two nodes (a stale or forged allocation
+    elsewhere) stay apart, and the policy reads only the Pod's own node's. A stale point names no board:
+    the Pod's boards are then unknown, and its node is planned with one lock for every board."""
+    out: dict[tuple[str, str], set[int]] = {}
+    for (node, hwid), (pod, point) in allocation.items():
         m = BOARD_ID.match(hwid)
         if m is None or not -max_age_s <= now_s - point.at_s <= max_age_s:
             continue
-        out.setdefault(pod, set()).add(int(m.group(1)))
-    return {pod: tuple(sorted(b)) for pod, b in out.items()}
+        out.setdefault((node, pod), set()).add(int(m.group(1)))
+    return {key: tuple(sorted(b)) for key, b in out.items()}

@@ -105,7 +105,12 @@ def test_each_pods_boards_come_from_its_fresh_allocation_points() -> None:
         ],
         Q,
     )
-    assert boards_by_pod(alloc, NOW, max_age_s=180) == {"ml/a": (1, 3)}
+    assert boards_by_pod(alloc, NOW, max_age_s=180) == {("n1", "ml/a"): (1, 3)}
+
+
+def test_a_pod_names_boards_on_two_nodes_stay_apart_by_node() -> None:
+    alloc = parse_allocation([_alloc("n1", "gpu-0", "ml", "a", NOW - 5), _alloc("n2", "gpu-5", "ml", "a", NOW - 5)], Q)
+    assert boards_by_pod(alloc, NOW, max_age_s=180) == {("n1", "ml/a"): (0,), ("n2", "ml/a"): (5,)}
 
 
 def test_a_board_handed_over_goes_to_the_newer_holder_and_released_boards_to_nobody() -> None:

@@ -302,7 +302,7 @@ def test_a_decode_pod_and_a_compute_bound_pod_on_one_node_lock_only_the_decode_p
     train = PodInfo("ml", "train", node_name="gpu-1", gpu_request=4, cpu_request=8,
                     labels={"joulie.io/workload-kind": "gpu-training"})
     snap, mem = _gpu_cluster([decode, train]), Memory()
-    boards = {"ml/decode": (0, 1, 2, 3), "ml/train": (4, 5, 6, 7)}
+    boards = {("gpu-1", "ml/decode"): (0, 1, 2, 3), ("gpu-1", "ml/train"): (4, 5, 6, 7)}
     spec_writes = []
     for i in range(8):
         samples = {"ml/decode": [expected_sample(0.05, 0.3, 1.0, 400.0)] * 4,

@@ -43,9 +43,10 @@ class Snapshot:
     gpu_samples: Mapping[str, Sequence[GpuSample]] = field(default_factory=dict)
     """Each running GPU Pod's per-GPU samples this tick, by "namespace/name" (a Pod absent here keeps
     its estimate where it was)."""
-    gpu_boards: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    """The board indices each running GPU Pod holds (``hw.gpu.allocation``), by "namespace/name": the
-    work-aware policy locks each group of boards apart (a Pod absent here: one lock for its node)."""
+    gpu_boards: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    """The board indices each running GPU Pod holds (``hw.gpu.allocation``), by (node, "namespace/name"):
+    the work-aware policy locks each group of boards apart (a Pod absent here under its own node: one
+    lock for its node)."""
 
 
 @dataclass

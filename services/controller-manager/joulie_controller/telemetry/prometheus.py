@@ -242,8 +242,9 @@ class GpuSignalReader:
         self.problems: list[str] = []
         self.refuted: dict[Board, Refuted] = {}
         """The boards whose series the hardware refuted on the last read (``readings.gpuplausibility``)."""
-        self.boards: dict[str, tuple[int, ...]] = {}
-        """The boards each Pod held on the last read (``Snapshot.gpu_boards``); empty when it failed."""
+        self.boards: dict[tuple[str, str], tuple[int, ...]] = {}
+        """The boards each Pod held on the last read, by (node, Pod) (``Snapshot.gpu_boards``); empty
+        when it failed."""
 
     def close(self) -> None:
         self.client.close()

@@ -14,8 +14,9 @@ Each tick (``tick_s`` of wall time, ``time_scale`` trace seconds per wall second
    so its power follows the phases rather than their mean draw; and each busy board names the job's Pod
    (``NodeLoad.gpu_jobs``: the emulated kubelet's pod-resources API lists it, the board's activity follows it);
    and every Pod running there names its containers and the cores each keeps busy (``NodeLoad.cpu_jobs``: a
-   job's request x utilisation; a Pod that is not the workload's, listed every ``OTHERS_EVERY_S``, at 0),
-   which the emulated kubelet's cAdvisor counts as CPU time (``emulation.cputime``, ``/metrics/cadvisor``).
+   job's request x utilisation; a Pod that is not the workload's, listed every ``OTHERS_EVERY_S``, at 0;
+   a LIST that fails keeps the last list, logged once, and the tick goes on), which the emulated
+   kubelet's cAdvisor counts as CPU time (``emulation.cputime``, ``/metrics/cadvisor``).
 6. each node's meters read in step 3 (its host, boards and CPU packages) are split between the Pods whose load it ran since the previous
    reading (``podtruth``: the per-Pod energy truth, which the runner serves on its debug address as
    ``/debug/pod-truth`` for the checks and the benchmark only).
@@ -181,6 +182,8 @@ class WorkloadRunner:
         self._others: dict[str, tuple[CpuJob, ...]] = {}
         """Each node's running Pods that are not the workload's (their containers, idle), as last listed."""
         self._others_at: float | None = None
+        self._others_failed = ""
+        """Why the last LIST of them failed ("" when it answered): logged once per outage."""
 
     def now_s(self) -> float:
         if self._t0 is None:
@@ -290,10 +293,23 @@ class WorkloadRunner:
         now = self.clock()
         if self._others_at is not None and now - self._others_at < OTHERS_EVERY_S:
             return
-        pods = self.core.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}!={PART_OF}",
-                                                     field_selector="status.phase=Running")
+        self._others_at = now  # a failed LIST too waits its turn: no LIST per tick through an outage
+        try:
+            pods = self.core.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}!={PART_OF}",
+                                                         field_selector="status.phase=Running")
+        except Exception as e:
+            # An API blip must not cost the tick its SetNodeLoad: the last list stands until one answers.
+            if not isinstance(e, ApiException) and not unanswered(e):
+                raise
+            if not self._others_failed:
+                self.log(f"workload: listing the Pods that are not the workload's failed ({short_error(e)}); "
+                         f"the last list kept, tried again every {OTHERS_EVERY_S:g} s")
+            self._others_failed = short_error(e)
+            return
+        if self._others_failed:
+            self.log("workload: listing the Pods that are not the workload's again")
+            self._others_failed = ""
         self._others = idle_pods(pods.items)
-        self._others_at = now
 
     def truth_document(self, at_s: float | None = None) -> dict[str, Any]:
         """The per-Pod truth so far, or as it stood at ``at_s`` (Unix seconds; ``/debug/pod-truth?at=``).

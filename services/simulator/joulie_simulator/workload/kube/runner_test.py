@@ -237,3 +237,53 @@ class KeepingEmulator(RecordingEmulator):
     def SetNodeLoad(self, request: Any, timeout: float) -> Any:
         self.load = request.load
         return super().SetNodeLoad(request, timeout)
+
+
+class BlinkingCore(CountingCore):
+    """Its LIST of the Pods that are not the workload's fails while ``down`` is set, as an API server blip does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down: Exception | None = None
+
+    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "") -> k8s.V1PodList:
+        if "!=" in label_selector and self.down is not None:
+            raise self.down
+        return super().list_pod_for_all_namespaces(label_selector, field_selector)
+
+
+def test_an_api_blip_listing_the_other_pods_keeps_the_last_list_and_the_tick_sends_its_loads() -> None:
+    lines: list[str] = []
+    clock = [0.0]
+    job = Job.model_validate({"jobId": "j", "submitTimeOffsetSec": 0, "requests": {"cpu": 4, "gpu": 1},
+                              "work": {"gpuUnits": 1e9}, "utilization": {"cpu": 0.5, "gpu": 0.9}})
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", [job], "c", tick_s=0.001, clock=lambda: clock[0],
+                            log=lines.append)
+    core = BlinkingCore()
+    core.others = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="idle", namespace="smoke"),
+                             spec=k8s.V1PodSpec(node_name="node-a", containers=[k8s.V1Container(name="a")]))]
+    runner.core = core  # type: ignore[assignment]
+    emulator = RecordingEmulator()
+    runner.stub = emulator
+    try:
+        runner.tick()
+        assert ("smoke", "idle") in {(j.namespace, j.pod) for j in emulator.loads[-1].cpu_jobs}
+        core.down = k8s.ApiException(status=503, reason="Service Unavailable")
+        core.others = []
+        for _ in range(3):  # the stand-in reports no load back: each tick sends it, the idle Pod still in it
+            clock[0] += 11.0
+            sent = len(emulator.loads)
+            runner.tick()
+            assert len(emulator.loads) == sent + 1
+            assert ("smoke", "idle") in {(j.namespace, j.pod) for j in emulator.loads[-1].cpu_jobs}
+        core.down = OSError("connection refused")
+        clock[0] += 11.0
+        runner.tick()
+        assert len(lines) == 1 and "503" in lines[0], lines  # once for the whole outage
+        core.down = None
+        clock[0] += 11.0
+        runner.tick()
+        assert ("smoke", "idle") not in {(j.namespace, j.pod) for j in emulator.loads[-1].cpu_jobs}
+        assert lines[1:] == ["workload: listing the Pods that are not the workload's again"]
+    finally:
+        runner.close()
