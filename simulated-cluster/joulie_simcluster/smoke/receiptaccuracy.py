@@ -103,11 +103,13 @@ def truth_instants(books: Books) -> dict[str, float]:
     return {n: books.meter_end.get(n, books.window_end_s) for n in nodes}
 
 
-def compose_truth(instants: Mapping[str, float], truth: Callable[[float], TruthAt]) -> TruthAt:
-    """One truth with each node's meter and Pods as they were at that node's instant."""
-    by_instant = {at: truth(at) for at in sorted(set(instants.values()))}
-    pods: dict[str, tuple[str, float]] = {}
-    metered: dict[str, float] = {}
+def compose_truth(instants: Mapping[str, float], truth: Callable[[float], TruthAt], default_at: float) -> TruthAt:
+    """One truth with each node's meter and Pods as they were at that node's instant; a node the
+    controller's counters do not name at ``default_at`` (its Pods then fail for want of a receipt)."""
+    by_instant = {at: truth(at) for at in sorted({*instants.values(), default_at})}
+    base = by_instant[default_at]
+    pods = {p: v for p, v in base.pods.items() if v[0] not in instants}
+    metered = {n: j for n, j in base.metered.items() if n not in instants}
     for node, at in instants.items():
         t = by_instant[at]
         if node in t.metered:

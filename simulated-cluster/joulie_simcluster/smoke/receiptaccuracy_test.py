@@ -106,6 +106,12 @@ def test_each_nodes_truth_is_read_where_its_counted_meter_samples_end() -> None:
         asked.append(at)
         return TruthAt({"sim/a": ("g1", at), "sim/c": ("g2", 10 * at)}, {"g1": at, "g2": 10 * at})
 
-    got = compose_truth(truth_instants(books), truth)
-    assert got == TruthAt({"sim/a": ("g1", 98.5), "sim/c": ("g2", 1000.0)}, {"g1": 98.5, "g2": 1000.0})
+    def with_stray(at: float) -> TruthAt:
+        t = truth(at)
+        return TruthAt({**t.pods, "sim/x": ("g3", at)}, {**t.metered, "g3": at})
+
+    got = compose_truth(truth_instants(books), with_stray, books.window_end_s)
+    # g3 is in no counter of the controller's: read at the close, so its Pod is still judged (and fails).
+    assert got == TruthAt({"sim/a": ("g1", 98.5), "sim/c": ("g2", 1000.0), "sim/x": ("g3", 100.0)},
+                          {"g1": 98.5, "g2": 1000.0, "g3": 100.0})
     assert asked == [98.5, 100.0]

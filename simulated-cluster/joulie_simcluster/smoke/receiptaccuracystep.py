@@ -86,7 +86,9 @@ def accuracy_step(c: Cluster) -> Assertion:
     gpu_nodes = {n["metadata"]["name"] for n in c.nodes if smokeload.node_gpus(n)[1] > 0}
     first = next_close(metrics_url, accuracy.parse_books(_get(metrics_url)).window_end_s, 3 * window + 30)
     last = next_close(metrics_url, first.window_end_s + (SPAN_WINDOWS - 0.5) * window, (SPAN_WINDOWS + 2) * window + 30)
-    truth_a = accuracy.compose_truth(accuracy.truth_instants(first), lambda at: truth_at(truth_url, at, 30))
-    truth_b = accuracy.compose_truth(accuracy.truth_instants(last), lambda at: truth_at(truth_url, at, 30))
+    truth_a = accuracy.compose_truth(accuracy.truth_instants(first), lambda at: truth_at(truth_url, at, 30),
+                                     first.window_end_s)
+    truth_b = accuracy.compose_truth(accuracy.truth_instants(last), lambda at: truth_at(truth_url, at, 30),
+                                     last.window_end_s)
     return accuracy.receipt_accuracy(first, last, truth_a, truth_b, metered, gpu_nodes - allocated,
                                      smokeload.shared_nodes(c.nodes))
