@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -30,7 +30,7 @@ from joulie_controller.kube.kube import ControllerKube, watch_cluster
 from joulie_controller.kube.leader import LeaderElector
 from joulie_controller.kube.liveness import Liveness
 from joulie_controller.model.fsm import pod_key
-from joulie_controller.model.receipt import IDLE_UNKNOWN, board_idle_w, package_idle_w, receipt_summary
+from joulie_controller.model.receipt import IDLE_UNKNOWN, NodeEnergy, board_idle_w, package_idle_w, receipt_summary
 from joulie_controller.power.powerdriver import PowerDriver, PowerDriverError, read_all
 from joulie_controller.power.powerstate import POLICY_NONE, PowerAction
 from joulie_controller.power.refusal import Refusal, forget_settled, refused_again
@@ -39,7 +39,7 @@ from joulie_controller.readings.gpuplausibility import gpus_by_node
 from joulie_controller.readings.receiptinputs import Allocation, NodeFacts
 from joulie_controller.readings.values import Facility
 from joulie_controller.reconcile.receiptboards import Refused, believed_boards
-from joulie_controller.reconcile.receipts import ReceiptBook, Window, conditions
+from joulie_controller.reconcile.receipts import Closed, ReceiptBook, Window, conditions
 from joulie_controller.reconcile.snapshot import Memory, Snapshot, TickResult
 from joulie_controller.reconcile.tick import reconcile
 from joulie_controller.settings import Settings, selector_matches
@@ -223,6 +223,19 @@ class Controller:
                      len(result.outcomes), report.writes, plan_text, ",…" if len(result.outcomes) > 20 else "")
         return TickSummary(True, result, report.writes, report.failures)
 
+    def report_idle_and_meters(self, closed: Closed, energies: Mapping[str, NodeEnergy]) -> None:
+        """The nodes of unknown CPU idle logged when that list changes; each node's last counted meter
+        sample exported, before the window's counters and end (a reader that sees this window's end sees
+        its samples' ends)."""
+        unknown = sorted(n for n, (_, source) in closed.cpu_idle.items() if source == IDLE_UNKNOWN)
+        if unknown != self.receipt_idle_unknown:
+            log.warning("energy receipts: CPU idle draw unknown (no package maximum in the NodeHardware, no idle "
+                        "window seen yet) on node(s) %s: their package energy is billed all as busy, by use",
+                        ", ".join(unknown) or "none now")
+        self.receipt_idle_unknown = unknown
+        self.metrics.record_receipt_meter_ends(
+            {n: e.meter_span[1] for n, e in energies.items() if e.meter_span is not None})
+
     def close_receipts(self, snap: Snapshot, now: datetime) -> int:
         """Bring the energy receipts up to date once RECEIPT_WINDOW has passed (``reconcile.receipts``): read
         the window from Prometheus, split it, export it, write the changed annotations and one Event per
@@ -272,15 +285,7 @@ class Controller:
                         "power refuted as implausible) for node(s) "
                         "%s; their Pods are billed nothing meanwhile", ", ".join(closed.skipped) or "none now")
         self.receipt_skipped = closed.skipped
-        unknown = sorted(n for n, (_, source) in closed.cpu_idle.items() if source == IDLE_UNKNOWN)
-        if unknown != self.receipt_idle_unknown:  # logged when it changes, not every window
-            log.warning("energy receipts: CPU idle draw unknown (no package maximum in the NodeHardware, no idle "
-                        "window seen yet) on node(s) %s: their package energy is billed all as busy, by use",
-                        ", ".join(unknown) or "none now")
-        self.receipt_idle_unknown = unknown
-        # Before the counters and the window's end: a reader that sees this window's end sees its samples' ends.
-        self.metrics.record_receipt_meter_ends(
-            {n: e.meter_span[1] for n, e in inputs.energies.items() if e.meter_span is not None})
+        self.report_idle_and_meters(closed, inputs.energies)
         self.metrics.record_receipts(closed.parts, closed.unallocated, [w.pod for w in closed.writes if w.finished],
                                      window_end_s=now_s)
         self.metrics.record_receipt_cpu_idle(closed.cpu_idle)

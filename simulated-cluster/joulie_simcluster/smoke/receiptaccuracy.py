@@ -130,6 +130,15 @@ def _stats(errors: Iterable[tuple[str, float]]) -> tuple[float, float, str]:
     return sum(abs(e) for _, e in errs) / len(errs), worst[1], worst[0]
 
 
+def _shared_text(shared: Iterable[str], errors: Mapping[str, float], truth: TruthAt) -> str:
+    """Each shared Node's Pods with their errors."""
+    return "; ".join(
+        f"{node}: " + ", ".join(f"{p.split('/', 1)[1]} {_pct(e)}" for p, e in sorted(errors.items())
+                               if truth.pods.get(p, ("", 0.0))[0] == node)
+        for node in shared
+    )
+
+
 def receipt_accuracy(
     a: Books,
     b: Books,
@@ -189,12 +198,7 @@ def receipt_accuracy(
     c_mean, c_worst, c_at = _stats(closure)
     p_mean, p_worst, p_at = _stats(judged)
     s_mean, s_worst, s_at = _stats(split)
-    errors = dict(judged + apart + idle_apart)
-    shared_text = "; ".join(
-        f"{node}: " + ", ".join(f"{p.split('/', 1)[1]} {_pct(e)}" for p, e in sorted(errors.items())
-                               if truth_b.pods.get(p, ("", 0.0))[0] == node)
-        for node in shared
-    )
+    shared_text = _shared_text(shared, dict(judged + apart + idle_apart), truth_b)
     detail = (
         f"over {span:.1f}s of receipt windows: closure on {len(closure)} Nodes mean {c_mean * 100:.2f} %, "
         f"worst {_pct(c_worst)} ({c_at}); receipts vs truth on {len(judged)} Pods mean {p_mean * 100:.2f} %, "
