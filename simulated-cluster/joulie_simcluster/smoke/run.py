@@ -22,7 +22,7 @@ The sequence (caps as the smoke values set them: every Node performance, CPU and
    NodeTwin, lost by a device reset, applied again, released;
 8. the energy receipts (S16, :mod:`joulie_simcluster.smoke.receipts`): the load Pods' annotations as the
    controller manager writes them every RECEIPT_WINDOW; and (S18, :mod:`joulie_simcluster.smoke.receiptaccuracy`)
-   their counters over five windows against the node meters and the emulator's per-Pod truth.
+   their counters over ten windows against the node meters and the emulator's per-Pod truth.
 
 Each check is recorded even when an earlier one failed; an exception in a step records that step's
 checks as failed with the error, never a silent pass.
