@@ -208,6 +208,8 @@ def samples_by_pod(
 
 
 BOARD_ID = re.compile(r"^gpu-(\d+)$")
+"""A GPU board's ``hw.id`` (``gpu-<index>``), as the agents export it: the one parse of it the readings,
+the receipts and the board map share."""
 
 
 def boards_by_pod(

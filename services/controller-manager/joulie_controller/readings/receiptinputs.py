@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from joulie_controller.model.receipt import NodeEnergy
+from joulie_controller.readings.gpusignals import BOARD_ID
 from joulie_controller.readings.promql import MetricNaming, quote_name
 from joulie_telemetry.vocabulary import (
     COMPONENT_ENERGY,
@@ -41,7 +42,6 @@ from joulie_telemetry.vocabulary import (
 
 CPU_USAGE: Final = "container_cpu_usage_seconds_total"
 """cAdvisor's per-container CPU time counter (kubelet /metrics/cadvisor), seconds."""
-_GPU_ID: Final = re.compile(r"^gpu-(\d+)$")
 _LEGACY: Final = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 
 
@@ -154,7 +154,7 @@ def node_energies(
         node, typ, hwid = (str(metric.get(k, "")) for k in (q.node_label, q.type_label, q.id_label))
         if node not in meter:
             continue
-        m = _GPU_ID.match(hwid)
+        m = BOARD_ID.match(hwid)
         if not (math.isfinite(v) and v >= 0):
             problems.append(f"{node}: {typ} {hwid} energy increase {v!r}: expected a finite number >= 0")
         elif typ == HW_GPU and m:

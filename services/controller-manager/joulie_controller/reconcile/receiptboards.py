@@ -15,17 +15,16 @@ neighbour's board billed to it), as the estimates cannot.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from joulie_controller.readings.gpuplausibility import KIND_UNLISTED, NodeGpus, check_board
+from joulie_controller.readings.gpusignals import BOARD_ID
 from joulie_controller.readings.receiptinputs import Allocation
 
 KIND_POD_ELSEWHERE: Final = "pod-not-on-node"
 KINDS: Final = (KIND_UNLISTED, KIND_POD_ELSEWHERE)
-_GPU_ID: Final = re.compile(r"^gpu-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def believed_boards(
     held: dict[tuple[str, str], set[int]] = {}
     refused: list[Refused] = []
     for a in allocations:
-        m = _GPU_ID.match(a.hwid)
+        m = BOARD_ID.match(a.hwid)
         r = check_board((a.node, a.hwid), {}, gpus.get(a.node))
         if r is not None:
             refused.append(Refused(a, r.kind, f"{r.reason}; allocated to {a.pod}"))
