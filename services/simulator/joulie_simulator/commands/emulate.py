@@ -27,6 +27,7 @@ from joulie_simulator.commands.flags import duration
 from joulie_simulator.emulation.spec import NodeEntry
 from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
+from joulie_simulator.views.priority import DEFAULT_NICE, DEFAULT_RT_PRIORITY, raise_priority
 
 if TYPE_CHECKING:
     from joulie_simulator.bmc.serving.app import BmcCredentials
@@ -48,6 +49,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument("--profiles-dir", type=Path, help="extra profiles (YAML) besides the builtin ones")
     em.add_argument("--root", type=Path, default=Path("/var/lib/joulie-hwemu"), help="where the node trees live")
     em.add_argument("--mode", choices=["fuse", "files"], default="fuse", help="how agents reach the trees (default fuse)")
+    em.add_argument("--nice", type=int, default=DEFAULT_NICE,
+                    help=f"scheduling priority of the simulator (default {DEFAULT_NICE}: it stands for hardware, which answers "
+                         "reads at once; needs root or CAP_SYS_NICE, else left and said; 0 leaves it)")
+    em.add_argument("--fuse-rt-priority", type=int, default=DEFAULT_RT_PRIORITY,
+                    help=f"SCHED_RR priority of the FUSE view's serving thread (default {DEFAULT_RT_PRIORITY}; 0: normal "
+                         "scheduling); needs root or CAP_SYS_NICE, else left and said")
     em.add_argument("--tick", type=duration("--tick", allow_zero=False), default=1.0,
                     help="time per tick: seconds, or 500ms, 2s (default 1)")
     em.add_argument("--http", default="127.0.0.1:18080", help="address of /debug/emulate ('' = off)")
@@ -129,6 +136,8 @@ class Emulation:
 def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> int:
     """Check the flags and build the emulator; start the views and servers; tick until signalled
     (or ``--ticks``); stop them in start order; write the node ledgers."""
+    # Before any thread starts (they inherit it): the FUSE view's one serving thread first of all.
+    print(raise_priority(args.nice), flush=True)
     try:
         em = prepare(args, entries)
     except Refused as e:
@@ -146,8 +155,9 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
         if args.mode == "fuse":
             from joulie_simulator.views.fuse import FuseServer
 
-            fuse = FuseServer(em.emu, em.root / "fuse")
+            fuse = FuseServer(em.emu, em.root / "fuse", rt_priority=args.fuse_rt_priority)
             fuse.start()
+            print(fuse.scheduling, flush=True)
         bmcs, bmc_faults = (_start_bmcs(args, em, em.bmc_credentials, stoppers) if em.bmc_credentials is not None
                             else (None, None))
         if args.http:

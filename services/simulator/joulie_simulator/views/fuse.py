@@ -26,6 +26,7 @@ import pyfuse3
 import trio
 
 from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.views.priority import serve_in_real_time
 
 ROOT = pyfuse3.ROOT_INODE
 ATTR_TIMEOUT_S = 60
@@ -186,9 +187,13 @@ def detach_stale(mountpoint: Path) -> bool:
 class FuseServer:
     """Serves an emulator at ``mountpoint`` from a background thread running trio."""
 
-    def __init__(self, emu: Emulator, mountpoint: Path) -> None:
+    def __init__(self, emu: Emulator, mountpoint: Path, rt_priority: int = 0) -> None:
+        """``rt_priority``: the serving thread's SCHED_RR priority (0: normal scheduling; see
+        ``views.priority``)."""
         self.emu = emu
         self.mountpoint = mountpoint
+        self.rt_priority = rt_priority
+        self.scheduling = ""
         self._thread: threading.Thread | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._ready = threading.Event()
@@ -205,6 +210,9 @@ class FuseServer:
         self._ready.wait(10)
 
     def _run(self) -> None:
+        # Said by the caller once serving (``scheduling``): this thread's stdout is not the place.
+        self.scheduling = serve_in_real_time(self.rt_priority, "FUSE view")
+
         async def main() -> None:
             self._token = trio.lowlevel.current_trio_token()
             self._ready.set()
