@@ -8,8 +8,9 @@ from joulie_simulator.views.priority import raise_priority, serve_in_real_time
 
 def _in_child(code: str) -> str:
     """Run ``code`` in a fresh interpreter (a nice value, once raised, cannot be lowered back here)."""
+    # The child finds this package where the test runner put it (a Pants sandbox sets no PYTHONPATH).
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True,
-                         env={**os.environ})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     return out.stdout
 
 

@@ -17,8 +17,8 @@ IN_DELETE_SELF, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_IGNORED, IN_ONLYDIR = 0x400, 0x8
 # A file of the directory was written and closed, appeared or went (fanotify reports the same bits).
 # IN_CLOSE_WRITE, not IN_MODIFY: the emulator's own counters, kept open and rewritten in place each
 # tick, share directories with the limits (a RAPL zone holds energy_uj beside its constraints), and
-# IN_MODIFY queued an event for each of them every tick (~4 000 at 1000 Nodes) that the drain thread
-# then read and threw away. A writer that holds a limit open and writes again is seen when it closes
+# IN_MODIFY queued an event for each of them every tick (up to ~4 400 at 1000 Nodes) that the drain
+# thread then read and threw away. A writer that holds a limit open and writes again is seen when it closes
 # (echo, the agents, every tool here closes after one write).
 IN_CHANGES = IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 _WATCH_MASK = IN_CHANGES | IN_ONLYDIR
