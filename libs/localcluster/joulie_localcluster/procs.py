@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,6 +23,43 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections (Linux's default where unreadable)."""
+    try:
+        lo, hi = (int(x) for x in Path(path).read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return lo, hi
+
+
+def ports_below_ephemeral(count: int, block: int = 4096, start: int | None = None) -> list[int]:
+    """``count`` TCP ports free on 127.0.0.1 now, from the ``block`` ports just below the kernel's
+    ephemeral range, beginning at a random place in it (``start`` for tests) and wrapping around.
+
+    For ports named long before their process binds them: at 1000 Nodes the pool agents' metrics
+    ports wait minutes for the simulator, and a port ``free_port`` drew from the ephemeral range was
+    taken meanwhile as the local port of one of the thousands of outgoing connections (an agent died
+    on EADDRINUSE and the run aborted). Below that range no outgoing connection takes one."""
+    lo, _ = ephemeral_range()
+    first = max(1024, lo - block)
+    size = lo - first
+    offset = (random.randrange(size) if start is None else start - first) % size
+    out: list[int] = []
+    for i in range(size):
+        if len(out) == count:
+            break
+        port = first + (offset + i) % size
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        out.append(port)
+    if len(out) < count:
+        raise RuntimeError(f"only {len(out)} of {count} ports free in {first}-{lo - 1} (below the ephemeral range)")
+    return out
 
 
 def tail(path: Path, lines: int = 40) -> str:

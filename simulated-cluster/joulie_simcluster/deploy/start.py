@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from joulie_api import names
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_localcluster.procs import ManagedProcess, free_port, tail
+from joulie_localcluster.procs import ManagedProcess, free_port, ports_below_ephemeral, tail
 from joulie_simcluster import telemetry, telemetrytls
 from joulie_simcluster.agents import select_agents
 from joulie_simcluster.context import Context, RenderedSpec
@@ -202,7 +202,9 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         shards = comp.auto_agent_shards(len(agents), len(rendered.managed))
         ctx.progress(f"agents: SIMCLUSTER_AGENT_SHARDS=auto: {f'{shards} pool agents' if shards else 'one per Node'}"
                      f" for {len(agents)} Nodes")
-    agent_ports = {f"shard-{i}": free_port() for i in range(shards)} if shards > 0 else {a.name: free_port() for a in agents}
+    # Below the ephemeral range: these ports wait for the simulator to come up (minutes at 1000 Nodes).
+    names = [f"shard-{i}" for i in range(shards)] if shards > 0 else [a.name for a in agents]
+    agent_ports = dict(zip(names, ports_below_ephemeral(len(names)), strict=True))
     tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
     try:
