@@ -203,8 +203,8 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         ctx.progress(f"agents: SIMCLUSTER_AGENT_SHARDS=auto: {f'{shards} pool agents' if shards else 'one per Node'}"
                      f" for {len(agents)} Nodes")
     # Below the ephemeral range: these ports wait for the simulator to come up (minutes at 1000 Nodes).
-    names = [f"shard-{i}" for i in range(shards)] if shards > 0 else [a.name for a in agents]
-    agent_ports = dict(zip(names, ports_below_ephemeral(len(names)), strict=True))
+    keys = [f"shard-{i}" for i in range(shards)] if shards > 0 else [a.name for a in agents]
+    agent_ports = dict(zip(keys, ports_below_ephemeral(len(keys)), strict=True))
     tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
     sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
     try:
