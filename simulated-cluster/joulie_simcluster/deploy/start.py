@@ -202,17 +202,20 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         shards = comp.auto_agent_shards(len(agents), len(rendered.managed))
         ctx.progress(f"agents: SIMCLUSTER_AGENT_SHARDS=auto: {f'{shards} pool agents' if shards else 'one per Node'}"
                      f" for {len(agents)} Nodes")
-    # Below the ephemeral range: these ports wait for the simulator to come up (minutes at 1000 Nodes).
-    keys = [f"shard-{i}" for i in range(shards)] if shards > 0 else [a.name for a in agents]
-    agent_ports = dict(zip(keys, ports_below_ephemeral(len(keys)), strict=True))
     tmode = telemetry.mode(cluster.get("TELEMETRY", "otlp"))
-    sim_port = int(cluster.get("SIMULATOR_HTTP_PORT") or 0) or free_port()
     try:
         replicas = comp.controller_replicas(values)
     except ValueError as e:
         raise RuntimeFailure(f"values: {e}") from None
-    ports = comp.Ports(sim_port, free_port(), int(cluster["EXTENDER_PORT"]), free_port(), agent_ports,
-                       controller_replica_metrics=tuple(free_port() for _ in range(replicas - 1)))
+    # Every port named here is bound only once the simulator starts or serves (minutes at 1000 Nodes), so
+    # all come from below the ephemeral range, where no outgoing connection takes one meanwhile.
+    keys = [f"shard-{i}" for i in range(shards)] if shards > 0 else [a.name for a in agents]
+    given_sim = int(cluster.get("SIMULATOR_HTTP_PORT") or 0)
+    pool = iter(ports_below_ephemeral(len(keys) + 2 + (replicas - 1) + (0 if given_sim else 1)))
+    agent_ports = {k: next(pool) for k in keys}
+    sim_port = given_sim or next(pool)
+    ports = comp.Ports(sim_port, next(pool), int(cluster["EXTENDER_PORT"]), next(pool), agent_ports,
+                       controller_replica_metrics=tuple(next(pool) for _ in range(replicas - 1)))
     try:  # the certificates of the authenticated telemetry path, when up made them
         controller_tls = telemetrytls.controller_env(cluster)
         agent_tls = telemetrytls.push_env(cluster, "agent")
