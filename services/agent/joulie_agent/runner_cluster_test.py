@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,6 @@ def test_run_once_subcommand_in_emulated_mode(control_plane: Any, kube_api: k8s.
 
 
 def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> None:
-    import threading
 
     from joulie_agent.kube.twinwatch import TwinWatcher
 
@@ -139,7 +139,6 @@ def test_twin_watch_wakes_the_loop_on_a_spec_change(kube_api: k8s.ApiClient) -> 
 
 
 def test_twin_watch_of_one_node_ignores_status_writes_and_other_twins(kube_api: k8s.ApiClient) -> None:
-    import threading
 
     from joulie_agent.kube.twinwatch import TwinWatcher
 
@@ -178,3 +177,50 @@ def test_a_pool_agent_reads_its_shard_of_the_selected_nodes(kube_api: k8s.ApiCli
                      pool_shards=2, pool_shard_id=1)
     agent = Agent(shard, kube, load_catalog(), clock, AgentMetrics())
     assert sorted(n.name for n in agent.nodes()) == [n for n in names if owns_node(n, 2, 1)]
+
+
+def test_a_pool_agents_node_watch_keeps_its_shard_without_listing_again(kube_api: k8s.ApiClient, tmp_path: Path) -> None:
+    import time
+
+    from joulie_agent.runner import watch_pool_nodes
+
+    tag = uuid.uuid4().hex[:6]
+    core = k8s.CoreV1Api(kube_api)
+    names = [f"watched-{tag}-{i}" for i in range(8)]
+    for n in names[:6]:
+        create_node(core, n, {"test.joulie.io/pool": tag}, {"cpu": "8", "memory": "32Gi"})
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_selector=f"test.joulie.io/pool={tag}",
+                        pool_shards=2, pool_shard_id=0)
+    stop = threading.Event()
+    view = watch_pool_nodes(kube_api, settings, stop)
+    assert view is not None
+    kube = AgentKube(JoulieClient(kube_api, FIELD_MANAGER_AGENT), FakeClock(), node_view=view)
+
+    def shard() -> list[str]:
+        seen = kube.watched_nodes()
+        return sorted(n.name for n in seen) if seen is not None else []
+
+    def eventually(want: list[str]) -> None:
+        deadline = time.monotonic() + 15
+        while shard() != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shard() == want
+
+    try:
+        assert view.synced.wait(15), "the Node watch never listed"
+        eventually(sorted(n for n in names[:6] if owns_node(n, 2, 0)))
+        # Nodes added to the pool and a label taken off one: seen by the watch, with no second list
+        for n in names[6:]:
+            create_node(core, n, {"test.joulie.io/pool": tag}, {"cpu": "8", "memory": "32Gi"})
+        gone = next(n for n in names[:6] if owns_node(n, 2, 0))
+        core.patch_node(gone, {"metadata": {"labels": {"test.joulie.io/pool": None}}})
+        eventually(sorted(n for n in names if owns_node(n, 2, 0) and n != gone))
+        assert kube.watched_nodes() is not None
+        assert next(n for n in kube.watched_nodes() or []).allocatable["cpu"] == "8"
+        assert view.lists == 1
+    finally:
+        stop.set()
+    # the other shard's Nodes and the unselected ones never enter the view; NODE_RESYNC=0: no watch
+    assert not any(owns_node(n, 2, 1) for n in shard())
+    no_watch = Settings(mode="pool", root=str(tmp_path / "{node}"), node_resync_s=0)
+    assert watch_pool_nodes(kube_api, no_watch, threading.Event()) is None

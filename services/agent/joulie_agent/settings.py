@@ -50,7 +50,9 @@ class Settings:
     metrics_addr: METRICS_ADDR, host:port of /metrics (default 127.0.0.1:8080; "" disables).
     pool_selector: POOL_NODE_SELECTOR (default joulie.io/managed=true); pool_shards: POOL_SHARDS (1);
         pool_shard_id: POOL_SHARD_ID, else the integer suffix of POD_NAME, else 0;
-        pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes again (60 s).
+        pool_list_interval_s: POOL_LIST_INTERVAL, how often a pool agent lists its Nodes while its Node
+        watch has no current view (60 s); node_resync_s: NODE_RESYNC, how often that watch lists every
+        Node again as a safety net (30m; 0: no watch, a list every POOL_LIST_INTERVAL as before issue 39).
     spec_read_timeout_s: SPEC_READ_TIMEOUT; NodeTwin unreadable longer than this relaxes all caps (5m).
     heartbeat_s: AGENT_HEARTBEAT, how often each node's heartbeat Lease is renewed (30s; from the
         reconcile loop, so at the first tick after it is due).
@@ -102,6 +104,7 @@ class Settings:
     pool_shards: int = 1
     pool_shard_id: int = 0
     pool_list_interval_s: float = 60.0
+    node_resync_s: float = 1800.0
     spec_read_timeout_s: float = 300.0
     heartbeat_s: float = 30.0
     lease_renew_s: float = 600.0
@@ -170,6 +173,7 @@ class Settings:
             status_rewrite_s=_duration_of_at_least(e, "AGENT_STATUS_REWRITE", 1800.0, 1.0, "1s"),
             twin_resync_s=read_env(e, "TWIN_RESYNC", parse_duration, 1800.0),
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
+            node_resync_s=read_env(e, "NODE_RESYNC", parse_duration, 1800.0),
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
             tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,

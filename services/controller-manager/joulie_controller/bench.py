@@ -31,8 +31,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
+from joulie_api.watchcache import LIST_PAGE_SIZE, WatchCache, settle_heap
 from joulie_common.procstatus import KIB_PER_MIB, status_kib
-from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, HeapSettler, WatchCache, settle_heap
+from joulie_controller.kube.informer import CachedCluster, HeapSettler
 from joulie_controller.kube.kube import (
     list_paged,
     node_info,

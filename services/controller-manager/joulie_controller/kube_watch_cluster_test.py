@@ -20,9 +20,10 @@ from kubernetes import client as k8s
 from joulie_api.backoff import Backoff
 from joulie_api.kube import JoulieClient
 from joulie_api.names import FIELD_MANAGER_CONTROLLER_MANAGER, GROUP, PLURAL_NODE_TWIN, VERSION
+from joulie_api.watchcache import WatchCache
 from joulie_common.clock import FakeClock
 from joulie_controller.controller import Controller
-from joulie_controller.kube.informer import CachedCluster, WatchCache
+from joulie_controller.kube.informer import CachedCluster
 from joulie_controller.kube.kube import ControllerKube, cluster_caches, watch_cluster
 from joulie_controller.settings import NodeSettings, PrometheusSettings, Settings
 from joulie_controller.telemetry.prometheus import PowerReader

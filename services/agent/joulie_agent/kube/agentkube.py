@@ -6,6 +6,8 @@ so managedFields show the agent owning nothing else of a NodeTwin. The agent's h
 per node (`heartbeat`), renewed every AGENT_HEARTBEAT; controlStatus is then rewritten only when it
 changes or every AGENT_STATUS_REWRITE. Without a Lease namespace (AGENT_LEASE_NAMESPACE and
 POD_NAMESPACE unset) controlStatus's `heartbeatAt` stays the heartbeat, rewritten every AGENT_HEARTBEAT.
+A pool agent keeps its Nodes from a Node watch (`watched_nodes`), and lists them only while that watch
+has no current view.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from joulie_api.generated.nodehardware import NodeHardware, NodeHardwareSpec, No
 from joulie_api.generated.nodetwin import ControlStatus, NodeTwin, NodeTwinSpec, NodeTwinStatus
 from joulie_api.kube import NODE_HARDWARE, NODE_TWIN, JoulieClient, KubeWriteError, ObjectDecodeError, response_json
 from joulie_api.names import object_name_for_node
+from joulie_api.watchcache import WatchCache
 from joulie_common.clock import Clock
 
 
@@ -70,8 +73,10 @@ class AgentKube:
 
     def __init__(self, client: JoulieClient, clock: Clock, rewrite_s: float = 300.0, heartbeat_s: float = 30.0,
                  twins: TwinSpecCache | None = None, leases: LeaseHeartbeat | None = None,
-                 status_rewrite_s: float = 600.0):
+                 status_rewrite_s: float = 600.0, node_view: WatchCache[NodeSeen] | None = None):
         self.client = client
+        # A pool agent's Nodes, kept by a Node watch (None: listed every POOL_LIST_INTERVAL).
+        self.node_view = node_view
         self.clock = clock
         # The NodeTwin watch's cache: read_spec GETs only what it cannot answer (None: GET every time).
         self.twins = twins
@@ -102,6 +107,13 @@ class AgentKube:
         resp: Any = self.client.core.list_node(label_selector=label_selector, _preload_content=False)
         items = response_json(resp).get("items") or []
         return [n for n in (node_seen(i) for i in items if isinstance(i, dict)) if n is not None]
+
+    def watched_nodes(self) -> list[NodeSeen] | None:
+        """The Nodes the Node watch keeps (already this agent's shard), or None while it has no
+        complete, current view (not listed yet, or the watch down): then the caller lists."""
+        if self.node_view is None or not self.node_view.synced.is_set():
+            return None
+        return self.node_view.values()
 
     def read_node(self, name: str) -> NodeSeen | None:
         resp: Any = self.client.core.read_node(name, _preload_content=False)

@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 from joulie_agent.control.outcomes import CPUOutcome, GPUOutcome
 from joulie_agent.discovery.catalog import load_catalog
 from joulie_agent.fixtures import testtrees
-from joulie_agent.kube.agentkube import AgentKube
+from joulie_agent.kube.agentkube import AgentKube, NodeSeen
 from joulie_agent.loop.agent import Agent
 from joulie_agent.settings import Settings
 from joulie_agent.telemetry.metrics import AgentMetrics
@@ -24,14 +24,21 @@ class FakeKube:
     def __init__(self, nodes: list[str]):
         body = json.dumps({"items": [{"metadata": {"name": n, "labels": {}}, "status": {"allocatable": {}}}
                                      for n in nodes]}).encode()
-        self.client = SimpleNamespace(core=SimpleNamespace(
-            list_node=lambda label_selector, _preload_content: SimpleNamespace(data=body)))
+        self.lists = 0
+
+        def list_node(label_selector: str, _preload_content: bool) -> SimpleNamespace:
+            self.lists += 1
+            return SimpleNamespace(data=body)
+
+        self.client = SimpleNamespace(core=SimpleNamespace(list_node=list_node))
+        self.node_view: Any = None
         self.published: list[str] = []
         self.statuses: dict[str, CPUOutcome] = {}
         self.renewed: list[str] = []
         self.forgotten: list[str] = []
 
     list_nodes = AgentKube.list_nodes
+    watched_nodes = AgentKube.watched_nodes
 
     def publish_hardware(self, node: str, status: NodeHardwareStatus) -> bool:
         self.published.append(node)
@@ -70,6 +77,47 @@ def test_pool_replica_reconciles_only_its_shard_and_survives_a_failing_node(tmp_
     assert sorted(kube.renewed) == sorted(mine - {"broken-0"})
     assert all(s.result == "none" for s in kube.statuses.values())
     assert 'joulie_reconcile_errors_total{node="broken-0"} 1.0' in generate_latest(metrics.registry).decode()
+
+
+class NodeView:
+    """A Node watch's view as ``AgentKube.watched_nodes`` reads it."""
+
+    def __init__(self, names: list[str]) -> None:
+        import threading
+
+        self.items = [NodeSeen(n, {}, {}, {}) for n in names]
+        self.synced = threading.Event()
+        self.synced.set()
+
+    def values(self) -> list[NodeSeen]:
+        return list(self.items)
+
+
+def test_a_pool_agent_reads_its_nodes_from_the_watch_and_lists_only_while_the_watch_is_down(tmp_path: Path) -> None:
+    for n in ["kwok-0", "kwok-1", "kwok-2"]:
+        testtrees.cpuinfo(tmp_path / n)
+    clock = FakeClock()
+    settings = Settings(mode="pool", root=str(tmp_path / "{node}"), pool_list_interval_s=60)
+    kube = FakeKube(["kwok-0", "kwok-1"])
+    kube.node_view = view = NodeView(["kwok-0", "kwok-1"])
+    agent = Agent(settings, cast(AgentKube, cast(Any, kube)), load_catalog(), clock, AgentMetrics())
+    assert agent.tick() == 0
+    assert kube.lists == 0 and set(kube.published) == {"kwok-0", "kwok-1"}
+    # a Node the watch brings is reconciled at the next tick, not a POOL_LIST_INTERVAL later
+    view.items.append(NodeSeen("kwok-2", {}, {}, {}))
+    clock.advance(20)
+    kube.published.clear()
+    assert agent.tick() == 0
+    assert kube.lists == 0 and set(kube.published) == {"kwok-0", "kwok-1", "kwok-2"}
+    # the watch down (an API server restart): the last view is enforced, a LIST only once it is a
+    # POOL_LIST_INTERVAL old (every agent's watch drops at once, and resumes without listing)
+    view.synced.clear()
+    clock.advance(20)
+    assert agent.tick() == 0
+    assert kube.lists == 0 and "kwok-2" in agent.controllers
+    clock.advance(60)
+    assert agent.tick() == 0
+    assert kube.lists == 1 and "kwok-2" not in agent.controllers  # the LIST's answer names two Nodes
 
 
 class FlakyKube(FakeKube):

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from joulie_controller.kube.informer import CachedCluster, CacheNotSyncedError, Page, WatchCache, any_page
+from joulie_api.watchcache import Page, WatchCache, any_page
+from joulie_controller.kube.informer import CachedCluster, CacheNotSyncedError
 from joulie_controller.kube.kube import node_info, pod_info, pod_page
 from joulie_controller.model.hardware import NodeInfo
 

@@ -41,8 +41,9 @@ from joulie_api.names import (
     VERSION,
 )
 from joulie_api.quantity import QuantityError, parse_quantity
+from joulie_api.watchcache import LIST_PAGE_SIZE, Page, WatchCache, any_page
 from joulie_controller.kube.heartbeats import HEARTBEAT_SELECTOR, Heartbeat, heartbeat_of, latest_by_node
-from joulie_controller.kube.informer import LIST_PAGE_SIZE, CachedCluster, Page, WatchCache, any_page
+from joulie_controller.kube.informer import CachedCluster
 from joulie_controller.kube.podreceipts import PodReceipts, unix_time
 from joulie_controller.model.fsm import DEFAULT_SCHEDULER, PodInfo, Requirement, Toleration
 from joulie_controller.model.hardware import NodeInfo, Taint

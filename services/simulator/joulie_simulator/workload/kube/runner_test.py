@@ -287,3 +287,38 @@ def test_an_api_blip_listing_the_other_pods_keeps_the_last_list_and_the_tick_sen
         assert lines[1:] == ["workload: listing the Pods that are not the workload's again"]
     finally:
         runner.close()
+
+
+def test_bindings_come_from_the_pod_watch_when_it_has_a_current_view() -> None:
+    import threading
+
+    from joulie_simulator.workload.kube.runner import PodBinding, pod_binding
+
+    class View:
+        def __init__(self) -> None:
+            self.synced = threading.Event()
+            self.items: list[PodBinding] = []
+
+        def values(self) -> list[PodBinding]:
+            return list(self.items)
+
+    jobs = [Job.model_validate({"jobId": "j0", "submitTimeOffsetSec": 0, "work": {"cpuUnits": 1000}})]
+    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", jobs, "c", tick_s=0.001, log=lambda _: None)
+    core = CountingCore()
+    runner.core = core  # type: ignore[assignment]
+    view = View()
+    runner.pod_view = view  # type: ignore[assignment]
+    try:
+        runner._submit(0.0)
+        name = runner.record.created["j0"]
+        view.synced.set()
+        runner._bindings(0.0, {})  # the watch has not seen it bound yet: it waits, and nothing is listed
+        assert core.lists == 0 and runner.record.bound == {}
+        bound = pod_binding({"metadata": {"name": name, "namespace": "default", "annotations": {}},
+                             "spec": {"nodeName": "node-b"}})
+        assert bound is not None and pod_binding({"metadata": {"name": name}, "spec": {}}) is None
+        view.items.append(bound)  # no job annotation: found by its name
+        runner._bindings(1.0, {})
+        assert core.lists == 0 and runner.record.bound == {"j0": "node-b"}
+    finally:
+        runner.close()
