@@ -23,7 +23,6 @@ from joulie_simcluster.runtimes.pids import pid_alive
 from joulie_simcluster.state import StateDir
 from joulie_simcluster.state import pid_key as cluster_pid_key
 
-
 REPORT_TIMEOUT_S = 10.0
 """How long a component's endpoint may take to answer a report look: Prometheus's own default
 scrape_timeout. 2 s failed the 1000-Node scenario's health look on a loaded 2-core machine (load
