@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.commands.flags import duration
 from joulie_simulator.emulation.spec import NodeEntry
+from joulie_simulator.emulation.tickclock import TickClock
 from joulie_simulator.emulation.tickcost import TickCost
 from joulie_simulator.facility import AmbientProfile, FacilityParams, cooling_model
 from joulie_simulator.views.priority import DEFAULT_NICE, DEFAULT_RT_PRIORITY, raise_priority
@@ -310,20 +311,24 @@ def _start_otlp(args: argparse.Namespace, em: Emulation, stoppers: Stoppers) -> 
 
 def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTrees, tick_cost: TickCost,
                         stop: threading.Event) -> None:
-    """One tick every ``--tick`` seconds on the wall clock (none while the clock is frozen), until
-    signalled or ``--ticks`` are done."""
+    """One tick every ``--tick`` seconds on the wall clock (none while the clock is frozen; one right
+    after the last when that overran), each stepping the nodes by the time since the last
+    (``TickClock``), until signalled or ``--ticks`` are done."""
     done = 0
     next_t = time.monotonic()
     # One log line per minute of ticks with their cost (also on /debug/emulate's tickCost).
     report_every = max(1, round(60 / args.tick))
+    covered = TickClock(args.tick, emu.clock)  # a late tick steps the nodes by the time it was late too
     while not stop.is_set():
         next_t += args.tick
-        if not emu.frozen:
+        if emu.frozen:
+            covered.pause()
+        else:
             t0, c0 = time.monotonic(), time.thread_time()
             if args.mode == "files":
-                trees.tick()
+                trees.tick(covered.covered())
             else:
-                emu.tick()
+                emu.tick(covered.covered())
                 trees.flush_ledgers()
                 trees.persist_writes()
             tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
@@ -332,4 +337,8 @@ def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTree
                 print(tick_cost.line(), flush=True)
             if args.ticks and done >= args.ticks:
                 break
-        stop.wait(max(0.0, next_t - time.monotonic()))
+        now = time.monotonic()
+        # Late: no ticks in a row to catch up (each costs a whole tick's CPU on a machine already
+        # short of it); the next tick covers the time since this one, however long.
+        next_t = max(next_t, now)
+        stop.wait(next_t - now)

@@ -218,7 +218,9 @@ class Emulator:
             time.sleep(0)  # let the ticking thread finish the node
         extra = 0.0
         if at_read_time and not self.frozen and not any(f.kind == "stale_counters" for f in n.faults):
-            extra = max(0.0, min(self.clock() - last_tick_s, self.tick_s))
+            # All the time since the tick, however late the next one is: the live loop's next tick
+            # covers that time (commands.emulate.TickClock).
+            extra = max(0.0, self.clock() - last_tick_s)
         return content(n.profile, st, e.bind, extra).encode()
 
     def write(self, node: str, path: str, data: bytes) -> WriteOutcome:

@@ -341,14 +341,15 @@ class FileTrees:
             if self.file_faults:
                 self._file_ok(node, files[0].path)
 
-    def tick(self) -> None:
-        """One files-mode tick: read back writes, step the physics, publish (``split``: where it went)."""
+    def tick(self, dt_s: float | None = None) -> None:
+        """One files-mode tick: read back writes, step the physics by ``dt_s`` (default: the tick
+        length), publish (``split``: where it went)."""
         clock = time.process_time
         c0 = clock()
         self.read_back()
         c1 = clock()
         self.emu.dirty.clear()
-        self.emu.tick()
+        self.emu.tick(dt_s)
         c2 = clock()
         self.flush_ledgers()
         c3 = clock()
