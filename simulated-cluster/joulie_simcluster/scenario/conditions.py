@@ -156,6 +156,7 @@ def twin_error(o: Observation, max_pct: float) -> Outcome:
     measure); holds when every measurable Node is within ``max_pct`` (or 1 W). Value: the worst %."""
     skipped = checks.unmeasurable_nodes(o.managed, o.hardware)
     errors: dict[str, float] = {}
+    signed: list[float] = []  # measured - truth, %: an offset shared by every Node shows here
     failures: list[str] = []
     for node in o.managed:
         if node in skipped:
@@ -168,13 +169,16 @@ def twin_error(o: Observation, max_pct: float) -> Outcome:
         true_w = checks.true_power(t)
         rel, _ = checks.measurement_error(float(pm), true_w)
         errors[node] = rel * 100
+        if true_w:
+            signed.append((float(pm) - true_w) / true_w * 100)
         if abs(float(pm) - true_w) > max(1.0, max_pct / 100 * true_w):
             failures.append(f"{node}: measured {float(pm):.1f} W, truth {true_w:.1f} W ({rel * 100:.2f} %)")
     ranked = sorted(errors.values())
     median = ranked[len(ranked) // 2] if ranked else None
     worst = ranked[-1] if ranked else None
-    seen = (f"{len(errors)} Nodes measured, |error| median {_show(median)} %, max {_show(worst)} %; "
-            f"{len(skipped)} unmeasurable skipped")
+    bias = sorted(signed)[len(signed) // 2] if signed else None
+    seen = (f"{len(errors)} Nodes measured, |error| median {_show(median)} %, max {_show(worst)} %, "
+            f"signed median {_show(bias)} % (measured - truth); {len(skipped)} unmeasurable skipped")
     if failures:
         seen += f"; {len(failures)} off: " + "; ".join(failures[:6]) + (" …" if len(failures) > 6 else "")
     return Outcome(bool(errors) and not failures, seen, f"|measured - truth| ≤ max({max_pct:g} %, 1 W) on every managed Node",

@@ -96,6 +96,7 @@ def test_twin_error_is_per_managed_node_with_median_and_worst() -> None:
     out = evaluate(cond({"twinError": {"maxPct": 3}}), o)
     assert not out.ok and out.value is not None and abs(out.value - 3.448) < 0.01
     assert "2 Nodes measured" in out.observed and "1 unmeasurable skipped" in out.observed and "b: measured 300.0 W" in out.observed
+    assert "signed median 3.448 % (measured - truth)" in out.observed  # the upper of two: b reads high
     assert evaluate(cond({"twinError": {"maxPct": 3.5}}), o).ok
     assert not evaluate(cond({"twinError": {}}), OBS).ok  # nothing measurable: nothing checked, no pass
     missing = Observation(managed=["a", "c"], twins=TWINS, truth=TRUTH, hardware={"a": {}, "c": {}})
