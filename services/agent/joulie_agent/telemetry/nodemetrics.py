@@ -15,6 +15,9 @@ class NodeMetrics:
     def __init__(self, node: str, metrics: AgentMetrics | None):
         self.node = node
         self.metrics = metrics
+        # Each policy's (max, cur) as last set: a node has up to 384 policies, set every reconcile,
+        # and a gauge's labels() lookup and set was a tenth of a pool agent's CPU at 1000 Nodes.
+        self._dvfs_set: dict[str, tuple[int, int | None]] = {}
 
     def rapl(self, readings_uj: dict[str, int], watts: dict[str, float]) -> None:
         """Raw energy counters and the power derived from them, per zone."""
@@ -42,10 +45,11 @@ class NodeMetrics:
 
     def dvfs_policy(self, policy_id: str, max_khz: int, cur_khz: int | None) -> None:
         """The max frequency enforced on a cpufreq policy, and its current one as of the last discovery."""
-        if self.metrics:
+        if self.metrics and self._dvfs_set.get(policy_id) != (max_khz, cur_khz):
             self.metrics.dvfs_max_khz.labels(self.node, policy_id).set(max_khz)
             if cur_khz:
                 self.metrics.dvfs_cur_khz.labels(self.node, policy_id).set(cur_khz)
+            self._dvfs_set[policy_id] = (max_khz, cur_khz)
 
     def dvfs_step(self, observed_w: float | None, ema_w: float | None, above: int, below: int, action: str) -> None:
         """One step of the DVFS band controller: what it saw and what it did."""

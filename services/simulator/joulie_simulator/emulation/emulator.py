@@ -326,8 +326,21 @@ class Emulator:
         No lock (the state is one immutable value, read once): the OTLP push, ``/debug/emulate``
         and the workload runner's ``ListNodes`` each build all nodes' truth, and holding the lock
         node after node kept FUSE reads waiting seconds at 1000 nodes."""
+        return self.truth_and_tick(node)[0]
+
+    def truth_and_tick(self, node: str) -> tuple[dict[str, Any], float]:
+        """The truth, and when (the emulator's clock, s) the tick its counters hold was: a push that
+        stamps the counters with its own time instead reads a busy emulator's late ticks as power that
+        changes (the OTLP push of 1000 Nodes in files mode read Nodes up to 20 % low, in groups by name:
+        the order they were read in while ticks went on)."""
         n = self.node(node)
-        st, faults = n.state, list(n.faults)
+        while True:  # the state and its tick time as one pair (see ``read``)
+            gen = n.tick_gen
+            st, last_tick_s = n.state, n.last_tick_s
+            if not gen & 1 and gen == n.tick_gen:
+                break
+            time.sleep(0)
+        faults = list(n.faults)
         t = node_truth(n.profile, st, [f.kind for f in faults])
         t["power"] = {
             "state": n.power,
@@ -336,7 +349,7 @@ class Emulator:
             "boots": n.boots,
             "standbyW": n.profile.physics.standby_w,
         }
-        return t
+        return t, last_tick_s
 
     # -- power states ---------------------------------------------------------------------------
     # What a node's BMC switches. On the ticked time (dt of each tick), so a frozen clock stepped by

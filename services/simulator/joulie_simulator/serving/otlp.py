@@ -96,21 +96,26 @@ def facility_metrics(f: FacilityReading, start_ns: int, now_ns: int) -> list[Met
 
 
 def metrics_data(emu: Emulator, start_ns: int, now_ns: int, facility: FacilityLive | None = None) -> MetricsData:
+    clock_s = emu.clock()
     out = []
     reading = facility.reading() if facility is not None else None
     for name in sorted(emu.nodes):
         if telemetry_gap(emu.nodes[name]):
             continue
-        t = emu.truth(name)
+        t, tick_s = emu.truth_and_tick(name)
+        # Stamped with the time of the tick the values are from (``now_ns`` is the emulator clock's
+        # ``clock_s``), not the push's: building 1000 Nodes' points takes seconds on a busy machine,
+        # late ticks and all, and ticks go on meanwhile.
+        at_ns = max(start_ns, now_ns + int((tick_s - clock_s) * 1e9))
         energy: list[NumberDataPoint] = []
         power: list[NumberDataPoint] = []
         for c in components(t):
             a = {v.HW_TYPE: c.hw_type, v.HW_ID: c.hw_id}
-            energy.append(point(c.energy_j, start_ns, now_ns, a))
-            power.append(point(c.power_w, start_ns, now_ns, a))
+            energy.append(point(c.energy_j, start_ns, at_ns, a))
+            power.append(point(c.power_w, start_ns, at_ns, a))
         metrics = [
-            metric(v.HOST_ENERGY, [point(t["host"]["energyJ"], start_ns, now_ns)]),
-            metric(v.HOST_POWER, [point(t["host"]["powerW"], start_ns, now_ns)]),
+            metric(v.HOST_ENERGY, [point(t["host"]["energyJ"], start_ns, at_ns)]),
+            metric(v.HOST_POWER, [point(t["host"]["powerW"], start_ns, at_ns)]),
             metric(v.COMPONENT_ENERGY, energy),
             metric(v.COMPONENT_POWER, power),
         ]
