@@ -7,7 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-from joulie_agent.fixtures import testtrees
 from joulie_agent.host.hostread import ATTR_READ_BYTES, HostPaths, read_policies, read_proc_text, read_text
 from joulie_agent.host.sysfswrite import read_int
 
@@ -61,14 +60,20 @@ def test_unreadable_files_are_none_and_garbage_is_no_integer(tmp_path: Path) -> 
     assert read_int(tmp_path / "limit") == 2400000
 
 
+def _policy(d: Path) -> None:
+    d.mkdir(parents=True)
+    for name, value in (("scaling_driver", "acpi-cpufreq"), ("cpuinfo_min_freq", "1000000"),
+                        ("cpuinfo_max_freq", "3000000"), ("scaling_cur_freq", "3000000")):
+        (d / name).write_text(value + "\n")
+
+
 def test_policies_are_each_read_once_a_link_to_one_counts_once_and_a_linked_tree_is_followed(tmp_path: Path) -> None:
-    testtrees.cpufreq_node(tmp_path, policies=3)
     cpufreq = tmp_path / "sys" / "devices" / "system" / "cpu" / "cpufreq"
+    for p in range(3):
+        _policy(cpufreq / f"policy{p}")
     (cpufreq / "policy9").symlink_to(cpufreq / "policy1")  # the same policy under a second name
     elsewhere = tmp_path / "elsewhere" / "policy7"  # a policy whose directory lives elsewhere
-    testtrees.cpufreq_node(tmp_path / "other", policies=1)
-    elsewhere.parent.mkdir()
-    (tmp_path / "other" / "sys" / "devices" / "system" / "cpu" / "cpufreq" / "policy0").rename(elsewhere)
+    _policy(elsewhere)
     (cpufreq / "policy7").symlink_to(elsewhere)
     (cpufreq / "notapolicy").mkdir()
     paths = HostPaths.under(tmp_path)
@@ -77,8 +82,7 @@ def test_policies_are_each_read_once_a_link_to_one_counts_once_and_a_linked_tree
     assert all(p.cpuinfo_max_khz == 3_000_000 for p in got)
     # known policies are kept as they are, a new one is read whole
     (cpufreq / "policy9").unlink()
-    testtrees.cpufreq_node(tmp_path / "more", policies=4)
-    (tmp_path / "more" / "sys" / "devices" / "system" / "cpu" / "cpufreq" / "policy3").rename(cpufreq / "policy3")
+    _policy(cpufreq / "policy3")
     again = read_policies(paths, got)
     assert [p.policy_id for p in again] == ["policy0", "policy1", "policy2", "policy3", "policy7"]
-    assert again[0] is got[0]
+    assert again[0] is got[0] and again[3].cpuinfo_max_khz == 3_000_000

@@ -86,8 +86,18 @@ class EmulatedNode:
     power_left_s: float = 0.0
     power_since_s: float = 0.0
     boots: int = 0
-    # Odd while the tick replaces state and last_tick_s together (see Emulator.read).
+    # Odd while the tick replaces state and last_tick_s together (see ticked).
     tick_gen: int = 0
+
+    def ticked(self) -> tuple[NodeState, float]:
+        """(state, its tick time) as one pair, lock-free: read between the tick's two assignments, a counter
+        would gain a tick twice (or not at all); ``tick_gen`` is odd meanwhile: read until even, unchanged."""
+        while True:
+            gen = self.tick_gen
+            st, last_tick_s = self.state, self.last_tick_s
+            if not gen & 1 and gen == self.tick_gen:
+                return st, last_tick_s
+            time.sleep(0)  # let the ticking thread finish the node
 
 
 class NotEmulated(KeyError):
@@ -206,16 +216,7 @@ class Emulator:
             raise OSError(errno.EIO, path)
         if e.bind is None:
             return e.content.encode()
-        # No lock: a node's state is an immutable value replaced whole, so one read of n.state is
-        # consistent; only the pair (state, tick time) needs care, as a counter read between the
-        # tick's two assignments would add a tick's energy twice (or not at all) and then go back.
-        # tick_gen is odd while the tick replaces them: read again until it was even and unchanged.
-        while True:
-            gen = n.tick_gen
-            st, last_tick_s = n.state, n.last_tick_s
-            if not gen & 1 and gen == n.tick_gen:
-                break
-            time.sleep(0)  # let the ticking thread finish the node
+        st, last_tick_s = n.ticked()
         extra = 0.0
         if at_read_time and not self.frozen and not any(f.kind == "stale_counters" for f in n.faults):
             # All the time since the tick, however late the next one is: the live loop's next tick
@@ -321,25 +322,15 @@ class Emulator:
     # -- truth ----------------------------------------------------------------------------------
 
     def truth(self, node: str) -> dict[str, Any]:
-        """What the emulator computed for a node (``/debug/emulate``'s ``nodes[]`` entry).
-
-        No lock (the state is one immutable value, read once): the OTLP push, ``/debug/emulate``
-        and the workload runner's ``ListNodes`` each build all nodes' truth, and holding the lock
-        node after node kept FUSE reads waiting seconds at 1000 nodes."""
+        """What the emulator computed for a node (``/debug/emulate``'s ``nodes[]`` entry)."""
         return self.truth_and_tick(node)[0]
 
     def truth_and_tick(self, node: str) -> tuple[dict[str, Any], float]:
-        """The truth, and when (the emulator's clock, s) the tick its counters hold was: a push that
-        stamps the counters with its own time instead reads a busy emulator's late ticks as power that
-        changes (the OTLP push of 1000 Nodes in files mode read Nodes up to 20 % low, in groups by name:
-        the order they were read in while ticks went on)."""
+        """The truth, and the time (emulator clock) of the tick its counters hold: what a push stamps
+        them with (OTLP: the push's own time read late ticks as power moving, up to 20 % at 1000 Nodes).
+        No lock (the state is one immutable value): holding it node after node kept FUSE reads waiting."""
         n = self.node(node)
-        while True:  # the state and its tick time as one pair (see ``read``)
-            gen = n.tick_gen
-            st, last_tick_s = n.state, n.last_tick_s
-            if not gen & 1 and gen == n.tick_gen:
-                break
-            time.sleep(0)
+        st, last_tick_s = n.ticked()
         faults = list(n.faults)
         t = node_truth(n.profile, st, [f.kind for f in faults])
         t["power"] = {
