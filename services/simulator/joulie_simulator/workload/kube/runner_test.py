@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,12 +26,16 @@ class CountingCore:
         self.created.append(pod)
         return pod
 
-    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "") -> k8s.V1PodList:
+    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "",
+                                    _preload_content: bool = True) -> Any:
         if "!=" in label_selector:  # the Pods that are not the workload's (runner._list_others)
             return k8s.V1PodList(items=list(self.others))
         self.lists += 1
         items = [k8s.V1Pod(metadata=p.metadata, spec=k8s.V1PodSpec(containers=[], node_name="node-a")) for p in self.created]
-        return k8s.V1PodList(items=items)
+        if _preload_content:
+            return k8s.V1PodList(items=items)
+        body = k8s.ApiClient().sanitize_for_serialization(k8s.V1PodList(items=items))  # type: ignore[no-untyped-call]
+        return SimpleNamespace(data=json.dumps(body).encode())  # the raw answer, as _preload_content=False gives
 
 
 def test_the_runner_lists_pods_only_while_one_waits_for_a_node() -> None:
@@ -246,10 +252,11 @@ class BlinkingCore(CountingCore):
         super().__init__()
         self.down: Exception | None = None
 
-    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "") -> k8s.V1PodList:
+    def list_pod_for_all_namespaces(self, label_selector: str, field_selector: str = "",
+                                    _preload_content: bool = True) -> Any:
         if "!=" in label_selector and self.down is not None:
             raise self.down
-        return super().list_pod_for_all_namespaces(label_selector, field_selector)
+        return super().list_pod_for_all_namespaces(label_selector, field_selector, _preload_content)
 
 
 def test_an_api_blip_listing_the_other_pods_keeps_the_last_list_and_the_tick_sends_its_loads() -> None:
@@ -288,37 +295,3 @@ def test_an_api_blip_listing_the_other_pods_keeps_the_last_list_and_the_tick_sen
     finally:
         runner.close()
 
-
-def test_bindings_come_from_the_pod_watch_when_it_has_a_current_view() -> None:
-    import threading
-
-    from joulie_simulator.workload.kube.runner import PodBinding, pod_binding
-
-    class View:
-        def __init__(self) -> None:
-            self.synced = threading.Event()
-            self.items: list[PodBinding] = []
-
-        def values(self) -> list[PodBinding]:
-            return list(self.items)
-
-    jobs = [Job.model_validate({"jobId": "j0", "submitTimeOffsetSec": 0, "work": {"cpuUnits": 1000}})]
-    runner = WorkloadRunner(k8s.ApiClient(), "127.0.0.1:1", jobs, "c", tick_s=0.001, log=lambda _: None)
-    core = CountingCore()
-    runner.core = core  # type: ignore[assignment]
-    view = View()
-    runner.pod_view = view  # type: ignore[assignment]
-    try:
-        runner._submit(0.0)
-        name = runner.record.created["j0"]
-        view.synced.set()
-        runner._bindings(0.0, {})  # the watch has not seen it bound yet: it waits, and nothing is listed
-        assert core.lists == 0 and runner.record.bound == {}
-        bound = pod_binding({"metadata": {"name": name, "namespace": "default", "annotations": {}},
-                             "spec": {"nodeName": "node-b"}})
-        assert bound is not None and pod_binding({"metadata": {"name": name}, "spec": {}}) is None
-        view.items.append(bound)  # no job annotation: found by its name
-        runner._bindings(1.0, {})
-        assert core.lists == 0 and runner.record.bound == {"j0": "node-b"}
-    finally:
-        runner.close()
