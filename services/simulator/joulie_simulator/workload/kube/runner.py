@@ -34,7 +34,6 @@ completion, trace seconds), ``joulie_sim_jobs_running``, ``joulie_sim_jobs_pendi
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +49,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from joulie.sim.v1 import emulator_pb2 as _pb2
 from joulie.sim.v1 import emulator_pb2_grpc as _pb2_grpc
 from joulie_api.backoff import DEFAULT_DELAYS_S
+from joulie_api.kube import response_json
 from joulie_api.outage import short_error, unanswered
 from joulie_hwprofiles.schema import Profile, ProfileError, builtin_profile
 from joulie_simulator.physics.gpu import Phase
@@ -227,7 +227,7 @@ class WorkloadRunner:
         a CPU second for 1000 Pods, each tick while any Pod waited for a node)."""
         resp: Any = self.core.list_pod_for_all_namespaces(label_selector=f"{LABEL_PART_OF}={PART_OF}",
                                                           _preload_content=False)
-        items = json.loads(resp.data).get("items") or []
+        items = response_json(resp).get("items") or []
         return [b for b in (pod_binding(i) for i in items if isinstance(i, dict)) if b is not None]
 
     def tick(self) -> None:
@@ -373,7 +373,7 @@ class PodBinding:
 
 
 def pod_binding(obj: Mapping[str, Any]) -> PodBinding | None:
-    """A Pod (JSON, as a watch delivers it) as ``_bindings`` reads it; None while it is not bound."""
+    """A Pod (its JSON, as the API server sends it) as ``_bindings`` reads it; None while it is not bound."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     node, name = spec.get("nodeName"), meta.get("name")
     if not isinstance(node, str) or not node or not isinstance(name, str):
