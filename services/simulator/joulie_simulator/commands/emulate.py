@@ -334,7 +334,7 @@ def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTree
             tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
             done += 1
             if tick_cost.count % report_every == 0:
-                print(tick_cost.line(), flush=True)
+                print(f"{tick_cost.line()}; {emu.steady_nodes} of {len(emu.nodes)} nodes steady (physics skipped)", flush=True)
             if args.ticks and done >= args.ticks:
                 break
         now = time.monotonic()

@@ -1,4 +1,5 @@
-"""Each emulated board's activity as its tools report it, every tick: ``physics.gpusignals`` on the live node.
+"""Each emulated board's activity as its tools report it, per tick: ``physics.gpusignals`` on the live node
+(drawn when the tools first read a tick, ``Emulator.shown``).
 
 The benchmark's per-GPU telemetry (``joulie_bench.gputelemetry``) and the live emulator use the same
 model, ``physics.gpusignals.board_signals``: a board held by a job (``Load.gpu_jobs``) reports the

@@ -7,7 +7,7 @@ from dataclasses import replace
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simhw.gpustate import GpuState
 from joulie_simulator.emulation.boardsignals import with_signals
-from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.emulator import Emulator, Fault
 from joulie_simulator.emulation.render import gpus_json
 from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.gpusignals import QUIET, board_signals, draw_traits
@@ -33,7 +33,7 @@ def test_a_memory_bound_job_reads_more_dram_and_less_tensor_activity_than_a_comp
         ),
     )
     emu = _ticked(load)
-    mem, comp = (g.signals for g in emu.nodes["g0"].state.gpus[:2])
+    mem, comp = (g.signals for g in emu.shown(emu.nodes["g0"])[0].gpus[:2])
     assert mem is not None and comp is not None
     assert mem.dram_active > comp.dram_active + 0.2 and comp.tensor_active > mem.tensor_active + 0.1
     for s in (mem, comp):
@@ -65,11 +65,11 @@ def test_signals_are_the_benchmarks_model_for_the_job_and_its_seed() -> None:
 
 def test_an_idle_board_reads_zero_activity_at_its_lowest_clock_and_gpus_json_carries_it() -> None:
     emu = _ticked(Load(gpu_util=(0.9,), gpu_jobs=(GpuJob(0, "j", 0.5),)))
-    n = emu.nodes["g0"]
-    idle = n.state.gpus[3].signals
+    shown = emu.shown(emu.nodes["g0"])[0]
+    idle = shown.gpus[3].signals
     assert idle is not None and (idle.utilization, idle.dram_active, idle.sm_clock_mhz) == (0.0, 0.0, 345.0)
-    boards = GpuState.from_json(gpus_json(P, n.state)).gpus
-    busy = n.state.gpus[0].signals
+    boards = GpuState.from_json(gpus_json(P, shown)).gpus
+    busy = shown.gpus[0].signals
     assert busy is not None
     assert boards[0].dram_active == round(busy.dram_active, 3) and boards[0].sm_clock_mhz == round(busy.sm_clock_mhz)
     assert boards[0].util_pct == round(100 * busy.utilization)
@@ -80,3 +80,21 @@ def test_amd_boards_get_no_activity() -> None:
     amd = builtin_profile("amd-instinct-mi300x-8gpu")
     st = replace(initial_state(amd, "a0"), load=Load(gpu_util=(0.9,)))
     assert all(g.signals is None for g in with_signals(amd, st, seed=1).gpus)
+
+
+def test_the_activity_is_drawn_once_per_tick_at_the_first_read_as_the_tick_would_have_drawn_it() -> None:
+    emu = Emulator([("g0", P)], telemetry_seed=7)
+    emu.set_load("g0", Load(gpu_util=(0.9,), gpu_jobs=(GpuJob(0, "j", 0.5),)))
+    n = emu.nodes["g0"]
+    assert all(g.signals is None for g in emu.shown(n)[0].gpus)  # before the first tick: no activity yet
+    emu.tick()
+    first = emu.shown(n)[0]
+    assert first == with_signals(P, n.state, seed=7)
+    assert emu.shown(n)[0] is first  # one draw per tick, however many reads
+    emu.tick()
+    second = emu.shown(n)[0]
+    assert second.gpus[0].signals != first.gpus[0].signals  # the noise is the tick's
+    emu.inject_fault("g0", Fault("stale_counters"))
+    emu.tick()
+    emu.tick()
+    assert emu.shown(n)[0].gpus == second.gpus  # stale: the tools read the last tick's again

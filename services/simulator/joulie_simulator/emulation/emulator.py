@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import errno
 import threading
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 from joulie_common.clock import SYSTEM_CLOCK
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.emulation.boardsignals import with_signals
 from joulie_simulator.emulation.cputime import CpuTime
+from joulie_simulator.emulation.emulatednode import (
+    POWER_BOOTING,
+    POWER_OFF,
+    POWER_ON,
+    POWER_SHUTTING_DOWN,
+    PowerState,
+)
+from joulie_simulator.emulation.emulatednode import EmulatedNode as EmulatedNode  # the emulator's API: re-exported
+from joulie_simulator.emulation.emulatednode import Fault as Fault
 from joulie_simulator.emulation.render import Entry, content, layout
 from joulie_simulator.emulation.writes import WriteOutcome, apply_write
 from joulie_simulator.physics import node as node_physics
@@ -40,13 +48,6 @@ EVENT_FILE_WRITABLE = "joulie.sim.file.writable"
 # A node's power state changed (message: the new state and why); see Emulator.power_off/power_on.
 EVENT_POWER = "joulie.sim.power.changed"
 
-PowerState = Literal["on", "off", "booting", "shutting-down"]
-POWER_ON: PowerState = "on"
-POWER_OFF: PowerState = "off"
-POWER_BOOTING: PowerState = "booting"
-POWER_SHUTTING_DOWN: PowerState = "shutting-down"
-
-
 class PowerStateError(ValueError):
     """A power action the node's current state does not allow (what a BMC answers with 409)."""
 
@@ -61,43 +62,6 @@ class Event:
     message: str = ""
     error_type: str = ""
     value_w: float = 0.0
-
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str  # view_unavailable | stale_counters | write_denied | gpu_tool_failure | telemetry_gap | gpu_tool_hang
-    ticks_left: int = 0  # 0 = until cleared
-    target: str = ""
-
-
-@dataclass
-class EmulatedNode:
-    name: str
-    profile: Profile
-    state: NodeState
-    entries: tuple[Entry, ...]
-    by_path: dict[str, Entry]
-    last_tick_s: float
-    faults: list[Fault] = field(default_factory=list)
-    # Power state (see Emulator.power_off/power_on): the state, the seconds of ticked time left in
-    # a transition (booting, shutting-down), when it was entered (emulator time_s) and how many
-    # boots it has done since the emulator started.
-    power: PowerState = POWER_ON
-    power_left_s: float = 0.0
-    power_since_s: float = 0.0
-    boots: int = 0
-    # Odd while the tick replaces state and last_tick_s together (see ticked).
-    tick_gen: int = 0
-
-    def ticked(self) -> tuple[NodeState, float]:
-        """(state, its tick time) as one pair, lock-free: read between the tick's two assignments, a counter
-        would gain a tick twice (or not at all); ``tick_gen`` is odd meanwhile: read until even, unchanged."""
-        while True:
-            gen = self.tick_gen
-            st, last_tick_s = self.state, self.last_tick_s
-            if not gen & 1 and gen == self.tick_gen:
-                return st, last_tick_s
-            time.sleep(0)  # let the ticking thread finish the node
 
 
 class NotEmulated(KeyError):
@@ -125,6 +89,7 @@ class Emulator:
         self.clock = clock
         self.frozen = False
         self.tick_count = 0
+        self.steady_nodes = 0  # how many the last tick found steady (physics.node.steady)
         self.lock = threading.RLock()
         self.listeners: list[Callable[[Event], None]] = []
         self.events: list[Event] = []
@@ -162,7 +127,8 @@ class Emulator:
             now = self.clock()
             self.tick_count += 1
             tick_count = self.tick_count
-        step = node_physics.step_node
+        step, steady, advance = node_physics.step_node, node_physics.steady, node_physics.advance_ledgers
+        self.steady_nodes = 0
         for n in list(self.nodes.values()):
             with self.lock:
                 old = n.state
@@ -170,16 +136,19 @@ class Emulator:
                     self._step_power(n, dt, now)
                     self.cpu_time.forget(n.name)
                     continue
-                new = step(n.profile, old, dt)
+                # A steady node (most of a large cluster between changes) skips the physics: same result.
+                fast = old is n.steady_state and not n.faults
+                new = advance(n.profile, old, dt) if fast else step(n.profile, old, dt)
+                is_steady = not n.faults and (fast or steady(old, new, dt))
+                self.steady_nodes += is_steady
                 self.cpu_time.advance(n.name, new.load.cpu_jobs, dt)
-                if self.telemetry_seed is not None:
-                    new = with_signals(n.profile, new, self.telemetry_seed)
                 if n.faults and any(f.kind == "stale_counters" for f in n.faults):
                     new = replace(new, sockets=old.sockets, gpus=old.gpus)
                 n.tick_gen += 1
                 n.state = new
                 n.last_tick_s = now
                 n.tick_gen += 1
+                n.steady_state = new if is_steady else None
                 if new.gpus:
                     for g, o in zip(new.gpus, old.gpus, strict=True):
                         if g.limit_w != o.limit_w:
@@ -216,13 +185,28 @@ class Emulator:
             raise OSError(errno.EIO, path)
         if e.bind is None:
             return e.content.encode()
-        st, last_tick_s = n.ticked()
+        st, last_tick_s = self.shown(n)
         extra = 0.0
         if at_read_time and not self.frozen and not any(f.kind == "stale_counters" for f in n.faults):
             # All the time since the tick, however late the next one is: the live loop's next tick
             # covers that time (commands.emulate.TickClock).
             extra = max(0.0, self.clock() - last_tick_s)
         return content(n.profile, st, e.bind, extra).encode()
+
+    def shown(self, n: EmulatedNode) -> tuple[NodeState, float]:
+        """``n.ticked()`` with each NVIDIA board's activity as its tools read it for that tick
+        (``boardsignals``), drawn at the first read after a tick: the tools read a node every few
+        seconds, a tick came every second for every busy board. Under ``stale_counters`` the last
+        drawn activity stays (the tick keeps the boards' old state). None before the first tick."""
+        st, last_tick_s = n.ticked()
+        seed, drawn = self.telemetry_seed, n.drawn
+        if seed is None or not st.gpus or n.tick_gen == 0 or n.power != POWER_ON:
+            return st, last_tick_s
+        if drawn is not None and drawn[0] is st:
+            return drawn[1], last_tick_s
+        shown = replace(st, gpus=drawn[1].gpus) if drawn is not None and drawn[0].gpus is st.gpus else with_signals(n.profile, st, seed)
+        n.drawn = (st, shown)
+        return shown, last_tick_s
 
     def write(self, node: str, path: str, data: bytes) -> WriteOutcome:
         """Apply a write as the kernel would; a refusal leaves the state alone and emits an event."""
@@ -260,7 +244,8 @@ class Emulator:
             n = self.node(node)
             if n.power != POWER_ON:
                 return
-            n.state = replace(n.state, load=load)
+            if load != n.state.load:  # the same load again keeps a steady node steady
+                n.state = replace(n.state, load=load)
         self._emit(Event(EVENT_LOAD, node, self.tick_count, self.clock(), message=f"cpu {load.cpu_util:g}"))
 
     def restart_view(self, node: str) -> None:

@@ -34,6 +34,7 @@ from joulie_simhw.gpustate import (
     nvml_limit_file,
     nvml_locked_clocks_file,
 )
+from joulie_simulator.emulation.ledgertext import ledger_json
 from joulie_simulator.physics import node as node_physics
 from joulie_simulator.physics.model import GpuTruth, NodeState, cpu_socket, gpu_uuid, policies
 
@@ -459,38 +460,6 @@ def gpus_json(profile: Profile, state: NodeState) -> str:
         out.append(_num(values[i][k]))
         out.append(tail)
     return "".join(out)
-
-
-def ledger_json(state: NodeState) -> str:
-    """The energy ledgers and the tick: enough to resume counters without going back.
-
-    ``json.dumps(body, sort_keys=True)`` byte for byte (``ledger_json_reference``), written out
-    by hand: it is formatted for every node on every tick."""
-    socks = ", ".join(f'{{"dramEnergyJ": {_num(s.dram_energy_j)}, "energyJ": {_num(s.energy_j)}}}' for s in state.sockets)
-    gpus = ", ".join(f'{{"energyJ": {_num(g.energy_j)}}}' for g in state.gpus)
-    zones = ", ".join(f"{json.dumps(rel)}: {_num(start)}" for rel, start in sorted({z.rel: z.start_uj for z in state.zones}.items()))
-    return (
-        f'{{"gpus": [{gpus}], "hostEnergyJ": {_num(state.host_energy_j)}, "node": {json.dumps(state.name)}, '
-        f'"platformEnergyJ": {_num(state.platform_energy_j)}, "profile": {json.dumps(state.profile)}, "schemaVersion": 1, '
-        f'"sockets": [{socks}], "tick": {_num(state.tick)}, "timeS": {_num(round(state.time_s, 6))}, "zoneStartUJ": {{{zones}}}}}\n'
-    )
-
-
-def ledger_json_reference(state: NodeState) -> str:
-    """What :func:`ledger_json` writes, the slow obvious way (tests compare the two)."""
-    body = {
-        "schemaVersion": 1,
-        "node": state.name,
-        "profile": state.profile,
-        "tick": state.tick,
-        "timeS": round(state.time_s, 6),
-        "hostEnergyJ": state.host_energy_j,
-        "platformEnergyJ": state.platform_energy_j,
-        "sockets": [{"energyJ": s.energy_j, "dramEnergyJ": s.dram_energy_j} for s in state.sockets],
-        "gpus": [{"energyJ": g.energy_j} for g in state.gpus],
-        "zoneStartUJ": {z.rel: z.start_uj for z in state.zones},
-    }
-    return json.dumps(body, sort_keys=True) + "\n"
 
 
 def uuid_of(node: str, index: int) -> str:

@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile, builtin_profile_names
-from joulie_simulator.emulation.render import gpu_state, gpus_json, ledger_json, ledger_json_reference
+from joulie_simulator.emulation.ledgertext import ledger_json, ledger_json_reference
+from joulie_simulator.emulation.render import gpu_state, gpus_json
 from joulie_simulator.emulation.writes import apply_write
 from joulie_simulator.physics import node as node_physics
 from joulie_simulator.physics.model import Load, initial_state

@@ -29,11 +29,18 @@ from joulie_simulator.physics.model import GpuTruth, NodeState, SocketState
 MIN_FREQ_SCALE_DEFAULT = 0.35
 
 
+# A settling value within this share of its target (or within this many units of a target below 1)
+# is there: a first-order step never reaches its target exactly, and a node whose values have all
+# arrived steps to exactly itself, which ``steady`` needs (1e-9 of a watt or a kHz: no reading shows it).
+SETTLED_WITHIN = 1e-9
+
+
 def settle(current: float, target: float, dt_s: float, tau_s: float) -> float:
-    """First-order step toward ``target``; ``tau_s <= 0`` jumps at once."""
+    """First-order step toward ``target``; ``tau_s <= 0`` jumps at once; within ``SETTLED_WITHIN``, the target."""
     if tau_s <= 0 or dt_s >= tau_s:
         return target
-    return current + (target - current) * (dt_s / tau_s)
+    step = current + (target - current) * (dt_s / tau_s)
+    return target if abs(target - step) <= SETTLED_WITHIN * max(abs(target), 1.0) else step
 
 
 def gpu_board_power_w(g: GpuPhysics, util: float, enforced_limit_w: float) -> float:
@@ -216,6 +223,45 @@ def _next_state(
         state.platform_energy_j + platform_w * dt_s,
         state.faults,
     )
+
+
+# A tick this short could leave a settling value unmoved without its having arrived (``steady``).
+STEADY_MIN_DT_S = 1e-3
+
+
+def steady(old: NodeState, new: NodeState, dt_s: float) -> bool:
+    """Whether ``new = step_node(profile, old, dt_s)`` changed nothing but the ledgers, the tick and the
+    time: every settling value has arrived (``settle`` then returns it for any tick length), so each
+    later step of ``new``, its inputs unchanged, is :func:`advance_ledgers`. Signals are not physics."""
+    if dt_s < STEADY_MIN_DT_S or new.host_power_w != old.host_power_w:
+        return False
+    for s, o in zip(new.sockets, old.sockets, strict=True):
+        if (s.cur_khz != o.cur_khz or s.eff_khz != o.eff_khz or s.power_w != o.power_w
+                or s.rapl_settled_w != o.rapl_settled_w or s.hsmp_settled_w != o.hsmp_settled_w):
+            return False
+    for g, h in zip(new.gpus, old.gpus, strict=True):
+        if g.enforced_w != h.enforced_w or g.power_w != h.power_w or g.limit_w != h.limit_w or g.lock_max_mhz != h.lock_max_mhz:
+            return False
+    return True
+
+
+def advance_ledgers(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
+    """What :func:`step_node` gives for a ``steady`` node, without the physics: the same powers, each
+    ledger on by its power times ``dt_s`` (the same sums, so the same floats)."""
+    phys = profile.physics
+    dram_w = phys.dram_w_per_socket
+    sockets = [
+        SocketState(s.socket, s.freq_base_khz, s.freq_per_util_khz, s.cur_khz, s.eff_khz, s.rapl_requested_w, s.rapl_tau_s,
+                    s.rapl_short_w, s.rapl_settled_w, s.hsmp_requested_w, s.hsmp_settled_w, s.power_w,
+                    s.energy_j + s.power_w * dt_s, s.dram_energy_j + dram_w * dt_s)
+        for s in state.sockets
+    ]
+    gpus = [
+        GpuTruth(g.index, g.uuid, g.limit_w, g.enforced_w, g.power_w, g.util, g.energy_j + g.power_w * dt_s, g.lock_max_mhz,
+                 g.signals)
+        for g in state.gpus
+    ]
+    return _next_state(state, sockets, gpus, state.host_power_w, phys.platform_other_w, dt_s)
 
 
 def step_all(profiles: dict[str, Profile], states: dict[str, NodeState], dt_s: float) -> dict[str, NodeState]:

@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, builtin_profile
+from joulie_hwprofiles.schema import CpuPhysics, GpuPhysics, Profile, builtin_profile, builtin_profile_names
 from joulie_simulator.emulation.writes import apply_write
 from joulie_simulator.physics import cpu as physics_cpu
 from joulie_simulator.physics import gpu as physics_gpu
 from joulie_simulator.physics import node as node_physics
 from joulie_simulator.physics.gpu import Phase
-from joulie_simulator.physics.model import Load, initial_state
+from joulie_simulator.physics.model import Load, NodeState, initial_state
 
 CPU = CpuPhysics(source="assumed:test", idle_pkg_w=40, max_pkg_w=165, freq_power_exponent=1.5, allcore_turbo_khz=3_100_000)
 GPU = GpuPhysics(source="assumed:test", idle_w=58.6, natural_max_w=400, clock_power_exponent=2.5, fixed_dynamic_frac=0.15,
@@ -207,3 +207,48 @@ def test_gpu_truth_keeps_its_positional_order() -> None:
 
     # step_gpus builds GpuTruth positionally up to the lock; the tools' readings come after, set by the emulator.
     assert [f.name for f in fields(GpuTruth)][7:] == ["lock_max_mhz", "signals"]
+
+
+def _capped_under_load(name: str) -> tuple[Profile, NodeState]:
+    """A node of ``name`` under load with a package limit and a board limit written, where it has them."""
+    p = builtin_profile(name)
+    s = replace(initial_state(p, "n"), load=Load(cpu_util=0.7, gpu_util=(0.9, 0.4) + (0.0,) * 6))
+    can_limit = p.powercap is not None and p.powercap.package is not None and p.powercap.package.constraints
+    for zi, z in enumerate(s.zones):
+        if z.kind == "package" and can_limit:
+            s, _ = apply_write(p, s, ("zone_limit", zi, 0), b"110000000\n")
+    if p.gpus is not None:
+        s, _ = apply_write(p, s, ("nvml_limit" if p.gpus.vendor == "nvidia" else "amdgpu_cap", 0, 0), b"250000")
+    return p, s
+
+
+@pytest.mark.parametrize("name", builtin_profile_names())
+def test_a_settled_node_steps_to_exactly_its_ledgers_moved_for_any_tick_length(name: str) -> None:
+    p, s = _capped_under_load(name)
+    for _ in range(2000):  # settling is first order: it arrives (SETTLED_WITHIN), never only approaches
+        new = node_physics.step_node(p, s, 0.25)
+        if node_physics.steady(s, new, 0.25):
+            break
+        s = new
+    else:
+        pytest.fail(f"{name}: not steady after 2000 ticks of 0.25 s")
+    for dt in (0.01, 0.25, 1.0, 1.7, 30.0):
+        stepped = node_physics.step_node(p, new, dt)
+        assert node_physics.advance_ledgers(p, new, dt) == stepped
+        assert node_physics.steady(new, stepped, dt)
+        assert stepped.host_energy_j > new.host_energy_j
+
+
+def test_a_node_still_settling_is_not_steady() -> None:
+    p, s = _capped_under_load("intel-xeon-2s-rapl")  # a fresh 110 W limit: the packages are still above it
+    new = node_physics.step_node(p, s, 0.1)
+    assert not node_physics.steady(s, new, 0.1)
+    assert not node_physics.steady(new, new, node_physics.STEADY_MIN_DT_S / 2)  # too short a tick to tell
+
+
+def test_settle_arrives_at_its_target_instead_of_only_approaching_it() -> None:
+    x = 100.0
+    for _ in range(120):  # 3e-8 W away by then: without arriving, never exactly there
+        x = node_physics.settle(x, 200.0, 0.5, 3.0)
+    assert x == 200.0
+    assert node_physics.settle(199.0, 200.0, 0.5, 3.0) < 200.0  # a watt away is not there yet

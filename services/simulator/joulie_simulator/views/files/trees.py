@@ -18,7 +18,8 @@ from pathlib import Path
 
 from joulie_simulator.emulation.counters import compile_counter
 from joulie_simulator.emulation.emulator import EmulatedNode, Emulator
-from joulie_simulator.emulation.render import LEDGER_FILE, content, ledger_json
+from joulie_simulator.emulation.ledgertext import ledger_json
+from joulie_simulator.emulation.render import LEDGER_FILE, content
 from joulie_simulator.emulation.writes import WriteOutcome
 from joulie_simulator.physics.model import policies
 from joulie_simulator.views.files.changes import ChangeWatch, Watched, sig
@@ -301,7 +302,7 @@ class FileTrees:
         it queues events); a larger change, and every JSON file, is swapped in whole, so a reader
         never sees half a JSON document (``publish.Publisher``)."""
         for name, n in self.emu.nodes.items():
-            profile, state = n.profile, n.state
+            profile, state = n.profile, self.emu.shown(n)[0]
             for f in self._shown[name]:
                 text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
                 if f.text != text:
