@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +178,8 @@ def amd_od_file(hwmon: str) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` so a concurrent reader sees the old or the new content, never a mix."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: fakesmi's every run imports this module, few write (tempfile: ~8 ms of imports)
+
     fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:

@@ -9,13 +9,11 @@ listed in the node's ``state/tools.json`` (else exit 127, as an absent binary), 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from collections.abc import Callable
 
-from joulie_fakesmi import amd_smi, dcgmi, nvidia_smi, rocm_smi
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result
 from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE, FAULT_GPU_TOOL_HANG
@@ -36,6 +34,8 @@ def run_tool(tool: str, args: list[str], node: NodeView, sleep: Callable[[float]
     missing = node.missing_requirement(manifest.requires.get(tool, ()))
     if missing is not None:
         if "libnvidia-ml" in missing:
+            from joulie_fakesmi import nvidia_smi
+
             return Result(12, stdout=nvidia_smi.NO_NVML)
         if "python" in os.path.basename(missing):
             return Result(127, stderr=f"/usr/bin/env: '{os.path.basename(missing)}': No such file or directory\n")
@@ -44,18 +44,28 @@ def run_tool(tool: str, args: list[str], node: NodeView, sleep: Callable[[float]
     if FAULT_GPU_TOOL_FAILURE in node.faults():
         return _tool_failure(tool, node)
     variant = manifest.tools[tool]
+    # Each tool's module is imported when it runs: an agent starts this program for every GPU tool
+    # call (several a second at 1000 Nodes), and importing the other three cost each call ~10 ms.
     if tool == "dcgmi":
+        from joulie_fakesmi import dcgmi
+
         if variant != "default":
             return Result(2, stderr=f"fakesmi: dcgmi variant {variant!r} is unknown\n")
         return dcgmi.run(args, node)
     if tool == "nvidia-smi":
+        from joulie_fakesmi import nvidia_smi
+
         if variant != "default":
             return Result(2, stderr=f"fakesmi: nvidia-smi variant {variant!r} is unknown\n")
         return nvidia_smi.run(args, node)
     if tool == "rocm-smi":
+        from joulie_fakesmi import rocm_smi
+
         if variant not in ("current", "legacy-agent-contract"):
             return Result(2, stderr=f"fakesmi: rocm-smi variant {variant!r} is unknown\n")
         return rocm_smi.run(args, node, variant)
+    from joulie_fakesmi import amd_smi
+
     if variant not in ("7.1", "7.2"):
         return Result(2, stderr=f"fakesmi: amd-smi variant {variant!r} is unknown\n")
     return amd_smi.run(args, node, variant)
@@ -90,7 +100,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if tool not in TOOLS:
         if args and args[0] == "--version":
             # Imported here: joulie_api's package imports the pydantic API types (~250 ms), and the
-            # agents start this program for every GPU tool call.
+            # agents start this program for every GPU tool call (argparse too: ~10 ms a call).
+            import argparse
+
             from joulie_api.version import service_version
 
             parser = argparse.ArgumentParser(prog=NAME)
