@@ -98,3 +98,10 @@ def test_the_activity_is_drawn_once_per_tick_at_the_first_read_as_the_tick_would
     emu.tick()
     emu.tick()
     assert emu.shown(n)[0].gpus == second.gpus  # stale: the tools read the last tick's again
+
+
+def test_a_read_of_gpus_json_carries_the_ticks_activity() -> None:
+    emu = _ticked(Load(gpu_util=(0.9,), gpu_jobs=(GpuJob(0, "j", 0.5),)))
+    boards = GpuState.from_json(emu.read("g0", "state/gpus.json").decode()).gpus
+    busy = emu.shown(emu.nodes["g0"])[0].gpus[0].signals
+    assert busy is not None and boards[0].dram_active == round(busy.dram_active, 3)

@@ -185,7 +185,8 @@ class Emulator:
             raise OSError(errno.EIO, path)
         if e.bind is None:
             return e.content.encode()
-        st, last_tick_s = self.shown(n)
+        # Only gpus.json carries the boards' activity: other reads do not draw it.
+        st, last_tick_s = self.shown(n) if e.bind[0] == "gpus_json" else n.ticked()
         extra = 0.0
         if at_read_time and not self.frozen and not any(f.kind == "stale_counters" for f in n.faults):
             # All the time since the tick, however late the next one is: the live loop's next tick
