@@ -139,25 +139,31 @@ def _step_sockets(profile: Profile, state: NodeState, dt_s: float) -> list[Socke
         # ratio (what the engine and the workload shell read); it may fall below cpuinfo_min as
         # an aperf/mperf-derived scaling_cur_freq does under a limit.
         eff_khz = cur_khz * (ratio / busy_ratio) if cf and busy_ratio > 0 else 0.0
-        sockets.append(
-            SocketState(
-                s.socket,
-                s.freq_base_khz,
-                s.freq_per_util_khz,
-                cur_khz,
-                eff_khz,
-                s.rapl_requested_w,
-                s.rapl_tau_s,
-                s.rapl_short_w,
-                rapl_settled,
-                s.hsmp_requested_w,
-                hsmp_settled,
-                power,
-                s.energy_j + power * dt_s,
-                s.dram_energy_j + dram_w * dt_s,
-            )
-        )
+        sockets.append(_socket_on(s, cur_khz, eff_khz, rapl_settled, hsmp_settled, power, dram_w, dt_s))
     return sockets
+
+
+def _socket_on(
+    s: SocketState, cur_khz: float, eff_khz: float, rapl_settled: float, hsmp_settled: float, power: float, dram_w: float,
+    dt_s: float,
+) -> SocketState:
+    """``s`` one tick on with these derived values, its package and DRAM ledgers moved by ``dt_s``."""
+    return SocketState(
+        s.socket,
+        s.freq_base_khz,
+        s.freq_per_util_khz,
+        cur_khz,
+        eff_khz,
+        s.rapl_requested_w,
+        s.rapl_tau_s,
+        s.rapl_short_w,
+        rapl_settled,
+        s.hsmp_requested_w,
+        hsmp_settled,
+        power,
+        s.energy_j + power * dt_s,
+        s.dram_energy_j + dram_w * dt_s,
+    )
 
 
 def _step_gpus(profile: Profile, state: NodeState, dt_s: float) -> list[GpuTruth]:
@@ -194,9 +200,15 @@ def _step_gpus(profile: Profile, state: NodeState, dt_s: float) -> list[GpuTruth
             lock_ratio = lock_mhz / spec.sm_clock_max_mhz if lock_mhz is not None else 1.0
             work = board_phases or (physics_gpu.Phase(1.0, 1.0, u),)
             power = physics_gpu.board_operating_point(gphys, work, enforced, lock_ratio).power_w
-        # The tools' last reading stays until the emulator takes this tick's (emulation.boardsignals).
-        gpus.append(GpuTruth(g.index, g.uuid, limit_w, enforced, power, u, g.energy_j + power * dt_s, lock_mhz, g.signals))
+        # The boards' activity is not physics: the emulator draws each tick's at the tools' first read (Emulator.shown).
+        gpus.append(_board_on(g, limit_w, enforced, power, u, lock_mhz, dt_s))
     return gpus
+
+
+def _board_on(g: GpuTruth, limit_w: float, enforced_w: float, power: float, util: float, lock_mhz: float | None,
+              dt_s: float) -> GpuTruth:
+    """Board ``g`` one tick on with these values, its ledger moved by ``dt_s``."""
+    return GpuTruth(g.index, g.uuid, limit_w, enforced_w, power, util, g.energy_j + power * dt_s, lock_mhz, g.signals)
 
 
 def _next_state(
@@ -250,17 +262,9 @@ def advance_ledgers(profile: Profile, state: NodeState, dt_s: float) -> NodeStat
     ledger on by its power times ``dt_s`` (the same sums, so the same floats)."""
     phys = profile.physics
     dram_w = phys.dram_w_per_socket
-    sockets = [
-        SocketState(s.socket, s.freq_base_khz, s.freq_per_util_khz, s.cur_khz, s.eff_khz, s.rapl_requested_w, s.rapl_tau_s,
-                    s.rapl_short_w, s.rapl_settled_w, s.hsmp_requested_w, s.hsmp_settled_w, s.power_w,
-                    s.energy_j + s.power_w * dt_s, s.dram_energy_j + dram_w * dt_s)
-        for s in state.sockets
-    ]
-    gpus = [
-        GpuTruth(g.index, g.uuid, g.limit_w, g.enforced_w, g.power_w, g.util, g.energy_j + g.power_w * dt_s, g.lock_max_mhz,
-                 g.signals)
-        for g in state.gpus
-    ]
+    sockets = [_socket_on(s, s.cur_khz, s.eff_khz, s.rapl_settled_w, s.hsmp_settled_w, s.power_w, dram_w, dt_s)
+               for s in state.sockets]
+    gpus = [_board_on(g, g.limit_w, g.enforced_w, g.power_w, g.util, g.lock_max_mhz, dt_s) for g in state.gpus]
     return _next_state(state, sockets, gpus, state.host_power_w, phys.platform_other_w, dt_s)
 
 
