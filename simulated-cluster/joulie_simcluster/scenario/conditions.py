@@ -144,6 +144,9 @@ def evaluate(cond: Condition, o: Observation) -> Outcome:
         wall_median = float(w.get("median", 0.0))
         seen = (f"over the last {o.tick_cost.get('window')} ticks: wall median {wall_median:g} ms, p99 {w.get('p99')} "
                 f"ms, max {float(w.get('max', 0.0)):g} ms; cpu median {cpu.get('median')} ms, max {cpu.get('max')} ms")
+        parts = o.tick_cost.get("cpuMsByPart")
+        if isinstance(parts, Mapping) and parts:
+            seen += "; cpu median by part: " + ", ".join(f"{k} {v} ms" for k, v in parts.items())
         return Outcome(ok, seen, expected, median)
     if cond.healthy is not None:
         ok, why = o.health or (False, "not looked at")

@@ -112,3 +112,6 @@ def test_tick_cost_bounds_the_median_and_the_worst_tick() -> None:
     slow = evaluate(cond({"tickCost": {"medianMs": 50}}), o)
     assert not slow.ok and slow.value == 70.0 and "wall median 80 ms" in slow.observed and "cpu median 70.0" in slow.observed
     assert "no tickCost" in evaluate(cond({"tickCost": {"medianMs": 100}}), Observation()).observed
+    parts = Observation(tick_cost={**tc, "cpuMsByPart": {"physics": 9.5, "files": 55.0}})
+    assert evaluate(cond({"tickCost": {"medianMs": 50}}), parts).observed.endswith(
+        "cpu median by part: physics 9.5 ms, files 55.0 ms")  # where a slow tick went, in the run's summary

@@ -2,7 +2,9 @@
 
 ``./pants run services/simulator:bench-tick -- --nodes 200,1000 [--ticks 5] [--modes files,fuse]``
 
-Nodes cycle through the nine smoke-spec profiles; every node runs under load, and one limit per
+Nodes cycle through the nine smoke-spec profiles; every node runs under load (the NVIDIA boards' activity
+drawn as a run draws it, the simulator's default ``--telemetry-seed``: files mode every tick, for
+gpus.json), and one limit per
 node is written between ticks (the worst case: files mode pays its read-back, FUSE mode persists
 the limit); ``--no-writes`` measures ticks without writes; ``--spec FILE`` takes a simulator spec's nodes
 (a cluster's own mix) instead of the cycle. Trees go to a temp directory
@@ -41,7 +43,8 @@ def _emulator(n: int, spec: list[tuple[str, Profile]] | None = None) -> Emulator
         names = builtin_profile_names()
         profiles = {p: builtin_profile(p) for p in names}
         pairs = [(f"node-{i}", profiles[names[i % len(names)]]) for i in range(n)]
-    emu = Emulator(pairs, tick_s=1.0)
+    # The boards' activity drawn as a run draws it (the simulator's --telemetry-seed defaults to 0).
+    emu = Emulator(pairs, tick_s=1.0, telemetry_seed=0)
     for name, node in emu.nodes.items():
         gpus = node.profile.gpus.count if node.profile.gpus else 0
         emu.set_load(name, Load(cpu_util=0.6, gpu_util=(0.8,) * gpus))

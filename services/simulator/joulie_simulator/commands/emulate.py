@@ -327,11 +327,17 @@ def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTree
             t0, c0 = time.monotonic(), time.thread_time()
             if args.mode == "files":
                 trees.tick(covered.covered())
+                sp = trees.split
+                parts = {"read-back": sp.read_back_ms, "physics": sp.physics_ms, "ledgers": sp.ledgers_ms, "files": sp.files_ms}
             else:
                 emu.tick(covered.covered())
+                c1 = time.thread_time()
                 trees.flush_ledgers()
+                c2 = time.thread_time()
                 trees.persist_writes()
-            tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
+                c3 = time.thread_time()
+                parts = {"physics": (c1 - c0) * 1000, "ledgers": (c2 - c1) * 1000, "persist": (c3 - c2) * 1000}
+            tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000, parts)
             done += 1
             if tick_cost.count % report_every == 0:
                 print(f"{tick_cost.line()}; {emu.steady_nodes} of {len(emu.nodes)} nodes steady (physics skipped)", flush=True)

@@ -8,7 +8,9 @@ else one phase of its compute share at the board's draw) under the board's enfor
 with the job's own activity constants (``draw_traits(seed, job_id)``: the same job reads alike in the
 benchmark and on the cluster for one seed) and the documented noise. The noise is seeded per node
 and tick (one generator drawn board after board), so a run is reproducible and no generator state is kept.
-Cost: about 75 µs per busy board and tick on this machine, nothing for an idle node.
+Cost: about 25 µs per busy board and tick on this machine (the operating point of a board's phases,
+limit and lock is computed once while they hold: ``gpusignals._operating_memo``; 75 µs before), nothing
+for an idle node.
 
 A board nobody holds but that carries a load (a harness's ``SetNodeLoad`` without jobs) runs one phase
 of compute share ``UNKNOWN_COMPUTE_SHARE`` with the default constants. An idle board reads utilisation

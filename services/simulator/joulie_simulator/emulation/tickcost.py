@@ -2,8 +2,9 @@
 
 A scale run asks "≤ 100 ms per tick with a bounded worst tick" of the live simulator, with agents
 reading and writing, not of ``bench-tick``'s quiet loop: the emulate loop records every tick here,
-``/debug/emulate`` serves the summary as ``tickCost`` and the log says it once a minute. Pure: the
-shell measures, this only keeps and summarises.
+``/debug/emulate`` serves the summary as ``tickCost`` and the log says it once a minute, with the CPU
+of each part of the tick (physics, ledgers, the files written and read back), so a slow tick in a
+long run says where it went. Pure: the shell measures, this only keeps and summarises.
 """
 
 from __future__ import annotations
@@ -19,41 +20,51 @@ class TickCost:
     def __init__(self, window: int = 600) -> None:
         self._wall_ms: deque[float] = deque(maxlen=window)
         self._cpu_ms: deque[float] = deque(maxlen=window)
+        self._window = window
+        # CPU ms of each part of the tick, by part name in the order first recorded.
+        self._parts: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self.count = 0
         self.max_wall_ms = 0.0
         self.max_cpu_ms = 0.0
 
-    def record(self, wall_ms: float, cpu_ms: float) -> None:
+    def record(self, wall_ms: float, cpu_ms: float, parts: dict[str, float] | None = None) -> None:
+        """One tick; ``parts``: the CPU ms of each part of it (say the same parts every tick)."""
         with self._lock:
             self._wall_ms.append(wall_ms)
             self._cpu_ms.append(cpu_ms)
+            for name, ms in (parts or {}).items():
+                self._parts.setdefault(name, deque(maxlen=self._window)).append(ms)
             self.count += 1
             self.max_wall_ms = max(self.max_wall_ms, wall_ms)
             self.max_cpu_ms = max(self.max_cpu_ms, cpu_ms)
 
     def summary(self) -> dict[str, Any]:
         """``ticks`` (since the start), ``window`` (ticks summarised), median/p99/max wall and CPU ms
-        over the window, and the worst wall and CPU ms since the start."""
+        over the window, the median CPU ms of each part recorded (``cpuMsByPart``), and the worst wall
+        and CPU ms since the start."""
         with self._lock:
             wall, cpu = sorted(self._wall_ms), sorted(self._cpu_ms)
+            parts = {name: _stats(sorted(ms))["median"] for name, ms in self._parts.items()}
             return {
                 "ticks": self.count,
                 "window": len(wall),
                 "wallMs": _stats(wall),
                 "cpuMs": _stats(cpu),
+                "cpuMsByPart": parts,
                 "maxWallMsSinceStart": round(self.max_wall_ms, 3),
                 "maxCpuMsSinceStart": round(self.max_cpu_ms, 3),
             }
 
     def line(self) -> str:
-        """One log line: the window's median and max wall (CPU) ms."""
+        """One log line: the window's median and max wall (CPU) ms, and the parts' median CPU ms."""
         s = self.summary()
         w, c = s["wallMs"], s["cpuMs"]
+        parts = ", ".join(f"{name} {ms:g}" for name, ms in s["cpuMsByPart"].items())
         return (
             f"tick cost over the last {s['window']} ticks: wall median {w['median']:g} ms, p99 {w['p99']:g} ms, "
             f"max {w['max']:g} ms; cpu median {c['median']:g} ms, max {c['max']:g} ms "
-            f"(worst since start: wall {s['maxWallMsSinceStart']:g} ms)"
+            f"(worst since start: wall {s['maxWallMsSinceStart']:g} ms)" + (f"; cpu ms by part (median): {parts}" if parts else "")
         )
 
 

@@ -15,3 +15,12 @@ def test_summary_keeps_the_window_and_the_worst_since_start() -> None:
 
 def test_an_empty_window_reads_zero() -> None:
     assert TickCost().summary()["wallMs"] == {"median": 0.0, "p99": 0.0, "max": 0.0}
+
+
+def test_the_line_says_where_the_ticks_cpu_went_by_part() -> None:
+    tc = TickCost(window=3)
+    for physics, files in ((5.0, 90.0), (6.0, 70.0), (7.0, 80.0), (8.0, 60.0)):
+        tc.record(200.0, physics + files, {"physics": physics, "files": files})
+    assert tc.summary()["cpuMsByPart"] == {"physics": 7.0, "files": 70.0}  # medians over the last three ticks
+    assert tc.line().endswith("; cpu ms by part (median): physics 7, files 70")
+    assert "by part" not in TickCost().line()

@@ -141,6 +141,38 @@ def _ratio(v: float) -> float:
     return min(1.0, max(0.0, v))
 
 
+def _operating(g: GpuPhysics, mix: tuple[Phase, ...], limit_w: float, lock_ratio: float) -> tuple[float, float, float, float]:
+    """``mix``'s operating point as the model above weighs it: (power, clock ratio, phi_c, phi_m)."""
+    op = board_operating_point(g, mix, limit_w, lock_ratio)
+    weights = [p.share * stretch(r, p.compute_share) for p, r in zip(mix, op.clock_ratios, strict=True)]
+    total = sum(weights)
+    phi_c = phi_m = clock = 0.0
+    for p, r, w in zip(mix, op.clock_ratios, weights, strict=True):
+        t, s = w / total, stretch(r, p.compute_share)
+        phi_c += t * (p.compute_share / r) / s
+        phi_m += t * (1.0 - p.compute_share) / s
+        clock += t * r
+    return op.power_w, clock, phi_c, phi_m
+
+
+# _operating of a phase mix that no noise jitters (a job's phases under one limit and lock hold for
+# many ticks): the same floats, computed once. Keyed by the physics' identity, kept with the value.
+_OPERATING: dict[tuple[int, tuple[Phase, ...], float, float], tuple[GpuPhysics, tuple[float, float, float, float]]] = {}
+_OPERATING_MAX = 4096
+
+
+def _operating_memo(g: GpuPhysics, mix: tuple[Phase, ...], limit_w: float, lock_ratio: float) -> tuple[float, float, float, float]:
+    key = (id(g), mix, limit_w, lock_ratio)
+    hit = _OPERATING.get(key)
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    point = _operating(g, mix, limit_w, lock_ratio)
+    if len(_OPERATING) >= _OPERATING_MAX:
+        _OPERATING.clear()
+    _OPERATING[key] = (g, point)
+    return point
+
+
 def board_signals(
     g: GpuPhysics,
     sm_clock_max_mhz: float,
@@ -157,17 +189,13 @@ def board_signals(
     ``power_w``: the board's true power where the caller has it (the emulator's state); else the operating
     point's. ``rng`` None or ``noise`` QUIET: no noise."""
     quiet = rng is None or noise == QUIET
-    mix = tuple(phases) if quiet or rng is None else _jittered(phases, rng, noise.phase_share)
-    op = board_operating_point(g, mix, limit_w, lock_ratio)
-    weights = [p.share * stretch(r, p.compute_share) for p, r in zip(mix, op.clock_ratios, strict=True)]
-    total = sum(weights)
-    phi_c = phi_m = clock = 0.0
-    for p, r, w in zip(mix, op.clock_ratios, weights, strict=True):
-        t, s = w / total, stretch(r, p.compute_share)
-        phi_c += t * (p.compute_share / r) / s
-        phi_m += t * (1.0 - p.compute_share) / s
-        clock += t * r
-    power = op.power_w if power_w is None else power_w
+    mix = tuple(phases)
+    if quiet or rng is None or len(mix) < 2 or noise.phase_share <= 0:
+        # No jitter: the operating point is the mix's own (about 75 µs a board to compute, per tick).
+        op_power, clock, phi_c, phi_m = _operating_memo(g, mix, limit_w, lock_ratio)
+    else:
+        op_power, clock, phi_c, phi_m = _operating(g, _jittered(mix, rng, noise.phase_share), limit_w, lock_ratio)
+    power = op_power if power_w is None else power_w
     util = traits.busy
     sm = util * traits.sm_fill
     tensor = sm * phi_c * traits.tensor_use

@@ -109,3 +109,27 @@ def test_a_serving_jobs_phase_mix_varies_from_sample_to_sample_and_doubling_the_
 def test_the_truth_an_estimate_is_compared_with_is_the_share_weighted_compute_share() -> None:
     assert mean_compute_share(SERVING) == pytest.approx(0.15 * 0.9 + 0.85 * 0.14)
     assert mean_compute_share(TRAINING) == 0.55
+
+
+
+def test_a_repeated_operating_point_reads_as_one_computed_afresh_and_another_physics_is_its_own() -> None:
+    from joulie_simulator.physics import gpusignals
+
+    def samples() -> list[tuple[float, ...]]:
+        rng = np.random.default_rng(7)
+        out: list[tuple[float, ...]] = []
+        for phases, limit, lock in ((TRAINING, MAX_W, 1.0), (DECODE, 300.0, 0.8), (SERVING, 400.0, 1.0), (TRAINING, MAX_W, 1.0)):
+            s = board_signals(G, TOP_MHZ, phases, limit, lock, TRAITS, rng, TelemetryNoise(), power_w=500.0)
+            q = board_signals(G, TOP_MHZ, phases, limit, lock, TRAITS)
+            out.append((s.power_w, s.sm_clock_mhz, s.sm_active, s.tensor_active, s.dram_active, q.sm_clock_mhz, q.power_w))
+        return out
+
+    gpusignals._OPERATING.clear()
+    fresh = samples()
+    assert samples() == fresh  # the second pass reads its points from the memo: the same floats
+    gpusignals._OPERATING.clear()
+    board_signals(G, TOP_MHZ, SERVING, 400.0, 1.0, TRAITS, np.random.default_rng(1), TelemetryNoise())
+    assert not gpusignals._OPERATING  # a jittered mix is drawn anew each sample: nothing kept
+    # Another physics (a variant drawing half the power) under the same phases and limit is its own point.
+    half = G.model_copy(update={"natural_max_w": G.natural_max_w * 0.5})
+    assert board_signals(half, TOP_MHZ, TRAINING, MAX_W, 1.0, TRAITS).power_w < fresh[0][6]

@@ -57,6 +57,8 @@ class FileTrees:
         # Current-frequency files move per socket: grouped so a tick compares one value per socket.
         self._cur_freq: dict[str, dict[int, list[Shown]]] = {}
         self._ledger: dict[str, Shown] = {}
+        # Each node's key in the combined ledger, as JSON text.
+        self._ledger_keys: dict[str, str] = {}
         # Per node, its faults file and the fault kinds it shows.
         self._faults: dict[str, tuple[Shown, tuple[str, ...]]] = {}
         # FUSE mode: what each persisted limit file holds (written by this process), to skip rewrites.
@@ -262,7 +264,13 @@ class FileTrees:
         """Every node's ledger in one file under the root (one write per tick however many nodes),
         and each node's own ledger every ``per_node_every`` ticks (spread: a tenth of the nodes
         each tick by default). A restart takes whichever is later, so counters never go back."""
-        parts = [f"{json.dumps(name)}: {ledger_json(n.state).strip()}" for name, n in self.emu.nodes.items()]
+        keys = self._ledger_keys
+        parts = []
+        for name, n in self.emu.nodes.items():
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = f"{json.dumps(name)}: "
+            parts.append(key + ledger_json(n.state).strip())
         tmp = os.path.join(self.root, f".{COMBINED_LEDGERS}.tmp")
         path = os.path.join(self.root, COMBINED_LEDGERS)
         try:
@@ -301,11 +309,24 @@ class FileTrees:
         ext4 a rename over a file forces its data out, about 1 ms a file, and in a watched directory
         it queues events); a larger change, and every JSON file, is swapped in whole, so a reader
         never sees half a JSON document (``publish.Publisher``)."""
+        pwrite = os.pwrite
         for name, n in self.emu.nodes.items():
             profile, state = n.profile, self.emu.shown(n)[0]
             for f in self._shown[name]:
                 text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
                 if f.text != text:
+                    if f.fd >= 0 and len(text) == len(f.text):
+                        # Publisher.publish's common case (a counter kept open, same length), inlined:
+                        # about 7000 a tick at 1000 Nodes.
+                        try:
+                            pwrite(f.fd, text.encode(), 0)
+                        except OSError as err:
+                            self._file_failed(name, f.path, err)
+                            continue
+                        f.text = text
+                        if self.file_faults:
+                            self._file_ok(name, f.path)
+                        continue
                     self._publish(name, f, text)
             shown_faults = self._faults.get(name)
             if shown_faults is not None and shown_faults[1] != state.faults:
@@ -345,7 +366,7 @@ class FileTrees:
     def tick(self, dt_s: float | None = None) -> None:
         """One files-mode tick: read back writes, step the physics by ``dt_s`` (default: the tick
         length), publish (``split``: where it went)."""
-        clock = time.process_time
+        clock = time.thread_time  # this thread's: the parts add up to the tick (the event thread is not the tick)
         c0 = clock()
         self.read_back()
         c1 = clock()
