@@ -96,8 +96,8 @@ def _resource_version(obj: Mapping[str, Any]) -> str:
     return rv if isinstance(rv, str) else ""
 
 
-def _lines(resp: Any) -> Iterator[bytes]:
-    """A watch response's events, one JSON document a line, as they arrive."""
+def watch_lines(resp: Any) -> Iterator[bytes]:
+    """A watch response's events (``_preload_content=False``), one JSON document a line, as they arrive."""
     pending = b""
     for chunk in resp.stream(amt=None, decode_content=False):
         pending += chunk
@@ -261,7 +261,7 @@ class WatchCache(Generic[T]):
         try:
             self.synced.set()  # streaming from where the view is: nothing missed
             self.health.ok()
-            for line in _lines(resp):
+            for line in watch_lines(resp):
                 self.event(json.loads(line))
                 if self.stop.is_set() or self.monotonic() - self.listed_at >= self.resync_s:
                     return

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from joulie_common.settingsgrammar import (
@@ -49,6 +49,7 @@ def test_zero_is_refused_where_a_positive_duration_is_needed() -> None:
         parse_duration("X", "0s", allow_zero=False)
 
 
+@settings(deadline=None)  # no wall-clock gate: a loaded machine is not a failure
 @given(st.integers(0, 99), st.integers(0, 59), st.integers(0, 59), st.integers(0, 999))
 def test_compound_durations_add_up(h: int, m: int, s: int, ms: int) -> None:
     text = f"{h}h{m}m{s}s{ms}ms"

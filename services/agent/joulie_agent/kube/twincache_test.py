@@ -39,10 +39,12 @@ class NoWaitEvent(threading.Event):
 def test_the_watcher_fills_the_cache_marks_it_down_on_failure_and_forgets_it_on_410(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import json
+
     from kubernetes import client as k8s
-    from kubernetes import watch
     from kubernetes.client.exceptions import ApiException
 
+    from joulie_agent.kube import twinwatch
     from joulie_agent.kube.twinwatch import TwinWatcher
 
     cache = TwinSpecCache(FakeClock().monotonic, 600)
@@ -53,6 +55,7 @@ def test_the_watcher_fills_the_cache_marks_it_down_on_failure_and_forgets_it_on_
         return []
 
     other = {**twin(90, 1), "metadata": {"name": "not-mine", "generation": 1}}
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}
     steps: list[Any] = [
         [{"type": "ADDED", "object": twin(120, 1)}, {"type": "ADDED", "object": other}],
         snapshot,
@@ -60,28 +63,68 @@ def test_the_watcher_fills_the_cache_marks_it_down_on_failure_and_forgets_it_on_
         snapshot,
         ApiException(status=410, reason="Gone"),
         snapshot,
-        [{"type": "ADDED", "object": twin(130, 2)}],
+        [{"type": "ADDED", "object": twin(125, 2)}, gone],  # a 410 as the watch says it: an ERROR event
+        snapshot,
+        [{"type": "ADDED", "object": twin(130, 3)}],
         snapshot,
     ]
     stop, wake = NoWaitEvent(), threading.Event()
+    closed: list[bool] = []
 
-    class Scripted:
-        resource_version = ""
+    def scripted(*_: Any, **__: Any) -> Any:
+        step = steps.pop(0)
+        if not steps:
+            stop.set()
+        if isinstance(step, Exception):
+            raise step
+        try:
+            yield from (json.dumps(e).encode() for e in (step() if callable(step) else step))
+        finally:
+            closed.append(True)
 
-        def stream(self, *_: Any, **__: Any) -> Any:
-            step = steps.pop(0)
-            if not steps:
-                stop.set()
-            if isinstance(step, Exception):
-                raise step
-            yield from (step() if callable(step) else step)
-
-        def stop(self) -> None:
-            pass
-
-    monkeypatch.setattr(watch, "Watch", Scripted)
+    monkeypatch.setattr(twinwatch, "open_stream", scripted)
     TwinWatcher(k8s.ApiClient(), wake, stop, owned=lambda name: name != "not-mine", cache=cache)._run()
-    assert seen == [(True, {TWIN}), (False, {TWIN}), (False, set()), (True, {TWIN})]
+    assert seen == [(True, {TWIN}), (False, {TWIN}), (False, set()), (False, set()), (True, {TWIN})]
     got = cache.lookup(TWIN)
     assert not isinstance(got, Exception) and got is not None and got.spec.cpu is not None
     assert got.spec.cpu.package_power_cap_watts == 130 and wake.is_set()
+    assert len(closed) == 8  # every stream that opened given back (eight of ten; two failed to open)
+
+
+def test_a_pool_agent_decodes_only_its_own_twins_and_resumes_after_the_last_event_of_any(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from kubernetes import client as k8s
+
+    from joulie_agent.kube import twinwatch
+    from joulie_agent.kube.twinwatch import TwinWatcher
+
+    cache = TwinSpecCache(FakeClock().monotonic, 600)
+    stop, wake = NoWaitEvent(), threading.Event()
+    mine = {**twin(140, 4), "metadata": {**twin(140, 4)["metadata"], "resourceVersion": "17"}}
+    others = [{"type": "MODIFIED", "object": {**twin(90, 1), "metadata": {"name": f"other-{i}", "resourceVersion": str(18 + i),
+                                                                            "labels": {"name": TWIN}}}} for i in range(40)]
+    lines = [json.dumps({"type": "MODIFIED", "object": mine}).encode(), *(json.dumps(e).encode() for e in others)]
+
+    def stream(*_: Any, **__: Any) -> Any:
+        yield from lines
+        stop.set()  # the server ends the watch; the agent stops
+
+    decoded: list[bytes] = []
+    real_loads = json.loads
+
+    def loads(s: bytes, **kw: Any) -> Any:
+        decoded.append(s)
+        return real_loads(s, **kw)
+
+    monkeypatch.setattr(twinwatch, "open_stream", stream)
+    monkeypatch.setattr(json, "loads", loads)  # the module twinwatch decodes whole events with
+    watcher = TwinWatcher(k8s.ApiClient(), wake, stop, owned=lambda name: name == TWIN, cache=cache)
+    watcher._run()
+    assert decoded == lines[:1]  # a label that reads like the name does not fool it
+    assert watcher.resource_version == "57"  # resumes after the last event seen, owned or not
+    got = cache.lookup(TWIN)
+    assert got is not None and not isinstance(got, Exception) and got.spec.cpu is not None
+    assert got.spec.cpu.package_power_cap_watts == 140 and wake.is_set()

@@ -3,15 +3,52 @@ the cache (``twincache``) the reconcile reads the specs from."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
+
+import msgspec
+from kubernetes.client.exceptions import ApiException
 
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.outage import Outage
+from joulie_api.watchcache import watch_lines
 
 log = logging.getLogger(__name__)
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    resourceVersion: str = ""
+
+
+class _Object(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    code: int = 0  # an ERROR event's Status
+    message: str = ""
+
+
+class _Head(msgspec.Struct):
+    """What a watch event line says before it is decoded whole: its type, the object's name and
+    resourceVersion (an ERROR's code); every other field is skipped unread."""
+
+    type: str = ""
+    object: _Object = msgspec.field(default_factory=_Object)
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+
+
+def open_stream(custom: Any, group: str, version: str, plural: str, **kwargs: Any) -> Generator[bytes, None, None]:
+    """The NodeTwin watch's event lines, raw (the client's ``watch.Watch`` decoded each event three
+    times: JSON, back to JSON, JSON again). A seam for tests."""
+    resp = custom.list_cluster_custom_object(group, version, plural, watch=True, _preload_content=False, **kwargs)
+    try:
+        yield from watch_lines(resp)
+    finally:
+        resp.release_conn()
 
 
 class TwinSpecChanges:
@@ -51,7 +88,9 @@ class TwinWatcher:
     (a field selector); a pool agent watches all and keeps its own. The watch resumes from the last
     resourceVersion seen (bookmarks keep it fresh), so a restart does not list every twin again:
     at 1000 Nodes each pool agent's restart every minute re-read all 1000 twins, and every status
-    write woke every agent's loop.
+    write woke every agent's loop. Each event line is read first for its type, name and
+    resourceVersion only, and decoded whole only when the agent owns the twin: a pool agent owns a
+    fortieth of them, and the status writes of every twin reach every pool agent.
     """
 
     def __init__(self, kube_api: Any, wake: threading.Event, stop: threading.Event,
@@ -73,32 +112,26 @@ class TwinWatcher:
 
     def _run(self) -> None:
         from kubernetes import client as k8s
-        from kubernetes import watch
-        from kubernetes.client.exceptions import ApiException
 
         from joulie_api.names import GROUP, PLURAL_NODE_TWIN, VERSION
 
         custom = k8s.CustomObjectsApi(self.kube_api)
-        watch_api: Any = watch  # the watch helper is untyped
         while not self.stop.is_set():
-            w = watch_api.Watch()
             kwargs: dict[str, Any] = {"timeout_seconds": 300, "allow_watch_bookmarks": True}
             if self.twin_name:
                 kwargs["field_selector"] = f"metadata.name={self.twin_name}"
             if self.resource_version:
                 kwargs["resource_version"] = self.resource_version
+            stream: Generator[bytes, None, None] | None = None
             try:
-                for event in w.stream(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL_NODE_TWIN, **kwargs):
+                stream = open_stream(custom, GROUP, VERSION, PLURAL_NODE_TWIN, **kwargs)
+                for line in stream:
                     self.health.ok()
-                    if isinstance(event, dict):
-                        self._cache(event)
-                    if isinstance(event, dict) and self.changes.wakes(event):
-                        self.wake.set()
+                    self._line(line)
                     if self.stop.is_set():
                         break
                 else:  # the server ended the watch (timeout_seconds): it answered
                     self.health.ok()
-                self.resource_version = str(getattr(w, "resource_version", "") or "")
             except ApiException as err:
                 if err.status == 410:  # the resourceVersion is too old: start over from the current state
                     self.resource_version = ""
@@ -111,7 +144,30 @@ class TwinWatcher:
                 self._down()
                 self.stop.wait(self.health.failed(err))
             finally:
-                w.stop()
+                if stream is not None:
+                    stream.close()  # the connection back to the pool, whatever ended the watch
+
+    def _line(self, line: bytes) -> None:
+        """One event line: its resourceVersion kept (the resume point), decoded whole only for an owned
+        twin; an ERROR event raised as the API's exception (410: the caller starts over)."""
+        try:
+            head = _HEAD.decode(line)
+        except msgspec.ValidationError:
+            head = _Head()  # a field of an unexpected type: the whole decode below decides
+        except msgspec.DecodeError:
+            return  # not JSON (a torn line): nothing to act on
+        meta = head.object.metadata
+        if head.type == "ERROR":
+            raise ApiException(status=head.object.code, reason=head.object.message or "watch error")
+        if meta.resourceVersion:
+            self.resource_version = meta.resourceVersion
+        if head.type != "BOOKMARK" and meta.name and not self.changes.owned(meta.name):
+            return
+        event = json.loads(line)
+        if isinstance(event, dict):
+            self._cache(event)
+            if self.changes.wakes(event):
+                self.wake.set()
 
     def _cache(self, event: dict[str, Any]) -> None:
         """An owned twin's event (or a bookmark: the watch is alive) into the cache."""

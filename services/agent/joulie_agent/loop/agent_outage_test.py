@@ -183,7 +183,7 @@ def test_a_node_that_keeps_failing_the_same_way_is_logged_once(tmp_path: Path,
 
 
 class RefusingWatch:
-    """kubernetes.watch.Watch whose stream answers 429 ``refusals`` times, then streams one event."""
+    """The NodeTwin watch's stream (``twinwatch.open_stream``): 429 ``refusals`` times, then one event."""
 
     refusals = 0
     streams = 0
@@ -200,10 +200,7 @@ class RefusingWatch:
             err.headers = {"Retry-After": "1", "Content-Type": "application/json", "Audit-Id": "x"}
             raise err
         self.stop_event.set()
-        yield {"type": "MODIFIED", "object": {"metadata": {"name": "n1", "generation": 1}}}
-
-    def stop(self) -> None:
-        pass
+        yield b'{"type": "MODIFIED", "object": {"metadata": {"name": "n1", "generation": 1}}}'
 
 
 class NoWaitEvent(threading.Event):
@@ -216,13 +213,12 @@ class NoWaitEvent(threading.Event):
 def test_a_throttled_nodetwin_watch_logs_once_when_it_fails_and_once_when_it_streams_again(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     # Issue 23, api-throttle: a multi-line warning (every response header) per retry.
-    from kubernetes import watch
-
+    from joulie_agent.kube import twinwatch
     from joulie_agent.kube.twinwatch import TwinWatcher
 
     stop, wake = NoWaitEvent(), threading.Event()
     RefusingWatch.refusals, RefusingWatch.streams = 8, 0
-    monkeypatch.setattr(watch, "Watch", lambda: RefusingWatch(stop))
+    monkeypatch.setattr(twinwatch, "open_stream", RefusingWatch(stop).stream)
     with caplog.at_level(logging.INFO):
         TwinWatcher(k8s.ApiClient(), wake, stop)._run()
     assert wake.is_set() and RefusingWatch.streams == 9
