@@ -266,6 +266,9 @@ class WatchCache(Generic[T]):
                 if self.stop.is_set() or self.monotonic() - self.listed_at >= self.resync_s:
                     return
         finally:
+            # Closed first: a watch left part-read (a resync due, a stop) must not go back to the
+            # pool, where the next request would read the rest of it.
+            resp.close()
             resp.release_conn()
 
     def event(self, event: Mapping[str, Any]) -> None:

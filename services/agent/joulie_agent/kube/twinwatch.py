@@ -48,6 +48,9 @@ def open_stream(custom: Any, group: str, version: str, plural: str, **kwargs: An
     try:
         yield from watch_lines(resp)
     finally:
+        # Closed first, as the client's watch does: a stream left part-read must not go back to the
+        # pool, where the next request would read the rest of it.
+        resp.close()
         resp.release_conn()
 
 

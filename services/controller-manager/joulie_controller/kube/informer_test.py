@@ -32,6 +32,9 @@ class _Resp:
         for i in range(0, len(blob), 7):
             yield blob[i : i + 7]
 
+    def close(self) -> None:
+        pass
+
     def release_conn(self) -> None:
         pass
 
