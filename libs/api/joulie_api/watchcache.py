@@ -96,6 +96,19 @@ def _resource_version(obj: Mapping[str, Any]) -> str:
     return rv if isinstance(rv, str) else ""
 
 
+@contextlib.contextmanager
+def watch_response(call: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
+    """A watch's raw response (``call`` a client list method, with ``watch=True`` and no preloading),
+    closed before its connection goes back to the pool, as the client's own watch does: a stream
+    left part-read (a resync due, a stop, an error) would be read by the next request on it."""
+    resp = call(watch=True, _preload_content=False, **kwargs)
+    try:
+        yield resp
+    finally:
+        resp.close()
+        resp.release_conn()
+
+
 def watch_lines(resp: Any) -> Iterator[bytes]:
     """A watch response's events (``_preload_content=False``), one JSON document a line, as they arrive."""
     pending = b""
@@ -250,26 +263,19 @@ class WatchCache(Generic[T]):
 
     def watch(self) -> None:
         """Stream events from ``resource_version`` until the server ends the watch or a resync is due."""
-        resp = self.call(
-            watch=True,
+        with watch_response(
+            self.call,
             resource_version=self.resource_version,
             allow_watch_bookmarks=True,
             timeout_seconds=WATCH_TIMEOUT_S,
-            _preload_content=False,
             **self.selectors,
-        )
-        try:
+        ) as resp:
             self.synced.set()  # streaming from where the view is: nothing missed
             self.health.ok()
             for line in watch_lines(resp):
                 self.event(json.loads(line))
                 if self.stop.is_set() or self.monotonic() - self.listed_at >= self.resync_s:
                     return
-        finally:
-            # Closed first: a watch left part-read (a resync due, a stop) must not go back to the
-            # pool, where the next request would read the rest of it.
-            resp.close()
-            resp.release_conn()
 
     def event(self, event: Mapping[str, Any]) -> None:
         """One watch event into the view (ERROR 410: raise GoneError)."""

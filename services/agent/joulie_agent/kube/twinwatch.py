@@ -3,6 +3,7 @@ the cache (``twincache``) the reconcile reads the specs from."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -14,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from joulie_agent.kube.twincache import TwinSpecCache
 from joulie_api.outage import Outage
-from joulie_api.watchcache import watch_lines
+from joulie_api.watchcache import watch_lines, watch_response
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,8 @@ _HEAD = msgspec.json.Decoder(_Head)
 def open_stream(custom: Any, group: str, version: str, plural: str, **kwargs: Any) -> Generator[bytes, None, None]:
     """The NodeTwin watch's event lines, raw (the client's ``watch.Watch`` decoded each event three
     times: JSON, back to JSON, JSON again). A seam for tests."""
-    resp = custom.list_cluster_custom_object(group, version, plural, watch=True, _preload_content=False, **kwargs)
-    try:
+    with watch_response(functools.partial(custom.list_cluster_custom_object, group, version, plural), **kwargs) as resp:
         yield from watch_lines(resp)
-    finally:
-        # Closed first, as the client's watch does: a stream left part-read must not go back to the
-        # pool, where the next request would read the rest of it.
-        resp.close()
-        resp.release_conn()
 
 
 class TwinSpecChanges:

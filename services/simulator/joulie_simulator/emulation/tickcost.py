@@ -20,7 +20,6 @@ class TickCost:
     def __init__(self, window: int = 600) -> None:
         self._wall_ms: deque[float] = deque(maxlen=window)
         self._cpu_ms: deque[float] = deque(maxlen=window)
-        self._window = window
         # CPU ms of each part of the tick, by part name in the order first recorded.
         self._parts: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
@@ -34,7 +33,7 @@ class TickCost:
             self._wall_ms.append(wall_ms)
             self._cpu_ms.append(cpu_ms)
             for name, ms in (parts or {}).items():
-                self._parts.setdefault(name, deque(maxlen=self._window)).append(ms)
+                self._parts.setdefault(name, deque(maxlen=self._cpu_ms.maxlen)).append(ms)
             self.count += 1
             self.max_wall_ms = max(self.max_wall_ms, wall_ms)
             self.max_cpu_ms = max(self.max_cpu_ms, cpu_ms)

@@ -273,8 +273,8 @@ def _moved(obj: _T, changes: dict[str, Any]) -> _T:
 
 def advance_ledgers(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
     """What :func:`step_node` gives for a ``steady`` node, without the physics: the same powers, each
-    ledger on by its power times ``dt_s`` (the same sums, so the same floats: ``_socket_on``,
-    ``_board_on`` and ``_next_state`` add the same products)."""
+    ledger on by its power times ``dt_s``: the same sums as ``_socket_on``, ``_board_on`` and
+    ``_next_state`` add in the full step, so the same floats (``node_test``, ``steady_test``)."""
     phys = profile.physics
     dram_w = phys.dram_w_per_socket
     sockets = tuple(_moved(s, {"energy_j": s.energy_j + s.power_w * dt_s, "dram_energy_j": s.dram_energy_j + dram_w * dt_s})

@@ -309,24 +309,11 @@ class FileTrees:
         ext4 a rename over a file forces its data out, about 1 ms a file, and in a watched directory
         it queues events); a larger change, and every JSON file, is swapped in whole, so a reader
         never sees half a JSON document (``publish.Publisher``)."""
-        pwrite = os.pwrite
         for name, n in self.emu.nodes.items():
             profile, state = n.profile, self.emu.shown(n)[0]
             for f in self._shown[name]:
                 text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
                 if f.text != text:
-                    if f.fd >= 0 and len(text) == len(f.text):
-                        # Publisher.publish's common case (a counter kept open, same length), inlined:
-                        # about 3700 a tick at 1000 Nodes (the scale spec).
-                        try:
-                            pwrite(f.fd, text.encode(), 0)
-                        except OSError as err:
-                            self._file_failed(name, f.path, err)
-                            continue
-                        f.text = text
-                        if self.file_faults:
-                            self._file_ok(name, f.path)
-                        continue
                     self._publish(name, f, text)
             shown_faults = self._faults.get(name)
             if shown_faults is not None and shown_faults[1] != state.faults:
