@@ -100,17 +100,21 @@ def parse_nvidia_activity(text: str) -> ActivityReport:
         if not (fields[0].isascii() and fields[0].isdigit()):
             out.warnings.append(f"nvidia-smi activity: line {lineno}: index {fields[0][:20]!r} is not an integer")
             continue
-        util = _number(fields[2])
-        out.boards.append(
-            BoardActivity(
-                int(fields[0]),
-                fields[1] if fields[1].upper().startswith("GPU-") else "",
-                _ratio(util / 100) if util is not None else None,
-                _positive(_number(fields[3])),
-                _positive(_number(fields[4])),
-            )
-        )
+        out.boards.append(activity_of(int(fields[0]), *fields[1:5]))
     return out
+
+
+def activity_of(index: int, uuid: str, utilization_pct: str, sm_mhz: str, sm_max_mhz: str) -> BoardActivity:
+    """One board's signals from its nvidia-smi fields (``uuid``, ``utilization.gpu``, ``clocks.sm``,
+    ``clocks.max.sm``, nounits); a token (``[N/A]``) or a value out of range is unknown."""
+    util = _number(utilization_pct)
+    return BoardActivity(
+        index,
+        uuid if uuid.upper().startswith("GPU-") else "",
+        _ratio(util / 100) if util is not None else None,
+        _positive(_number(sm_mhz)),
+        _positive(_number(sm_max_mhz)),
+    )
 
 
 def _ratio(v: float | None) -> float | None:

@@ -1,7 +1,8 @@
 """GPU cap enforcement on one node: through NVML where it is loaded, else the vendor's tool
 (``nvidia-smi``, ``amd-smi``, ``rocm-smi``), re-reading the GPU inventory when the intent changes
-or the last reading is older than the verify interval. Each re-reading also reads the limit each
-board *enforces* and re-applies a cap a board lost (drift, see ``gpuverify``). A shell: it runs
+or the last reading is older than the verify interval, and checking each reading the power export
+took of the node in between (``host.gpureadings``: one tool call for both). Each reading also holds
+the limit each board *enforces*; a cap a board lost is re-applied (drift, see ``gpuverify``). A shell: it runs
 the tools; the plan (which cap on which device) comes from the pure ``gpucontrol``, the tool
 arguments and parsers from ``gputools``. The SM clock lock beside the cap is ``gpulock``'s."""
 
@@ -16,7 +17,7 @@ from joulie_agent.control.outcomes import GPUBackend, GPUOutcome
 from joulie_agent.discovery import gputools
 from joulie_agent.discovery.status import HostFacts, expected_gpu_vendor
 from joulie_agent.enforce.gpulock import LockEnforcer
-from joulie_agent.host import hostread
+from joulie_agent.host.gpureadings import GpuReadings
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.toolrun import Runner
 from joulie_api.generated.nodetwin import NodeTwinSpec
@@ -27,11 +28,14 @@ log = logging.getLogger(__name__)
 
 class GPUEnforcer:
     def __init__(self, run: Runner, nvml: NVML | None, clock: Clock, verify_interval_s: float, simulate_only: bool,
-                 sys_root: Path | None = None):
+                 sys_root: Path | None = None, readings: GpuReadings | None = None):
         self.run = run
+        # The node's GPU readings, shared with the power export (one tool call for both).
+        self.readings = readings if readings is not None else GpuReadings(run, nvml, clock.monotonic)
         self.nvml = nvml
         self.clock = clock
-        # GPU limits are re-read from the tools at most this often when the intent is unchanged.
+        # GPU limits are read from the tools by the verification itself at most this often when the
+        # intent is unchanged (a reading the power export takes meanwhile is checked without a call).
         self.verify_interval_s = verify_interval_s
         self.simulate_only = simulate_only
         self.checked_s: float | None = None
@@ -50,48 +54,24 @@ class GPUEnforcer:
 
     def _inventory(self, facts: HostFacts,
                    intent: tuple[float | None, float | None]) -> tuple[gputools.Inventory | None, bool]:
-        """(the node's GPUs, whether just re-read): re-read into ``facts.gpu`` when stale or the intent changed."""
+        """(the node's GPUs, whether just read): into ``facts.gpu`` when the intent changed or the last
+        reading is older than the verify interval (a new one), or when the power export took a reading
+        since the last one checked (no tool call: drift is then noticed at the reconcile after the
+        export's next GPU read, TOOL_READ_MIN_S + RECONCILE_INTERVAL, instead of the verify interval)."""
         now = self.clock.monotonic()
         stale = self.checked_s is None or now - self.checked_s >= self.verify_interval_s
-        if not stale and intent == self.intent:
-            return facts.gpu, False
-        vendor = facts.gpu.vendor if facts.gpu and facts.gpu.devices else expected_gpu_vendor(
-            facts.labels, facts.nvidiactl)
-        facts.gpu = hostread.gpu_inventory(vendor, self.run, self.nvml)
-        self.checked_s = now
+        reading = None if stale or intent != self.intent else self.readings.newer_than(self.checked_s)
+        if reading is None:
+            if not stale and intent == self.intent:
+                return facts.gpu, False
+            vendor = facts.gpu.vendor if facts.gpu and facts.gpu.devices else expected_gpu_vendor(
+                facts.labels, facts.nvidiactl)
+            reading = self.readings.read(vendor)
+        facts.gpu = reading.inventory
+        self.checked_s = reading.t_s
         if facts.gpu is not None and facts.gpu.vendor == "nvidia" and facts.gpu.devices:
-            self._note_read_back(self._read_enforced(facts.gpu))
+            self._note_read_back(reading.readback_failed)
         return facts.gpu, True
-
-    def _read_enforced(self, inv: gputools.Inventory) -> str:
-        """Fill each device's enforced limit (NVML, else nvidia-smi); returns why the read-back
-        failed, "" when it answered. A device that does not report one (NVMLError_NotSupported,
-        ``[N/A]``) is unknown and its requested limit stands in; a query that fails or answers
-        garbage leaves the cap unverified."""
-        enforced: dict[int, float] = {}
-        failures: list[str] = []
-        if inv.source == "nvml" and self.nvml is not None:
-            lib = self.nvml.lib
-            for d in inv.devices:
-                try:
-                    enforced[d.index] = lib.nvmlDeviceGetEnforcedPowerLimit(lib.nvmlDeviceGetHandleByIndex(d.index)) / 1000
-                except Exception as err:
-                    what = f"nvml: gpu {d.index}: nvmlDeviceGetEnforcedPowerLimit: {err}"
-                    inv.warnings.append(what)
-                    # NotSupported (the board keeps no enforced limit) and an old pynvml without
-                    # the call are unknowns; anything else is a read-back that failed.
-                    if not isinstance(err, AttributeError) and type(err).__name__ != "NVMLError_NotSupported":
-                        failures.append(what)
-        else:
-            res = self.run(gputools.NVIDIA_ENFORCED_QUERY)
-            if res.ok:
-                enforced, warnings = gputools.parse_nvidia_enforced(res.output)
-                inv.warnings.extend(warnings)
-                failures.extend(warnings)
-            else:
-                failures.append(res.describe())
-        inv.devices = [replace(d, enforced_w=enforced.get(d.index)) for d in inv.devices]
-        return "; ".join(failures)[:300]
 
     def _note_inventory(self, failure: str) -> None:
         """Keep why the GPU inventory failed; one log line when that starts and one when it ends."""
@@ -146,6 +126,8 @@ class GPUEnforcer:
         if drift:
             log.warning("gpu cap drift: %s", drift_text)
         failures = self._set_caps(inv, todo)
+        if todo:
+            self.readings.wrote()
         self.applied = {i: w for i, w in plan.targets.items() if i not in failures}
         if failures:
             ok = len(plan.targets) - len(failures)

@@ -86,7 +86,9 @@ def test_no_lock_in_the_spec_writes_and_reads_nothing_about_clocks(tmp_path: Pat
         NodeTwinSpec(node_name="n1", profile="eco", gpu=GPUCapSpec(power_cap=GPUPowerCap(cap_watts_per_gpu=300)))
     )
     assert out.lock is None and out.status(FakeClock()).clock_lock is None
-    assert not [x for x in gpus.calls() if "clocks" in x or "-lgc" in x or "-rgc" in x]
+    # The cap's own reading asks the SM clocks as activity signals (gpureading); no lock query, no lock write.
+    lock_io = ("clocks_event_reasons", "--query-supported-clocks", "-lgc", "-rgc")
+    assert not [x for x in gpus.calls() if any(s in x for s in lock_io)]
 
 
 def test_a_lock_the_spec_drops_is_released(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ results.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 
 from joulie_agent.control import cpucontrol
@@ -19,6 +18,7 @@ from joulie_agent.discovery.status import HostFacts, build_status, lost_facts
 from joulie_agent.enforce.cpuenforce import CPUEnforcer, Writer
 from joulie_agent.enforce.gpuenforce import GPUEnforcer
 from joulie_agent.host import hostread
+from joulie_agent.host.gpureadings import GpuReadings
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.sysfswrite import write_attr
 from joulie_agent.host.toolrun import Runner
@@ -38,7 +38,8 @@ __all__ = ["CPUOutcome", "GPUOutcome", "NodeController", "NodeOptions"]
 class NodeOptions:
     simulate_only: bool = False
     dvfs: cpucontrol.DvfsConfig = field(default_factory=cpucontrol.DvfsConfig)
-    # GPU limits are re-read from the tools at most this often when the intent is unchanged.
+    # GPU limits are read by the verification itself at most this often when the intent is unchanged;
+    # the power export's readings in between are checked too (drift shows within ~30 s with the export on).
     gpu_verify_interval_s: float = 60.0
 
 
@@ -54,9 +55,11 @@ class NodeController:
         self.clock = clock
         opts = options or NodeOptions()
         self.facts = HostFacts()
-        # GPU tool calls of this node, one at a time: the power export's reads never run beside a
-        # cap write and its read-back (a stand-in tool, or a driver, may not expect both at once).
-        self.gpu_tools = threading.Lock()
+        # The node's GPU readings, one tool call shared by the power export and the cap verification;
+        # its lock keeps the node's GPU tool calls one at a time: the power export's reads never run
+        # beside a cap write and its read-back (a stand-in tool, or a driver, may not expect both at once).
+        self.gpu_readings = GpuReadings(run, nvml, clock.monotonic)
+        self.gpu_tools = self.gpu_readings.lock
         self.hardware: NodeHardwareStatus | None = None
         # The status of the last discovery that read the node, and why the latest one did not ("").
         self.good_hardware: NodeHardwareStatus | None = None
@@ -66,7 +69,8 @@ class NodeController:
         # discovery is tried again soon, not at the next REDISCOVER_S.
         self.gpu_discovery_failed = ""
         self.cpu = CPUEnforcer(paths, clock, NodeMetrics(node, metrics), writer, opts.dvfs, opts.simulate_only)
-        self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only, paths.sys_root)
+        self.gpu = GPUEnforcer(run, nvml, clock, opts.gpu_verify_interval_s, opts.simulate_only, paths.sys_root,
+                               self.gpu_readings)
 
     def discover(self, labels: dict[str, str], allocatable: dict[str, str],
                  capacity: dict[str, str] | None = None) -> NodeHardwareStatus:

@@ -291,6 +291,11 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None,
 def gpu_activity(run: Runner, nvml: NVML | None) -> gpuactivity.ActivityReport:
     """Each NVIDIA board's UUID, utilisation and SM clocks (NVML, else nvidia-smi) with DCGM's SM, tensor
     and DRAM activity where ``dcgmi`` answers; an AMD node or a node without a tool reports no board."""
+    return with_dcgm(nvidia_boards(run, nvml), run)
+
+
+def nvidia_boards(run: Runner, nvml: NVML | None) -> gpuactivity.ActivityReport:
+    """Each NVIDIA board's UUID, utilisation and SM clocks: NVML, else nvidia-smi's activity query."""
     report = gpuactivity.ActivityReport()
     if nvml is not None:
         try:
@@ -304,16 +309,52 @@ def gpu_activity(run: Runner, nvml: NVML | None) -> gpuactivity.ActivityReport:
             report = gpuactivity.ActivityReport(nv.boards, report.warnings + nv.warnings)
         elif res.returncode != 127:
             report.warnings.append(f"gpu activity: {res.describe()}")
+    return report
+
+
+def with_dcgm(report: gpuactivity.ActivityReport, run: Runner) -> gpuactivity.ActivityReport:
+    """``report``'s boards with DCGM's SM, tensor and DRAM activity where ``dcgmi dmon`` answers (no
+    board: nothing to ask)."""
     if not report.boards:
         return report
     res = run(gpuactivity.DCGMI_DMON)
     if res.ok:
         dcgm, warnings = gpuactivity.parse_dcgmi_dmon(res.output)
-        report.boards = gpuactivity.with_dcgm(report.boards, dcgm)
-        report.warnings.extend(warnings)
-    elif res.returncode != 127:  # no dcgmi: no activity ratios, quietly (a node without DCGM)
-        report.warnings.append(f"gpu activity: {res.describe()}")
+        return gpuactivity.ActivityReport(gpuactivity.with_dcgm(report.boards, dcgm), report.warnings + warnings)
+    if res.returncode != 127:  # no dcgmi: no activity ratios, quietly (a node without DCGM)
+        return gpuactivity.ActivityReport(report.boards, [*report.warnings, f"gpu activity: {res.describe()}"])
     return report
+
+
+def read_enforced(inv: gputools.Inventory, run: Runner, nvml: NVML | None) -> str:
+    """Fill each NVIDIA device's enforced limit (NVML, else nvidia-smi); returns why the read-back
+    failed, "" when it answered. A device that does not report one (NVMLError_NotSupported,
+    ``[N/A]``) is unknown and its requested limit stands in; a query that fails or answers
+    garbage leaves the cap unverified."""
+    enforced: dict[int, float] = {}
+    failures: list[str] = []
+    if inv.source == "nvml" and nvml is not None:
+        lib = nvml.lib
+        for d in inv.devices:
+            try:
+                enforced[d.index] = lib.nvmlDeviceGetEnforcedPowerLimit(lib.nvmlDeviceGetHandleByIndex(d.index)) / 1000
+            except Exception as err:
+                what = f"nvml: gpu {d.index}: nvmlDeviceGetEnforcedPowerLimit: {err}"
+                inv.warnings.append(what)
+                # NotSupported (the board keeps no enforced limit) and an old pynvml without
+                # the call are unknowns; anything else is a read-back that failed.
+                if not isinstance(err, AttributeError) and type(err).__name__ != "NVMLError_NotSupported":
+                    failures.append(what)
+    else:
+        res = run(gputools.NVIDIA_ENFORCED_QUERY)
+        if res.ok:
+            enforced, warnings = gputools.parse_nvidia_enforced(res.output)
+            inv.warnings.extend(warnings)
+            failures.extend(warnings)
+        else:
+            failures.append(res.describe())
+    inv.devices = [replace(d, enforced_w=enforced.get(d.index)) for d in inv.devices]
+    return "; ".join(failures)[:300]
 
 
 def _nvidia_default_limits(inv: gputools.Inventory, run: Runner) -> None:

@@ -21,7 +21,8 @@ from joulie_agent.discovery.catalog import Catalog
 from joulie_agent.discovery.gpuactivity import ActivityReport, DeviceHolder, boards_held
 from joulie_agent.discovery.gputools import Inventory
 from joulie_agent.enforce.node import NodeController, NodeOptions
-from joulie_agent.host.hostread import HostPaths, gpu_activity, gpu_inventory
+from joulie_agent.host.gpureadings import SAME_CYCLE_S
+from joulie_agent.host.hostread import HostPaths
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.podresources import PodResourcesClient, PodResourcesError
 from joulie_agent.host.toolrun import make_runner
@@ -272,7 +273,8 @@ class Agent:
             if not c.gpu_tools.acquire(timeout=GPU_READ_WAIT_S):
                 return None
             try:
-                return gpu_inventory(vendor, c.run, c.nvml)
+                # The reading the activity read of this cycle takes too, and the cap verification after it.
+                return c.gpu_readings.read(vendor, SAME_CYCLE_S).inventory
             finally:
                 c.gpu_tools.release()
 
@@ -293,7 +295,7 @@ class Agent:
             if not c.gpu_tools.acquire(timeout=GPU_READ_WAIT_S):
                 return None
             try:
-                report = gpu_activity(c.run, c.nvml)
+                report = c.gpu_readings.activity(vendor)
             finally:
                 c.gpu_tools.release()
             last[:] = [report]

@@ -1,0 +1,76 @@
+"""A node's GPU reading: one tool start shared within a cycle, the separate queries where the combined one fails."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from joulie_agent.discovery import gputools
+from joulie_agent.discovery.gpuactivity import DCGMI_DMON, NVIDIA_ACTIVITY_QUERY
+from joulie_agent.discovery.gpureading import NVIDIA_READING_QUERY
+from joulie_agent.fixtures.toolcount import CountingTools
+from joulie_agent.host.gpureadings import SAME_CYCLE_S, GpuReadings
+from joulie_common.clock import FakeClock
+
+
+def _argv(q: list[str]) -> str:
+    return " ".join(q)
+
+
+def test_the_exports_power_and_activity_reads_of_one_cycle_start_one_nvidia_smi() -> None:
+    tools, clock = CountingTools(n=2), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic)
+    inv = r.read("nvidia", SAME_CYCLE_S).inventory
+    report = r.activity("nvidia")
+    assert inv is not None and [d.draw_w for d in inv.devices] == [312.5, 312.5]
+    assert [d.enforced_w for d in inv.devices] == [700.0, 700.0]
+    assert [(b.utilization, b.sm_active) for b in report.boards] == [(0.87, 0.812), (0.87, 0.812)]
+    assert dict(tools.starts) == {_argv(NVIDIA_READING_QUERY): 1, _argv(DCGMI_DMON): 1}
+    clock.advance(10)  # the next cycle reads again
+    r.read("nvidia", SAME_CYCLE_S)
+    assert tools.starts[_argv(NVIDIA_READING_QUERY)] == 2
+
+
+def test_a_write_forgets_the_reading() -> None:
+    tools, clock = CountingTools(n=1), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic)
+    first = r.read("nvidia")
+    assert r.newer_than(first.t_s - 1) is first and r.newer_than(first.t_s) is None
+    r.wrote()
+    assert r.newer_than(None) is None
+    assert r.read("nvidia", SAME_CYCLE_S) is not first and tools.starts[_argv(NVIDIA_READING_QUERY)] == 2
+
+
+def test_a_tool_refusing_a_field_is_read_with_the_separate_queries_from_then_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    tools, clock = CountingTools(n=2, unknown_fields=frozenset({"clocks.max.sm"})), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic)
+    with caplog.at_level(logging.WARNING, logger="joulie_agent.host.gpureadings"):
+        for _ in range(3):
+            reading = r.read("nvidia")
+            assert reading.inventory is not None and [d.enforced_w for d in reading.inventory.devices] == [700.0] * 2
+            assert reading.readback_failed == "" and reading.activity is None
+            # What the tool still answers is read: the inventory and the enforced limits; the activity
+            # query asks the refused field too, and says so.
+            report = r.activity("nvidia")
+            assert report.boards == [] and 'Field "clocks.max.sm"' in report.warnings[0]
+            clock.advance(10)
+    assert tools.starts[_argv(NVIDIA_READING_QUERY)] == 1  # asked once, refused, not asked again
+    assert tools.starts[_argv(gputools.NVIDIA_QUERY)] == tools.starts[_argv(gputools.NVIDIA_ENFORCED_QUERY)] == 3
+    assert tools.starts[_argv(NVIDIA_ACTIVITY_QUERY)] == 3
+    (line,) = [rec.getMessage() for rec in caplog.records]
+    assert line.startswith("nvidia-smi refuses the combined GPU query (nvidia-smi --query-gpu=index,") and \
+        'Field "clocks.max.sm" is not a valid field' in line
+
+
+def test_a_hung_tool_costs_one_timeout_per_reading_and_says_so() -> None:
+    tools, clock = CountingTools(n=1, hung=True), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic)
+    reading = r.read("nvidia")
+    report = r.activity("nvidia")
+    assert reading.inventory is not None and reading.inventory.devices == []
+    assert reading.inventory.warnings[0].startswith("gpu inventory: nvidia-smi --query-gpu=") and \
+        reading.inventory.warnings[0].endswith(": timed out")
+    assert report.boards == [] and report.warnings[0].endswith(": timed out")
+    assert tools.total() == 1
