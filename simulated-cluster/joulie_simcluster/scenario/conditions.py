@@ -147,6 +147,12 @@ def evaluate(cond: Condition, o: Observation) -> Outcome:
         parts = o.tick_cost.get("cpuMsByPart")
         if isinstance(parts, Mapping) and parts:
             seen += "; cpu median by part: " + ", ".join(f"{k} {v} ms" for k, v in parts.items())
+        spike = o.tick_cost.get("worstCpuTick")
+        if isinstance(spike, Mapping):  # where the worst tick since the start went (the collector's share inside)
+            wp = spike.get("cpuMsByPart")
+            seen += (f"; worst cpu tick #{spike.get('tick')}: {spike.get('cpuMs')} ms"
+                     + (" (" + ", ".join(f"{k} {v} ms" for k, v in wp.items()) if isinstance(wp, Mapping) and wp else " (")
+                     + f"{', ' if isinstance(wp, Mapping) and wp else ''}gc {spike.get('gcMs')} ms)")
         return Outcome(ok, seen, expected, median)
     if cond.healthy is not None:
         ok, why = o.health or (False, "not looked at")

@@ -115,3 +115,7 @@ def test_tick_cost_bounds_the_median_and_the_worst_tick() -> None:
     parts = Observation(tick_cost={**tc, "cpuMsByPart": {"physics": 9.5, "files": 55.0}})
     assert evaluate(cond({"tickCost": {"medianMs": 50}}), parts).observed.endswith(
         "cpu median by part: physics 9.5 ms, files 55.0 ms")  # where a slow tick went, in the run's summary
+    worst = Observation(tick_cost={**tc, "worstCpuTick": {"tick": 42, "cpuMs": 1206.0, "cpuMsByPart": {"physics": 1150.0},
+                                                          "gcMs": 1100.0}})
+    assert evaluate(cond({"tickCost": {"medianMs": 50}}), worst).observed.endswith(
+        "; worst cpu tick #42: 1206.0 ms (physics 1150.0 ms, gc 1100.0 ms)")

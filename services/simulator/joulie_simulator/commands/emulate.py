@@ -12,6 +12,7 @@ that does not use it: pyfuse3 in files mode) never loads its libraries.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.commands.flags import duration
+from joulie_simulator.emulation.gcclock import GcClock
 from joulie_simulator.emulation.spec import NodeEntry
 from joulie_simulator.emulation.tickclock import TickClock
 from joulie_simulator.emulation.tickcost import TickCost
@@ -168,6 +170,11 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
         _start_otlp(args, em, stoppers)
         _start_pod_resources(args, em, stoppers)
         print(f"emulating {len(em.emu.nodes)} nodes in {args.mode} mode under {em.root}", flush=True)
+        # What start-up built (the nodes' physics, the trees' entries, the servers) is held for the
+        # whole run: frozen, a full collection inside a tick walks only what came later (as the
+        # controller's watch caches settle theirs; joulie_api's helper would import the kube client).
+        gc.collect()
+        gc.freeze()
         _tick_until_stopped(args, em.emu, trees, tick_cost, stop)
     finally:
         for stop_fn in stoppers:
@@ -313,17 +320,25 @@ def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTree
                         stop: threading.Event) -> None:
     """One tick every ``--tick`` seconds on the wall clock (none while the clock is frozen; one right
     after the last when that overran), each stepping the nodes by the time since the last
-    (``TickClock``), until signalled or ``--ticks`` are done."""
+    (``TickClock``), until signalled or ``--ticks`` are done; the collector's CPU inside each tick
+    measured (``GcClock``)."""
+    covered = TickClock(args.tick, emu.clock)  # a late tick steps the nodes by the time it was late too
+    with GcClock() as gc_clock:
+        _tick_loop(args, emu, trees, tick_cost, stop, covered, gc_clock)
+
+
+def _tick_loop(args: argparse.Namespace, emu: Emulator, trees: FileTrees, tick_cost: TickCost, stop: threading.Event,
+               covered: TickClock, gc_clock: GcClock) -> None:
     done = 0
     next_t = time.monotonic()
     # One log line per minute of ticks with their cost (also on /debug/emulate's tickCost).
     report_every = max(1, round(60 / args.tick))
-    covered = TickClock(args.tick, emu.clock)  # a late tick steps the nodes by the time it was late too
     while not stop.is_set():
         next_t += args.tick
         if emu.frozen:
             covered.pause()
         else:
+            gc_clock.take()  # a collection between ticks is not the tick's
             t0, c0 = time.monotonic(), time.thread_time()
             if args.mode == "files":
                 trees.tick(covered.covered())
@@ -337,7 +352,7 @@ def _tick_until_stopped(args: argparse.Namespace, emu: Emulator, trees: FileTree
                 trees.persist_writes()
                 c3 = time.thread_time()
                 parts = {"physics": (c1 - c0) * 1000, "ledgers": (c2 - c1) * 1000, "persist": (c3 - c2) * 1000}
-            tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000, parts)
+            tick_cost.record((time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000, parts, gc_clock.take())
             done += 1
             if tick_cost.count % report_every == 0:
                 print(f"{tick_cost.line()}; {emu.steady_nodes} of {len(emu.nodes)} nodes steady (physics skipped)", flush=True)
