@@ -3,10 +3,18 @@
     ./pants run services/controller-manager:bench -- --nodes 1000 --pods 10000
 
 Prints CPU ms per tick for the first tick (everything to write) and for steady ticks (nothing
-changed), the writes per tick in each, and memory: the process's resident set before the
-snapshot is built (interpreter and imports), after it (the cluster as the reconciler holds it:
-Nodes, Pods, NodeHardware, measurements) and at its peak over all ticks, with the cost per Node
-and per Pod. Figures, not a test: nothing is gated on time.
+changed, unless ``--jitter-pct``/``--jump-pct`` move the readings), the writes per tick in each,
+and memory: the process's resident set before the snapshot is built (interpreter and imports),
+after it (the cluster as the reconciler holds it: Nodes, Pods, NodeHardware, measurements) and at
+its peak over all ticks, with the cost per Node and per Pod. Figures, not a test: nothing is gated on time.
+
+On a real cluster each node's measured power moves a little every tick. ``--jitter-pct P`` makes
+each steady tick's reading of every node a fresh draw within ±P % of the node's own level (P below
+half of STATUS_DEADBAND_PCT keeps every move within the dead band); ``--jump-pct Q`` moves Q % of
+the nodes each tick to a new level 5-20 % away (a job starting or ending: beyond the dead band, a
+status write). The power trend spans up to 5 minutes, so moving readings move it for the first 30
+ticks (10 s apart); ``--warmup N`` runs N untimed steady ticks first, the state a controller that
+has run for a while is in.
 
 ``--list`` adds what each tick costs before the reconcile when it LISTs (WATCH_CLUSTER=false): reading every Node and Pod from the
 API server. It serves KWOK-like Node and Pod JSON (managedFields, status, tolerations: ~2.4 kB a
@@ -82,6 +90,22 @@ def synthetic(n_nodes: int, n_pods: int, seed: int = 42) -> Snapshot:
                             annotations={"joulie.io/workload-class": "standard"}))
     measurements = {n.name: Measurement(rnd.uniform(200, 2000)) for n in nodes}
     return Snapshot(datetime(2026, 3, 1, tzinfo=UTC), nodes, pods, hardware, {}, measurements)
+
+
+class Readings:
+    """Each steady tick's measured power: every node within ±``jitter_pct`` % of its level, and
+    ``jump_pct`` % of the nodes moved to a new level 5-20 % away (seeded: runs repeat)."""
+
+    def __init__(self, levels: dict[str, Measurement], jitter_pct: float, jump_pct: float, seed: int = 7) -> None:
+        self.levels = {k: m.power_w or 0.0 for k, m in levels.items()}
+        self.jitter, self.jump = jitter_pct / 100.0, jump_pct / 100.0
+        self.rnd = random.Random(seed)
+
+    def next(self) -> dict[str, Measurement]:
+        rnd = self.rnd
+        for name in rnd.sample(sorted(self.levels), round(len(self.levels) * self.jump)):
+            self.levels[name] *= 1.0 + rnd.choice((-1.0, 1.0)) * rnd.uniform(0.05, 0.20)
+        return {k: Measurement(w * (1.0 + rnd.uniform(-self.jitter, self.jitter))) for k, w in self.levels.items()}
 
 
 def _status_mib(field: str) -> float:
@@ -268,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--ticks", type=int, default=5, help="steady ticks to time after the first")
+    parser.add_argument("--warmup", type=int, default=0, help="untimed steady ticks before the timed ones")
+    parser.add_argument("--jitter-pct", type=float, default=0.0,
+                        help="each steady tick, every node's reading within ±this %% of its level (default 0)")
+    parser.add_argument("--jump-pct", type=float, default=0.0,
+                        help="each steady tick, this %% of the nodes move to a level 5-20 %% away (default 0)")
     parser.add_argument("--policy", default="queue_aware_v1")
     parser.add_argument("--budget-w", type=float, default=1e12, help="CLUSTER_POWER_BUDGET_W for cluster_power_budget")
     parser.add_argument("--list", action="store_true", help="also measure each tick's LIST of Nodes and Pods")
@@ -290,14 +319,19 @@ def main(argv: list[str] | None = None) -> int:
 
     steady_ms, steady_writes = [], []
     heap = HeapSettler()  # as the controller does after each tick with its watch caches
-    for _ in range(args.ticks):
+    moving = Readings(dict(snap.measurements), args.jitter_pct, args.jump_pct) if (
+        args.jitter_pct or args.jump_pct) else None
+    for i in range(args.warmup + args.ticks):
         snap = replace(snap, now=snap.now + timedelta(seconds=10))
+        if moving is not None:
+            snap = replace(snap, measurements=moving.next())
         t0 = time.process_time()
         result = reconcile(snap, s, mem)
         if not args.no_settle:
             heap.after_tick()
-        steady_ms.append((time.process_time() - t0) * 1000)
-        steady_writes.append(result.write_count)
+        if i >= args.warmup:
+            steady_ms.append((time.process_time() - t0) * 1000)
+            steady_writes.append(result.write_count)
         snap = apply_in_memory(snap, result, s.nodes.profile_label)
 
     perf = sum(o.profile == "performance" and not o.draining for o in first.outcomes)
@@ -305,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
           f"({perf} performance, {sum(o.draining for o in first.outcomes)} draining)")
     print(f"first tick:  {first_ms:8.1f} CPU ms, {first.write_count} writes (spec+label+status for every node)")
     settled = "no heap settling" if args.no_settle else "heap settled after each, as the controller does"
+    if moving is not None:
+        settled += (f"; readings within ±{args.jitter_pct:g} %, {args.jump_pct:g} % of nodes jumping, "
+                    f"after {args.warmup} untimed ticks")
     print(f"steady tick: {statistics.median(steady_ms):8.1f} CPU ms median ({settled}) "
           f"(min {min(steady_ms):.1f}, max {max(steady_ms):.1f}), writes per tick {steady_writes}")
     refresh_s = s.reconcile.status_refresh_s

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.names import (
@@ -88,6 +89,12 @@ class HardwareView:
         return f"cpu:{self.cpu_model or 'unknown-cpu'}"
 
     def budget(self) -> HardwareBudget:
+        return self._budget
+
+    @cached_property
+    def _budget(self) -> HardwareBudget:
+        # Built once per view: a view is immutable, reused across ticks (reconcile/reuse.py), and a
+        # tick asks for its budget several times a node.
         return HardwareBudget(
             cpu_max_w_per_socket=self.cpu_max_w_per_socket,
             cpu_sockets=self.cpu_sockets,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
@@ -32,14 +33,15 @@ NEUTRAL_COOLING_STRESS: Final = 50.0
 
 @dataclass(frozen=True)
 class HardwareBudget:
-    """What the twin needs to know about a node's power hardware. Watts; 0 means unknown."""
+    """What the twin needs to know about a node's power hardware. Watts; 0 means unknown. The TDPs
+    are computed once per budget (a view keeps its budget across ticks)."""
 
     cpu_max_w_per_socket: float = 0.0
     cpu_sockets: int = 0
     gpu_max_w_per_gpu: float = 0.0
     gpu_count: int = 0
 
-    @property
+    @cached_property
     def cpu_tdp_w(self) -> float:
         sockets = self.cpu_sockets
         # A CR with a cap range but no socket count: one socket is a safe under-estimate.
@@ -47,11 +49,11 @@ class HardwareBudget:
             sockets = 1
         return max(0.0, self.cpu_max_w_per_socket) * max(0, sockets)
 
-    @property
+    @cached_property
     def gpu_tdp_w(self) -> float:
         return max(0.0, self.gpu_max_w_per_gpu) * max(0, self.gpu_count)
 
-    @property
+    @cached_property
     def node_tdp_w(self) -> float:
         return self.cpu_tdp_w + self.gpu_tdp_w
 

@@ -5,7 +5,6 @@ the per-node refresh period). Pure."""
 
 from __future__ import annotations
 
-import copy
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -313,12 +312,24 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
             band = share * 100.0
         if abs(new - old) > max(least, band):
             continue
-        if out is desired:
-            out = copy.deepcopy(desired)
-        parent = out
-        for k in path[:-1]:
-            parent = parent[k]
-        parent[path[-1]] = old
+        out = _put(out, path, old, desired)
+    return out
+
+
+def _put(body: dict[str, Any], path: tuple[str, ...], value: Any, original: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with ``value`` at ``path``, ``original`` left as it is: the dicts along the path are
+    copied once (the rest is shared: a deep copy of the whole status was a fifth of a tick at 10 000 Nodes when
+    readings move within the dead band)."""
+    out = dict(body) if body is original else body
+    parent: dict[str, Any] = out
+    source: Any = original
+    for k in path[:-1]:
+        child = parent[k]
+        source = source.get(k) if isinstance(source, dict) else None
+        if child is source:
+            child = parent[k] = dict(child)
+        parent = child
+    parent[path[-1]] = value
     return out
 
 
@@ -373,7 +384,16 @@ def status_needs_write(desired: NodeTwinStatus, existing: NodeTwinStatus | None,
     """Whether ``desired`` is worth a write over ``existing`` (``held``: ``owned_status(existing)``, when
     the caller already has it)."""
     held = owned_status(existing) if held is None else held
-    if decision_within(measured_within(dump(desired), held, deadband_pct), held) != held:
-        return True
+    return status_changed(dump(desired), held, deadband_pct) or refresh_due(existing, now, refresh_after)
+
+
+def status_changed(desired: dict[str, Any], held: dict[str, Any], deadband_pct: float) -> bool:
+    """Does ``desired`` (a status's JSON form) differ from ``held`` (``owned_status`` of the cluster's)
+    by more than noise: a value the controller chose, or a measured one beyond its dead band?"""
+    return decision_within(measured_within(desired, held, deadband_pct), held) != held
+
+
+def refresh_due(existing: NodeTwinStatus | None, now: datetime, refresh_after: float) -> bool:
+    """Is the cluster's status older than the node's refresh period (or never written)?"""
     last = existing.last_updated if existing is not None else None
     return last is None or (now - last).total_seconds() >= refresh_after

@@ -1,16 +1,24 @@
 """What the tick reuses from the last one never hides a change: a spec edited in the cluster, a twin
-deleted and made again, a NodeHardware with a new cap range."""
+deleted and made again, a NodeHardware with a new cap range, a reading that moved, a status edited
+in the cluster, a refresh that is due; and what did not change is not built again."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from joulie_api.generated.nodetwin import GPUCapSpec, GPUClockLock, NodeTwin, NodeTwinSpec
+from joulie_controller.readings.values import Measurement
+from joulie_controller.reconcile import tick as tick_module
+from joulie_controller.reconcile.nodetwin import measured_within, status_content
 from joulie_controller.reconcile.reconcile_test import T0, cluster, nhw, tick
 from joulie_controller.reconcile.reuse import Reuse
 from joulie_controller.reconcile.snapshot import Memory, Snapshot
-from joulie_controller.settings import PolicySettings, Settings
+from joulie_controller.settings import PolicySettings, ReconcileSettings, Settings
 
 S = Settings(policy=PolicySettings(static_hp_frac=0.5))
 
@@ -83,3 +91,93 @@ def test_whose_clock_lock_it_is_is_part_of_the_held_spec_even_at_the_same_genera
     assert reuse.held_spec("gpu-0", twin, 70.0) is ours  # same generation, same owner: reused
     theirs = reuse.held_spec("gpu-0", twin, None)  # the status no longer records it: an operator's lock
     assert "gpu" not in theirs or "clockLock" not in theirs["gpu"]
+
+
+def status_builds(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """The measured power of each status the tick builds (``status_content``), in order."""
+    built: list[float | None] = []
+    real = status_content
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        status = real(*args, **kwargs)
+        built.append(status.power_measurement.measured_node_power_w if status.power_measurement else None)
+        return status
+
+    monkeypatch.setattr(tick_module, "status_content", counting)
+    return built
+
+
+def later(snap: Snapshot, seconds: float, **measured_w: float) -> Snapshot:
+    moved = {k.replace("_", "-"): Measurement(w) for k, w in measured_w.items()}
+    return replace(snap, now=snap.now + timedelta(seconds=seconds), measurements={**snap.measurements, **moved})
+
+
+def test_a_status_whose_inputs_held_still_is_not_built_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, mem = steady()
+    built = status_builds(monkeypatch)
+    quiet, snap = tick(later(snap, 5), S, mem)
+    assert (quiet.write_count, built) == (0, [])
+    # A reading where there was none: that node's status alone is built, and written.
+    measured, snap = tick(later(snap, 5, node_0=400.0), S, mem)
+    assert built == [400.0]
+    assert [(w.node, w.status is not None) for w in measured.writes] == [("node-0", True)]
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.measured_node_power_w == 400.0
+
+
+def test_a_reading_moving_inside_the_deadband_is_built_not_written_and_beyond_it_written(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    s, mem = Settings(reconcile=ReconcileSettings(status_refresh_s=120, status_deadband_pct=1.0)), Memory()
+    _, snap = tick(replace(cluster(1), measurements={"node-0": Measurement(400.0)}), s, mem)
+    _, snap = tick(later(snap, 5, node_0=400.0), s, mem)  # the twin it wrote compared once
+    built = status_builds(monkeypatch)
+    same, snap = tick(later(snap, 5, node_0=400.0), s, mem)
+    assert (same.write_count, built) == (0, [])
+    inside, snap = tick(later(snap, 60, node_0=403.5), s, mem)  # trend 3 W/min: inside its band too
+    assert (inside.write_count, built) == (0, [403.5])
+    beyond, snap = tick(later(snap, 1, node_0=405.0), s, mem)
+    assert (beyond.write_count, built) == (1, [403.5, 405.0])
+    status = snap.twins["node-0"].status
+    assert status is not None and status.power_measurement is not None
+    assert status.power_measurement.measured_node_power_w == 405.0
+
+
+def test_a_status_edited_in_the_cluster_is_put_back_though_its_inputs_held_still(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, mem = steady()
+    ours = snap.twins["node-1"].status
+    assert ours is not None
+    built = status_builds(monkeypatch)
+    theirs = ours.model_copy(update={"predicted_psu_stress_score": 99.0})
+    edited = snap.twins["node-1"].model_copy(update={"status": theirs})
+    result, snap = tick(replace(later(snap, 5), twins={**snap.twins, "node-1": edited}), S, mem)
+    assert built == [None]  # node-1's, built again to compare with the edited one (and written); node-0's not
+    assert [(w.node, w.spec, w.status is not None) for w in result.writes] == [("node-1", None, True)]
+    back = snap.twins["node-1"].status
+    assert back is not None and back.predicted_psu_stress_score == ours.predicted_psu_stress_score
+
+
+def test_a_status_that_held_still_is_still_refreshed_when_its_period_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, mem = steady()
+    built = status_builds(monkeypatch)
+    refresh, snap = tick(later(snap, S.reconcile.status_refresh_s), S, mem)
+    assert built == [None, None]  # built to be written, not to tell whether it changed
+    assert sorted(w.node for w in refresh.writes if w.status is not None) == ["node-0", "node-1"]
+    assert all(t.status is not None and t.status.last_updated == snap.now for t in snap.twins.values())
+
+
+def test_the_deadband_leaves_the_status_it_compares_as_it_was() -> None:
+    """The JSON forms compared are kept between ticks (``Reuse``): putting old values back must copy."""
+    desired: dict[str, Any] = {
+        "powerMeasurement": {"measuredNodePowerW": 403.5, "powerTrendWPerMin": 0.0, "cpuTdpW": 600.0},
+        "estimatedPUE": 1.2, "capDecision": {"reason": "r"}}
+    held: dict[str, Any] = {
+        "powerMeasurement": {"measuredNodePowerW": 400.0, "powerTrendWPerMin": 0.0, "cpuTdpW": 600.0},
+        "estimatedPUE": 1.201}
+    before_desired, before_held = copy.deepcopy(desired), copy.deepcopy(held)
+    out = measured_within(desired, held, 1.0)
+    assert (desired, held) == (before_desired, before_held)
+    assert out == {**desired, "powerMeasurement": {**desired["powerMeasurement"], "measuredNodePowerW": 400.0},
+                   "estimatedPUE": 1.201}
+    assert out["capDecision"] is desired["capDecision"]  # what is not put back is shared, not copied

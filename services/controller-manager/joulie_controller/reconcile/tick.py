@@ -47,6 +47,7 @@ from joulie_controller.reconcile.nodetwin import (
     power_status,
     previous_power,
     refresh_after_s,
+    refresh_due,
     spec_unchanged,
     status_content,
     status_needs_write,
@@ -180,12 +181,13 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     and the caps, the rack power they add up to, and each node's twin and writes."""
     log: list[str] = []
     power_plan = decide_power(snap, s, memory, log)
-    nodes = sorted((n for n in snap.nodes if eligible(n, s)), key=lambda n: n.name)
+    managed_nodes = [n for n in snap.nodes if managed(n, s)]
+    nodes = sorted((n for n in managed_nodes if not n.unschedulable), key=lambda n: n.name)  # eligible
     power_writes = _power_only_writes(snap, s, power_plan, {n.name for n in nodes})
     power_states: dict[str, str] = {k: v.state for k, v in power_plan.status.items()}
     # The energy receipts bill the Pods of every managed node, cordoned ones too: a Pod still runs (and
     # draws) on a node cordoned for drain or for suspend, and its node's meter still counts.
-    memory.views = {n.name: _hardware_view(n, snap, s, memory) for n in snap.nodes if managed(n, s)}
+    memory.views = {n.name: _hardware_view(n, snap, s, memory) for n in managed_nodes}
     if not nodes:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
         return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
@@ -212,7 +214,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
     for gone in [k for k in memory.trends if k not in live]:
         del memory.trends[gone]
     # The power policy reads the views of every managed node, cordoned and powered-off ones too.
-    memory.reuse.forget({n.name for n in snap.nodes if managed(n, s)}, set(snap.twins))
+    memory.reuse.forget(set(memory.views), set(snap.twins))
     writes: list[NodeWrite] = []
     outcomes: list[NodeOutcome] = []
     for st in staged:
@@ -408,7 +410,7 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     power_w, source = measured
     trend = _trend(n, power_w, snap, memory)
     rack = n.labels.get(LABEL_RACK, "")
-    out = twin.compute(twin.TwinInput(
+    inp = twin.TwinInput(
         hardware=hw.budget(),
         profile=guarded.profile,
         draining=guarded.draining,
@@ -419,20 +421,27 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
         ambient_c=_ambient_c(n, snap),
         rack_power_w=rack_power.get(rack, 0.0) if rack else 0.0,
         cluster_power_w=snap.facility.it_power_w,
-    ))
-    decision = (cap_decision(work, s.policy.slowdown_budget_pct, lock,
-                             {p.pod: r for p in work.pods
-                              if (r := realised(p.pod, memory.job_estimates, memory.clock_logs, hw)) is not None})
-                if work is not None and not guarded.draining else None)
+    )
+    decision_inputs = (
+        (work, s.policy.slowdown_budget_pct, lock,
+         {p.pod: r for p in work.pods
+          if (r := realised(p.pod, memory.job_estimates, memory.clock_logs, hw)) is not None})
+        if work is not None and not guarded.draining else None)
     node_power = power_plan.status.get(n.name)
-    status = status_content(out, power_w, source, trend, decision,
-                            power_status(node_power) if node_power is not None else None)
-    status_write = None
+
+    def build() -> NodeTwinStatus:
+        decision = cap_decision(*decision_inputs) if decision_inputs is not None else None
+        return status_content(twin.compute(inp), power_w, source, trend, decision,
+                              power_status(node_power) if node_power is not None else None)
+
     held = existing.status if existing else None
-    if spec_write is not None or status_needs_write(
-            status, held, snap.now, refresh_after_s(n.name, s.reconcile.status_refresh_s),
-            s.reconcile.status_deadband_pct, memory.reuse.held_status(obj_name, held)):
-        status_write = status.model_copy(update={"last_updated": snap.now})
+    # The twin's measured power and trend are in ``inp``: every input of the status is in the key.
+    status, changed = memory.reuse.status(n.name, (inp, source, decision_inputs, node_power), build,
+                                          memory.reuse.held_status(obj_name, held), s.reconcile.status_deadband_pct)
+    status_write = None
+    if (spec_write is not None or changed
+            or refresh_due(held, snap.now, refresh_after_s(n.name, s.reconcile.status_refresh_s))):
+        status_write = (status or build()).model_copy(update={"last_updated": snap.now})
     write = NodeWrite(n.name, obj_name, spec_write, label_write, status_write) if (
         spec_write or label_write or status_write) else None
     outcome = NodeOutcome(
