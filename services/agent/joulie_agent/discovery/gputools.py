@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -210,7 +210,7 @@ def rocmsmi_rejected_flag(text: str) -> bool:
     return "unrecognized arguments" in text
 
 
-def merge_names(inv: Inventory, names: dict[int, str]) -> None:
+def merge_names(inv: Inventory, names: Mapping[int, str]) -> None:
     inv.devices = [d if d.name or d.index not in names else replace(d, name=names[d.index]) for d in inv.devices]
 
 

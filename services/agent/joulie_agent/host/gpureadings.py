@@ -13,8 +13,9 @@ A tool that refuses a field of the combined query (an older nvidia-smi) is read 
 queries from then on, logged once; any other failure of the combined query is read again with the
 separate queries, so a board that answers the inventory but not its enforced limit is still
 "unverified", not "inventory failed". A hung tool is not asked twice (a timeout costs one wait).
-NVML (a daemonset) and AMD nodes read as before: NVML costs no process, the AMD tools have no such
-query.
+NVML (a daemonset) and AMD nodes read as before (NVML costs no process, the AMD tools have no such
+query), except that an AMD node's product names are read once, not at every reading (one tool start
+of two an export).
 
 Every call happens under ``lock``: the node's GPU tool calls run one at a time, so a reading and a
 cap write never interleave.
@@ -64,6 +65,8 @@ class GpuReadings:
         self.latest: GpuReading | None = None
         # Why nvidia-smi refused the combined query ("" while it takes it): the separate queries since.
         self.combined_refused = ""
+        # The AMD boards' product names (rocm-smi's product query) from the first reading that had them.
+        self.amd_names: dict[int, str] | None = None
 
     def read(self, vendor: str, max_age_s: float = 0.0) -> GpuReading:
         """The latest reading when it is younger than ``max_age_s`` (0: always a new one), else a new one."""
@@ -104,7 +107,11 @@ class GpuReadings:
                 self.combined_refused = res.describe()
                 log.warning("nvidia-smi refuses the combined GPU query (%s); reading with the separate queries",
                             self.combined_refused)
-        inv = hostread.gpu_inventory(vendor, self.run, self.nvml)
+        inv = hostread.gpu_inventory(vendor, self.run, self.nvml, amd_names=self.amd_names)
+        if self.amd_names is None and inv is not None and inv.vendor == "amd":
+            # Read once: the AMD boards' models do not change while the node runs (a new board means
+            # a power cycle, and a new agent); discovery reads them again with its own queries.
+            self.amd_names = {d.index: d.name for d in inv.devices if d.name} or None
         failed = ""
         if inv is not None and inv.vendor == "nvidia" and inv.devices:
             failed = hostread.read_enforced(inv, self.run, self.nvml)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
 from joulie_agent.discovery import gputools
 from joulie_agent.discovery.gpuactivity import DCGMI_DMON, NVIDIA_ACTIVITY_QUERY
 from joulie_agent.discovery.gpureading import NVIDIA_READING_QUERY
+from joulie_agent.fixtures import testtrees
 from joulie_agent.fixtures.toolcount import CountingTools
 from joulie_agent.host.gpureadings import SAME_CYCLE_S, GpuReadings
+from joulie_agent.host.toolrun import make_runner
 from joulie_common.clock import FakeClock
 
 
@@ -74,3 +77,16 @@ def test_a_hung_tool_costs_one_timeout_per_reading_and_says_so() -> None:
         reading.inventory.warnings[0].endswith(": timed out")
     assert report.boards == [] and report.warnings[0].endswith(": timed out")
     assert tools.total() == 1
+
+
+def test_an_amd_nodes_product_names_are_read_once_and_still_name_every_reading(tmp_path: Path) -> None:
+    gpus = testtrees.fake_amd(tmp_path, n=2, tools=("amd-smi", "rocm-smi"))
+    clock = FakeClock()
+    r = GpuReadings(make_runner(str(gpus.bin_dir)), None, clock.monotonic)
+    for _ in range(3):
+        inv = r.read("amd").inventory
+        assert inv is not None and [(d.name, d.current_cap_w) for d in inv.devices] == [("AMD Instinct MI300X", 750.0)] * 2
+        clock.advance(10)
+    # rocm-smi's product query once, amd-smi's limits at every reading.
+    assert sum("--showproductname" in c for c in gpus.calls()) == 1
+    assert gpus.calls().count("static --limit --json") == 3

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -254,11 +254,12 @@ def read_policies(paths: HostPaths, known: Sequence[cpufreq.Policy] = ()) -> lis
 
 
 def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None,
-                  defaults: bool = False) -> gputools.Inventory | None:
+                  defaults: bool = False, amd_names: Mapping[int, str] | None = None) -> gputools.Inventory | None:
     """The node's GPUs through NVML, nvidia-smi, amd-smi, rocm-smi (the first that answers).
     ``defaults``: also each nvidia-smi board's default limit, a query of its own that only discovery
     needs (the limit never changes; the power exporter and cap verification re-read inventories
-    every few seconds and skip it)."""
+    every few seconds and skip it). ``amd_names``: the AMD boards' product names as read before
+    (``amd_inventory``)."""
     warnings: list[str] = []
     if expected_vendor in ("nvidia", ""):
         if nvml is not None:
@@ -280,7 +281,7 @@ def gpu_inventory(expected_vendor: str, run: Runner, nvml: NVML | None,
         elif expected_vendor == "nvidia" or res.returncode != 127:
             warnings.append(f"gpu inventory: {res.describe()}")
     if expected_vendor in ("amd", ""):
-        amd = amd_inventory(run, warnings)
+        amd = amd_inventory(run, warnings, amd_names)
         if amd is not None:
             return amd
     if warnings:
@@ -371,11 +372,16 @@ def _nvidia_default_limits(inv: gputools.Inventory, run: Runner) -> None:
     inv.devices = [replace(d, default_w=defaults.get(d.index, d.default_w)) for d in inv.devices]
 
 
-def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None:
-    names: dict[int, str] = {}
-    prod = run(gputools.ROCMSMI_PRODUCT_QUERY)
-    if prod.ok:
-        names = {d.index: d.name for d in gputools.parse_rocmsmi(prod.output).devices if d.name}
+def amd_inventory(run: Runner, warnings: list[str],
+                  names: Mapping[int, str] | None = None) -> gputools.Inventory | None:
+    """The AMD boards through amd-smi's limits (named by rocm-smi's product query), else legacy
+    rocm-smi's, else rocm-smi's devices without limits. ``names``: the product names as read before
+    (a board's model does not change while the node runs): the power export reads an AMD node's
+    inventory every few seconds, and the product query was one tool start of two each time."""
+    prod = None
+    if names is None:
+        prod = run(gputools.ROCMSMI_PRODUCT_QUERY)
+        names = {d.index: d.name for d in gputools.parse_rocmsmi(prod.output).devices if d.name} if prod.ok else {}
     res = run(gputools.AMDSMI_LIMITS)
     if res.ok:
         inv = gputools.parse_amdsmi_limits(res.output)
@@ -395,6 +401,8 @@ def amd_inventory(run: Runner, warnings: list[str]) -> gputools.Inventory | None
             inv.warnings = warnings + inv.warnings
             return inv
     # Current rocm-smi has no cap query: devices and names only, limits unknown.
+    if prod is None:
+        prod = run(gputools.ROCMSMI_PRODUCT_QUERY)
     if prod.ok:
         inv = gputools.parse_rocmsmi(prod.output)
         if inv.devices:
