@@ -1,19 +1,19 @@
 """The one nvidia-smi query a cycle: the same devices and boards the separate queries gave, bad lines named."""
 
 from joulie_agent.discovery.gpuactivity import parse_nvidia_activity
-from joulie_agent.discovery.gputools import parse_nvidia_csv
 from joulie_agent.discovery.gpureading import NVIDIA_READING_QUERY, parse_nvidia_reading
+from joulie_agent.discovery.gputools import parse_nvidia_csv
 
 UUID0 = "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd"
 
 
 def test_the_query_is_one_field_list_in_the_real_tools_syntax() -> None:
-    assert NVIDIA_READING_QUERY == [
+    assert [
         "nvidia-smi",
         "--query-gpu=index,power.min_limit,power.max_limit,power.limit,power.draw,enforced.power.limit,uuid,"
         "utilization.gpu,clocks.sm,clocks.max.sm,name",
         "--format=csv,noheader,nounits",
-    ]
+    ] == NVIDIA_READING_QUERY
 
 
 def test_one_row_gives_what_the_inventory_and_activity_queries_gave() -> None:

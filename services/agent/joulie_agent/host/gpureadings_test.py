@@ -62,7 +62,7 @@ def test_a_tool_refusing_a_field_is_read_with_the_separate_queries_from_then_on(
     assert tools.starts[_argv(NVIDIA_READING_QUERY)] == 1  # asked once, refused, not asked again
     assert tools.starts[_argv(gputools.NVIDIA_QUERY)] == tools.starts[_argv(gputools.NVIDIA_ENFORCED_QUERY)] == 3
     assert tools.starts[_argv(NVIDIA_ACTIVITY_QUERY)] == 3
-    (line,) = [rec.getMessage() for rec in caplog.records]
+    (line,) = (rec.getMessage() for rec in caplog.records)
     assert line.startswith("nvidia-smi refuses the combined GPU query (nvidia-smi --query-gpu=index,") and \
         'Field "clocks.max.sm" is not a valid field' in line
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Final, Literal
 
 SchedulableClass = Literal["eco", "performance", "draining", "unknown"]
