@@ -1,5 +1,7 @@
 """A node's GPU reading: one tool start shared within a cycle, the separate queries where the combined one fails."""
 
+# In enforce/, not host/: it runs the stand-in tools of fixtures/, a layer above the host (layering_test).
+
 from __future__ import annotations
 
 import logging
