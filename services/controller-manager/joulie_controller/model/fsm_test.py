@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+
 import pytest
 
+from joulie_api.names import ANNOTATION_WORKLOAD_CLASS, WORKLOAD_CLASS_PERFORMANCE
 from joulie_controller.model.fsm import (
     GuardedProfile,
     PodInfo,
@@ -13,7 +17,9 @@ from joulie_controller.model.fsm import (
     assignment_state,
     classify_pod,
     count_performance_pods,
+    count_performance_pods_of_tenants,
     guard_downgrade,
+    is_running,
     tenant_view,
     transition_result,
 )
@@ -117,3 +123,57 @@ def test_an_untrusted_pod_is_read_as_general_work_of_no_kind() -> None:
     assert seen.node_selector == {"zone": "a"} and seen.required_terms == ((Requirement("zone", "In", ("a",)),),)
     assert seen.annotations == {"team": "x"} and seen.labels == {"app": "y"}
     assert tenant_view([claims], ("tenant",)) == [claims] == tenant_view([claims], ("*",))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_tenant_view_copies_only_pods_that_claim_something(seed: int) -> None:
+    pods = [*random_pods(seed), pod(namespace="tenant", name="kind", labels={"joulie.io/workload-kind": "x"}),
+            pod(namespace="tenant", name="akind", annotations={"joulie.io/workload-kind": "x"})]
+    seen = tenant_view(pods, ("team",))
+    for p, s in zip(pods, seen, strict=True):
+        if p.namespace == "team":
+            assert s is p
+            continue
+        # What the full copy would say, whether or not the Pod was copied.
+        full = replace(p, annotations={k: v for k, v in p.annotations.items()
+                                       if k not in ("joulie.io/workload-class", "joulie.io/workload-kind")},
+                       labels={k: v for k, v in p.labels.items() if k != "joulie.io/workload-kind"},
+                       node_selector={k: v for k, v in p.node_selector.items() if k != KEY},
+                       required_terms=tuple(tuple(r for r in t if r.key != KEY) for t in p.required_terms))
+        assert s == full
+        assert (s is p) == (full == p)  # copied exactly when the Pod claimed something
+
+
+def random_pods(seed: int, count: int = 200) -> list[PodInfo]:
+    """Pods of every kind the counts tell apart: running or not, deleting, unbound, trusted or not,
+    performance by annotation, selector or affinity, unknown, eco, general."""
+    rnd = random.Random(seed)
+    shapes: list[dict[str, object]] = [
+        {}, {"annotations": {ANNOTATION_WORKLOAD_CLASS: WORKLOAD_CLASS_PERFORMANCE}},
+        {"node_selector": {KEY: "performance"}}, {"node_selector": {KEY: "eco"}},
+        {"required_terms": affinity(Requirement(KEY, "NotIn", ("eco",)))},
+        {"required_terms": affinity(Requirement(KEY, "Gt", ("1",)))},
+        {"required_terms": affinity(Requirement(KEY, "In", ("eco",)))},
+    ]
+    return [pod(namespace=rnd.choice(("team", "tenant", "other")), name=f"p{i}",
+                node_name=rnd.choice(("", "n1", "n2", "n3")), phase=rnd.choice(("Running", "Pending", "Succeeded")),
+                deleting=rnd.random() < 0.1, **rnd.choice(shapes))
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("namespaces", [(), ("team",), ("team", "tenant"), ("*",)])
+def test_the_tenants_count_in_one_walk_is_the_count_of_the_tenant_view(seed: int, namespaces: tuple[str, ...]) -> None:
+    pods = random_pods(seed)
+    assert count_performance_pods_of_tenants(pods, namespaces) == (
+        count_performance_pods(pods), count_performance_pods(tenant_view(pods, namespaces)))
+    assert count_performance_pods(pods) == reference_count(pods)
+
+
+def reference_count(pods: list[PodInfo]) -> dict[str, int]:
+    """``count_performance_pods`` as the rules read, without its inlining."""
+    counts: dict[str, int] = {}
+    for p in pods:
+        if is_running(p) and classify_pod(p) in (WorkloadClass.PERFORMANCE, WorkloadClass.UNKNOWN):
+            counts[p.node_name] = counts.get(p.node_name, 0) + 1
+    return counts

@@ -11,9 +11,11 @@ Every entry is checked against its inputs before use: a miss only costs the rebu
 The twin's status is decided the same way, by value: the tick's inputs to it (the twin model's
 input, the measured source, the policy's decision and the power state) equal to last tick's, with
 the same held status, give last tick's answer to "changed beyond noise?" without building the
-status (the refresh period is checked every tick; a write builds it). Measured power moves
-a little on a live cluster, so there a node's status is rebuilt most ticks; this reuse pays on
-nodes without a reading, powered-off ones, or a cluster whose readings hold still.
+status (the refresh period is checked every tick). Measured power moves a little on a live
+cluster, so there a node's status is rebuilt most ticks; this reuse pays on nodes without a
+reading, powered-off ones, or a cluster whose readings hold still. What is rebuilt to be compared
+is the status's JSON form as plain data (``nodetwin.status_body``); its model is built only for a
+write.
 """
 
 from __future__ import annotations
@@ -24,9 +26,40 @@ from typing import Any
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus
+from joulie_controller.model import fsm
 from joulie_controller.model.hardware import HardwareView, from_node_hardware
 from joulie_controller.policies.plan import BoardLock
-from joulie_controller.reconcile.nodetwin import dump, owned_spec, owned_status, status_changed
+from joulie_controller.reconcile.nodetwin import (
+    controllers_lock,
+    controllers_locks,
+    dump,
+    owned_spec,
+    owned_status,
+    status_changed,
+)
+
+
+@dataclass(frozen=True)
+class TwinFacts:
+    """What the tick reads of a held NodeTwin, read once per twin object."""
+
+    lock_pct: float | None
+    """``nodetwin.controllers_lock``: the node-wide clock lock in spec when it is the controller's."""
+    locks: tuple[BoardLock, ...] | None
+    """``nodetwin.controllers_locks``: spec.gpu.clockLocks when they are the controller's."""
+    previous: fsm.State
+    """The assignment state its spec holds (profile, draining): where the downgrade guard starts."""
+    agent_lost: bool
+    """Its liveness check last said agent-lost (``kube/liveness.py``)."""
+
+
+def twin_facts(existing: NodeTwin) -> TwinFacts:
+    spec, status = existing.spec, existing.status
+    agent = status.agent if status is not None else None
+    return TwinFacts(
+        controllers_lock(existing), controllers_locks(existing),
+        fsm.assignment_state(spec.profile, bool(spec.scheduling and spec.scheduling.draining)),
+        agent is not None and agent.state == "agent-lost")
 
 
 @dataclass
@@ -38,6 +71,17 @@ class Reuse:
     held_specs: dict[str, tuple[object, dict[str, Any]]] = field(default_factory=dict)
     held_statuses: dict[str, tuple[NodeTwinStatus | None, dict[str, Any]]] = field(default_factory=dict)
     statuses: dict[str, tuple[object, dict[str, Any], float, bool]] = field(default_factory=dict)
+    facts: dict[str, tuple[NodeTwin, TwinFacts]] = field(default_factory=dict)
+
+    def twin_facts(self, name: str, existing: NodeTwin) -> TwinFacts:
+        """``twin_facts(existing)``, for the same twin object (the watch cache keeps it until it changes;
+        read five times a node a tick, its clock locks dumped to compare, they were a tenth of a tick)."""
+        entry = self.facts.get(name)
+        if entry is not None and entry[0] is existing:
+            return entry[1]
+        facts = twin_facts(existing)
+        self.facts[name] = (existing, facts)
+        return facts
 
     def hardware_view(self, node: str, nhw: NodeHardware, allocatable_gpus: int) -> HardwareView:
         """``from_node_hardware(nhw, allocatable_gpus)``, rebuilt only when either changed."""
@@ -89,19 +133,19 @@ class Reuse:
         self.held_statuses[name] = (status, body)
         return body
 
-    def status(self, node: str, key: object, build: Callable[[], NodeTwinStatus], held: dict[str, Any],
-               deadband_pct: float) -> tuple[NodeTwinStatus | None, bool]:
-        """Whether the node's status for inputs ``key`` (compared by value) differs from ``held``
-        (``held_status``: kept there, so its id is not reused) beyond noise (``nodetwin.status_changed``),
-        and the status when it was built to tell (None: last tick's answer holds; ``build`` it to write
-        it). Only the answer and its inputs are kept: keeping the status too cost 12 MiB more at 10 000 Nodes."""
+    def status(self, node: str, key: object, build: Callable[[], dict[str, Any]], held: dict[str, Any],
+               deadband_pct: float) -> bool:
+        """Whether the node's status for inputs ``key`` (compared by value), in its JSON form as ``build``
+        makes it (``nodetwin.status_body``), differs from ``held`` (``held_status``: kept there, so its
+        id is not reused) beyond noise (``nodetwin.status_changed``); ``build`` runs only when ``key`` or
+        ``held`` changed. Only the answer and its inputs are kept: keeping the status too cost 12 MiB
+        more at 10 000 Nodes."""
         entry = self.statuses.get(node)
         if entry is not None and entry[0] == key and entry[1] is held and entry[2] == deadband_pct:
-            return None, entry[3]
-        status = build()
-        changed = status_changed(dump(status), held, deadband_pct)
+            return entry[3]
+        changed = status_changed(build(), held, deadband_pct)
         self.statuses[node] = (key, held, deadband_pct, changed)
-        return status, changed
+        return changed
 
     def forget(self, live_nodes: set[str], live_twins: set[str]) -> None:
         """Drops what belongs to nodes and twins that are gone."""
@@ -111,6 +155,7 @@ class Reuse:
             (self.statuses, live_nodes),
             (self.held_specs, live_twins),
             (self.held_statuses, live_twins),
+            (self.facts, live_twins),
         ):
             for gone in [k for k in memo if k not in live]:
                 del memo[gone]

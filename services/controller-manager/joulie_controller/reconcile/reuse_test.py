@@ -5,18 +5,20 @@ in the cluster, a refresh that is due; and what did not change is not built agai
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from joulie_api.generated.nodetwin import GPUCapSpec, GPUClockLock, NodeTwin, NodeTwinSpec
+from joulie_api.generated.nodetwin import AgentLiveness, GPUCapSpec, GPUClockLock, NodeTwin, NodeTwinSpec
+from joulie_controller.model import fsm
+from joulie_controller.model.fsm import PodInfo, count_performance_pods, tenant_view
 from joulie_controller.readings.values import Measurement
 from joulie_controller.reconcile import tick as tick_module
-from joulie_controller.reconcile.nodetwin import measured_within, status_content
+from joulie_controller.reconcile.nodetwin import measured_within, status_body, status_content
 from joulie_controller.reconcile.reconcile_test import T0, cluster, nhw, tick
-from joulie_controller.reconcile.reuse import Reuse
+from joulie_controller.reconcile.reuse import Reuse, TwinFacts
 from joulie_controller.reconcile.snapshot import Memory, Snapshot
 from joulie_controller.settings import PolicySettings, ReconcileSettings, Settings
 
@@ -93,18 +95,32 @@ def test_whose_clock_lock_it_is_is_part_of_the_held_spec_even_at_the_same_genera
     assert "gpu" not in theirs or "clockLock" not in theirs["gpu"]
 
 
-def status_builds(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
-    """The measured power of each status the tick builds (``status_content``), in order."""
-    built: list[float | None] = []
-    real = status_content
+@dataclass
+class Builds:
+    """The measured power of each status the tick built, in order: in its JSON form to compare with the
+    cluster's (``status_body``), and as a model to write (``status_content``)."""
 
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        status = real(*args, **kwargs)
-        built.append(status.power_measurement.measured_node_power_w if status.power_measurement else None)
+    compared: list[float | None] = field(default_factory=list)
+    written: list[float | None] = field(default_factory=list)
+
+
+def status_builds(monkeypatch: pytest.MonkeyPatch) -> Builds:
+    builds = Builds()
+    real_body, real_model = status_body, status_content
+
+    def body(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = real_body(*args, **kwargs)
+        builds.compared.append(out["powerMeasurement"].get("measuredNodePowerW"))
+        return out
+
+    def model(*args: Any, **kwargs: Any) -> Any:
+        status = real_model(*args, **kwargs)
+        builds.written.append(status.power_measurement.measured_node_power_w if status.power_measurement else None)
         return status
 
-    monkeypatch.setattr(tick_module, "status_content", counting)
-    return built
+    monkeypatch.setattr(tick_module, "status_body", body)
+    monkeypatch.setattr(tick_module, "status_content", model)
+    return builds
 
 
 def later(snap: Snapshot, seconds: float, **measured_w: float) -> Snapshot:
@@ -116,10 +132,10 @@ def test_a_status_whose_inputs_held_still_is_not_built_again(monkeypatch: pytest
     snap, mem = steady()
     built = status_builds(monkeypatch)
     quiet, snap = tick(later(snap, 5), S, mem)
-    assert (quiet.write_count, built) == (0, [])
+    assert (quiet.write_count, built) == (0, Builds())
     # A reading where there was none: that node's status alone is built, and written.
     measured, snap = tick(later(snap, 5, node_0=400.0), S, mem)
-    assert built == [400.0]
+    assert built == Builds([400.0], [400.0])
     assert [(w.node, w.status is not None) for w in measured.writes] == [("node-0", True)]
     status = snap.twins["node-0"].status
     assert status is not None and status.power_measurement is not None
@@ -133,11 +149,11 @@ def test_a_reading_moving_inside_the_deadband_is_built_not_written_and_beyond_it
     _, snap = tick(later(snap, 5, node_0=400.0), s, mem)  # the twin it wrote compared once
     built = status_builds(monkeypatch)
     same, snap = tick(later(snap, 5, node_0=400.0), s, mem)
-    assert (same.write_count, built) == (0, [])
+    assert (same.write_count, built) == (0, Builds())
     inside, snap = tick(later(snap, 60, node_0=403.5), s, mem)  # trend 3 W/min: inside its band too
-    assert (inside.write_count, built) == (0, [403.5])
+    assert (inside.write_count, built) == (0, Builds([403.5], []))  # compared, no model built
     beyond, snap = tick(later(snap, 1, node_0=405.0), s, mem)
-    assert (beyond.write_count, built) == (1, [403.5, 405.0])
+    assert (beyond.write_count, built) == (1, Builds([403.5, 405.0], [405.0]))
     status = snap.twins["node-0"].status
     assert status is not None and status.power_measurement is not None
     assert status.power_measurement.measured_node_power_w == 405.0
@@ -152,7 +168,7 @@ def test_a_status_edited_in_the_cluster_is_put_back_though_its_inputs_held_still
     theirs = ours.model_copy(update={"predicted_psu_stress_score": 99.0})
     edited = snap.twins["node-1"].model_copy(update={"status": theirs})
     result, snap = tick(replace(later(snap, 5), twins={**snap.twins, "node-1": edited}), S, mem)
-    assert built == [None]  # node-1's, built again to compare with the edited one (and written); node-0's not
+    assert built == Builds([None], [None])  # node-1's, built again to compare with the edited one, and written
     assert [(w.node, w.spec, w.status is not None) for w in result.writes] == [("node-1", None, True)]
     back = snap.twins["node-1"].status
     assert back is not None and back.predicted_psu_stress_score == ours.predicted_psu_stress_score
@@ -162,7 +178,7 @@ def test_a_status_that_held_still_is_still_refreshed_when_its_period_is_due(monk
     snap, mem = steady()
     built = status_builds(monkeypatch)
     refresh, snap = tick(later(snap, S.reconcile.status_refresh_s), S, mem)
-    assert built == [None, None]  # built to be written, not to tell whether it changed
+    assert built == Builds([], [None, None])  # built to be written, not to tell whether it changed
     assert sorted(w.node for w in refresh.writes if w.status is not None) == ["node-0", "node-1"]
     assert all(t.status is not None and t.status.last_updated == snap.now for t in snap.twins.values())
 
@@ -181,3 +197,45 @@ def test_the_deadband_leaves_the_status_it_compares_as_it_was() -> None:
     assert out == {**desired, "powerMeasurement": {**desired["powerMeasurement"], "measuredNodePowerW": 400.0},
                    "estimatedPUE": 1.201}
     assert out["capDecision"] is desired["capDecision"]  # what is not put back is shared, not copied
+
+
+def test_the_performance_pods_follow_pods_added_moved_deleted_and_trusted_from_tick_to_tick() -> None:
+    mem = Memory()
+    snap = cluster(3)
+    perf = {"joulie.io/workload-class": "performance"}
+    a = PodInfo("team", "a", node_name="node-0", annotations=perf)
+    b = PodInfo("tenant", "b", node_name="node-1", annotations=perf)
+    steps: list[tuple[list[PodInfo], tuple[str, ...]]] = [
+        ([a, b], ("team",)),
+        ([a, b, PodInfo("team", "c", node_name="node-1", annotations=perf)], ("team",)),  # added
+        ([replace(a, node_name="node-2"), b], ("team",)),  # moved (c gone)
+        ([replace(a, node_name="node-2"), b], ("team", "tenant")),  # b's namespace trusted
+        ([replace(a, node_name="node-2", phase="Succeeded"), b], ("*",)),  # a done
+        ([], ("*",)),  # deleted
+    ]
+    for pods, trusted_namespaces in steps:
+        s = Settings(policy=PolicySettings(type="work_aware_v1"), trusted_namespaces=trusted_namespaces)
+        result, snap = tick(replace(snap, pods=pods, now=snap.now + timedelta(seconds=5)), s, mem)
+        want = count_performance_pods(tenant_view(pods, trusted_namespaces))
+        assert {o.node: o.performance_pods for o in result.outcomes} == {
+            n: want.get(n, 0) for n in ("node-0", "node-1", "node-2")}, (pods, trusted_namespaces)
+
+
+def test_a_twin_edited_in_the_cluster_is_read_again_though_its_name_is_the_same() -> None:
+    snap, mem = steady()
+    twin = snap.twins["node-0"]
+    assert twin.spec.scheduling is not None and not twin.spec.scheduling.draining
+    first = mem.reuse.twin_facts("node-0", twin)
+    assert mem.reuse.twin_facts("node-0", twin) is first  # the same object: read once
+    draining = twin.model_copy(update={"spec": twin.spec.model_copy(update={
+        "profile": "eco", "scheduling": twin.spec.scheduling.model_copy(update={"draining": True})})})
+    result, _ = tick(replace(later(snap, 5), twins={**snap.twins, "node-0": draining}), S, mem)
+    outcome = next(o for o in result.outcomes if o.node == "node-0")
+    assert outcome.previous_state == fsm.State.DRAINING_PERFORMANCE
+    assert status_of_agent(twin, "agent-lost").agent_lost and not first.agent_lost
+
+
+def status_of_agent(twin: NodeTwin, state: str) -> TwinFacts:
+    status = twin.status.model_copy(update={"agent": AgentLiveness.model_validate({"state": state})}) \
+        if twin.status is not None else None
+    return Reuse().twin_facts("node-0", twin.model_copy(update={"status": status}))

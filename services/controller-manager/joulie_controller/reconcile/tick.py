@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
-from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus, PowerSpec
+from joulie_api.generated.nodetwin import CapDecision, NodeTwin, NodeTwinSpec, NodeTwinStatus, PowerSpec
+from joulie_api.generated.nodetwin import PowerStatus as PowerStatusModel
 from joulie_api.names import LABEL_COOLING_ZONE, LABEL_RACK, PROFILE_ECO, PROFILE_PERFORMANCE, object_name_for_node
 from joulie_controller.model import fsm, twin
 from joulie_controller.model.caps import Caps, compute_caps
@@ -40,6 +41,7 @@ from joulie_controller.reconcile.nodetwin import (
     controllers_lock,
     controllers_locks,
     desired_spec,
+    dump,
     operators_lock,
     operators_locks,
     owned_spec,
@@ -49,6 +51,7 @@ from joulie_controller.reconcile.nodetwin import (
     refresh_after_s,
     refresh_due,
     spec_unchanged,
+    status_body,
     status_content,
     status_needs_write,
 )
@@ -60,6 +63,10 @@ WORK_AWARE_POLICY = "work_aware_v1"
 
 Measured = dict[str, tuple[float | None, str]]
 """Each eligible node's measured power (None: no valid sample) and its source, this tick."""
+
+
+_StatusParts = tuple[twin.TwinOutput, CapDecision | None, PowerStatusModel | None]
+"""What a node's status is made of: the twin model's output, the policy's decision, the power state."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +199,7 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
         log.append("no eligible nodes (check NODE_SELECTOR and RESERVED_LABEL_KEY)")
         return TickResult(power_writes, [], None, log, power_plan.actions, power_states, memory.warm)
 
-    perf_pods = fsm.count_performance_pods(snap.pods)
+    perf_pods, guarded_pods = _performance_pods(snap, s)
     views = _hardware_views(nodes, memory, log)
     measured: Measured = {n.name: _measured(n.name, views[n.name], snap, memory, log) for n in nodes}
     for gone in [k for k in memory.implausible if k not in views]:
@@ -204,7 +211,6 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
                                           since_s)
     memory.last_tick = snap.now
     decided = _plan(nodes, views, measured, sum(perf_pods.values()), snap, s, memory, log)
-    guarded_pods = _guarded_pods(snap, s, perf_pods)
     # Guard and caps first: rack power needs every node's capped budget.
     staged = [_guard_and_caps(n, views[n.name], guarded_pods.get(n.name, 0), decided, snap, s, memory, log)
               for n in nodes]
@@ -227,13 +233,15 @@ def reconcile(snap: Snapshot, s: Settings, memory: Memory) -> TickResult:
                       dict(memory.implausible))
 
 
-def _guarded_pods(snap: Snapshot, s: Settings, perf_pods: dict[str, int]) -> dict[str, int]:
-    """The performance Pods the downgrade guard holds a node in draining for. Under work_aware_v1,
-    only trusted ones (TRUSTED_NAMESPACES): the guard keeps performance caps, so an untrusted Pod
-    annotated performance held a node the budget lowered at 100 % for as long as it ran (issue 36)."""
+def _performance_pods(snap: Snapshot, s: Settings) -> tuple[dict[str, int], dict[str, int]]:
+    """The running performance Pods per node, and those the downgrade guard holds a node in draining
+    for. Under work_aware_v1, only trusted ones (TRUSTED_NAMESPACES): the guard keeps performance caps,
+    so an untrusted Pod annotated performance held a node the budget lowered at 100 % for as long as it
+    ran (issue 36)."""
     if s.policy.type != WORK_AWARE_POLICY:
-        return perf_pods
-    return fsm.count_performance_pods(fsm.tenant_view(snap.pods, s.trusted_namespaces))
+        perf_pods = fsm.count_performance_pods(snap.pods)
+        return perf_pods, perf_pods
+    return fsm.count_performance_pods_of_tenants(snap.pods, s.trusted_namespaces)
 
 
 def _power_only_writes(snap: Snapshot, s: Settings, power_plan: PowerDecision, cap_nodes: set[str]) -> list[NodeWrite]:
@@ -280,9 +288,9 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         trend_span_s={k: t.span_s() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
-        gpu_locks=_controllers_locks(nodes, snap),
+        gpu_locks=_controllers_locks(nodes, snap, memory),
         gpu_boards=snap.gpu_boards,
-        agent_lost=_agents_lost(nodes, snap),
+        agent_lost=_agents_lost(nodes, snap, memory),
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
@@ -290,22 +298,24 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
     return decided
 
 
-def _agents_lost(nodes: list[NodeInfo], snap: Snapshot) -> frozenset[str]:
+def _agents_lost(nodes: list[NodeInfo], snap: Snapshot, memory: Memory) -> frozenset[str]:
     """The nodes whose NodeTwin's liveness check last said agent-lost (``kube/liveness.py``)."""
     lost = set()
     for n in nodes:
-        existing = snap.twins.get(object_name_for_node(n.name))
-        agent = existing.status.agent if existing is not None and existing.status is not None else None
-        if agent is not None and agent.state == "agent-lost":
+        name = object_name_for_node(n.name)
+        existing = snap.twins.get(name)
+        if existing is not None and memory.reuse.twin_facts(name, existing).agent_lost:
             lost.add(n.name)
     return frozenset(lost)
 
 
-def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot) -> dict[str, dict[int, float]]:
+def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot, memory: Memory) -> dict[str, dict[int, float]]:
     """The SM clock lock on each board that the controller set (``controllers_locks``), by node."""
     out: dict[str, dict[int, float]] = {}
     for n in nodes:
-        locks = controllers_locks(snap.twins.get(object_name_for_node(n.name)))
+        name = object_name_for_node(n.name)
+        existing = snap.twins.get(name)
+        locks = memory.reuse.twin_facts(name, existing).locks if existing is not None else None
         if locks:
             out[n.name] = {b: lock.pct_of_max for lock in locks for b in lock.gpus}
     return out
@@ -315,10 +325,10 @@ def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decide
                     s: Settings, memory: Memory, log: list[str]) -> _Staged:
     """The downgrade guard on the plan's profile for `n`, and the caps of the guarded profile (a
     draining node keeps performance caps)."""
-    existing = snap.twins.get(object_name_for_node(n.name))
+    name = object_name_for_node(n.name)
+    existing = snap.twins.get(name)
     if existing is not None:
-        previous = fsm.assignment_state(existing.spec.profile,
-                                        bool(existing.spec.scheduling and existing.spec.scheduling.draining))
+        previous = memory.reuse.twin_facts(name, existing).previous
     else:
         previous = fsm.assignment_state(normalise_profile(n.labels.get(s.nodes.profile_label)), False)
     desired = PROFILE_PERFORMANCE if n.name in decided.performance else PROFILE_ECO
@@ -402,8 +412,9 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     lock = _locks_to_write(work, guarded.draining, existing, n.name, memory, log)
     spec_inputs = (guarded.profile, guarded.draining, caps, decided.policy_name, power_plan.desired.get(n.name), lock)
     spec, spec_body = memory.reuse.desired_spec(n.name, spec_inputs, lambda: desired_spec(n.name, *spec_inputs))
-    held_spec = (memory.reuse.held_spec(obj_name, existing, controllers_lock(existing), controllers_locks(existing))
-                 if existing is not None else None)
+    facts = memory.reuse.twin_facts(obj_name, existing) if existing is not None else None
+    held_spec = (memory.reuse.held_spec(obj_name, existing, facts.lock_pct, facts.locks)
+                 if existing is not None and facts is not None else None)
     spec_write = None if held_spec == spec_body else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
@@ -428,20 +439,29 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
           if (r := realised(p.pod, memory.job_estimates, memory.clock_logs, hw)) is not None})
         if work is not None and not guarded.draining else None)
     node_power = power_plan.status.get(n.name)
+    made: list[_StatusParts] = []
 
-    def build() -> NodeTwinStatus:
-        decision = cap_decision(*decision_inputs) if decision_inputs is not None else None
-        return status_content(twin.compute(inp), power_w, source, trend, decision,
-                              power_status(node_power) if node_power is not None else None)
+    def parts() -> _StatusParts:
+        if not made:
+            decision = cap_decision(*decision_inputs) if decision_inputs is not None else None
+            made.append((twin.compute(inp), decision, power_status(node_power) if node_power is not None else None))
+        return made[0]
+
+    def body() -> dict[str, Any]:
+        out, decision, power = parts()
+        return status_body(out, power_w, source, trend, dump(decision) if decision is not None else None,
+                           dump(power) if power is not None else None)
 
     held = existing.status if existing else None
     # The twin's measured power and trend are in ``inp``: every input of the status is in the key.
-    status, changed = memory.reuse.status(n.name, (inp, source, decision_inputs, node_power), build,
-                                          memory.reuse.held_status(obj_name, held), s.reconcile.status_deadband_pct)
+    changed = memory.reuse.status(n.name, (inp, source, decision_inputs, node_power), body,
+                                  memory.reuse.held_status(obj_name, held), s.reconcile.status_deadband_pct)
     status_write = None
     if (spec_write is not None or changed
             or refresh_due(held, snap.now, refresh_after_s(n.name, s.reconcile.status_refresh_s))):
-        status_write = (status or build()).model_copy(update={"last_updated": snap.now})
+        out, decision, power = parts()
+        status_write = status_content(out, power_w, source, trend, decision, power).model_copy(
+            update={"last_updated": snap.now})
     write = NodeWrite(n.name, obj_name, spec_write, label_write, status_write) if (
         spec_write or label_write or status_write) else None
     outcome = NodeOutcome(
