@@ -23,11 +23,19 @@ Units are in the field names (W, mW, mJ, µW).
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+
+from joulie_simhw import jsonread
+from joulie_simhw.record import asdict, field, record
+
+# fakesmi imports this module at every GPU tool start: typing and pathlib (33 M instructions a start
+# between them; the interpreter's own start is 36 M) serve annotations only, strings to Python.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Literal
+
+    Vendor = Literal["nvidia", "amd"]
 
 SCHEMA_VERSION = 1
 GPU_STATE_FILE = "gpus.json"
@@ -37,14 +45,12 @@ FAULT_GPU_TOOL_FAILURE = "gpu_tool_failure"
 FAULT_GPU_TOOL_HANG = "gpu_tool_hang"
 NVIDIA_DRIVER_VERSION = "590.48.01"
 
-Vendor = Literal["nvidia", "amd"]
-
 
 class StateFormatError(ValueError):
     """A state file is missing a field or has the wrong schema version; the message names both."""
 
 
-@dataclass(frozen=True)
+@record
 class GpuDevice:
     """One GPU board as its tools report it."""
 
@@ -83,7 +89,7 @@ class GpuDevice:
     dram_active: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class GpuState:
     vendor: Vendor
     driver_version: str
@@ -93,7 +99,7 @@ class GpuState:
     def to_json(self) -> str:
         body: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, **asdict(self)}
         body["gpus"] = [asdict(g) for g in self.gpus]
-        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+        return _dumps(body, indent=1, sort_keys=True)
 
     @staticmethod
     def from_json(text: str, source: str = GPU_STATE_FILE) -> GpuState:
@@ -110,7 +116,7 @@ class GpuState:
             raise StateFormatError(f"{source}: {e}") from e
 
 
-@dataclass(frozen=True)
+@record
 class ToolsManifest:
     """The GPU tools present on a node: name -> variant, and what each needs to run.
 
@@ -126,7 +132,7 @@ class ToolsManifest:
             "schemaVersion": SCHEMA_VERSION,
             "tools": {k: {"variant": v, "requires": list(self.requires.get(k, ()))} for k, v in self.tools.items()},
         }
-        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+        return _dumps(body, indent=1, sort_keys=True)
 
     @staticmethod
     def from_json(text: str, source: str = TOOLS_FILE) -> ToolsManifest:
@@ -177,24 +183,34 @@ def amd_od_file(hwmon: str) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` so a concurrent reader sees the old or the new content, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
     import tempfile  # here: fakesmi's every run imports this module, few write (tempfile: ~8 ms of imports)
 
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=parent)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.chmod(tmp, 0o444)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
+
+
+def _dumps(body: dict[str, Any], indent: int | None = None, sort_keys: bool = False) -> str:
+    """A state file's text. json is imported here: the writers are the simulator and the harness,
+    fakesmi only reads (jsonread says what the import costs each of its starts)."""
+    import json
+
+    return json.dumps(body, indent=indent, sort_keys=sort_keys) + "\n"
 
 
 def _load(text: str, source: str) -> dict[str, Any]:
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
+        raw = jsonread.loads(text)
+    except ValueError as e:  # json.JSONDecodeError
         raise StateFormatError(f"{source}: not JSON: {e}") from e
     if not isinstance(raw, dict):
         raise StateFormatError(f"{source}: expected a JSON object")
@@ -204,7 +220,7 @@ def _load(text: str, source: str) -> dict[str, Any]:
 
 
 def faults_json(faults: tuple[str, ...]) -> str:
-    return json.dumps({"schemaVersion": SCHEMA_VERSION, "faults": sorted(set(faults))}) + "\n"
+    return _dumps({"schemaVersion": SCHEMA_VERSION, "faults": sorted(set(faults))})
 
 
 def read_faults(text: str, source: str = FAULTS_FILE) -> tuple[str, ...]:

@@ -1,5 +1,4 @@
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -13,6 +12,7 @@ from joulie_simhw.gpustate import (
     nvml_locked_clocks_file,
     parse_locked_clocks,
 )
+from joulie_simhw.record import replace
 
 
 def _device() -> GpuDevice:

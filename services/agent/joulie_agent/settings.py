@@ -68,6 +68,10 @@ class Settings:
     twin_resync_s: TWIN_RESYNC; a NodeTwin spec the watch has not refreshed for this long is read again
         by a GET (30m, a safety net: the watch resumes and relists; 0 GETs every tick, as before the watch cache).
     tool_timeout_s: GPU_TOOL_TIMEOUT, per GPU tool command (3 s; a duration, at least 100ms).
+    dcgm_every: DCGM_EVERY, DCGM's profiling ratios (``dcgmi dmon``: SM, tensor and DRAM active; a process
+        even beside NVML) are read at every Nth read of an NVIDIA node's board activity (2, i.e. every
+        20 s with the export's 10 s; 1: at every read). The reads between export no ratio, so each exported ratio
+        carries the time it was read (issue 39: dcgmi was half of the GPU tool starts left).
     tool_path: GPU_TOOL_PATH, the PATH tools are taken from (default $PATH; in emulated mode the
         node's <root>/bin first).
     power_export_endpoint: POWER_EXPORT_ENDPOINT, the OTLP/HTTP metrics URL the measured power is pushed to
@@ -112,6 +116,7 @@ class Settings:
     status_rewrite_s: float = 1800.0
     twin_resync_s: float = 1800.0
     tool_timeout_s: float = 3.0
+    dcgm_every: int = 2
     tool_path: str = ""
     power_export_endpoint: str = ""
     power_export_interval_s: float = 10.0
@@ -175,6 +180,7 @@ class Settings:
             pool_list_interval_s=read_env(e, "POOL_LIST_INTERVAL", parse_duration, 60.0),
             node_resync_s=read_env(e, "NODE_RESYNC", parse_duration, 1800.0),
             tool_timeout_s=_duration_of_at_least(e, "GPU_TOOL_TIMEOUT", 3.0, 0.1, "100ms"),
+            dcgm_every=_dcgm_every(e),
             tool_path=e.get("GPU_TOOL_PATH", ""),
             power_export_endpoint=export_endpoint, power_export_interval_s=export_interval_s,
             power_export_metrics=_power_export_metrics(e),
@@ -184,6 +190,13 @@ class Settings:
             api_timeout_s=_duration_of_at_least(e, "KUBE_API_TIMEOUT", 10.0, 0.1, "100ms"),
             dvfs=_dvfs(e),
         )
+
+
+def _dcgm_every(e: Mapping[str, str]) -> int:
+    every = read_env(e, "DCGM_EVERY", _number(1), 2.0)
+    if every != int(every):
+        raise SettingError("DCGM_EVERY", e["DCGM_EVERY"], "a whole number of reads, at least 1")
+    return int(every)
 
 
 def _power_export(e: Mapping[str, str]) -> tuple[str, float, str, float]:

@@ -9,6 +9,7 @@ def test_defaults_are_the_documented_ones() -> None:
     s = Settings.from_env({"NODE_NAME": "n1"})
     assert (s.mode, s.root, s.reconcile_interval_s, s.simulate_only) == ("daemonset", "/", 20.0, False)
     assert s.dvfs.cooldown_s == 20.0 and s.dvfs.min_freq_khz == 1_500_000
+    assert s.dcgm_every == 2 and Settings.from_env({"NODE_NAME": "n1", "DCGM_EVERY": "1"}).dcgm_every == 1
 
 
 def test_emulated_mode_takes_its_tree_and_tools_from_the_node_root() -> None:
@@ -37,6 +38,8 @@ def test_a_pool_agent_finds_each_nodes_tools_through_node_in_the_tool_path() -> 
     ({"NODE_NAME": "n", "POWER_EXPORT_INTERVAL": "100ms"}, "POWER_EXPORT_INTERVAL"),
     ({"NODE_NAME": "n", "BMC_SECRET_DIR": "/etc/joulie/bmc"}, "BMC_SECRET_DIR.*POWER_EXPORT_ENDPOINT"),
     ({"NODE_NAME": "n", "POWER_EXPORT_ENDPOINT": "http://p:9090", "BMC_TIMEOUT": "100ms"}, "BMC_TIMEOUT"),
+    ({"NODE_NAME": "n", "DCGM_EVERY": "0"}, "DCGM_EVERY"),
+    ({"NODE_NAME": "n", "DCGM_EVERY": "1.5"}, "DCGM_EVERY"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
     with pytest.raises(SettingsError, match=name):

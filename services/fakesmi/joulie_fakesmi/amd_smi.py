@@ -7,11 +7,14 @@ as amd-smi's ``set_gpu`` writes them (amdsmi_commands.py).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result, not_emulated
 from joulie_simhw.gpustate import GpuDevice, amd_od_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # annotations only: typing costs each tool start 16 M instructions
 
 TOOL = "amd-smi"
 

@@ -12,11 +12,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result
 from joulie_simhw.gpustate import FAULT_GPU_TOOL_FAILURE, FAULT_GPU_TOOL_HANG
+
+# What this program imports is paid at every GPU tool call an agent makes (joulie_simhw.record says
+# how much): annotations only here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 NAME = "joulie-fakesmi"
 TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi", "dcgmi")

@@ -4,13 +4,13 @@ amd-smi set -L sclk max and metric --clock (an emulated MI300X)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from joulie_fakesmi.cli import run_tool
 from joulie_fakesmi.fakesmi_test import _amd, _nvidia, t4
 from joulie_fakesmi.node import NodeView
 from joulie_simhw.gpustate import GpuDevice, amd_od_file, nvml_locked_clocks_file, write_atomic
+from joulie_simhw.record import replace
 
 CLOCKS_QUERY = [
     "--query-gpu=index,pci.bus_id,clocks.max.sm,clocks_event_reasons.applications_clocks_setting",
@@ -25,7 +25,7 @@ def h100(index: int) -> GpuDevice:
 def _node(tmp_path: Path, n: int = 2, persistence: bool = True) -> NodeView:
     node = _nvidia(tmp_path, [h100(i) for i in range(n)], persistence=persistence)
     for i in range(n):
-        (node.state_root / nvml_locked_clocks_file(i)).write_text("none\n")
+        (Path(node.state_root) / nvml_locked_clocks_file(i)).write_text("none\n")
     return node
 
 
@@ -36,8 +36,8 @@ def test_a_lock_is_written_for_the_selected_boards_and_read_back_as_a_clock_limi
         0,
         'GPU clocks set to "(gpuClkMin 345, gpuClkMax 1500)" for GPU 00000000:11:00.0\n' "All done.\n",
     )
-    assert (node.state_root / nvml_locked_clocks_file(1)).read_text() == "345,1500\n"
-    assert (node.state_root / nvml_locked_clocks_file(0)).read_text() == "none\n"
+    assert (Path(node.state_root) / nvml_locked_clocks_file(1)).read_text() == "345,1500\n"
+    assert (Path(node.state_root) / nvml_locked_clocks_file(0)).read_text() == "none\n"
     back = run_tool("nvidia-smi", CLOCKS_QUERY, node)
     assert back.stdout == "0, 00000000:10:00.0, 1980, Not Active\n1, 00000000:11:00.0, 1980, Active\n"
     header = run_tool("nvidia-smi", ["-i", "1", "--query-gpu=clocks.max.sm", "--format=csv"], node)
@@ -85,9 +85,9 @@ def _mi300x(tmp_path: Path) -> NodeView:
     state = node.gpus()
     assert state is not None
     boards = tuple(replace(g, sm_clock_min_mhz=500, sm_clock_max_mhz=2100) for g in state.gpus)
-    write_atomic(node.state_root / "gpus.json", replace(state, gpus=boards).to_json())
+    write_atomic(Path(node.state_root) / "gpus.json", replace(state, gpus=boards).to_json())
     for g in boards:
-        (node.sys_root / amd_od_file(g.hwmon)).write_text(
+        (Path(node.sys_root) / amd_od_file(g.hwmon)).write_text(
             "OD_SCLK:\n0: 500Mhz\n1: 2100Mhz\nOD_RANGE:\nSCLK:     500Mhz       2100Mhz\n"
         )
     return node

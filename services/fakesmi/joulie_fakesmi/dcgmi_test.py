@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from joulie_fakesmi.cli import run_tool
 from joulie_fakesmi.node import NodeView
 from joulie_simhw.gpustate import GpuDevice, GpuState, ToolsManifest, write_atomic
+from joulie_simhw.record import replace
 
 
 def _node(tmp: Path, gpus: list[GpuDevice], tools: dict[str, str] | None = None) -> NodeView:
@@ -35,7 +35,7 @@ def h100(index: int, **kw: object) -> GpuDevice:
         sm_clock_min_mhz=345,
         sm_clock_max_mhz=1980,
     )
-    return replace(g, **kw)  # type: ignore[arg-type]
+    return replace(g, **kw)
 
 
 DMON = ["dmon", "-e", "1002,1004,1005", "-c", "1"]

@@ -58,8 +58,8 @@ def test_setting_a_power_limit_writes_the_node_state_and_reports_it(tmp_path: Pa
     node = _nvidia(tmp_path, [t4(0), t4(1)])
     r = run_tool("nvidia-smi", ["-i", "1", "-pl", "65"], node)
     assert (r.code, r.stdout) == (0, "Power limit for GPU 00000000:11:00.0 was set to 65.00 W from 70.00 W.\nAll done.\n")
-    assert (node.state_root / nvml_limit_file(1)).read_text() == "65000\n"
-    assert (node.state_root / nvml_limit_file(0)).read_text() == "70000\n"
+    assert (Path(node.state_root) / nvml_limit_file(1)).read_text() == "65000\n"
+    assert (Path(node.state_root) / nvml_limit_file(0)).read_text() == "70000\n"
     after = run_tool("nvidia-smi", ["-i", "1", *QUERY], node)
     assert after.stdout == "1, 60.00, 70.00, 65.00, 9.97, Tesla T4\n"
 
@@ -96,7 +96,7 @@ def test_an_unreadable_limit_token_is_printed_verbatim_and_limits_are_unsupporte
 
 def test_without_driver_state_nvidia_smi_cannot_talk_to_the_driver(tmp_path: Path) -> None:
     node = _nvidia(tmp_path, [t4()])
-    (node.state_root / "gpus.json").unlink()
+    (Path(node.state_root) / "gpus.json").unlink()
     r = run_tool("nvidia-smi", ["-L"], node)
     assert r.code == 9 and r.stdout.startswith("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
 
@@ -105,11 +105,11 @@ def test_requirements_decide_whether_the_tool_runs(tmp_path: Path) -> None:
     node = _nvidia(tmp_path, [t4()], requires=("/lib64/ld-linux-x86-64.so.2", NVML))
     r = run_tool("nvidia-smi", ["-L"], node)
     assert (r.code, r.stderr) == (127, "nvidia-smi: cannot execute: required file not found\n")
-    (node.host_root / "lib64").mkdir()
-    (node.host_root / "lib64/ld-linux-x86-64.so.2").write_bytes(b"")
+    (Path(node.host_root) / "lib64").mkdir()
+    (Path(node.host_root) / "lib64/ld-linux-x86-64.so.2").write_bytes(b"")
     r = run_tool("nvidia-smi", ["-L"], node)
     assert r.code == 12 and "couldn't find libnvidia-ml.so" in r.stdout
-    lib = node.host_root / NVML.lstrip("/")
+    lib = Path(node.host_root) / NVML.lstrip("/")
     lib.parent.mkdir(parents=True)
     lib.write_bytes(b"")
     assert run_tool("nvidia-smi", ["-L"], node).code == 0
@@ -238,7 +238,7 @@ def test_rocm_smi_closes_each_section_with_a_spacer(tmp_path: Path) -> None:
 
 def test_rocm_smi_without_amdgpu_logs_and_exits_zero(tmp_path: Path) -> None:
     node = _amd(tmp_path, "current")
-    (node.state_root / "gpus.json").unlink()
+    (Path(node.state_root) / "gpus.json").unlink()
     r = run_tool("rocm-smi", ["--showproductname"], node)
     assert (r.code, r.stderr) == (0, "ERROR:root:Driver not initialized (amdgpu not found in modules)\n")
 
@@ -272,10 +272,10 @@ def test_an_injected_gpu_tool_failure_makes_the_tools_fail(tmp_path: Path) -> No
     from joulie_simhw.gpustate import faults_json
 
     node = _nvidia(tmp_path, [t4()])
-    (node.state_root / "faults.json").write_text(faults_json(("gpu_tool_failure",)))
+    (Path(node.state_root) / "faults.json").write_text(faults_json(("gpu_tool_failure",)))
     r = run_tool("nvidia-smi", QUERY, node)
     assert (r.code, r.stdout) == (255, "Unable to determine the device handle for GPU 00000000:10:00.0: Unknown Error\n")
-    (node.state_root / "faults.json").write_text(faults_json(()))
+    (Path(node.state_root) / "faults.json").write_text(faults_json(()))
     assert run_tool("nvidia-smi", QUERY, node).code == 0
 
 
@@ -283,17 +283,17 @@ def test_an_injected_gpu_tool_hang_blocks_until_the_fault_is_cleared(tmp_path: P
     from joulie_simhw.gpustate import faults_json
 
     node = _nvidia(tmp_path, [t4()])
-    (node.state_root / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
+    (Path(node.state_root) / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
     slept: list[float] = []
 
     def sleep(s: float) -> None:  # the fake clock: the harness clears the fault after the third poll
         slept.append(s)
         if len(slept) == 3:
-            (node.state_root / "faults.json").write_text(faults_json(()))
+            (Path(node.state_root) / "faults.json").write_text(faults_json(()))
 
     r = run_tool("nvidia-smi", QUERY, node, sleep=sleep)
     assert r.code == 0 and len(slept) == 3, "answers as usual once the hang is cleared"
-    (node.state_root / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
+    (Path(node.state_root) / "faults.json").write_text(faults_json(("gpu_tool_hang",)))
     slept.clear()
     run_tool("nvidia-smi", QUERY, node, sleep=slept.append)
     assert sum(slept) >= 600.0, "a hang nobody clears still ends (HANG_MAX_S)"

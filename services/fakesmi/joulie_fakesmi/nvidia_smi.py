@@ -7,8 +7,6 @@ argument, 3 not supported, 6 query unsuccessful, 9 driver not loaded, 12 NVML li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from joulie_fakesmi.node import NodeView
 from joulie_fakesmi.result import Result, not_emulated
 from joulie_simhw.gpustate import GpuDevice, GpuState
@@ -102,15 +100,18 @@ def _select(ids: str | None, gpus: tuple[GpuDevice, ...]) -> list[GpuDevice] | N
     return out
 
 
-@dataclass
 class _Args:
-    ids: str | None = None
-    query: str | None = None
-    fmt: str | None = None
-    # The action: "-L", "query", "supported", "-pl", "-lgc", "-rgc"; and its value.
-    action: str = ""
-    value: str = ""
-    actions: int = 0
+    """The parsed command line (a plain class: dataclasses cost each tool start more than the
+    interpreter, see joulie_simhw.record)."""
+
+    def __init__(self) -> None:
+        self.ids: str | None = None
+        self.query: str | None = None
+        self.fmt: str | None = None
+        # The action: "-L", "query", "supported", "-pl", "-lgc", "-rgc"; and its value.
+        self.action = ""
+        self.value = ""
+        self.actions = 0
 
 
 # Options that take a value: (short, long) -> the action they are.

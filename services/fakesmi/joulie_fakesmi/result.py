@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from joulie_simhw.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     code: int
     stdout: str = ""

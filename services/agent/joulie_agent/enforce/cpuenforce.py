@@ -130,7 +130,7 @@ class CPUEnforcer:
         return total
 
     def _limit_path(self, w: cpucontrol.RaplWrite) -> Path:
-        return self.paths.powercap / w.zone_id / f"constraint_{w.constraint}_power_limit_uw"
+        return self.paths.zone_file(w.zone_id, f"constraint_{w.constraint}_power_limit_uw")
 
     def _apply_rapl(self, zones: list[powercap.Zone], socket_w: float) -> tuple[list[str], list[str], list[str]]:
         """Write PL1 on every package zone; (written zones, rejected 'zone: reason', drifted 'zone: what')."""

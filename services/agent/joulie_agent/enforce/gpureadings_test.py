@@ -15,7 +15,7 @@ from joulie_agent.discovery.gpureading import NVIDIA_READING_QUERY
 from joulie_agent.fixtures import testtrees
 from joulie_agent.fixtures.toolcount import CountingTools
 from joulie_agent.host.gpureadings import SAME_CYCLE_S, GpuReadings
-from joulie_agent.host.toolrun import make_runner
+from joulie_agent.host.toolrun import ToolResult, make_runner
 from joulie_common.clock import FakeClock
 
 
@@ -92,3 +92,39 @@ def test_an_amd_nodes_product_names_are_read_once_and_still_name_every_reading(t
     # rocm-smi's product query once, amd-smi's limits at every reading.
     assert sum("--showproductname" in c for c in gpus.calls()) == 1
     assert gpus.calls().count("static --limit --json") == 3
+
+
+def test_dcgms_ratios_are_read_at_every_2nd_activity_read_and_the_reads_between_export_none() -> None:
+    # dcgmi was half of an NVIDIA node's tool starts: the ratios between its reads are left out (the
+    # export then sends none: the controller keeps the last with its true age), never repeated as new.
+    tools, clock = CountingTools(n=2), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic)
+    seen = []
+    for _ in range(4):
+        report = r.activity("nvidia")
+        seen.append([b.sm_active for b in report.boards])
+        assert [b.utilization for b in report.boards] == [0.87, 0.87]  # nvidia-smi's signals at every read
+        clock.advance(10)
+    assert seen == [[0.812, 0.812], [None, None], [0.812, 0.812], [None, None]]
+    assert tools.starts[_argv(DCGMI_DMON)] == 2 and tools.starts[_argv(NVIDIA_READING_QUERY)] == 4
+
+
+def test_dcgm_every_1_reads_the_ratios_at_every_read() -> None:
+    tools, clock = CountingTools(n=1), FakeClock()
+    r = GpuReadings(tools, None, clock.monotonic, dcgm_every=1)
+    for _ in range(3):
+        assert [b.sm_active for b in r.activity("nvidia").boards] == [0.812]
+        clock.advance(10)
+    assert tools.starts[_argv(DCGMI_DMON)] == 3
+
+
+def test_a_failing_dcgmi_is_still_reported_at_the_reads_that_do_not_ask_it() -> None:
+    # The node's activity warnings are logged when they change: they must not come and go at every read.
+    tools, clock = CountingTools(n=1), FakeClock()
+    r = GpuReadings(lambda argv: ToolResult(tuple(argv), 255, "Error: Unknown Error") if argv[0] == "dcgmi"
+                    else tools(argv), None, clock.monotonic)
+    warnings = []
+    for _ in range(3):
+        warnings.append(r.activity("nvidia").warnings)
+        clock.advance(10)
+    assert len(warnings[0]) == 1 and "dcgmi" in warnings[0][0] and warnings == [warnings[0]] * 3

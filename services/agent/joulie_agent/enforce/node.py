@@ -18,7 +18,7 @@ from joulie_agent.discovery.status import HostFacts, build_status, lost_facts
 from joulie_agent.enforce.cpuenforce import CPUEnforcer, Writer
 from joulie_agent.enforce.gpuenforce import GPUEnforcer
 from joulie_agent.host import hostread
-from joulie_agent.host.gpureadings import GpuReadings
+from joulie_agent.host.gpureadings import DCGM_EVERY, GpuReadings
 from joulie_agent.host.nvml import NVML
 from joulie_agent.host.sysfswrite import write_attr
 from joulie_agent.host.toolrun import Runner
@@ -38,6 +38,8 @@ __all__ = ["CPUOutcome", "GPUOutcome", "NodeController", "NodeOptions"]
 class NodeOptions:
     simulate_only: bool = False
     dvfs: cpucontrol.DvfsConfig = field(default_factory=cpucontrol.DvfsConfig)
+    # DCGM_EVERY (Settings.dcgm_every): DCGM's ratios are read at every Nth board activity read.
+    dcgm_every: int = DCGM_EVERY
     # GPU limits are read by the verification itself at most this often when the intent is unchanged;
     # the power export's readings in between are checked too (drift shows within ~30 s with the export on).
     gpu_verify_interval_s: float = 60.0
@@ -58,7 +60,7 @@ class NodeController:
         # The node's GPU readings, one tool call shared by the power export and the cap verification;
         # its lock keeps the node's GPU tool calls one at a time: the power export's reads never run
         # beside a cap write and its read-back (a stand-in tool, or a driver, may not expect both at once).
-        self.gpu_readings = GpuReadings(run, nvml, clock.monotonic)
+        self.gpu_readings = GpuReadings(run, nvml, clock.monotonic, opts.dcgm_every)
         self.gpu_tools = self.gpu_readings.lock
         self.hardware: NodeHardwareStatus | None = None
         # The status of the last discovery that read the node, and why the latest one did not ("").

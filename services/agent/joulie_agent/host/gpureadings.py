@@ -6,8 +6,11 @@ more CPU than the agents). So an NVIDIA node is read with one nvidia-smi query
 kept: the export's power read and activity read of one cycle take the same one, and the cap
 enforcement verifies against the newest reading the export took instead of starting its own
 (``GPUEnforcer._inventory``). A cap write forgets the reading, so nothing read before a write is
-taken for the boards after it. DCGM's ratios come from ``dcgmi`` (a tool of its own) at each
-activity read.
+taken for the boards after it. DCGM's ratios come from ``dcgmi`` (a tool of its own) at every
+``dcgm_every``-th activity read (DCGM_EVERY, 2): the reads between return the boards without ratios,
+so the export sends each ratio once, stamped when it was read, and the controller, which measures a
+sample's age from its timestamp, sees the ratios up to one export interval older than before, with
+their true age, never a stale value stamped new.
 
 A tool that refuses a field of the combined query (an older nvidia-smi) is read with the separate
 queries from then on, logged once; any other failure of the combined query is read again with the
@@ -36,6 +39,9 @@ from joulie_agent.host.toolrun import Runner
 
 log = logging.getLogger(__name__)
 
+DCGM_EVERY = 2
+"""DCGM's ratios are read at every this-many-th activity read (Settings.dcgm_every)."""
+
 SAME_CYCLE_S = 1.0
 """A reading this young is the same cycle's: the export's power read and activity read of one node,
 milliseconds apart, take one reading. Older ones are not reused for the export (its draw would be
@@ -57,7 +63,7 @@ class GpuReading:
 class GpuReadings:
     """The node's latest GPU reading. Hold ``lock`` around every call."""
 
-    def __init__(self, run: Runner, nvml: NVML | None, monotonic: Callable[[], float]):
+    def __init__(self, run: Runner, nvml: NVML | None, monotonic: Callable[[], float], dcgm_every: int = DCGM_EVERY):
         self.run = run
         self.nvml = nvml
         self.monotonic = monotonic
@@ -67,6 +73,12 @@ class GpuReadings:
         self.combined_refused = ""
         # The AMD boards' product names (rocm-smi's product query) from the first reading that had them.
         self.amd_names: dict[int, str] | None = None
+        self.dcgm_every = max(1, dcgm_every)
+        # Activity reads with boards so far (DCGM is asked at the first and every dcgm_every-th after),
+        # and the warnings of the last dcgmi call, repeated on the reads between so the node's warning
+        # log does not flip at every read while dcgmi fails.
+        self.activity_reads = 0
+        self.dcgm_warnings: list[str] = []
 
     def read(self, vendor: str, max_age_s: float = 0.0) -> GpuReading:
         """The latest reading when it is younger than ``max_age_s`` (0: always a new one), else a new one."""
@@ -92,7 +104,15 @@ class GpuReadings:
         report = reading.activity if reading is not None else None
         if report is None:
             report = hostread.nvidia_boards(self.run, self.nvml)
-        return hostread.with_dcgm(report, self.run)
+        if not report.boards:
+            return report
+        due = self.activity_reads % self.dcgm_every == 0
+        self.activity_reads += 1
+        if not due:
+            return ActivityReport(report.boards, report.warnings + self.dcgm_warnings)
+        out = hostread.with_dcgm(report, self.run)
+        self.dcgm_warnings = out.warnings[len(report.warnings):]
+        return out
 
     def _read(self, vendor: str, now: float) -> GpuReading:
         if vendor == "nvidia" and self.nvml is None and not self.combined_refused:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from joulie_agent.discovery import cpufreq, gpuactivity, gputools, powercap
@@ -31,12 +32,16 @@ class HostPaths:
 
     root: Path
     sys_root: Path
+    # Each file of the hot paths joined once: the power export and the CPU loop read the same counter
+    # and limit files of every node of a pool every few seconds, and joining a Path cost about what
+    # the read did (py-spy over bench/apirequests.py, 25 nodes: 40 % of a node's export sample).
+    _files: dict[tuple[str, str], Path] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def under(cls, root: Path, sys_root: Path | None = None) -> HostPaths:
         return cls(root=root, sys_root=sys_root if sys_root is not None else root / "sys")
 
-    @property
+    @cached_property
     def powercap(self) -> Path:
         return self.sys_root / "class" / "powercap"
 
@@ -44,9 +49,25 @@ class HostPaths:
     def powercap_devices(self) -> Path:
         return self.sys_root / "devices" / "virtual" / "powercap"
 
-    @property
+    @cached_property
     def hwmon(self) -> Path:
         return self.sys_root / "class" / "hwmon"
+
+    def zone_file(self, zone_id: str, name: str) -> Path:
+        """``<powercap>/<zone_id>/<name>`` (``energy_uj``, ``constraint_0_power_limit_uw``)."""
+        path = self._files.get((zone_id, name))
+        if path is None:
+            path = self._files[(zone_id, name)] = self.powercap / zone_id / name
+        return path
+
+    def counter_file(self, key: str) -> Path:
+        """An energy counter's file: a powercap zone id's (``intel-rapl:0``) ``energy_uj``, or an hwmon
+        file (``hwmon3/energy1_input``)."""
+        path = self._files.get(("", key))
+        if path is None:
+            zone = powercap.ZONE_DIR_RE.match(key)
+            path = self._files[("", key)] = self.zone_file(key, "energy_uj") if zone else self.hwmon / key
+        return path
 
     @property
     def cpufreq(self) -> Path:
@@ -157,7 +178,7 @@ def read_energy(paths: HostPaths, zone_ids: list[str]) -> tuple[dict[str, int], 
     out: dict[str, int] = {}
     problems: dict[str, str] = {}
     for zid in zone_ids:
-        raw = read_text(paths.powercap / zid / "energy_uj")
+        raw = read_text(paths.zone_file(zid, "energy_uj"))
         why = powercap.unusable(raw)
         if why is None:
             out[zid] = powercap.parse_int(raw) or 0
@@ -205,8 +226,7 @@ def read_amdgpu_power_files(paths: HostPaths) -> list[str]:
 
 def read_counter_uj(paths: HostPaths, key: str) -> int | None:
     """One energy counter in µJ: a powercap zone id (`intel-rapl:0`) or an hwmon file (`hwmon3/energy1_input`)."""
-    path = paths.powercap / key / "energy_uj" if powercap.ZONE_DIR_RE.match(key) else paths.hwmon / key
-    v = powercap.parse_int(read_text(path))
+    v = powercap.parse_int(read_text(paths.counter_file(key)))
     return v if v is not None and v >= 0 else None
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
+import pytest
+
+from joulie_agent.host import hostread
 from joulie_agent.host.hostread import ATTR_READ_BYTES, HostPaths, read_policies, read_proc_text, read_text
 from joulie_agent.host.sysfswrite import read_int
 
@@ -86,3 +89,30 @@ def test_policies_are_each_read_once_a_link_to_one_counts_once_and_a_linked_tree
     again = read_policies(paths, got)
     assert [p.policy_id for p in again] == ["policy0", "policy1", "policy2", "policy3", "policy7"]
     assert again[0] is got[0] and again[3].cpuinfo_max_khz == 3_000_000
+
+
+def test_the_counter_reads_of_the_export_and_the_cpu_loop_join_each_path_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Joining a Path cost about what the read did: a pool agent reads the same few files of every node
+    # every few seconds (py-spy over bench/apirequests.py).
+    for zone, uj in (("intel-rapl:0", "1000"), ("intel-rapl:1", "2000")):
+        (tmp_path / "sys/class/powercap" / zone).mkdir(parents=True)
+        (tmp_path / "sys/class/powercap" / zone / "energy_uj").write_text(uj + "\n")
+    paths = HostPaths.under(tmp_path)
+    hostread.read_counter_uj(paths, "intel-rapl:0")
+    hostread.read_energy(paths, ["intel-rapl:1"])
+    joins = [0]
+    truediv = PurePath.__truediv__
+
+    def counting(self: PurePath, key: str) -> PurePath:
+        joins[0] += 1
+        return truediv(self, key)
+
+    monkeypatch.setattr(PurePath, "__truediv__", counting)
+    got = [hostread.read_counter_uj(paths, z) for z in ("intel-rapl:0", "intel-rapl:1")]
+    energy, _ = hostread.read_energy(paths, ["intel-rapl:0", "intel-rapl:1"])
+    assert joins[0] == 0
+    assert got == [energy["intel-rapl:0"], energy["intel-rapl:1"]] == [1000, 2000]
+    assert paths.counter_file("hwmon3/energy1_input") == tmp_path / "sys/class/hwmon/hwmon3/energy1_input"
+    assert paths.zone_file("intel-rapl:0", "constraint_0_power_limit_uw") == \
+        tmp_path / "sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw"

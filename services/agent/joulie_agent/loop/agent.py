@@ -90,7 +90,8 @@ class Agent:
             paths = HostPaths.under(self.s.node_root(node), self.s.node_sys_root(node))
             run = make_runner(self.s.node_tool_path(node), self.s.tool_timeout_s)
             c = NodeController(node, paths, self.catalog, run, self.nvml if self.s.mode == "daemonset" else None,
-                               self.clock, self.metrics, NodeOptions(simulate_only=self.s.simulate_only, dvfs=self.s.dvfs))
+                               self.clock, self.metrics, NodeOptions(simulate_only=self.s.simulate_only, dvfs=self.s.dvfs,
+                                                                dcgm_every=self.s.dcgm_every))
             self.controllers[node] = c
         return c
 
