@@ -21,6 +21,7 @@ Pure: no process is started here (``deploy/start.py`` does that), so the command
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,10 @@ class Plan:
     fakesmi_entry: str = ""
     """The entry script of fakesmi's installed venv (``processes.pex_venv_entry``): the wrappers start
     it instead of the PEX, a quarter of the CPU per tool call. Empty: the PEX through ``python``."""
+    fakesmi_site: tuple[str, str] = ("", "")
+    """(interpreter, site-packages) of fakesmi's installed venv (``processes.pex_venv_site``): the
+    wrappers import fakesmi from there with ``python -I -S``, skipping the entry script and ``site``.
+    Empty: ``fakesmi_entry``."""
     agent_shards: int = 0
     """0: one agent process per eligible Node (the emulated agents of the seed). N > 0: N agent
     processes in the chart's ``pool`` mode, each owning the Nodes FNV-1a-32(name) mod N assigns it
@@ -236,7 +241,15 @@ def fakesmi_wrappers(plan: Plan, node: AgentNode) -> dict[Path, str]:
         "HWEMU_HOST_ROOT": str(plan.agent_dir(node.name) / "host"),
     }
     exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
-    program = f"'{plan.fakesmi_entry}'" if plan.fakesmi_entry else f"'{plan.python}' '{plan.binaries['fakesmi']}'"
+    exe, site = plan.fakesmi_site
+    if exe and site:
+        # ``-c``: fakesmi takes the tool from its first argument (sys.argv[0] is "-c").
+        code = f"import sys; sys.path.insert(0, {site!r}); from joulie_fakesmi.cli import main; sys.exit(main())"
+        program = f"{shlex.quote(exe)} -I -S -c {shlex.quote(code)}"
+    elif plan.fakesmi_entry:
+        program = f"'{plan.fakesmi_entry}'"
+    else:
+        program = f"'{plan.python}' '{plan.binaries['fakesmi']}'"
     return {tools_dir / tool: f"#!/bin/sh\n{exports}exec {program} {tool} \"$@\"\n" for tool in node.tools}
 
 

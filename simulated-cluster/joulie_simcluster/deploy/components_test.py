@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from joulie_simcluster.deploy import components as comp
-from joulie_simcluster.deploy.processes import pex_venv_entry
+from joulie_simcluster.deploy.processes import pex_venv_entry, pex_venv_site
 from joulie_simcluster.deploy.start import with_workload
 from joulie_simcluster.errors import RuntimeFailure
 from joulie_simcluster.nodes import render_nodes
@@ -68,11 +69,37 @@ def test_gpu_tools_start_fakesmis_venv_when_deploy_found_it(tmp_path: Path) -> N
     assert "HWEMU_STATE_ROOT" in nvsmi
 
 
+def test_gpu_tools_import_fakesmi_from_its_venv_without_site(tmp_path: Path) -> None:
+    """The wrapper a deploy writes when it learnt the venv's interpreter and site-packages, run for
+    real against a site-packages holding a stand-in fakesmi: the tool is the first argument, the
+    node's environment is exported, ``site`` and PYTHON* variables are not read."""
+    site = tmp_path / "venv" / "site-packages"
+    (site / "joulie_fakesmi").mkdir(parents=True)
+    (site / "joulie_fakesmi" / "__init__.py").write_text("")
+    (site / "joulie_fakesmi" / "cli.py").write_text(
+        "import os, sys\n"
+        "def main():\n"
+        "    print(sys.argv[1:], os.environ['HWEMU_STATE_ROOT'].endswith('/state'), 'site' in sys.modules,"
+        " sys.flags.isolated)\n"
+        "    return 3\n")
+    p = replace(plan(tmp_path), fakesmi_entry="/pex/venvs/abc/def/pex", fakesmi_site=(sys.executable, str(site)))
+    tool = tmp_path / "agents" / "h100-0" / "tools" / "nvidia-smi"
+    tool.parent.mkdir(parents=True)
+    tool.write_text(comp.fakesmi_wrappers(p, p.agents[0])[tool])
+    tool.chmod(0o755)
+    out = subprocess.run([str(tool), "--query-gpu=name", "it's"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": "/nonexistent"}, check=False)
+    assert out.returncode == 3, out.stderr
+    assert out.stdout == "['nvidia-smi', '--query-gpu=name', \"it's\"] True False 1\n"
+
+
 def test_a_program_that_is_no_venv_pex_has_no_venv_entry(tmp_path: Path) -> None:
     script = tmp_path / "not-a-pex.py"
     script.write_text("print('/nonexistent-prefix')\n")
     assert pex_venv_entry(sys.executable, script, dict(os.environ)) is None
     assert pex_venv_entry(sys.executable, tmp_path / "missing.pex", dict(os.environ)) is None
+    assert pex_venv_site(sys.executable, script, dict(os.environ)) is None
+    assert pex_venv_site(sys.executable, tmp_path / "missing.pex", dict(os.environ)) is None
 
 
 def test_the_controller_manager_reads_this_clusters_prometheus(tmp_path: Path) -> None:

@@ -50,6 +50,28 @@ def pex_venv_entry(python: str, pex: Path, env: Mapping[str, str]) -> str | None
     return str(entry) if entry.is_file() and os.access(entry, os.X_OK) else None
 
 
+def pex_venv_site(python: str, pex: Path, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(interpreter, site-packages) of the venv a venv-mode PEX installs itself into, or None when
+    that cannot be learnt. A GPU tool wrapper starts that interpreter isolated and without ``site``
+    (``python -I -S``) with the site-packages first on ``sys.path``: the venv's entry script and the
+    ``site`` module were a third of what a fakesmi start cost once its own imports were cut (26 of 43
+    M instructions a ``dcgmi`` start, measured with callgrind). The PEX's venv holds every module
+    flat in its site-packages, no ``.pth`` file needed."""
+    try:
+        out = subprocess.run(
+            [python, str(pex), "-c", "import sys, sysconfig; print(sys.executable); print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, timeout=120, check=True, env={**env, "PEX_INTERPRETER": "1"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.split("\n")
+    if len(lines) < 2:
+        return None
+    exe, site = lines[0].strip(), lines[1].strip()
+    if not (exe and os.access(exe, os.X_OK) and os.path.isdir(os.path.join(site, "joulie_fakesmi"))):
+        return None
+    return exe, site
+
+
 def pid_key(name: str) -> str:
     return f"PID_{name}"
 

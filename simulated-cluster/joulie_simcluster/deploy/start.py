@@ -30,7 +30,14 @@ from joulie_simcluster.context import Context, RenderedSpec
 from joulie_simcluster.deploy import components as comp
 from joulie_simcluster.deploy import simvalues
 from joulie_simcluster.deploy.binaries import install_binaries
-from joulie_simcluster.deploy.processes import interpreter, pex_venv_entry, pid_key, python_env, stop_deployed
+from joulie_simcluster.deploy.processes import (
+    interpreter,
+    pex_venv_entry,
+    pex_venv_site,
+    pid_key,
+    python_env,
+    stop_deployed,
+)
 from joulie_simcluster.deploy.proxied import proxied_kubeconfig
 from joulie_simcluster.deploy.reports import Report, http_ok, wait_reports
 from joulie_simcluster.deploy.values import load_values
@@ -228,6 +235,7 @@ def _plan(ctx: Context, rendered: RenderedSpec, cluster: Mapping[str, str], bina
         prometheus_url=cluster["PROMETHEUS_URL"], spec_file=spec_file, mode=settings.hwemu, timing=settings.timing,
         ports=ports, agents=agents, values=values, python_path_env=python_env(), python=python,
         fakesmi_entry=pex_venv_entry(python, binaries["fakesmi"], python_env()) or "",
+        fakesmi_site=pex_venv_site(python, binaries["fakesmi"], python_env()) or ("", ""),
         agent_shards=shards, pool_selector=f"{names.LABEL_SIM_CLUSTER}={rendered.name},{names.LABEL_MANAGED}=true",
         controller_env={**tmode.joulie_env(settings.power_scope), **controller_tls},
         agent_telemetry_env={**tmode.agent_env(cluster["PROMETHEUS_URL"], settings.timing.otlp_interval_s),

@@ -309,12 +309,26 @@ class FileTrees:
         ext4 a rename over a file forces its data out, about 1 ms a file, and in a watched directory
         it queues events); a larger change, and every JSON file, is swapped in whole, so a reader
         never sees half a JSON document (``publish.Publisher``)."""
+        pwrite, shown = os.pwrite, self.emu.shown
         for name, n in self.emu.nodes.items():
-            profile, state = n.profile, self.emu.shown(n)[0]
+            profile, state = n.profile, shown(n)[0]
             for f in self._shown[name]:
-                text = f.counter(state) if f.counter is not None else content(profile, state, f.bind)
-                if f.text != text:
-                    self._publish(name, f, text)
+                counter = f.counter
+                text = counter(state) if counter is not None else content(profile, state, f.bind)
+                old = f.text
+                if old == text:
+                    continue
+                if f.fd >= 0 and len(text) == len(old) and not self.file_faults:
+                    # Most counters, most ticks (``Publisher.publish``'s first case), without its two
+                    # calls: ~3 400 files a tick at 1000 Nodes, where a call is a tenth of the write.
+                    try:
+                        pwrite(f.fd, text.encode(), 0)
+                    except OSError as err:
+                        self._file_failed(name, f.path, err)
+                        continue
+                    f.text = text
+                    continue
+                self._publish(name, f, text)
             shown_faults = self._faults.get(name)
             if shown_faults is not None and shown_faults[1] != state.faults:
                 f = shown_faults[0]
