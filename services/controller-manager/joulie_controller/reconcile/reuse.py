@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from joulie_api.generated.nodehardware import NodeHardware
 from joulie_api.generated.nodetwin import NodeTwin, NodeTwinSpec, NodeTwinStatus
@@ -76,12 +76,7 @@ class Reuse:
     def twin_facts(self, name: str, existing: NodeTwin) -> TwinFacts:
         """``twin_facts(existing)``, for the same twin object (the watch cache keeps it until it changes;
         read five times a node a tick, its clock locks dumped to compare, they were a tenth of a tick)."""
-        entry = self.facts.get(name)
-        if entry is not None and entry[0] is existing:
-            return entry[1]
-        facts = twin_facts(existing)
-        self.facts[name] = (existing, facts)
-        return facts
+        return _same_object(self.facts, name, existing, twin_facts)
 
     def hardware_view(self, node: str, nhw: NodeHardware, allocatable_gpus: int) -> HardwareView:
         """``from_node_hardware(nhw, allocatable_gpus)``, rebuilt only when either changed."""
@@ -126,12 +121,7 @@ class Reuse:
 
     def held_status(self, name: str, status: NodeTwinStatus | None) -> dict[str, Any]:
         """``owned_status(status)``, for the same status object."""
-        entry = self.held_statuses.get(name)
-        if entry is not None and entry[0] is status:
-            return entry[1]
-        body = owned_status(status)
-        self.held_statuses[name] = (status, body)
-        return body
+        return _same_object(self.held_statuses, name, status, owned_status)
 
     def status(self, node: str, key: object, build: Callable[[], dict[str, Any]], held: dict[str, Any],
                deadband_pct: float) -> bool:
@@ -159,3 +149,18 @@ class Reuse:
         ):
             for gone in [k for k in memo if k not in live]:
                 del memo[gone]
+
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+def _same_object(cache: dict[str, tuple[_In, _Out]], name: str, obj: _In, make: Callable[[_In], _Out]) -> _Out:
+    """``make(obj)``, kept under ``name`` and made again only for another object (the watch cache
+    hands the same object until the resource changes)."""
+    entry = cache.get(name)
+    if entry is not None and entry[0] is obj:
+        return entry[1]
+    out = make(obj)
+    cache[name] = (obj, out)
+    return out
