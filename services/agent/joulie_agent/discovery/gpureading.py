@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from joulie_agent.discovery.gpuactivity import ActivityReport, BoardActivity, activity_of
-from joulie_agent.discovery.gputools import GPUDevice, Inventory, parse_watts
+from joulie_agent.discovery.gputools import GPUDevice, Inventory, nvidia_rows, parse_watts
 
 NVIDIA_READING_FIELDS = (
     "index", "power.min_limit", "power.max_limit", "power.limit", "power.draw", "enforced.power.limit",
@@ -49,17 +49,7 @@ def parse_nvidia_reading(text: str) -> NvidiaReading:
     inv = Inventory("nvidia", "nvidia-smi")
     boards: list[BoardActivity] = []
     warnings: list[str] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = [f.strip().strip('"').strip() for f in line.split(",")]
-        if len(fields) < _FIELDS:
-            warnings.append(f"nvidia-smi: line {lineno}: expected {_FIELDS} fields, got {len(fields)}: {line[:80]!r}")
-            continue
-        if not (fields[0].isascii() and fields[0].isdigit()):
-            warnings.append(f"nvidia-smi: line {lineno}: index {fields[0][:20]!r} is not an integer")
-            continue
-        index = int(fields[0])
+    for index, fields in nvidia_rows(text, _FIELDS, warnings):
         min_w, max_w, limit_w, draw_w, enforced_w = (parse_watts(f) for f in fields[1:6])
         inv.devices.append(GPUDevice(index=index, name=",".join(fields[10:]), min_w=min_w, max_w=max_w,
                                      current_cap_w=limit_w, draw_w=draw_w, enforced_w=enforced_w))

@@ -44,3 +44,12 @@ def test_a_line_not_understood_is_named_in_both_and_its_board_in_neither() -> No
         "nvidia-smi: line 2: expected 11 fields, got 3: '1, 200, 700'",
         "nvidia-smi: line 3: index 'x' is not an integer",
     ]
+
+
+def test_an_index_of_too_many_digits_is_a_warning_not_a_crash() -> None:
+    # int() refuses more than 4300 digits: the row is left out with its line named, as in parse_nvidia_csv.
+    row = "7" * 5000 + ", 200.00, 700.00, 350.00, 312.50, 350.00, 50, 1500, 1980, GPU-x, NVIDIA H100\n"
+    reading = parse_nvidia_reading(row)
+    assert reading.inventory.devices == [] and reading.inventory.warnings == [
+        f"nvidia-smi: line 1: index {'7' * 20!r} is not an integer"]
+    assert parse_nvidia_csv(row).warnings == reading.inventory.warnings

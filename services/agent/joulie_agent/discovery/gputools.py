@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -73,21 +73,32 @@ def parse_watts(value: Any) -> float | None:
     return None
 
 
-def parse_nvidia_csv(text: str) -> Inventory:
-    """Rows of NVIDIA_QUERY output. `[N/A]`/`Not Supported` limits are unknown, not 0 (defect D16)."""
-    inv = Inventory("nvidia", "nvidia-smi")
+def nvidia_rows(text: str, least: int, warnings: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """(board index, fields) of each row of an nvidia-smi ``--format=csv,noheader`` answer with at
+    least ``least`` fields; a row that is short or whose index is no integer is left out, with a
+    warning naming its line appended to ``warnings``."""
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         fields = [f.strip().strip('"').strip() for f in line.split(",")]
-        if len(fields) < 6:
-            inv.warnings.append(f"nvidia-smi: line {lineno}: expected 6 fields, got {len(fields)}: {line[:80]!r}")
+        if len(fields) < least:
+            warnings.append(f"nvidia-smi: line {lineno}: expected {least} fields, got {len(fields)}: {line[:80]!r}")
             continue
         try:
-            index = int(fields[0])
+            # ASCII digits only; int() also refuses a number of more digits than Python converts.
+            index = int(fields[0]) if fields[0].isascii() and fields[0].isdigit() else None
         except ValueError:
-            inv.warnings.append(f"nvidia-smi: line {lineno}: index {fields[0][:20]!r} is not an integer")
+            index = None
+        if index is None:
+            warnings.append(f"nvidia-smi: line {lineno}: index {fields[0][:20]!r} is not an integer")
             continue
+        yield index, fields
+
+
+def parse_nvidia_csv(text: str) -> Inventory:
+    """Rows of NVIDIA_QUERY output. `[N/A]`/`Not Supported` limits are unknown, not 0 (defect D16)."""
+    inv = Inventory("nvidia", "nvidia-smi")
+    for index, fields in nvidia_rows(text, 6, inv.warnings):
         min_w, max_w, limit_w, draw_w = (parse_watts(f) for f in fields[1:5])
         inv.devices.append(GPUDevice(index=index, name=",".join(fields[5:]), min_w=min_w, max_w=max_w,
                                      current_cap_w=limit_w, draw_w=draw_w))
