@@ -221,12 +221,7 @@ def excludes_eco(pod: PodInfo) -> bool:
 
 def count_performance_pods(pods: Iterable[PodInfo]) -> dict[str, int]:
     """Running performance-sensitive pods per node name."""
-    counts: dict[str, int] = {}
-    for pod in pods:
-        # is_running and excludes_eco, inlined: this runs for every Pod every tick.
-        if pod.node_name and not pod.deleting and pod.phase not in NOT_RUNNING_PHASES and pod.excludes_eco:
-            counts[pod.node_name] = counts.get(pod.node_name, 0) + 1
-    return counts
+    return count_performance_pods_of_tenants(pods, ())[0]
 
 
 def count_performance_pods_of_tenants(pods: Iterable[PodInfo],

@@ -14,7 +14,6 @@ from joulie_api.generated.nodetwin import (
     CapDecision,
     CPUCapSpec,
     DeviceCapDecision,
-    EffectiveCapState,
     GPUBoardClockLock,
     GPUCapSpec,
     GPUPowerCap,
@@ -23,7 +22,6 @@ from joulie_api.generated.nodetwin import (
     NodeTwinStatus,
     PodCapDecision,
     PolicyRef,
-    PowerMeasurement,
     PowerSpec,
     SchedulingSpec,
 )
@@ -34,7 +32,6 @@ from joulie_controller.model.caps import Caps
 from joulie_controller.model.realised import Realised
 from joulie_controller.policies.plan import BoardLock, NodeCaps, PodDecision
 from joulie_controller.power import powerstate
-from joulie_controller.readings.values import PowerSource
 
 
 def desired_spec(node: str, profile: str, draining: bool, caps: Caps, policy_name: str,
@@ -230,34 +227,17 @@ def previous_power(existing: NodeTwin | None) -> tuple[powerstate.PowerStatus, p
 
 def status_content(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float,
                    decision: CapDecision | None = None, power: PowerStatusModel | None = None) -> NodeTwinStatus:
-    """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change."""
-    return NodeTwinStatus(
-        cap_decision=decision,
-        schedulable_class=out.schedulable_class,
-        power_measurement=PowerMeasurement(
-            source=cast(PowerSource, source),
-            measured_node_power_w=_r(measured_w) if measured_w is not None else None,
-            cpu_capped_power_w=_r(out.cpu_capped_w),
-            gpu_capped_power_w=_r(out.gpu_capped_w),
-            node_capped_power_w=_r(out.node_capped_w),
-            cpu_tdp_w=_r(out.cpu_tdp_w),
-            gpu_tdp_w=_r(out.gpu_tdp_w),
-            node_tdp_w=_r(out.node_tdp_w),
-            power_trend_w_per_min=_r(trend),
-        ),
-        predicted_power_headroom_score=_r(out.headroom_score),
-        predicted_cooling_stress_score=_r(out.cooling_stress_score),
-        predicted_psu_stress_score=_r(out.psu_stress_score),
-        effective_cap_state=EffectiveCapState(cpu_pct=_r(out.cpu_pct), gpu_pct=_r(out.gpu_pct)),
-        estimated_pue=_r(out.estimated_pue, 3),
-        power=power,
-    )
+    """The status the controller owns, without lastUpdated. Rounded: noise below it is not a change.
+    The model of ``status_body``'s JSON form: one place says what the status holds."""
+    return NodeTwinStatus.model_validate(status_body(
+        out, measured_w, source, trend, dump(decision) if decision is not None else None,
+        dump(power) if power is not None else None))
 
 
 def status_body(out: twin.TwinOutput, measured_w: float | None, source: str, trend: float,
                 decision: dict[str, Any] | None = None, power: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``dump(status_content(...))`` built as plain data (``decision`` and ``power``: their JSON forms),
-    to compare with the held status. With readings moving, nearly every node's status is built every
+    """The status the controller owns as plain data (``decision`` and ``power``: their JSON forms), to
+    compare with the held status. With readings moving, nearly every node's status is built every
     tick only to be compared and then dropped (about 2 in 10 are written): building its models and
     dumping them was two fifths of a tick at 10 000 Nodes. A write builds the model
     (``status_content``); ``status_body_test`` holds the two to the same JSON."""
