@@ -20,7 +20,6 @@ and activity 0 at its lowest SM clock (an idle board drops to its lowest P-state
 from __future__ import annotations
 
 import zlib
-from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -28,7 +27,7 @@ import numpy as np
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.physics.gpu import Phase
 from joulie_simulator.physics.gpusignals import ActivityTraits, TelemetryNoise, board_signals, draw_traits
-from joulie_simulator.physics.model import GpuReading, GpuTruth, NodeState
+from joulie_simulator.physics.model import GpuReading, GpuTruth, NodeState, moved
 
 UNKNOWN_COMPUTE_SHARE = 0.5
 """The compute share of a board's load that no job describes (a harness's load)."""
@@ -55,7 +54,7 @@ def with_signals(profile: Profile, state: NodeState, seed: int, noise: Telemetry
         util = load.gpu_util[g.index] if g.index < len(load.gpu_util) else 0.0
         job = jobs.get(g.index)
         if g.index not in busy:
-            out.append(g if g.signals is idle else replace(g, signals=idle))
+            out.append(g if g.signals is idle else moved(g, {"signals": idle}))
             continue
         phases = load.gpu_phases[g.index] if g.index < len(load.gpu_phases) else ()
         if not phases:
@@ -67,9 +66,9 @@ def with_signals(profile: Profile, state: NodeState, seed: int, noise: Telemetry
             phys, spec.sm_clock_max_mhz, phases, g.enforced_w, min(1.0, lock), traits, rng, noise, power_w=g.power_w
         )
         out.append(
-            replace(g, signals=GpuReading(s.utilization, s.sm_clock_mhz, s.sm_active, s.tensor_active, s.dram_active))
+            moved(g, {"signals": GpuReading(s.utilization, s.sm_clock_mhz, s.sm_active, s.tensor_active, s.dram_active)})
         )
-    return replace(state, gpus=tuple(out))
+    return moved(state, {"gpus": tuple(out)})
 
 
 @lru_cache(maxsize=4096)

@@ -105,3 +105,18 @@ def test_a_read_of_gpus_json_carries_the_ticks_activity() -> None:
     boards = GpuState.from_json(emu.read("g0", "state/gpus.json").decode()).gpus
     busy = emu.shown(emu.nodes["g0"])[0].gpus[0].signals
     assert busy is not None and boards[0].dram_active == round(busy.dram_active, 3)
+
+
+def test_the_drawn_state_equals_the_one_replace_would_build_and_leaves_the_tick_alone() -> None:
+    # with_signals copies the boards and the state with physics.model.moved (replace's field-by-field
+    # __init__ was a third of the draw): every other field must come across, the ticked state untouched.
+    p = builtin_profile("nvidia-h100-nvl-8gpu")
+    st = initial_state(p, "node-3")
+    st = replace(st, load=Load(cpu_util=0.5, gpu_util=(0.9, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0, 1.0)), tick=7)
+    before = repr(st)
+    shown = with_signals(p, st, seed=11)
+    assert repr(st) == before
+    assert shown is not st and shown.gpus is not st.gpus
+    assert shown == replace(st, gpus=tuple(replace(g, signals=s.signals) for g, s in zip(st.gpus, shown.gpus, strict=True)))
+    assert all(type(s) is type(g) and s.signals is not None for g, s in zip(st.gpus, shown.gpus, strict=True))
+    assert shown.gpus[0].signals != shown.gpus[1].signals  # a busy board and an idle one

@@ -29,7 +29,7 @@ from joulie_simulator.emulation.emulatednode import Fault as Fault
 from joulie_simulator.emulation.render import Entry, content, layout
 from joulie_simulator.emulation.writes import WriteOutcome, apply_write
 from joulie_simulator.physics import node as node_physics
-from joulie_simulator.physics.model import Load, NodeState, initial_state
+from joulie_simulator.physics.model import Load, NodeState, initial_state, moved
 
 EVENT_WRITE_REJECTED = "joulie.sim.write.rejected"
 EVENT_CPU_CAP = "joulie.sim.cpu.cap.written"
@@ -205,7 +205,7 @@ class Emulator:
             return st, last_tick_s
         if drawn is not None and drawn[0] is st:
             return drawn[1], last_tick_s
-        shown = replace(st, gpus=drawn[1].gpus) if drawn is not None and drawn[0].gpus is st.gpus else with_signals(n.profile, st, seed)
+        shown = moved(st, {"gpus": drawn[1].gpus}) if drawn is not None and drawn[0].gpus is st.gpus else with_signals(n.profile, st, seed)
         n.drawn = (st, shown)
         return shown, last_tick_s
 

@@ -9,9 +9,24 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import Any, TypeVar
 
 from joulie_hwprofiles.schema import Profile
 from joulie_simulator.physics.gpu import Phase
+
+_T = TypeVar("_T")
+
+
+def moved(obj: _T, changes: dict[str, Any]) -> _T:
+    """A copy of the frozen dataclass ``obj`` with ``changes``: its fields copied at once, not set one
+    by one through ``object.__setattr__`` as a frozen dataclass's ``__init__`` (and so ``replace``)
+    does (a steady node's step changes two to six numbers of objects of 9 to 18 fields: a third of
+    the steady tick). No checks: for the per-tick copies only, with field names a test has seen."""
+    new = object.__new__(obj.__class__)
+    fields = new.__dict__
+    fields.update(obj.__dict__)
+    fields.update(changes)
+    return new
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,11 @@ module steps nodes with them and keeps the ledgers:
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar
 
 from joulie_hwprofiles.schema import GpuPhysics, Profile
 from joulie_simulator.physics import cpu as physics_cpu
 from joulie_simulator.physics import gpu as physics_gpu
-from joulie_simulator.physics.model import GpuTruth, NodeState, SocketState
-
-_T = TypeVar("_T")
+from joulie_simulator.physics.model import GpuTruth, NodeState, SocketState, moved
 
 MIN_FREQ_SCALE_DEFAULT = 0.35
 
@@ -260,27 +257,16 @@ def steady(old: NodeState, new: NodeState, dt_s: float) -> bool:
     return True
 
 
-def _moved(obj: _T, changes: dict[str, Any]) -> _T:
-    """A copy of the frozen dataclass ``obj`` with ``changes``: its fields copied at once, not set one
-    by one through ``object.__setattr__`` as a frozen dataclass's ``__init__`` does (a steady node's
-    step changes two to six numbers of objects of 9 to 18 fields: a third of the steady tick)."""
-    new = object.__new__(obj.__class__)
-    fields = new.__dict__
-    fields.update(obj.__dict__)
-    fields.update(changes)
-    return new
-
-
 def advance_ledgers(profile: Profile, state: NodeState, dt_s: float) -> NodeState:
     """What :func:`step_node` gives for a ``steady`` node, without the physics: the same powers, each
     ledger on by its power times ``dt_s``: the same sums as ``_socket_on``, ``_board_on`` and
     ``_next_state`` add in the full step, so the same floats (``node_test``, ``steady_test``)."""
     phys = profile.physics
     dram_w = phys.dram_w_per_socket
-    sockets = tuple(_moved(s, {"energy_j": s.energy_j + s.power_w * dt_s, "dram_energy_j": s.dram_energy_j + dram_w * dt_s})
+    sockets = tuple(moved(s, {"energy_j": s.energy_j + s.power_w * dt_s, "dram_energy_j": s.dram_energy_j + dram_w * dt_s})
                     for s in state.sockets)
-    gpus = tuple(_moved(g, {"energy_j": g.energy_j + g.power_w * dt_s}) for g in state.gpus)
-    return _moved(state, {
+    gpus = tuple(moved(g, {"energy_j": g.energy_j + g.power_w * dt_s}) for g in state.gpus)
+    return moved(state, {
         "tick": state.tick + 1,
         "time_s": state.time_s + dt_s,
         "sockets": sockets,
