@@ -301,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-w", type=float, default=1e12, help="CLUSTER_POWER_BUDGET_W for cluster_power_budget")
     parser.add_argument("--list", action="store_true", help="also measure each tick's LIST of Nodes and Pods")
     parser.add_argument("--no-settle", action="store_true",
-                        help="no heap settling after each steady tick (the controller without it: WATCH_CLUSTER=false)")
+                        help="no collector pause during and no heap settling after each steady tick (the "
+                        "controller without them: WATCH_CLUSTER=false)")
     args = parser.parse_args(argv)
     s = Settings(policy=PolicySettings(type=args.policy, power_budget_w=args.budget_w))
     gc.collect()
@@ -326,8 +327,11 @@ def main(argv: list[str] | None = None) -> int:
         if moving is not None:
             snap = replace(snap, measurements=moving.next())
         t0 = time.process_time()
-        result = reconcile(snap, s, mem)
-        if not args.no_settle:
+        if args.no_settle:
+            result = reconcile(snap, s, mem)
+        else:
+            with heap.paused():
+                result = reconcile(snap, s, mem)
             heap.after_tick()
         if i >= args.warmup:
             steady_ms.append((time.process_time() - t0) * 1000)
@@ -338,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, policy {args.policy} "
           f"({perf} performance, {sum(o.draining for o in first.outcomes)} draining)")
     print(f"first tick:  {first_ms:8.1f} CPU ms, {first.write_count} writes (spec+label+status for every node)")
-    settled = "no heap settling" if args.no_settle else "heap settled after each, as the controller does"
+    settled = "no heap settling" if args.no_settle else (
+        "collector paused during each and the heap settled after it, as the controller does")
     if moving is not None:
         settled += (f"; readings within ±{args.jitter_pct:g} %, {args.jump_pct:g} % of nodes jumping, "
                     f"after {args.warmup} untimed ticks")

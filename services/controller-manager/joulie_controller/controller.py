@@ -187,7 +187,11 @@ class Controller:
             snap = replace(snap, gpu_samples=self.gpu_signals.read(gpus_by_node(snap.hardware, snap.nodes)),
                            gpu_boards=self.gpu_signals.boards)
             self.metrics.record_gpu_refuted(r.kind for r in self.gpu_signals.refuted.values())
-        result = reconcile(snap, self.settings, self.memory)
+        if self.heap is not None:  # the heap is settled after the tick: one collection there, none during it
+            with self.heap.paused():
+                result = reconcile(snap, self.settings, self.memory)
+        else:
+            result = reconcile(snap, self.settings, self.memory)
         if self.liveness is not None:  # after the tick: a node the power policy has down is not agent-lost
             heartbeats = self.kube.heartbeats()
             if heartbeats is None:  # Leases unreadable: no verdict on stale evidence; the caps go on

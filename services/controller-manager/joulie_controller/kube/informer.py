@@ -19,12 +19,13 @@ backoff) rather than plan on a partial or stale one.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from joulie_api.watchcache import WatchCache, settle_heap
+from joulie_api.watchcache import WatchCache, collector_paused, settle_heap
 
 
 class HeapSettler:
@@ -40,6 +41,19 @@ class HeapSettler:
     def __init__(self, thaw_every_s: float = 3600.0, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.thaw_every_s, self.monotonic = thaw_every_s, monotonic
         self.thawed_at = monotonic()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The collector off for the tick's reconcile; ``after_tick`` collects once what it left.
+
+        Each collection the reconcile's allocations triggered walked again what the tick had built and
+        kept so far (its memo entries, the writes, the outcomes): at 10 000 Nodes with readings moving,
+        ~110 young, ~11 middle and one full collection a tick cost 0.15-0.2 CPU s, a fifth of it, where
+        the one collection after it costs ~0.05 s more. The tick's garbage is freed by reference
+        counting as before; only cycles wait for the collection after it (``collector_paused``: shared
+        with the caches' lists, so one ending does not turn the collector on under the other)."""
+        with collector_paused():
+            yield
 
     def after_tick(self) -> None:
         now = self.monotonic()

@@ -195,6 +195,27 @@ def test_a_tick_refuses_a_cluster_whose_caches_have_not_synced_naming_them() -> 
         CachedCluster({"nodes": listed, "pods": unlisted}).wait_synced(0.01)
 
 
+def test_the_collector_is_off_for_the_tick_and_on_again_after_it_unless_a_list_still_runs() -> None:
+    import gc
+
+    from joulie_api.watchcache import collector_paused
+    from joulie_controller.kube.informer import HeapSettler
+
+    heap = HeapSettler()
+    assert gc.isenabled()
+    with heap.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), heap.paused():
+        raise RuntimeError("a tick that failed")
+    assert gc.isenabled()
+    with collector_paused():  # a cache listing meanwhile (its thread): the tick's end leaves it off
+        with heap.paused():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
 def test_the_heap_settled_after_a_tick_keeps_what_lives_and_frees_cycles_and_thaws_hourly() -> None:
     import gc
     import weakref

@@ -17,6 +17,7 @@ from joulie_controller.model.twin import (
     ambient_multiplier,
     compute,
     psu_stress_score,
+    scores,
 )
 
 EPYC_H100 = HardwareBudget(cpu_max_w_per_socket=360, cpu_sockets=2, gpu_max_w_per_gpu=400, gpu_count=4)
@@ -113,6 +114,17 @@ def test_scores_stay_in_their_ranges(hw: HardwareBudget, cpu: float, gpu: float,
     assert 1.05 <= out.estimated_pue <= 1.40
     assert 0 < out.cpu_pct <= 100 and 0 < out.gpu_pct <= 100
     assert out.node_capped_w <= out.node_tdp_w + 1e-9
+
+
+@settings(deadline=None)  # no wall-clock gate: a loaded machine is not a failure
+@given(hardware, pct, pct, st.one_of(st.none(), watts, st.sampled_from((float("nan"), -1.0))), ambients, watts, watts)
+def test_the_scores_alone_are_the_whole_models_scores(hw: HardwareBudget, cpu: float, gpu: float,
+                                                     measured: float | None, ambient: float | None, rack: float,
+                                                     cluster: float) -> None:
+    inp = TwinInput(hw, "eco", cpu_cap_pct=cpu, gpu_cap_pct=gpu, measured_node_power_w=measured, ambient_c=ambient,
+                    rack_power_w=rack, cluster_power_w=cluster)
+    out = compute(inp)
+    assert scores(inp) == (out.headroom_score, out.cooling_stress_score, out.psu_stress_score, out.estimated_pue)
 
 
 @settings(deadline=None)  # no wall-clock gate: a loaded machine is not a failure

@@ -5,6 +5,8 @@ in the cluster, a refresh that is due; and what did not change is not built agai
 from __future__ import annotations
 
 import copy
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -14,12 +16,19 @@ import pytest
 from joulie_api.generated.nodetwin import AgentLiveness, GPUCapSpec, GPUClockLock, NodeTwin, NodeTwinSpec
 from joulie_controller.model import fsm
 from joulie_controller.model.fsm import PodInfo, count_performance_pods, tenant_view
-from joulie_controller.readings.values import Measurement
+from joulie_controller.readings.values import Facility, Measurement
 from joulie_controller.reconcile import tick as tick_module
-from joulie_controller.reconcile.nodetwin import measured_within, status_body, status_content
+from joulie_controller.reconcile.nodetwin import (
+    MeasuredRow,
+    dump,
+    measured_within,
+    status_body,
+    status_changed,
+    status_content,
+)
 from joulie_controller.reconcile.reconcile_test import T0, cluster, nhw, tick
-from joulie_controller.reconcile.reuse import Reuse, TwinFacts
-from joulie_controller.reconcile.snapshot import Memory, Snapshot
+from joulie_controller.reconcile.reuse import HeldStatus, Reuse, TwinFacts
+from joulie_controller.reconcile.snapshot import Memory, NodeWrite, Snapshot
 from joulie_controller.settings import PolicySettings, ReconcileSettings, Settings
 
 S = Settings(policy=PolicySettings(static_hp_frac=0.5))
@@ -142,7 +151,7 @@ def test_a_status_whose_inputs_held_still_is_not_built_again(monkeypatch: pytest
     assert status.power_measurement.measured_node_power_w == 400.0
 
 
-def test_a_reading_moving_inside_the_deadband_is_built_not_written_and_beyond_it_written(
+def test_a_reading_moving_inside_the_deadband_is_compared_not_built_and_beyond_it_written(
         monkeypatch: pytest.MonkeyPatch) -> None:
     s, mem = Settings(reconcile=ReconcileSettings(status_refresh_s=120, status_deadband_pct=1.0)), Memory()
     _, snap = tick(replace(cluster(1), measurements={"node-0": Measurement(400.0)}), s, mem)
@@ -150,13 +159,19 @@ def test_a_reading_moving_inside_the_deadband_is_built_not_written_and_beyond_it
     built = status_builds(monkeypatch)
     same, snap = tick(later(snap, 5, node_0=400.0), s, mem)
     assert (same.write_count, built) == (0, Builds())
+    # Only the measured values moved: they are compared as numbers, the status is neither built nor written.
     inside, snap = tick(later(snap, 60, node_0=403.5), s, mem)  # trend 3 W/min: inside its band too
-    assert (inside.write_count, built) == (0, Builds([403.5], []))  # compared, no model built
+    assert (inside.write_count, built) == (0, Builds())
     beyond, snap = tick(later(snap, 1, node_0=405.0), s, mem)
-    assert (beyond.write_count, built) == (1, Builds([403.5, 405.0], [405.0]))
+    assert (beyond.write_count, built) == (1, Builds([], [405.0]))  # built only to be written
     status = snap.twins["node-0"].status
     assert status is not None and status.power_measurement is not None
     assert status.power_measurement.measured_node_power_w == 405.0
+    # The written status is held now: compared whole once, then by its measured values again.
+    after, snap = tick(later(snap, 5, node_0=405.5), s, mem)
+    assert (after.write_count, built) == (0, Builds([405.5], [405.0]))
+    quiet, snap = tick(later(snap, 5, node_0=406.0), s, mem)
+    assert (quiet.write_count, built) == (0, Builds([405.5], [405.0]))
 
 
 def test_a_status_edited_in_the_cluster_is_put_back_though_its_inputs_held_still(
@@ -239,3 +254,88 @@ def status_of_agent(twin: NodeTwin, state: str) -> TwinFacts:
     status = twin.status.model_copy(update={"agent": AgentLiveness.model_validate({"state": state})}) \
         if twin.status is not None else None
     return Reuse().twin_facts("node-0", twin.model_copy(update={"status": status}))
+
+
+def test_the_spec_compared_again_only_for_another_held_or_desired_form() -> None:
+    reuse = Reuse()
+    held, desired = {"profile": "eco", "cpu": {}}, {"profile": "eco", "cpu": {}}
+    assert reuse.spec_same("node-0", held, desired)
+    assert reuse.spec_same("node-0", held, desired)
+    assert not reuse.spec_same("node-0", held, {"profile": "performance", "cpu": {}})  # a new desired spec
+    assert not reuse.spec_same("node-0", {"profile": "performance"}, desired)  # a new held one
+    assert reuse.spec_same("node-0", held, desired)
+    reuse.forget(set(), set())
+    assert reuse.specs_same == {}
+
+
+def compared_whole(self: Reuse, node: str, fixed: object, moving: object, measured: Callable[[], MeasuredRow],
+                   build: Callable[[], dict[str, Any]], held: HeldStatus, deadband_pct: float) -> bool:
+    """``Reuse.status`` without its memo: every status built and compared whole (``status_changed``)."""
+    return status_changed(build(), held.body, deadband_pct)
+
+
+def as_written(writes: list[NodeWrite]) -> list[tuple[str, Any, str | None, Any]]:
+    return [(w.node, dump(w.spec) if w.spec else None, w.label, dump(w.status) if w.status else None) for w in writes]
+
+
+def step(rnd: random.Random, snap: Snapshot, levels: dict[str, float]) -> tuple[Snapshot, dict[str, Any]]:
+    """The next tick's inputs: readings moving a little, some jumping, some gone (another source) or all
+    held still, the outdoor ambient, IT power and Pods changing now and then, and a held status someone
+    else edited."""
+    for name in levels:
+        if rnd.random() < 0.15:
+            levels[name] *= rnd.choice((0.8, 0.95, 1.05, 1.3))
+    measurements: Mapping[str, Measurement] = {
+        name: Measurement(w * (1 + rnd.uniform(-0.006, 0.006))) for name, w in levels.items() if rnd.random() > 0.1}
+    seconds = rnd.choice((5, 10, 30))
+    if rnd.random() < 0.3:
+        # Held still, at times on the same instant (the trend holds too): what else moved is all that moves.
+        measurements, seconds = snap.measurements, rnd.choice((0, seconds))
+    pods = snap.pods
+    if rnd.random() < 0.2:
+        pods = [PodInfo("default", f"p{i}", node_name=rnd.choice(sorted(levels)),
+                        annotations={"joulie.io/workload-class": "performance"}) for i in range(rnd.randrange(3))]
+    facility = snap.facility
+    if rnd.random() < 0.2:
+        facility = replace(facility, outdoor_ambient_c=rnd.choice((None, 18.0, 30.0)),
+                           it_power_w=rnd.choice((0.0, 20_000.0, 20_100.0)))
+    edits: dict[str, Any] = {}
+    if rnd.random() < 0.2 and snap.twins:
+        name = rnd.choice(sorted(snap.twins))
+        status = snap.twins[name].status
+        if status is not None:
+            edits[name] = status.model_copy(update=rnd.choice((
+                {"predicted_psu_stress_score": 99.0}, {"schedulable_class": "draining"},
+                {"estimated_pue": (status.estimated_pue or 1.0) + rnd.choice((0.001, 0.1))})))
+    return replace(snap, now=snap.now + timedelta(seconds=seconds), measurements=measurements,
+                   pods=pods, facility=facility), edits
+
+
+def edited_twins(snap: Snapshot, edits: dict[str, Any]) -> Snapshot:
+    return replace(snap, twins={**snap.twins, **{k: snap.twins[k].model_copy(update={"status": v})
+                                                 for k, v in edits.items() if k in snap.twins}})
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_the_status_compared_by_its_measured_values_writes_what_the_whole_comparison_writes(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rnd = random.Random(seed)
+    s = Settings(policy=PolicySettings(static_hp_frac=0.5), reconcile=ReconcileSettings(
+        status_refresh_s=120, status_deadband_pct=rnd.choice((0.0, 1.0, 5.0))))
+    nodes = cluster(6)
+    nodes = replace(nodes, nodes=[replace(n, labels={**n.labels, "joulie.io/rack": f"rack-{i % 2}"}) if i % 3 else n
+                                  for i, n in enumerate(nodes.nodes)], facility=Facility())
+    levels = {n.name: rnd.uniform(150, 550) for n in nodes.nodes}
+    fast_mem, whole_mem = Memory(), Memory()
+    fast = whole = nodes
+    for _ in range(50):
+        inputs, edits = step(rnd, fast, levels)
+        fast_result, fast = tick(edited_twins(replace(fast, now=inputs.now, measurements=inputs.measurements,
+                                                      pods=inputs.pods, facility=inputs.facility), edits), s, fast_mem)
+        with monkeypatch.context() as m:
+            m.setattr(Reuse, "status", compared_whole)
+            whole_result, whole = tick(edited_twins(replace(whole, now=inputs.now, measurements=inputs.measurements,
+                                                            pods=inputs.pods, facility=inputs.facility), edits),
+                                       s, whole_mem)
+        assert as_written(fast_result.writes) == as_written(whole_result.writes)
+        assert fast_result.outcomes == whole_result.outcomes

@@ -18,6 +18,10 @@ from joulie_controller.power.powertypes import PowerStatus
 from joulie_controller.reconcile.nodetwin import (
     decision_within,
     dump,
+    fixed_changed,
+    measured_changed,
+    measured_row,
+    measured_values,
     measured_within,
     power_status,
     status_body,
@@ -164,7 +168,30 @@ def test_the_status_is_changed_exactly_when_the_copies_compared_whole_said_so(se
     for deadband_pct in (0.0, 1.0, 5.0):
         before = copy.deepcopy((desired, held))
         assert status_changed(desired, held, deadband_pct) == reference(desired, held, deadband_pct)
+        # What ``Reuse.status`` answers from a verdict kept on the fixed part and the rows of numbers.
+        assert status_changed(desired, held, deadband_pct) == (
+            fixed_changed(desired, held)
+            or measured_changed(measured_values(desired), measured_values(held), deadband_pct))
         assert (desired, held) == before
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_measured_row_is_what_the_status_body_holds(seed: int) -> None:
+    rnd = random.Random(seed)
+    out = output(rnd)
+    measured = rnd.choice((None, 0.0, 412.345, rnd.uniform(0, 3000)))
+    trend = rnd.choice((0.0, -0.04, rnd.uniform(-100, 100)))
+    row = measured_row(
+        measured, trend, (out.headroom_score, out.cooling_stress_score, out.psu_stress_score, out.estimated_pue))
+    body = status_body(out, measured, "prometheus", trend)
+    assert row == measured_values(body)
+    assert [type(v) for v in row] == [type(v) for v in measured_values(body)]
+    # A held status whose measured value is not a number (or missing) leaves it to the fixed part.
+    odd = copy.deepcopy(body)
+    odd["predictedPsuStressScore"] = "high"
+    odd["powerMeasurement"].pop("measuredNodePowerW", None)
+    assert measured_values(odd)[0] is None and measured_values(odd)[4] is None
+    assert fixed_changed(body, odd)
 
 
 def test_a_value_the_controller_chose_is_a_change_whatever_the_band() -> None:

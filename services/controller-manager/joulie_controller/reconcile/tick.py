@@ -42,6 +42,7 @@ from joulie_controller.reconcile.nodetwin import (
     controllers_locks,
     desired_spec,
     dump,
+    measured_row,
     operators_lock,
     operators_locks,
     owned_spec,
@@ -281,6 +282,7 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
     """The policy's plan over the eligible nodes; keeps what the budget's caps shed in `memory`."""
     policy_nodes = [PolicyNode(n.name, views[n.name], normalise_profile(n.labels.get(s.nodes.profile_label)), n)
                     for n in nodes]
+    agent_lost, gpu_locks = _held_facts(nodes, snap, memory)
     inp = PolicyInput(
         policy_nodes, performance_pods, snap.now.timestamp(), s, snap.pods,
         measured_w={k: v for k, (v, _) in measured.items() if v is not None},
@@ -288,9 +290,9 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
         trend_span_s={k: t.span_s() for k, t in memory.trends.items()},
         budget_shed_w=memory.budget_shed_w,
         job_estimates=memory.job_estimates,
-        gpu_locks=_controllers_locks(nodes, snap, memory),
+        gpu_locks=gpu_locks,
         gpu_boards=snap.gpu_boards,
-        agent_lost=_agents_lost(nodes, snap, memory),
+        agent_lost=agent_lost,
     )
     decided = plan(s.policy.type, policy_nodes, inp.performance_pods, inp.now_unix_s, s, inp)
     memory.budget_shed_w = decided.budget_shed_w
@@ -298,27 +300,24 @@ def _plan(nodes: list[NodeInfo], views: dict[str, HardwareView], measured: Measu
     return decided
 
 
-def _agents_lost(nodes: list[NodeInfo], snap: Snapshot, memory: Memory) -> frozenset[str]:
-    """The nodes whose NodeTwin's liveness check last said agent-lost (``kube/liveness.py``)."""
-    lost = set()
+def _held_facts(nodes: list[NodeInfo], snap: Snapshot,
+                memory: Memory) -> tuple[frozenset[str], dict[str, dict[int, float]]]:
+    """From the NodeTwins, in one walk: the nodes whose liveness check last said agent-lost
+    (``kube/liveness.py``), and the SM clock lock on each board that the controller set
+    (``controllers_locks``), by node."""
+    lost: set[str] = set()
+    locks_by_node: dict[str, dict[int, float]] = {}
     for n in nodes:
         name = object_name_for_node(n.name)
         existing = snap.twins.get(name)
-        if existing is not None and memory.reuse.twin_facts(name, existing).agent_lost:
+        if existing is None:
+            continue
+        facts = memory.reuse.twin_facts(name, existing)
+        if facts.agent_lost:
             lost.add(n.name)
-    return frozenset(lost)
-
-
-def _controllers_locks(nodes: list[NodeInfo], snap: Snapshot, memory: Memory) -> dict[str, dict[int, float]]:
-    """The SM clock lock on each board that the controller set (``controllers_locks``), by node."""
-    out: dict[str, dict[int, float]] = {}
-    for n in nodes:
-        name = object_name_for_node(n.name)
-        existing = snap.twins.get(name)
-        locks = memory.reuse.twin_facts(name, existing).locks if existing is not None else None
-        if locks:
-            out[n.name] = {b: lock.pct_of_max for lock in locks for b in lock.gpus}
-    return out
+        if facts.locks:
+            locks_by_node[n.name] = {b: lock.pct_of_max for lock in facts.locks for b in lock.gpus}
+    return frozenset(lost), locks_by_node
 
 
 def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decided: PolicyPlan, snap: Snapshot,
@@ -338,8 +337,9 @@ def _guard_and_caps(n: NodeInfo, hw: HardwareView, performance_pods: int, decide
                    f"reason=running-performance-sensitive-pods count={guarded.performance_pods}")
     caps_profile = PROFILE_PERFORMANCE if guarded.draining else guarded.profile
     work = None if guarded.draining else decided.node_caps.get(n.name)
-    caps, warnings = compute_caps(caps_profile, hw, s, decided.eco_cap_pct.get(n.name),
-                                  (work.cpu_pct, work.gpu_pct) if work is not None else None)
+    eco_pct, work_caps = decided.eco_cap_pct.get(n.name), (work.cpu_pct, work.gpu_pct) if work is not None else None
+    caps, warnings = memory.reuse.node_caps(n.name, (caps_profile, hw, s.caps, eco_pct, work_caps),
+                                            lambda: compute_caps(caps_profile, hw, s, eco_pct, work_caps))
     for w in warnings:
         _warn_once(memory, log, (n.name, w), f"node {n.name}: {w}")
     return _Staged(n, guarded, previous, caps)
@@ -415,7 +415,7 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
     facts = memory.reuse.twin_facts(obj_name, existing) if existing is not None else None
     held_spec = (memory.reuse.held_spec(obj_name, existing, facts.lock_pct, facts.locks)
                  if existing is not None and facts is not None else None)
-    spec_write = None if held_spec == spec_body else spec
+    spec_write = None if held_spec is not None and memory.reuse.spec_same(n.name, held_spec, spec_body) else spec
     label_write = None if n.labels.get(s.nodes.profile_label) == guarded.profile else guarded.profile
 
     power_w, source = measured
@@ -453,8 +453,13 @@ def _node_tick(st: _Staged, hw: HardwareView, measured: tuple[float | None, str]
                            dump(power) if power is not None else None)
 
     held = existing.status if existing else None
-    # The twin's measured power and trend are in ``inp``: every input of the status is in the key.
-    changed = memory.reuse.status(n.name, (inp, source, decision_inputs, node_power), body,
+    # Every input of the status is in one key or the other. The measured values (``measured_row``) follow
+    # the moving ones and the fixed ones the model reads beside them (``twin.scores``); the rest of the
+    # status follows the fixed ones alone, whether a power is measured (it is left out when not) included.
+    fixed = (inp.hardware, inp.profile, inp.draining, inp.cpu_cap_pct, inp.gpu_cap_pct, power_w is None, source,
+             decision_inputs, node_power)
+    moving = (power_w, trend, inp.ambient_c, inp.rack_power_w, inp.cluster_power_w)
+    changed = memory.reuse.status(n.name, fixed, moving, lambda: measured_row(power_w, trend, twin.scores(inp)), body,
                                   memory.reuse.held_status(obj_name, held), s.reconcile.status_deadband_pct)
     status_write = None
     if (spec_write is not None or changed
