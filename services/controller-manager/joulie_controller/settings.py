@@ -81,7 +81,7 @@ class ReconcileSettings:
     status_deadband_pct: float = 1.0
     """STATUS_DEADBAND_PCT, default 1 (0 to 10): how far a measured value (node power, its trend, the
     headroom, cooling and PSU scores, PUE) may move, in percent, before the move alone is worth a status
-    write (reconcile.nodetwin.measured_within). Every node's measured power moves a little each tick, so
+    write (reconcile.statusband.measured_within). Every node's measured power moves a little each tick, so
     without it every twin was written every tick (17 writes/s at 1000 Nodes); inside it the value is
     written at the next refresh. 0: every 0.1 W change is written at once."""
     write_concurrency: int = 8

@@ -19,7 +19,7 @@ is the status's JSON form as plain data (``nodetwin.status_body``); its model is
 write. With readings moving, the rest of the status (what the caps, hardware, source and decision
 make it) rarely moves: against the same held status, last tick's verdict on that rest holds while
 its inputs hold, and only the measured values are made and compared, as a row of numbers
-(``nodetwin.fixed_changed`` and ``measured_changed``, together ``status_changed``'s answer).
+(``statusband.fixed_changed`` and ``measured_changed``, together ``status_changed``'s answer).
 """
 
 from __future__ import annotations
@@ -34,17 +34,8 @@ from joulie_controller.model import fsm
 from joulie_controller.model.caps import Caps
 from joulie_controller.model.hardware import HardwareView, from_node_hardware
 from joulie_controller.policies.plan import BoardLock
-from joulie_controller.reconcile.nodetwin import (
-    MeasuredRow,
-    controllers_lock,
-    controllers_locks,
-    dump,
-    fixed_changed,
-    measured_changed,
-    measured_values,
-    owned_spec,
-    owned_status,
-)
+from joulie_controller.reconcile.nodetwin import controllers_lock, controllers_locks, dump, owned_spec, owned_status
+from joulie_controller.reconcile.statusband import MeasuredRow, fixed_changed, measured_changed, measured_values
 
 
 @dataclass(frozen=True)
@@ -77,7 +68,7 @@ class HeldStatus:
     body: dict[str, Any]
     """``nodetwin.owned_status``: the fields the controller owns, as JSON."""
     measured: MeasuredRow
-    """``nodetwin.measured_values(body)``: its measured values, read once per status object."""
+    """``statusband.measured_values(body)``: its measured values, read once per status object."""
 
 
 def held_status(status: NodeTwinStatus | None) -> HeldStatus:
@@ -178,7 +169,7 @@ class Reuse:
     def status(self, node: str, fixed: object, moving: object, measured: Callable[[], MeasuredRow],
                build: Callable[[], dict[str, Any]], held: HeldStatus, deadband_pct: float) -> bool:
         """Whether the node's status differs from ``held`` (``held_status``: kept there, so its id is
-        not reused) beyond noise, as ``nodetwin.status_changed`` answers for the status's JSON form as
+        not reused) beyond noise, as ``statusband.status_changed`` answers for the status's JSON form as
         ``build`` makes it (``nodetwin.status_body``).
 
         ``fixed``: the inputs of what is not a measured value (compared by value); ``moving``: the

@@ -18,17 +18,11 @@ from joulie_controller.model import fsm
 from joulie_controller.model.fsm import PodInfo, count_performance_pods, tenant_view
 from joulie_controller.readings.values import Facility, Measurement
 from joulie_controller.reconcile import tick as tick_module
-from joulie_controller.reconcile.nodetwin import (
-    MeasuredRow,
-    dump,
-    measured_within,
-    status_body,
-    status_changed,
-    status_content,
-)
+from joulie_controller.reconcile.nodetwin import dump, status_body, status_content
 from joulie_controller.reconcile.reconcile_test import T0, cluster, nhw, tick
 from joulie_controller.reconcile.reuse import HeldStatus, Reuse, TwinFacts
 from joulie_controller.reconcile.snapshot import Memory, NodeWrite, Snapshot
+from joulie_controller.reconcile.statusband import MeasuredRow, measured_within, status_changed
 from joulie_controller.settings import PolicySettings, ReconcileSettings, Settings
 
 S = Settings(policy=PolicySettings(static_hp_frac=0.5))

@@ -15,18 +15,14 @@ import pytest
 from joulie_api.generated.nodetwin import CapDecision
 from joulie_controller.model import twin
 from joulie_controller.power.powertypes import PowerStatus
-from joulie_controller.reconcile.nodetwin import (
+from joulie_controller.reconcile.nodetwin import dump, measured_row, power_status, status_body, status_content
+from joulie_controller.reconcile.statusband import (
     decision_within,
-    dump,
     fixed_changed,
     measured_changed,
-    measured_row,
     measured_values,
     measured_within,
-    power_status,
-    status_body,
     status_changed,
-    status_content,
 )
 
 DECISION = CapDecision.model_validate(
