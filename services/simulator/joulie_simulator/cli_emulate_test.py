@@ -120,3 +120,20 @@ def test_emulate_with_bmcs_refuses_missing_or_bad_credentials(tmp_path: Path, ca
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "p\n" not in err
+
+
+def test_emulate_refuses_files_on_read_outside_files_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["emulate", "--nodes", "x-0=vm-no-powercap", "--root", str(tmp_path), "--mode", "fuse", "--files-on-read",
+            "--ticks", "1", "--http", "", "--grpc", ""]
+    assert main(args) == 2
+    assert "--files-on-read goes with --mode files" in capsys.readouterr().err
+
+
+def test_emulate_in_files_mode_on_read_says_where_its_counters_are_written(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["emulate", "--nodes", "x-0=intel-xeon-2s-rapl", "--root", str(tmp_path), "--mode", "files", "--files-on-read",
+            "--ticks", "2", "--http", "", "--grpc", ""]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # Either the kernel took the counters or it said why not (tmpfs, an older kernel, no CAP_SYS_ADMIN).
+    assert "4 counters written when read" in out or "counters written every tick: fanotify pre-content" in out

@@ -52,6 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     em.add_argument("--profiles-dir", type=Path, help="extra profiles (YAML) besides the builtin ones")
     em.add_argument("--root", type=Path, default=Path("/var/lib/joulie-hwemu"), help="where the node trees live")
     em.add_argument("--mode", choices=["fuse", "files"], default="fuse", help="how agents reach the trees (default fuse)")
+    em.add_argument("--files-on-read", action="store_true",
+                    help="files mode: write each counter when it is read rather than every tick (fanotify pre-content "
+                    "events: Linux 6.14+, CAP_SYS_ADMIN, a filesystem that allows them such as ext4; where refused, "
+                    "said once and written every tick)")
     em.add_argument("--nice", type=int, default=DEFAULT_NICE,
                     help=f"scheduling priority of the simulator (default {DEFAULT_NICE}: it stands for hardware, which answers "
                          "reads at once; needs root or CAP_SYS_NICE, else left and said; 0 leaves it)")
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) -> i
         return 2
     from joulie_simulator.views.files.trees import FileTrees
 
-    trees = FileTrees(em.root, em.emu, persist_only=args.mode == "fuse")
+    trees = FileTrees(em.root, em.emu, persist_only=args.mode == "fuse", on_read=args.files_on_read)
     trees.ensure()
     stoppers: Stoppers = []
     tick_cost = TickCost()
@@ -209,6 +213,8 @@ def prepare(args: argparse.Namespace, entries: list[tuple[NodeEntry, Profile]]) 
         raise Refused(str(e)) from None
     if args.mode == "fuse" and not os.path.exists("/dev/fuse"):
         raise Refused("--mode fuse: /dev/fuse is missing; give the container /dev/fuse or use --mode files")
+    if args.files_on_read and args.mode != "files":
+        raise Refused("--files-on-read goes with --mode files (FUSE mode renders every file when it is read)")
     root: Path = args.root
     root.mkdir(parents=True, exist_ok=True)
     if not args.power_time_scale >= 0:

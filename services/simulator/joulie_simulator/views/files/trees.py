@@ -25,6 +25,7 @@ from joulie_simulator.physics.model import policies
 from joulie_simulator.views.files.changes import ChangeWatch, Watched, sig
 from joulie_simulator.views.files.entries import check_entry, create_entry
 from joulie_simulator.views.files.ledger import COMBINED_LEDGERS
+from joulie_simulator.views.files.onread import UNSUPPORTED, OnRead
 from joulie_simulator.views.files.publish import JSON_BINDS, Publisher, Shown, link_to
 from joulie_simulator.views.files.swap import read_file, swap_in, write_in_place
 
@@ -44,10 +45,13 @@ class TickSplit:
 class FileTrees:
     """Mirrors every node of an emulator under ``root/<node>/``."""
 
-    def __init__(self, root: Path, emulator: Emulator, persist_only: bool = False, watch: bool = True) -> None:
+    def __init__(self, root: Path, emulator: Emulator, persist_only: bool = False, watch: bool = True,
+                 on_read: bool = False) -> None:
         """``persist_only``: FUSE mode, where agents read the views; keep on disk only what a restart
         resumes from (the ledger and the agent-writable limits). ``watch``: learn which writable
-        files changed from inotify rather than by a stat of each one every tick."""
+        files changed from inotify rather than by a stat of each one every tick. ``on_read``: write
+        the counters when they are read rather than every tick, where the kernel can
+        (``views.files.onread``; every counter whose mark it refuses stays on the tick)."""
         self.root = root
         self.persist_only = persist_only
         self.emu = emulator
@@ -73,6 +77,10 @@ class FileTrees:
         # Ticks whose watches had lost events, and when that was last said.
         self.overflows = 0
         self._overflow_said = float("-inf")
+        self.on_read = on_read and not persist_only
+        self.onread: OnRead | None = None
+        # Why no counter is written on read though asked ('' while they are, or not asked).
+        self.on_read_refused = ""
 
     def _file_failed(self, node: str, path: str, err: OSError) -> None:
         """Report a file that cannot be written, once while it keeps failing."""
@@ -104,6 +112,8 @@ class FileTrees:
         if self.watch:
             self.close()
             self.changes.start(self._watched)
+        if self.on_read and self.onread is None:
+            self._mark_counters()
 
     def _ensure_node(self, name: str, n: EmulatedNode, made: set[str]) -> None:
         """One node's entries on disk, and which of its files are watched (A) or published (S)."""
@@ -159,12 +169,62 @@ class FileTrees:
         self._shown[name] = shown
         self._cur_freq[name] = cur
 
+    def _mark_counters(self) -> None:
+        """Hand every counter to ``OnRead`` (filled when read, out of the tick's loop); where the kernel
+        refuses, say why once and keep the tick writing them."""
+        try:
+            onread = OnRead(self._read_now)
+        except OSError as err:
+            self.on_read_refused = f"fanotify pre-content events unavailable ({err.strerror or err})"
+            print(f"files mode: counters written every tick: {self.on_read_refused}", flush=True)
+            return
+        moved = kept = 0
+        unsupported = False
+        for name, shown in self._shown.items():
+            rest = []
+            base = os.path.join(self.root, name) + os.sep
+            for f in shown:
+                if f.counter is None or unsupported:
+                    kept += f.counter is not None
+                    rest.append(f)
+                    continue
+                try:
+                    onread.mark(f.path, name, f.path[len(base):])
+                except OSError as err:
+                    # Refused for what the kernel or filesystem lacks: no use asking for the next one.
+                    unsupported = err.errno in UNSUPPORTED and moved == 0
+                    if not self.on_read_refused:
+                        self.on_read_refused = f"fanotify pre-content events refused on {f.path} ({err.strerror})"
+                    kept += 1
+                    rest.append(f)
+                    continue
+                moved += 1
+            self._shown[name] = rest
+        if moved == 0:
+            onread.close()
+            print(f"files mode: counters written every tick: {self.on_read_refused or 'no counter to mark'}", flush=True)
+            return
+        self.publisher.close()  # the marked counters' descriptors are no longer written; the rest reopen
+        self.onread = onread
+        onread.start()
+        print(f"files mode: {moved} counters written when read (fanotify pre-content events), {kept} every tick",
+              flush=True)
+
+    def _read_now(self, node: str, path: str) -> bytes:
+        """What a counter shows now: the last tick's value, as the tick would have written it (files
+        mode's values move once a tick; FUSE mode's also move between ticks)."""
+        return self.emu.read(node, path, at_read_time=False)
+
     def watched_nodes(self) -> tuple[int, int]:
         """How many nodes inotify and fanotify watch (the rest are scanned every tick)."""
         return self.changes.watched_nodes(len(self._watched))
 
     def close(self) -> None:
-        """Stop watching (inotify, fanotify) and close the files kept open; the trees stay."""
+        """Stop watching (inotify, fanotify), stop writing counters on read (readers then read what
+        the files hold) and close the files kept open; the trees stay."""
+        if self.onread is not None:
+            self.onread.close()
+            self.onread = None
         self.publisher.close()
         self.changes.close()
 

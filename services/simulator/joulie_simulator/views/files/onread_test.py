@@ -1,0 +1,131 @@
+"""Files mode with counters written when they are read (fanotify pre-content events), against the
+real kernel: a reader in another process sees the value of the moment it reads, the tick no longer
+rewrites those counters, and where the kernel or filesystem refuses, the tick writes them as before."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from joulie_hwprofiles.schema import builtin_profile
+from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.physics.model import Load
+from joulie_simulator.views.files.trees import FileTrees
+
+ENERGY0 = "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/energy_uj"
+
+
+def _trees(root: Path, on_read: bool = True) -> tuple[Emulator, FileTrees]:
+    emu = Emulator([("node-a", builtin_profile("intel-xeon-2s-rapl")), ("node-b", builtin_profile("amd-epyc-2s-hsmp"))],
+                   tick_s=1.0, clock=lambda: 0.0)
+    for name in emu.nodes:
+        emu.set_load(name, Load(cpu_util=0.7))
+    trees = FileTrees(root, emu, on_read=on_read)
+    trees.ensure()
+    return emu, trees
+
+
+def _cat(path: Path) -> str:
+    # Another process, as an agent is: the kernel holds its read until the fill has answered.
+    return subprocess.run(["cat", str(path)], capture_output=True, text=True, timeout=20, check=True).stdout
+
+
+def test_a_counter_is_written_when_read_and_not_by_the_tick(tmp_path: Path) -> None:
+    emu, trees = _trees(tmp_path)
+    try:
+        if trees.onread is None:
+            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
+        path = tmp_path / "node-a" / ENERGY0
+        before = os.stat(path).st_mtime_ns
+        for _ in range(3):
+            trees.tick()
+        assert os.stat(path).st_mtime_ns == before  # three ticks, the counter not rewritten
+        shown = _cat(path)
+        assert shown == emu.read("node-a", ENERGY0, at_read_time=False).decode() and int(shown) > 0
+        # One fill for the read from the start; cat's second read (at the end of the file) is answered, not filled.
+        assert (trees.onread.fills, trees.onread.events) == (1, 2)
+        trees.tick()
+        later = _cat(path)
+        assert int(later) > int(shown) and later == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+        # The other node's counters too (amd_energy, HSMP power), each by its own file.
+        for rel in ("sys/devices/platform/amd_energy.0/hwmon/hwmon0/energy1_input",
+                    "sys/devices/platform/amd_hsmp/hwmon/hwmon1/power1_input"):
+            assert _cat(tmp_path / "node-b" / rel) == emu.read("node-b", rel, at_read_time=False).decode()
+        # Files that are not counters stay on the tick: the current frequency moved with the load.
+        assert trees._cur_freq["node-a"]
+    finally:
+        trees.close()
+    # Closed: readers read what the files hold, nobody is held.
+    assert _cat(tmp_path / "node-a" / ENERGY0) == later
+
+
+def test_a_shorter_value_replaces_a_longer_one_whole(tmp_path: Path) -> None:
+    emu, trees = _trees(tmp_path)
+    try:
+        if trees.onread is None:
+            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
+        path = tmp_path / "node-a" / ENERGY0
+        with open(path, "w") as f:  # a longer number than the counter holds (written before the read)
+            f.write("123456789012345\n")
+        assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+    finally:
+        trees.close()
+
+
+def test_where_the_filesystem_refuses_the_tick_writes_the_counters(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    root = Path(os.path.realpath(shm)) / f"joulie-onread-{os.getpid()}"
+    root.mkdir()
+    try:
+        emu, trees = _trees(root)
+        try:
+            assert trees.onread is None  # tmpfs allows no pre-content events (nor does an unprivileged user)
+            assert "fanotify pre-content events" in trees.on_read_refused
+            path = root / "node-a" / ENERGY0
+            trees.tick()
+            first = path.read_text()
+            trees.tick()
+            assert int(path.read_text()) > int(first)
+        finally:
+            trees.close()
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def test_an_immutable_counter_is_read_as_it_is_and_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    emu, trees = _trees(tmp_path)
+    path = tmp_path / "node-a" / ENERGY0
+    try:
+        if trees.onread is None:
+            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
+        held = _cat(path)
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("this filesystem or user cannot make a file immutable")
+        trees.tick()
+        assert _cat(path) == held and _cat(path) == held  # not written, nobody held
+        assert emu.read("node-a", ENERGY0, at_read_time=False).decode() != held
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+        assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+        said = capsys.readouterr().out
+        assert said.count("cannot write") == 1 and "written on read again" in said
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+        trees.close()
+
+
+def test_readers_within_one_tick_cost_one_write(tmp_path: Path) -> None:
+    _, trees = _trees(tmp_path)
+    try:
+        if trees.onread is None:
+            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
+        path = tmp_path / "node-a" / ENERGY0
+        trees.tick()
+        texts = {_cat(path) for _ in range(5)}
+        assert len(texts) == 1 and trees.onread.fills == 1 and trees.onread.events == 10
+    finally:
+        trees.close()
