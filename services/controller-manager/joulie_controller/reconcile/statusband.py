@@ -6,6 +6,7 @@ own bands (``decision_within``). Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 MeasuredRow = tuple[float | None, ...]
@@ -132,6 +133,12 @@ def status_changed(desired: dict[str, Any], held: dict[str, Any], deadband_pct: 
     The answer of ``decision_within(measured_within(desired, held, deadband_pct), held) != held``,
     found value by value without the copies that put the banded values back (every node, every tick,
     with readings moving); ``status_body_test`` holds the two to the same answers."""
+    return _differs(desired, held, lambda path, new, old: deadband_pct > 0 and _in_band(path, new, old, held, deadband_pct))
+
+
+def _differs(desired: dict[str, Any], held: dict[str, Any], passes: Callable[[tuple[str, ...], Any, Any], bool]) -> bool:
+    """Does ``desired`` differ from ``held`` in a value other than the policy decision's banded
+    choices (``_same_choice``) and the measured values ``passes`` lets through?"""
     if desired.keys() != held.keys():
         return True
     for key, new in desired.items():
@@ -142,18 +149,15 @@ def status_changed(desired: dict[str, Any], held: dict[str, Any], deadband_pct: 
             if isinstance(new, dict) and isinstance(old, dict) and _same_choice(new, old):
                 continue
             return True
-        if deadband_pct <= 0:
-            return True
         if key == "powerMeasurement" and isinstance(new, dict) and isinstance(old, dict):
             if new.keys() != old.keys():
                 return True
             for name, value in new.items():
                 was = old[name]
-                if value is not was and value != was and not _in_band(("powerMeasurement", name), value, was, held,
-                                                                       deadband_pct):
+                if value is not was and value != was and not passes(("powerMeasurement", name), value, was):
                     return True
             continue
-        if not _in_band((key,), new, old, held, deadband_pct):
+        if not passes((key,), new, old):
             return True
     return False
 
@@ -174,27 +178,7 @@ def fixed_changed(desired: dict[str, Any], held: dict[str, Any]) -> bool:
     a node whose inputs to those and whose held status did not change keeps last tick's answer, and
     only its measured values are compared, as numbers (``reuse.Reuse.status``). Comparing every node's
     status whole was a fifth of the tick at 10 000 Nodes with readings moving."""
-    if desired.keys() != held.keys():
-        return True
-    for key, new in desired.items():
-        old = held[key]
-        if new is old or new == old:
-            continue
-        if key == "capDecision":
-            if isinstance(new, dict) and isinstance(old, dict) and _same_choice(new, old):
-                continue
-            return True
-        if key == "powerMeasurement" and isinstance(new, dict) and isinstance(old, dict):
-            if new.keys() != old.keys():
-                return True
-            for name, value in new.items():
-                was = old[name]
-                if value is not was and value != was and not _both_measured(("powerMeasurement", name), value, was):
-                    return True
-            continue
-        if not _both_measured((key,), new, old):
-            return True
-    return False
+    return _differs(desired, held, _both_measured)
 
 
 def _both_measured(path: tuple[str, ...], new: Any, old: Any) -> bool:

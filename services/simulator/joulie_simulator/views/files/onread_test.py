@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,61 +29,90 @@ def _trees(root: Path, on_read: bool = True) -> tuple[Emulator, FileTrees]:
     return emu, trees
 
 
+@pytest.fixture
+def on_read(tmp_path: Path) -> Iterator[tuple[Emulator, FileTrees]]:
+    """Trees with their counters on read, skipped where the kernel or filesystem has no pre-content events."""
+    emu, trees = _trees(tmp_path)
+    try:
+        if trees.onread is None:
+            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
+        yield emu, trees
+    finally:
+        trees.close()
+
+
 def _cat(path: Path) -> str:
     # Another process, as an agent is: the kernel holds its read until the fill has answered.
     return subprocess.run(["cat", str(path)], capture_output=True, text=True, timeout=20, check=True).stdout
 
 
-def test_a_counter_is_written_when_read_and_not_by_the_tick(tmp_path: Path) -> None:
-    emu, trees = _trees(tmp_path)
-    try:
-        if trees.onread is None:
-            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
-        path = tmp_path / "node-a" / ENERGY0
-        before = os.stat(path).st_mtime_ns
-        for _ in range(3):
-            trees.tick()
-        assert os.stat(path).st_mtime_ns == before  # three ticks, the counter not rewritten
-        shown = _cat(path)
-        assert shown == emu.read("node-a", ENERGY0, at_read_time=False).decode() and int(shown) > 0
-        # One fill for the read from the start; cat's second read (at the end of the file) is answered, not filled.
-        assert (trees.onread.fills, trees.onread.events) == (1, 2)
+def test_a_counter_is_written_when_read_and_not_by_the_tick(tmp_path: Path, on_read: tuple[Emulator, FileTrees]) -> None:
+    emu, trees = on_read
+    assert trees.onread is not None
+    path = tmp_path / "node-a" / ENERGY0
+    before = os.stat(path).st_mtime_ns
+    for _ in range(3):
         trees.tick()
-        later = _cat(path)
-        assert int(later) > int(shown) and later == emu.read("node-a", ENERGY0, at_read_time=False).decode()
-        # The other node's counters too (amd_energy, HSMP power), each by its own file.
-        for rel in ("sys/devices/platform/amd_energy.0/hwmon/hwmon0/energy1_input",
-                    "sys/devices/platform/amd_hsmp/hwmon/hwmon1/power1_input"):
-            assert _cat(tmp_path / "node-b" / rel) == emu.read("node-b", rel, at_read_time=False).decode()
-        # Files that are not counters stay on the tick: the current frequency moved with the load.
-        assert trees._cur_freq["node-a"]
-    finally:
-        trees.close()
-    # Closed: readers read what the files hold, nobody is held.
-    assert _cat(tmp_path / "node-a" / ENERGY0) == later
+    assert os.stat(path).st_mtime_ns == before  # three ticks, the counter not rewritten
+    shown = _cat(path)
+    assert shown == emu.read("node-a", ENERGY0, at_read_time=False).decode() and int(shown) > 0
+    # One fill for the read from the start; cat's second read (at the end of the file) is answered, not filled.
+    assert (trees.onread.fills, trees.onread.events) == (1, 2)
+    trees.tick()
+    later = _cat(path)
+    assert int(later) > int(shown) and later == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+    # The other node's counters too (amd_energy, HSMP power), each by its own file.
+    for rel in ("sys/devices/platform/amd_energy.0/hwmon/hwmon0/energy1_input",
+                "sys/devices/platform/amd_hsmp/hwmon/hwmon1/power1_input"):
+        assert _cat(tmp_path / "node-b" / rel) == emu.read("node-b", rel, at_read_time=False).decode()
+    trees.tick()
+    trees.close()
+    # Closed: readers read what the files hold (the last read's value), nobody is held.
+    assert _cat(path) == later
 
 
-def test_a_shorter_value_replaces_a_longer_one_whole(tmp_path: Path) -> None:
-    emu, trees = _trees(tmp_path)
+def test_a_shorter_value_replaces_a_longer_one_whole(tmp_path: Path, on_read: tuple[Emulator, FileTrees]) -> None:
+    emu, _ = on_read
+    path = tmp_path / "node-a" / ENERGY0
+    with open(path, "w") as f:  # a longer number than the counter holds (written before the read)
+        f.write("123456789012345\n")
+    assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+
+
+def test_an_immutable_counter_is_read_as_it_is_and_said_once(tmp_path: Path, on_read: tuple[Emulator, FileTrees],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    emu, trees = on_read
+    path = tmp_path / "node-a" / ENERGY0
+    held = _cat(path)
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("this filesystem or user cannot make a file immutable")
     try:
-        if trees.onread is None:
-            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
-        path = tmp_path / "node-a" / ENERGY0
-        with open(path, "w") as f:  # a longer number than the counter holds (written before the read)
-            f.write("123456789012345\n")
-        assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+        trees.tick()
+        assert _cat(path) == held and _cat(path) == held  # not written, nobody held
+        assert emu.read("node-a", ENERGY0, at_read_time=False).decode() != held
     finally:
-        trees.close()
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+    assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
+    said = capsys.readouterr().out
+    assert said.count("cannot write") == 1 and "written on read again" in said
 
 
-def test_where_the_filesystem_refuses_the_tick_writes_the_counters(tmp_path: Path) -> None:
+def test_readers_within_one_tick_cost_one_write(tmp_path: Path, on_read: tuple[Emulator, FileTrees]) -> None:
+    _, trees = on_read
+    assert trees.onread is not None
+    trees.tick()
+    texts = {_cat(tmp_path / "node-a" / ENERGY0) for _ in range(5)}
+    assert len(texts) == 1 and trees.onread.fills == 1 and trees.onread.events == 10
+
+
+def test_where_the_filesystem_refuses_the_tick_writes_the_counters() -> None:
     shm = Path("/dev/shm")
     if not shm.is_dir():
         pytest.skip("no /dev/shm")
     root = Path(os.path.realpath(shm)) / f"joulie-onread-{os.getpid()}"
     root.mkdir()
     try:
-        emu, trees = _trees(root)
+        _, trees = _trees(root)
         try:
             assert trees.onread is None  # tmpfs allows no pre-content events (nor does an unprivileged user)
             assert "fanotify pre-content events" in trees.on_read_refused
@@ -95,37 +125,3 @@ def test_where_the_filesystem_refuses_the_tick_writes_the_counters(tmp_path: Pat
             trees.close()
     finally:
         subprocess.run(["rm", "-rf", str(root)], check=False)
-
-
-def test_an_immutable_counter_is_read_as_it_is_and_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    emu, trees = _trees(tmp_path)
-    path = tmp_path / "node-a" / ENERGY0
-    try:
-        if trees.onread is None:
-            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
-        held = _cat(path)
-        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-            pytest.skip("this filesystem or user cannot make a file immutable")
-        trees.tick()
-        assert _cat(path) == held and _cat(path) == held  # not written, nobody held
-        assert emu.read("node-a", ENERGY0, at_read_time=False).decode() != held
-        subprocess.run(["chattr", "-i", str(path)], check=True)
-        assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
-        said = capsys.readouterr().out
-        assert said.count("cannot write") == 1 and "written on read again" in said
-    finally:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
-        trees.close()
-
-
-def test_readers_within_one_tick_cost_one_write(tmp_path: Path) -> None:
-    _, trees = _trees(tmp_path)
-    try:
-        if trees.onread is None:
-            pytest.skip(f"no pre-content events here: {trees.on_read_refused}")
-        path = tmp_path / "node-a" / ENERGY0
-        trees.tick()
-        texts = {_cat(path) for _ in range(5)}
-        assert len(texts) == 1 and trees.onread.fills == 1 and trees.onread.events == 10
-    finally:
-        trees.close()
