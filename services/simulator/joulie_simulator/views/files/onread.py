@@ -44,13 +44,15 @@ UNSUPPORTED = (errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM, errno.ENOSYS, errno.
 
 Fill = Callable[[str, str], bytes | None]
 """(node, path in its tree) -> the file's content now; None: leave it as it is."""
+Fault = Callable[[str, str, str], None]
+"""(node, path in its tree, why it cannot be written; '' when it can again), as ``Emulator.file_fault``."""
 
 
 class OnRead:
     """One fanotify pre-content group over the counters of every node: ``mark`` each, ``start``
     the thread that fills them as they are read, ``close`` (readers then read what the files hold)."""
 
-    def __init__(self, fill: Fill) -> None:
+    def __init__(self, fill: Fill, fault: Fault | None = None) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         init, mark = libc.fanotify_init, libc.fanotify_mark
         init.argtypes, init.restype = [ctypes.c_uint, ctypes.c_uint], ctypes.c_int
@@ -63,6 +65,7 @@ class OnRead:
         self.fd = fd
         self._mark = mark
         self._fill = fill
+        self._fault = fault
         self._files: dict[tuple[int, int], tuple[str, str]] = {}
         self._failing: set[tuple[str, str]] = set()
         self._written: dict[tuple[str, str], bytes] = {}
@@ -162,14 +165,18 @@ class OnRead:
             self._written.pop(key, None)
             if key not in self._failing:
                 self._failing.add(key)
-                print(f"node {key[0]}: cannot write {key[1]} on read ({type(err).__name__}: {err.strerror}); "
-                      "readers see what it holds", flush=True)
+                why = f"{type(err).__name__}: {err.strerror or err}"
+                print(f"node {key[0]}: cannot write {key[1]} on read ({why}); readers see what it holds", flush=True)
+                if self._fault is not None:
+                    self._fault(key[0], key[1], why)
             return
         self._written[key] = data
         self.fills += 1
         if key in self._failing:
             self._failing.discard(key)
             print(f"node {key[0]}: {key[1]} is written on read again", flush=True)
+            if self._fault is not None:
+                self._fault(key[0], key[1], "")
 
     def _cut(self) -> None:
         """Shorter contents: the old number loses its newline first (still the old value), then the new

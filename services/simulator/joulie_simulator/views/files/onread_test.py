@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from joulie_hwprofiles.schema import builtin_profile
-from joulie_simulator.emulation.emulator import Emulator
+from joulie_simulator.emulation.emulator import EVENT_FILE_UNWRITABLE, EVENT_FILE_WRITABLE, Emulator
 from joulie_simulator.physics.model import Load
 from joulie_simulator.views.files.trees import FileTrees
 
@@ -95,6 +95,9 @@ def test_an_immutable_counter_is_read_as_it_is_and_said_once(tmp_path: Path, on_
     assert _cat(path) == emu.read("node-a", ENERGY0, at_read_time=False).decode()
     said = capsys.readouterr().out
     assert said.count("cannot write") == 1 and "written on read again" in said
+    # The emulator's events say it too, as for a file the tick cannot write.
+    assert [(e.name, e.node, e.file) for e in emu.events if e.name in (EVENT_FILE_UNWRITABLE, EVENT_FILE_WRITABLE)] == [
+        (EVENT_FILE_UNWRITABLE, "node-a", ENERGY0), (EVENT_FILE_WRITABLE, "node-a", ENERGY0)]
 
 
 def test_readers_within_one_tick_cost_one_write(tmp_path: Path, on_read: tuple[Emulator, FileTrees]) -> None:

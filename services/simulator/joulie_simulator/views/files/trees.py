@@ -112,7 +112,10 @@ class FileTrees:
         if self.watch:
             self.close()
             self.changes.start(self._watched)
-        if self.on_read and self.onread is None:
+        if self.on_read:
+            if self.onread is not None:  # the counters were listed again above: marked again below
+                self.onread.close()
+                self.onread = None
             self._mark_counters()
 
     def _ensure_node(self, name: str, n: EmulatedNode, made: set[str]) -> None:
@@ -173,7 +176,7 @@ class FileTrees:
         """Hand every counter to ``OnRead`` (filled when read, out of the tick's loop); where the kernel
         refuses, say why once and keep the tick writing them."""
         try:
-            onread = OnRead(self._read_now)
+            onread = OnRead(self._read_now, self.emu.file_fault)
         except OSError as err:
             self.on_read_refused = f"fanotify pre-content events unavailable ({err.strerror or err})"
             print(f"files mode: counters written every tick: {self.on_read_refused}", flush=True)
