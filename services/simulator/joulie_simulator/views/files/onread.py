@@ -74,6 +74,7 @@ class OnRead:
         self._stop_r, self._stop_w = os.pipe()
         self._thread: threading.Thread | None = None
         self._cutter: threading.Thread | None = None
+        self._fill_error_said = False
         self.fills = 0
         self.events = 0
 
@@ -104,7 +105,11 @@ class OnRead:
             except OSError as err:
                 if err.errno in (errno.EINTR, errno.EAGAIN):
                     continue
-                print(f"files mode: reading fanotify events failed ({err}); on-read counters stop", flush=True)
+                # Closing the group lets every held and later reader through (to what the files hold).
+                print(f"files mode: reading fanotify events failed ({err}); counters are no longer written on read",
+                      flush=True)
+                fd, self.fd = self.fd, -1
+                os.close(fd)
                 return
             self._answer_all(buf)
 
@@ -123,9 +128,10 @@ class OnRead:
                 continue
             try:
                 shorter = self._fill_fd(fd)
-            except Exception:
-                self._answer(fd)  # a reader held without an answer would wait for ever
-                raise
+            except Exception as err:  # a fill that fails must never hold a reader
+                self._answer(fd)
+                self._fill_failed(err)
+                continue
             if shorter is None:
                 self._answer(fd)
             else:
@@ -135,7 +141,10 @@ class OnRead:
 
     def _answer(self, fd: int) -> None:
         try:
-            os.write(self.fd, _FAN_RESPONSE.pack(fd, _FAN_ALLOW))
+            if self.fd >= 0:
+                os.write(self.fd, _FAN_RESPONSE.pack(fd, _FAN_ALLOW))
+        except OSError:
+            pass  # the group is closing: the kernel lets its held readers through
         finally:
             os.close(fd)
 
@@ -190,8 +199,16 @@ class OnRead:
                     with contextlib.suppress(OSError):  # immutable, say: the write below says it
                         os.ftruncate(fd, len(data))
                     self._write(fd, key, data)
+            except Exception as err:  # this thread must go on: the next shorter value's reader waits on it
+                self._fill_failed(err)
             finally:
                 self._answer(fd)
+
+    def _fill_failed(self, err: Exception) -> None:
+        if not self._fill_error_said:
+            self._fill_error_said = True
+            print(f"files mode: a counter's fill on read failed ({type(err).__name__}: {err}); its reader read "
+                  "what the file holds (said once)", flush=True)
 
     def close(self) -> None:
         """Stop the threads, then close the group: readers held go on, later ones read what the files hold.

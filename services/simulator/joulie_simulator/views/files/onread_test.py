@@ -14,6 +14,7 @@ import pytest
 from joulie_hwprofiles.schema import builtin_profile
 from joulie_simulator.emulation.emulator import EVENT_FILE_UNWRITABLE, EVENT_FILE_WRITABLE, Emulator
 from joulie_simulator.physics.model import Load
+from joulie_simulator.views.files.onread import OnRead
 from joulie_simulator.views.files.trees import FileTrees
 
 ENERGY0 = "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/energy_uj"
@@ -128,3 +129,26 @@ def test_where_the_filesystem_refuses_the_tick_writes_the_counters() -> None:
             trees.close()
     finally:
         subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def test_a_fill_that_fails_holds_no_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "energy_uj"
+    path.write_text("41\n")
+
+    def broken(node: str, rel: str) -> bytes:
+        raise RuntimeError(f"no state for {node}/{rel}")
+
+    try:
+        onread = OnRead(broken)
+    except OSError as err:
+        pytest.skip(f"no pre-content events here: {err}")
+    try:
+        try:
+            onread.mark(str(path), "node-a", "energy_uj")
+        except OSError as err:
+            pytest.skip(f"no pre-content events here: {err}")
+        onread.start()
+        assert _cat(path) == "41\n" and _cat(path) == "41\n"  # answered, not held (cat's timeout would fail it)
+        assert capsys.readouterr().out.count("fill on read failed") == 1
+    finally:
+        onread.close()
