@@ -3,8 +3,8 @@
 tmpfs does not).
 
 The kernel holds a reader's ``read`` of a marked file until this process answers the event; the
-answer comes after the file holds the value of that moment, as FUSE mode renders a file when it is
-read. A files-mode tick at 1000 Nodes otherwise rewrites ~3 900 counters every second (a system call
+answer comes after the file holds the last tick's value, as the tick would have written it (FUSE
+mode likewise renders a file when it is read). A files-mode tick at 1000 Nodes otherwise rewrites ~3 900 counters every second (a system call
 each) that agents read every 10 s.
 
 What the kernel does, checked on this machine (6.18, ext4): every ``read`` raises an event, the one
