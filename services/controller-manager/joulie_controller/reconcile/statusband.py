@@ -35,6 +35,18 @@ def _get(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     return v
 
 
+def _allowed(scale: str, least: float, new: float, old: float, power: Any, share: float) -> float:
+    """How far a measured value may move (``_MEASURED``'s rule ``scale``, ``least``) at a dead band of
+    ``share``; ``power``: the held measured node power (anything not a number: none)."""
+    if scale == "rel":
+        band = share * max(abs(new), abs(old))
+    elif scale == "power":
+        band = share * abs(power) if isinstance(power, (int, float)) else 0.0
+    else:
+        band = share * 100.0
+    return max(least, band)
+
+
 def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_pct: float) -> dict[str, Any]:
     """``desired`` with each measured value that moved less than its dead band since ``existing``
     put back as ``existing`` holds it: comparing the two then tells a change worth writing."""
@@ -47,13 +59,7 @@ def measured_within(desired: dict[str, Any], existing: dict[str, Any], deadband_
         new, old = _get(desired, path), _get(existing, path)
         if not isinstance(new, (int, float)) or not isinstance(old, (int, float)) or new == old:
             continue
-        if scale == "rel":
-            band = share * max(abs(new), abs(old))
-        elif scale == "power":
-            band = share * abs(power) if isinstance(power, (int, float)) else 0.0
-        else:
-            band = share * 100.0
-        if abs(new - old) > max(least, band):
+        if abs(new - old) > _allowed(scale, least, new, old, power, share):
             continue
         out = _put(out, path, old, desired)
     return out
@@ -195,13 +201,7 @@ def measured_changed(desired: MeasuredRow, held: MeasuredRow, deadband_pct: floa
             continue
         if deadband_pct <= 0:
             return True
-        if scale == "rel":
-            band = share * max(abs(new), abs(old))
-        elif scale == "power":
-            band = share * abs(power) if power is not None else 0.0
-        else:
-            band = share * 100.0
-        if not abs(new - old) <= max(least, band):
+        if not abs(new - old) <= _allowed(scale, least, new, old, power, share):
             return True
     return False
 
@@ -212,12 +212,5 @@ def _in_band(path: tuple[str, ...], new: Any, old: Any, held: dict[str, Any], de
     if rule is None or not isinstance(new, (int, float)) or not isinstance(old, (int, float)):
         return False
     scale, least = rule
-    share = deadband_pct / 100.0
-    if scale == "rel":
-        band = share * max(abs(new), abs(old))
-    elif scale == "power":
-        power = _get(held, ("powerMeasurement", "measuredNodePowerW"))
-        band = share * abs(power) if isinstance(power, (int, float)) else 0.0
-    else:
-        band = share * 100.0
-    return abs(new - old) <= max(least, band)
+    power = _get(held, ("powerMeasurement", "measuredNodePowerW")) if scale == "power" else None
+    return abs(new - old) <= _allowed(scale, least, new, old, power, deadband_pct / 100.0)
